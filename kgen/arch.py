@@ -1,0 +1,56 @@
+"""Hardware facts from configs/arch/*.toml, as a frozen value the planner reads."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
+from typing import Mapping
+
+from kgen.resources import data_dir
+from kgen.types import TILE_HW
+
+
+@dataclass(frozen=True)
+class ArchFacts:
+    name: str
+    short: str
+    worker_grid: tuple[int, int]     # x (columns), y (rows)
+    clock_mhz: int
+    l1_bytes: int
+    l1_unreserved_base: int
+    usable_cb_bytes: int
+    dst_rows: int
+    dst_datums_per_row: int
+    packer_l1_acc_formats: tuple[str, ...]
+    tile_bytes: Mapping[str, int]
+    dram_alignment: int
+    l1_alignment: int
+    noc_count: int
+
+    def dst_tiles(self, full_sync: bool, fp32_dest_acc: bool) -> int:
+        """DST capacity in 32x32 tiles (TT-Metal get_dest_reg_count): the full register holds
+        dst_rows x 16 datums; half-sync gives each of math and pack one half; fp32 halves again."""
+        tiles = self.dst_rows * self.dst_datums_per_row // (TILE_HW * TILE_HW)
+        if not full_sync:
+            tiles //= 2
+        if fp32_dest_acc:
+            tiles //= 2
+        return tiles
+
+
+@cache
+def load_arch(name: str) -> ArchFacts:
+    raw = tomllib.loads((data_dir("configs") / "arch" / f"{name}.toml").read_text())
+    if raw["l1_bytes"] - raw["l1_unreserved_base"] != raw["usable_cb_bytes"]:
+        raise ValueError(f"configs/arch/{name}.toml: usable_cb_bytes disagrees with l1_bytes - l1_unreserved_base")
+    return ArchFacts(
+        name=raw["name"], short=raw["short"], worker_grid=tuple(raw["worker_grid"]),
+        clock_mhz=raw["clock_mhz"], l1_bytes=raw["l1_bytes"], l1_unreserved_base=raw["l1_unreserved_base"],
+        usable_cb_bytes=raw["usable_cb_bytes"], dst_rows=raw["dst_rows"],
+        dst_datums_per_row=raw["dst_datums_per_row"],
+        packer_l1_acc_formats=tuple(raw["packer_l1_acc_formats"]),
+        tile_bytes=MappingProxyType(dict(raw["tile_bytes"])), dram_alignment=raw["dram_alignment"],
+        l1_alignment=raw["l1_alignment"], noc_count=raw["noc_count"],
+    )

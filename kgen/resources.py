@@ -1,0 +1,17 @@
+"""Locate kgen's data folders: the repository's configs/ and templates/, or their copies in the wheel."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@cache
+def data_dir(name: str) -> Path:
+    """`configs` or `templates`: the top-level folder of a source checkout, else the wheel's copy."""
+    for candidate in (_PACKAGE.parent / name, _PACKAGE / "_data" / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"kgen installation is missing its {name}/ folder")

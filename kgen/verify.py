@@ -1,0 +1,298 @@
+"""Stage 4, verify: checks every IR kgen builds. A violation is a bug in kgen (`IRVerificationError`).
+
+Checks (issue #2 §6, TT-Metal's CB API contract from PR #42427):
+- per core and per CB, pages pushed by producers == pages popped by consumers over the program;
+- every wait/reserve/push/pop step is <= the CB's pages and divides them;
+- in each kernel, in order: a pop never exceeds what was waited, a push never exceeds what was
+  reserved, waited-but-unpopped and reserved-but-unpushed pages never exceed the CB;
+- DST protocol order acquire -> commit -> wait -> release, and tiles touched per acquire <= capacity;
+- packs only into reserved pages, only while the packer owns DST;
+- with packer L1 accumulation the partials CB holds exactly one output block; L1 accumulation is
+  off when the compute kernel ends;
+- multicast semaphores: increments and multicast sets that reach a core balance its waits.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kgen.errors import KgenBug
+from kgen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program
+from kgen.plan import CB_OUT, CB_PARTIALS
+
+
+class IRVerificationError(KgenBug):
+    def __init__(self, kernel: str, message: str):
+        super().__init__(f"IR verification failed in kernel `{kernel}`: {message}")
+        self.kernel = kernel
+        self.detail = message
+
+
+# ----------------------------------------------------------------------------------------------
+# Totals with loop multiplicities
+# ----------------------------------------------------------------------------------------------
+
+def op_totals(nodes: tuple[Node, ...], mult: int = 1, into: Counter | None = None) -> Counter:
+    """(op kind, cb) -> pages (CB ops) or count (other ops), multiplied through loop trip counts."""
+    totals = into if into is not None else Counter()
+    for n in nodes:
+        if isinstance(n, Loop):
+            if n.count:
+                op_totals(n.body, mult * n.count, totals)
+        elif n.kind in COMPUTE_CB_OPS:
+            totals[(n.kind, n["cb"])] += mult * n["tiles"]
+        else:
+            totals[(n.kind, None)] += mult
+    return totals
+
+
+# ----------------------------------------------------------------------------------------------
+# Sequential abstract execution of one kernel
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class _State:
+    waited: dict[int, int] = field(default_factory=dict)      # pages waited for and not yet popped
+    reserved: dict[int, int] = field(default_factory=dict)    # pages reserved and not yet pushed
+    regs: str = "released"      # released -> acquired -> committed -> waited -> released
+    dst_used: int = 0           # tiles touched in DST by math since acquire
+    l1_acc: bool = False
+
+    def key(self) -> tuple:
+        return (tuple(sorted(self.waited.items())), tuple(sorted(self.reserved.items())), self.regs,
+                self.dst_used, self.l1_acc)
+
+
+class _Checker:
+    def __init__(self, program: Program, kernel: Kernel):
+        self.program = program
+        self.kernel = kernel
+        self.pages = program.cb_pages
+        self.capacity = program.plan.dst_capacity
+        self.state = _State()
+
+    def fail(self, message: str, node: Op | None = None) -> None:
+        where = f" at `{node.kind}`" if node is not None else ""
+        raise IRVerificationError(self.kernel.name, message + where)
+
+    def value(self, v, env: dict[str, int]) -> int:
+        return v.eval(env) if isinstance(v, Affine) else int(v)
+
+    def run(self, nodes: tuple[Node, ...], env: dict[str, int]) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                for i in range(n.start, n.stop):
+                    before = self.state.key()
+                    env[n.var] = i
+                    self.run(n.body, env)
+                    # Deterministic body, unchanged state: every later iteration repeats this one.
+                    # (Index bounds of later iterations are checked statically in `static_checks`.)
+                    if self.state.key() == before:
+                        break
+                env.pop(n.var, None)
+            else:
+                self.step(n, env)
+
+    def cb_step(self, n: Op) -> tuple[int, int]:
+        cb, tiles = n["cb"], n["tiles"]
+        if cb not in self.pages:
+            self.fail(f"CB c_{cb} is not in the CB table", n)
+        pages = self.pages[cb]
+        if tiles <= 0 or tiles > pages or pages % tiles:
+            self.fail(f"step of {tiles} tiles on c_{cb} must be > 0, <= its {pages} pages and divide them", n)
+        return cb, tiles
+
+    def step(self, n: Op, env: dict[str, int]) -> None:
+        s = self.state
+        k = n.kind
+        if k == "cb_wait_front":
+            cb, t = self.cb_step(n)
+            # wait_front(t) asks for t pages at the front, counted from the last pop.
+            s.waited[cb] = max(s.waited.get(cb, 0), t)
+        elif k == "cb_pop_front":
+            cb, t = self.cb_step(n)
+            if s.waited.get(cb, 0) < t:
+                self.fail(f"pops {t} pages of c_{cb} but only {s.waited.get(cb, 0)} were waited for", n)
+            s.waited[cb] -= t
+        elif k == "cb_reserve_back":
+            cb, t = self.cb_step(n)
+            s.reserved[cb] = max(s.reserved.get(cb, 0), t)
+        elif k == "cb_push_back":
+            cb, t = self.cb_step(n)
+            if s.reserved.get(cb, 0) < t:
+                self.fail(f"pushes {t} pages of c_{cb} but only {s.reserved.get(cb, 0)} were reserved", n)
+            s.reserved[cb] -= t
+        elif k == "tile_regs_acquire":
+            if s.regs != "released":
+                self.fail(f"tile_regs_acquire while DST is {s.regs}", n)
+            s.regs, s.dst_used = "acquired", 0
+        elif k == "tile_regs_commit":
+            if s.regs != "acquired":
+                self.fail(f"tile_regs_commit while DST is {s.regs}", n)
+            s.regs = "committed"
+        elif k == "tile_regs_wait":
+            if s.regs != "committed":
+                self.fail(f"tile_regs_wait while DST is {s.regs}", n)
+            s.regs = "waited"
+        elif k == "tile_regs_release":
+            if s.regs != "waited":
+                self.fail(f"tile_regs_release while DST is {s.regs}", n)
+            s.regs = "released"
+        elif k in ("matmul_block", "copy_block", "copy_tile", "add_bcast_rows"):
+            if s.regs != "acquired":
+                self.fail(f"{k} writes DST while it is {s.regs} (needs tile_regs_acquire)", n)
+            dst = self.value(n["dst"], env)
+            if k == "matmul_block":
+                end = dst + n["ct"] * n["rt"]
+                self.need_front(n["in0"], self.value(n["in0_tile"], env) + 1, n)
+                self.need_front(n["in1"], self.value(n["in1_tile"], env) + 1, n)
+            elif k == "copy_block":
+                end = dst + n["tiles"]
+                self.need_front(n["cb"], self.value(n["tile"], env) + n["tiles"], n)
+            elif k == "copy_tile":
+                end = dst + 1
+                self.need_front(n["cb"], self.value(n["tile"], env) + 1, n)
+            else:
+                end = dst + 1
+                self.need_front(n["a"], self.value(n["a_tile"], env) + 1, n)
+                self.need_front(n["b"], self.value(n["b_tile"], env) + 1, n)
+            s.dst_used = max(s.dst_used, end)
+            if s.dst_used > self.capacity:
+                self.fail(f"{s.dst_used} tiles in DST exceed its capacity of {self.capacity} "
+                          f"({self.program.plan.dst_sync}, {self.program.plan.dst_accum_format})", n)
+        elif k in ("pack_block", "pack_tile", "pack_untilize_dest"):
+            if s.regs != "waited":
+                self.fail(f"{k} while DST is {s.regs} (needs tile_regs_wait)", n)
+            if k == "pack_block":
+                cb, tiles, last_dst = n["cb"], n["tiles"], n["dst"] + n["tiles"]
+            elif k == "pack_tile":
+                cb, tiles, last_dst = n["cb"], 1, self.value(n["dst"], env) + 1
+            else:
+                cb, tiles, last_dst = n["cb"], n["block_ct"], n["block_ct"]
+            if last_dst > s.dst_used:
+                self.fail(f"packs DST tile {last_dst - 1} which math never wrote", n)
+            if s.reserved.get(cb, 0) < tiles:
+                self.fail(f"packs into c_{cb} without {tiles} reserved page(s)", n)
+        elif k == "pack_l1_acc":
+            s.l1_acc = bool(n["enable"])
+
+    def need_front(self, cb: int, upto: int, n: Op) -> None:
+        if self.state.waited.get(cb, 0) < upto:
+            self.fail(f"reads tile {upto - 1} of c_{cb} but only {self.state.waited.get(cb, 0)} page(s) were waited for", n)
+
+    def finish(self) -> None:
+        s = self.state
+        if s.regs != "released":
+            self.fail(f"kernel ends with DST {s.regs}")
+        if self.kernel.role == "compute" and s.l1_acc:
+            self.fail("packer L1 accumulation is still on when the compute kernel ends "
+                      "(packer state persists across programs on Blackhole, tt-mlir #7026)")
+        for cb, n in s.reserved.items():
+            if n:
+                self.fail(f"kernel ends with {n} reserved page(s) of c_{cb} never pushed")
+
+
+def _static_checks(program: Program, kernel: Kernel) -> None:
+    """Index bounds over every loop iteration (the sequential pass may skip repeated iterations)."""
+    def visit(nodes: tuple[Node, ...], ranges: dict[str, int]) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                visit(n.body, {**ranges, n.var: n.stop})
+            elif n.kind == "matmul_block":
+                for key, cb in (("in0_tile", n["in0"]), ("in1_tile", n["in1"])):
+                    hi = n[key].max_over(ranges)
+                    if hi >= program.cb_pages[cb]:
+                        raise IRVerificationError(kernel.name, f"matmul_block reads tile {hi} of c_{cb} "
+                                                  f"beyond its {program.cb_pages[cb]} pages")
+    visit(kernel.body, {})
+
+
+# ----------------------------------------------------------------------------------------------
+
+def _check_balance(program: Program, totals: dict[str, Counter]) -> None:
+    plan = program.plan
+    combos: dict[tuple[str, ...], tuple[int, int]] = {}
+    nx, ny = plan.grid
+    for y in range(ny):
+        for x in range(nx):
+            names = tuple(k.name for k in program.kernels if k.runs_on((x, y)))
+            combos.setdefault(names, (x, y))
+    for names, core in combos.items():
+        pushed: Counter = Counter()
+        popped: Counter = Counter()
+        for name in names:
+            for (kind, cb), pages in totals[name].items():
+                if kind == "cb_push_back":
+                    pushed[cb] += pages
+                elif kind == "cb_pop_front":
+                    popped[cb] += pages
+        for cb in sorted(set(pushed) | set(popped)):
+            if pushed[cb] != popped[cb]:
+                raise IRVerificationError(
+                    "+".join(names), f"on core {core}, CB c_{cb}: {pushed[cb]} page(s) pushed but "
+                                     f"{popped[cb]} popped over the program")
+
+
+def _check_semaphores(program: Program) -> None:
+    """Increments and multicast sets arriving at each core must match what its kernels wait for."""
+    nx, ny = program.plan.grid
+    arriving: Counter = Counter()    # (sem, x, y) -> increments / valid-sets arriving
+    waited: Counter = Counter()
+
+    def walk_counts(nodes: tuple[Node, ...], mult: int, env: dict[str, int], kernel: Kernel, core: tuple[int, int]):
+        for n in nodes:
+            if isinstance(n, Loop):
+                walk_counts(n.body, mult * n.count, env, kernel, core)
+            elif n.kind == "sem_inc":
+                tx, ty = n["core_x"].eval(env), n["core_y"].eval(env)
+                arriving[(n["sem"], tx, ty)] += mult * n["value"]
+            elif n.kind == "mcast_sem_set":
+                x0, y0, x1, y1 = (n[k].eval(env) for k in ("x0", "y0", "x1", "y1"))
+                if (x1 - x0 + 1) * (y1 - y0 + 1) != n["num_dests"]:
+                    raise IRVerificationError(kernel.name, f"multicast rectangle ({x0},{y0})-({x1},{y1}) "
+                                              f"is not {n['num_dests']} cores")
+                for yy in range(y0, y1 + 1):
+                    for xx in range(x0, x1 + 1):
+                        if core == (xx, yy):
+                            raise IRVerificationError(kernel.name, "multicast targets its own core")
+                        arriving[(n["sem"], xx, yy)] += mult
+            elif n.kind == "sem_wait":
+                # A sender waits for `value` increments; a receiver waits for one VALID set.
+                weight = n["value"] if n["sem"].endswith("_sender") else 1
+                waited[(n["sem"], *core)] += mult * weight
+
+    for kernel in program.kernels:
+        for core in kernel.cores.cores():
+            if core[0] >= nx or core[1] >= ny:
+                raise IRVerificationError(kernel.name, f"core {core} is outside the {nx} x {ny} grid with work")
+            walk_counts(kernel.body, 1, {"core_x": core[0], "core_y": core[1]}, kernel, core)
+    for key in sorted(set(arriving) | set(waited)):
+        if arriving[key] != waited[key]:
+            sem, x, y = key
+            raise IRVerificationError(sem, f"semaphore {sem} on core ({x},{y}): {arriving[key]} arriving, "
+                                      f"{waited[key]} awaited")
+
+
+def verify(program: Program) -> Program:
+    plan = program.plan
+    totals: dict[str, Counter] = {}
+    for kernel in program.kernels:
+        checker = _Checker(program, kernel)
+        checker.run(kernel.body, {"core_x": 0, "core_y": 0})
+        checker.finish()
+        _static_checks(program, kernel)
+        totals[kernel.name] = op_totals(kernel.body)
+    _check_balance(program, totals)
+    _check_semaphores(program)
+    if plan.packer_l1_acc:
+        pages = program.cb_pages[CB_PARTIALS]
+        if pages != plan.out_block_tiles:
+            raise IRVerificationError("compute", f"with packer L1 accumulation the partials CB must hold exactly "
+                                      f"one output block ({plan.out_block_tiles} tiles), it holds {pages}")
+        compute = totals.get("compute", Counter())
+        if compute[("pack_l1_acc", None)] == 0:
+            raise IRVerificationError("compute", "PACKER_L1_ACC plan but the compute kernel never sets L1 accumulation")
+    if CB_OUT not in program.cb_pages:
+        raise IRVerificationError("compute", "the CB table has no output CB")
+    return program
