@@ -60,9 +60,10 @@ def _run(args: argparse.Namespace) -> int:
     from kgen.plan import plan
 
     if args.command == "ir" and args.stage == "spec":
-        from dataclasses import asdict
-        data = asdict(spec)
+        from dataclasses import asdict, fields, replace
+        data = asdict(replace(spec, spans={}))
         data.pop("spans", None)
+        data["spans"] = {k: str(v) for k, v in spec.spans.items()}
         print(json.dumps(data, indent=2))
         return 0
     the_plan = plan(spec)

@@ -191,6 +191,19 @@ class Program:
 VALID, INVALID = 1, 0   # semaphore values of the multicast handshake
 
 
+def unroll(nodes: tuple[Node, ...], env: dict[str, int] | None = None) -> Iterator[tuple[Op, dict[str, int]]]:
+    """Every op in execution order with the loop variables it runs under (fully unrolled)."""
+    env = {} if env is None else env
+    for n in nodes:
+        if isinstance(n, Loop):
+            for i in range(n.start, n.stop):
+                env[n.var] = i
+                yield from unroll(n.body, env)
+            env.pop(n.var, None)
+        else:
+            yield n, dict(env)
+
+
 def walk(nodes: tuple[Node, ...]) -> Iterator[Op]:
     for n in nodes:
         if isinstance(n, Loop):

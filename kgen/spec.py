@@ -369,7 +369,8 @@ def _check_key(key: str, span: Span, schema: Mapping[str, Checker], where: str) 
     raise SpecError(f"unknown key `{key}` in {where}", span, hint=hint)
 
 
-def _flatten(group: RawGroup, prefix: str, out: list[RawEntry], allowed_groups: tuple[str, ...]) -> None:
+def _flatten(group: RawGroup, prefix: str, out: list[RawEntry], allowed_groups: tuple[str, ...],
+             group_spans: dict[str, Span] | None = None) -> None:
     for e in group.entries:
         out.append(RawEntry(prefix + e.key, e.key_span, e.value))
     for g in group.groups:
@@ -379,7 +380,9 @@ def _flatten(group: RawGroup, prefix: str, out: list[RawEntry], allowed_groups: 
         if g.kind not in allowed_groups:
             hint = _suggest(g.kind, allowed_groups) or f"groups here: {', '.join(allowed_groups)}"
             raise SpecError(f"unknown group `{g.kind}`", g.span, hint=hint)
-        _flatten(g, prefix + g.kind + ".", out, ())
+        if group_spans is not None:
+            group_spans.setdefault(prefix + g.kind, g.span)
+        _flatten(g, prefix + g.kind + ".", out, (), group_spans)
 
 
 def _collect(entries: list[RawEntry], schema: Mapping[str, Checker], where: str) -> dict[str, RawEntry]:
@@ -410,6 +413,7 @@ class SpecFile:
     variant_spans: Mapping[str, Span]
     computes: Mapping[str, Mapping[str, RawEntry]]
     compute_spans: Mapping[str, Span]
+    group_spans: Mapping[str, Span]       # `block { }`, `dtype { }`, ... of the matmul body
 
 
 def _compute_block(g: RawGroup) -> dict[str, RawEntry]:
@@ -455,7 +459,8 @@ def parse_text(text: str, path: str = "<spec>") -> SpecFile:
     variants_groups = [g for g in mm.groups if g.kind == "variants"]
     body = RawGroup(mm.kind, mm.name, mm.span, mm.entries, tuple(g for g in mm.groups if g.kind != "variants"))
     flat: list[RawEntry] = []
-    _flatten(body, "", flat, tuple(g for g in MATMUL_GROUPS if g != "variants"))
+    group_spans: dict[str, Span] = {}
+    _flatten(body, "", flat, tuple(g for g in MATMUL_GROUPS if g != "variants"), group_spans)
     entries = _collect(flat, MATMUL_KEYS, f"matmul {mm.name}")
     variants: dict[str, dict[str, RawEntry]] = {}
     variant_spans: dict[str, Span] = {}
@@ -475,7 +480,8 @@ def parse_text(text: str, path: str = "<spec>") -> SpecFile:
             variants[v.kind] = _collect(flat_v, MATMUL_KEYS, f"variant {v.kind}")
             variant_spans[v.kind] = v.span
     return SpecFile(path, mm.name, mm.span, MappingProxyType(entries), MappingProxyType(variants),
-                    MappingProxyType(variant_spans), MappingProxyType(computes), MappingProxyType(compute_spans))
+                    MappingProxyType(variant_spans), MappingProxyType(computes), MappingProxyType(compute_spans),
+                    MappingProxyType(group_spans))
 
 
 @cache
@@ -528,7 +534,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         if key not in entries:
             raise SpecError(f"matmul {spec.matmul_name} is missing the required key `{key}`", spec.matmul_span,
                             hint=f"add `{key.split('.')[-1]} = ...`" + (" inside dtype { }" if "." in key else ""))
-    spans: dict[str, Span] = {"matmul": spec.matmul_span}
+    spans: dict[str, Span] = {"matmul": spec.matmul_span, **spec.group_spans}
     vals: dict[str, Any] = {}
     for key, entry in entries.items():
         spans[key] = entry.value.span
