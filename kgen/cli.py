@@ -60,7 +60,7 @@ def _run(args: argparse.Namespace) -> int:
     from kgen.plan import plan
 
     if args.command == "ir" and args.stage == "spec":
-        from dataclasses import asdict, fields, replace
+        from dataclasses import asdict, replace
         data = asdict(replace(spec, spans={}))
         data.pop("spans", None)
         data["spans"] = {k: str(v) for k, v in spec.spans.items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kgen.ir import INVALID, VALID, Affine, CoreRange, Kernel, Loop, Node, Op, Program, Semaphore, op
+from kgen.ir import INVALID, VALID, Affine, CoreRange, Kernel, Loop, Node, Program, Semaphore, op
 from kgen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan
 
 A = Affine.of

@@ -241,7 +241,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
                             spec.span("grid"), f"{min(grid_req[0], gx)} x {min(grid_req[1], gy)}")
 
     # --- per-core M/N --------------------------------------------------------------------------
-    def per_core(dim: str, tiles: int, cores: int, given: int | None, key_index: int) -> int:
+    def per_core(dim: str, tiles: int, cores: int, given: int | None) -> int:
         axis = "y" if dim == "M" else "x"
         legal = [d for d in _divisors(tiles) if tiles // d <= cores]
         if given is None:
@@ -260,8 +260,8 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         return given
 
     pc = spec.block.per_core
-    per_core_m = per_core("M", mt, grid_req[1], pc[0] if pc else None, 0)
-    per_core_n = per_core("N", nt, grid_req[0], pc[1] if pc else None, 1)
+    per_core_m = per_core("M", mt, grid_req[1], pc[0] if pc else None)
+    per_core_n = per_core("N", nt, grid_req[0], pc[1] if pc else None)
     grid = (nt // per_core_n, mt // per_core_m)
 
     # --- DST capacity of the sync mode and accumulation format kgen emits ----------------------

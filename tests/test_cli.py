@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import EXAMPLES, ROOT, example
+from conftest import EXAMPLES, ROOT
 
 
 def run(*args, cwd=ROOT):

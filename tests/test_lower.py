@@ -54,7 +54,6 @@ def test_spill_reload_lifecycle():
 
 def test_l1_acc_without_bias_lifecycle():
     prog = program("peak_small")
-    p = prog.plan
     ops = compute_ops(prog)
     nsb = 2
     # block 0 -> 0 (overwrite), block 1 -> 1 (accumulate), later blocks unchanged, final pack -> 0
