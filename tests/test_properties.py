@@ -16,13 +16,26 @@ dims = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
 maybe = lambda strat: st.one_of(st.just("auto"), strat)
 
 
+def divisor_of(draw, n: int) -> int:
+    return draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]))
+
+
 @st.composite
 def specs(draw):
+    """Half the specs draw block values freely (mostly illegal), half from divisors (mostly legal)."""
     arch = draw(st.sampled_from(["wormhole_b0", "blackhole"]))
     mt, nt, kt = draw(dims), draw(dims), draw(st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16, 24]))
     batch = draw(st.sampled_from([1, 1, 2]))
     gx, gy = draw(st.integers(1, 8)), draw(st.integers(1, 8))
     pair = st.tuples(st.integers(1, 8), st.integers(1, 8)).map(lambda p: f"{p[0]} x {p[1]}")
+    in0_block_w = maybe(st.integers(1, 8).map(str))
+    per_core = out_block = maybe(pair)
+    if draw(st.booleans()):
+        pm, pn = divisor_of(draw, mt * batch), divisor_of(draw, nt)
+        gx, gy = nt // pn, mt * batch // pm
+        per_core = st.just(f"{pm} x {pn}")
+        out_block = maybe(st.just(f"{divisor_of(draw, pm)} x {divisor_of(draw, pn)}"))
+        in0_block_w = st.just(str(divisor_of(draw, kt)))
     text = f"""
 matmul p {{
     arch = {arch}
@@ -33,10 +46,10 @@ matmul p {{
     grid = {draw(maybe(st.just(f"{gx} x {gy}")))}
     dataflow = {draw(st.sampled_from(["mcast_2d", "reuse"]))}
     block {{
-        in0_block_w = {draw(maybe(st.integers(1, 8).map(str)))}
-        out_subblock = {draw(maybe(pair))}
-        per_core = {draw(maybe(pair))}
-        out_block = {draw(maybe(pair))}
+        in0_block_w = {draw(in0_block_w)}
+        out_subblock = {draw(st.one_of(st.just("auto"), st.just("auto"), pair))}
+        per_core = {draw(per_core)}
+        out_block = {draw(out_block)}
     }}
     compute {{
         math_fidelity = {draw(st.sampled_from(["LoFi", "HiFi2", "HiFi3", "HiFi4"]))}
