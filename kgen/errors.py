@@ -38,8 +38,8 @@ class SpecError(KgenError):
         self.path = path
 
     def render(self) -> str:
-        where = str(self.span) if self.span else (self.path or "kgen")
-        lines = [f"{where}: error: {self.message}"]
+        where = str(self.span) if self.span else self.path
+        lines = [f"{where}: error: {self.message}" if where else f"error: {self.message}"]
         if self.span and self.span.source_line:
             text = self.span.source_line.rstrip("\n").expandtabs(1)
             gutter = f"{self.span.line:5d} | "

@@ -128,6 +128,13 @@ class _Source:
         text = self.lines[line - 1] if self.lines else ""
         return Span(self.path, line, max(1, column), end_line or line, end_column or column + 1, text)
 
+    def end(self) -> Span:
+        """The end of the last non-blank line (where a missing closing brace belongs)."""
+        line = len(self.lines)
+        while line > 1 and not self.lines[line - 1].strip():
+            line -= 1
+        return self.span(line, len(self.lines[line - 1].rstrip()) + 1)
+
     def of(self, node: Any) -> Span:
         meta = getattr(node, "meta", None)
         if meta is not None and not getattr(meta, "empty", False):
@@ -137,11 +144,17 @@ class _Source:
 
 def read_source(path: str | Path) -> str:
     """Read a spec file, turning every way it can be unreadable into a SpecError."""
-    p = Path(path)
     shown = str(path)
-    if not p.exists():
+    if not shown:
+        raise SpecError("no spec path given (an empty string)", hint="pass the path of a .kspec file")
+    p = Path(path)
+    try:
+        exists, is_dir = p.exists(), p.is_dir()
+    except OSError as exc:  # e.g. a name longer than the OS allows
+        raise SpecError(f"cannot use this path: {exc.strerror or exc}", path=shown[:200]) from None
+    if not exists:
         raise SpecError(f"no such file: {shown}", path=shown, hint="check the path; specs end in .kspec")
-    if p.is_dir():
+    if is_dir:
         candidates = sorted(str(c) for c in p.glob("*.kspec"))[:3]
         hint = f"did you mean {', '.join(candidates)}?" if candidates else "pass a .kspec file, not a folder"
         raise SpecError(f"{shown} is a directory, not a spec file", path=shown, hint=hint)
@@ -157,10 +170,10 @@ def read_source(path: str | Path) -> str:
     if b"\x00" in data:
         raise SpecError(f"{shown} is a binary file, not a .kspec text file", path=shown)
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a leading byte-order mark is not part of the spec
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise SpecError(f"{shown}:{line}: the file is not UTF-8 text (byte 0x{data[exc.start]:02x})",
+        raise SpecError(f"line {line}: the file is not UTF-8 text (byte 0x{data[exc.start]:02x})",
                         path=shown) from None
     if not text.strip() or all(not ln.strip() or ln.strip().startswith("#") for ln in text.splitlines()):
         raise SpecError(f"{shown} is empty: a spec needs a `matmul NAME {{ ... }}` block", path=shown,
@@ -189,15 +202,24 @@ def _parse_tree(text: str, src: _Source) -> lark.Tree:
         raise SpecError(f"unexpected character {ch!r}", span,
                         hint="keys and values are names, numbers or `H x W` dimensions; comments start with #") from None
     except lark.exceptions.UnexpectedEOF as exc:
-        span = src.span(len(src.lines), len(src.lines[-1]) + 1)
+        span = src.end()
         raise SpecError(f"the file ends too early: expected {_describe_expected(set(exc.expected))}", span,
                         hint="is a closing '}' missing?") from None
     except lark.exceptions.UnexpectedToken as exc:
         tok = exc.token
         if tok.type == "$END":
-            span = src.span(len(src.lines), len(src.lines[-1]) + 1)
+            span = src.end()
             raise SpecError(f"the file ends too early: expected {_describe_expected(set(exc.expected))}", span,
                             hint="is a closing '}' missing?") from None
+        if "LBRACE" in exc.expected and "EQUAL" not in exc.expected:
+            # `key word` then something other than `{`: a `key = value` that lost its `=`.
+            prev = _previous_words(text, tok.start_pos, 2)
+            if len(prev) == 2:
+                (k, _), (word, pos) = prev
+                line = text.count("\n", 0, pos) + 1
+                col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+                raise SpecError(f"missing `=` between `{k}` and `{word}`", src.span(line, col, line, col + len(word)),
+                                hint=f"write `{k} = {word}`, or `{k} {word} {{ ... }}` for a named block") from None
         span = src.span(tok.line, tok.column, tok.end_line, tok.end_column)
         hint = None
         if "EQUAL" in exc.expected and tok.type in ("NAME", "INT", "DIMS"):
@@ -210,7 +232,28 @@ def _parse_tree(text: str, src: _Source) -> lark.Tree:
         raise SpecError(f"cannot parse: {exc}", src.span(1, 1)) from None
 
 
-def _raw_group(tree: lark.Tree, src: _Source) -> RawGroup:
+def _previous_words(text: str, pos: int, count: int) -> list[tuple[str, int]]:
+    """The `count` names before `pos` (comments skipped), with their offsets, oldest first."""
+    import re
+
+    words: list[tuple[str, int]] = []
+    code = re.sub(r"#[^\n]*", lambda m: " " * len(m.group()), text[:pos])
+    for m in reversed(list(re.finditer(r"[A-Za-z_][A-Za-z0-9_]*|\S", code))):
+        if not re.match(r"[A-Za-z_]", m.group()):
+            break
+        words.append((m.group(), m.start()))
+        if len(words) == count:
+            break
+    return list(reversed(words))
+
+
+MAX_GROUP_DEPTH = 8
+
+
+def _raw_group(tree: lark.Tree, src: _Source, depth: int = 0) -> RawGroup:
+    if depth > MAX_GROUP_DEPTH:
+        raise SpecError(f"groups nest more than {MAX_GROUP_DEPTH} deep", src.of(tree.children[0]),
+                        hint="a spec nests at most matmul { variants { NAME { ... } } }")
     children = list(tree.children)
     kind_tok = children.pop(0)
     name_tok = children.pop(0) if children and isinstance(children[0], lark.Token) else None
@@ -218,7 +261,7 @@ def _raw_group(tree: lark.Tree, src: _Source) -> RawGroup:
     groups: list[RawGroup] = []
     for child in children:
         if child.data == "group":
-            groups.append(_raw_group(child, src))
+            groups.append(_raw_group(child, src, depth + 1))
         else:
             path_tree, value_tree = child.children
             key = ".".join(str(t) for t in path_tree.children)
@@ -377,6 +420,9 @@ def _flatten(group: RawGroup, prefix: str, out: list[RawEntry], allowed_groups: 
         if g.name is not None:
             raise SpecError(f"unexpected name `{g.name}` after `{g.kind}`", g.span,
                             hint=f"write `{g.kind} {{ ... }}`")
+        if not allowed_groups:
+            raise SpecError(f"a group cannot nest inside `{prefix.rstrip('.')}`", g.span,
+                            hint=f"write `key = value` lines directly inside {prefix.rstrip('.')} {{ }}")
         if g.kind not in allowed_groups:
             hint = _suggest(g.kind, allowed_groups) or f"groups here: {', '.join(allowed_groups)}"
             raise SpecError(f"unknown group `{g.kind}`", g.span, hint=hint)
@@ -387,7 +433,7 @@ def _flatten(group: RawGroup, prefix: str, out: list[RawEntry], allowed_groups: 
 
 def _collect(entries: list[RawEntry], schema: Mapping[str, Checker], where: str) -> dict[str, RawEntry]:
     seen: dict[str, RawEntry] = {}
-    for e in entries:
+    for e in sorted(entries, key=lambda e: (e.key_span.line, e.key_span.column)):  # source order
         _check_key(e.key, e.key_span, schema, where)
         if e.key in seen:
             first = seen[e.key].key_span
@@ -421,7 +467,10 @@ def _compute_block(g: RawGroup) -> dict[str, RawEntry]:
         raise SpecError("a compute config needs a name: `compute NAME { ... }`", g.span)
     if g.groups:
         raise SpecError(f"unexpected group `{g.groups[0].kind}` inside compute {g.name}", g.groups[0].span)
-    return _collect(list(g.entries), COMPUTE_KEYS, f"compute {g.name}")
+    entries = _collect(list(g.entries), COMPUTE_KEYS, f"compute {g.name}")
+    for key, entry in entries.items():  # type errors surface even if no matmul uses this config
+        COMPUTE_KEYS[key](entry.value, key)
+    return entries
 
 
 def parse_text(text: str, path: str = "<spec>") -> SpecFile:
@@ -478,6 +527,8 @@ def parse_text(text: str, path: str = "<spec>") -> SpecFile:
             flat_v: list[RawEntry] = []
             _flatten(v, "", flat_v, tuple(g for g in MATMUL_GROUPS if g != "variants"))
             variants[v.kind] = _collect(flat_v, MATMUL_KEYS, f"variant {v.kind}")
+            for key, entry in variants[v.kind].items():  # type errors fail `check` of the base too
+                MATMUL_KEYS[key](entry.value, key)
             variant_spans[v.kind] = v.span
     return SpecFile(path, mm.name, mm.span, MappingProxyType(entries), MappingProxyType(variants),
                     MappingProxyType(variant_spans), MappingProxyType(computes), MappingProxyType(compute_spans),
