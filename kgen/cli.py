@@ -53,12 +53,13 @@ def _variant_summaries(spec_file, current: str | None) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Stage modules are imported here, not at the top, so `kgen --help` starts instantly.
+    from kgen.lower import lower  # lowering verifies the IR: every check also proves the kernels balance
+    from kgen.plan import plan
     from kgen.spec import load_file, resolve
 
     spec_file = load_file(args.spec)
     spec = resolve(spec_file, args.variant)
-    from kgen.plan import plan
-
     if args.command == "ir" and args.stage == "spec":
         from dataclasses import asdict, replace
         data = asdict(replace(spec, spans={}))
@@ -67,8 +68,6 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     the_plan = plan(spec)
-    from kgen.lower import lower  # lowering verifies the IR: every check also proves the kernels balance
-
     program = lower(the_plan)
     if args.command == "check":
         from kgen.report import format_plan, plan_to_dict

@@ -204,14 +204,6 @@ def unroll(nodes: tuple[Node, ...], env: dict[str, int] | None = None) -> Iterat
             yield n, dict(env)
 
 
-def walk(nodes: tuple[Node, ...]) -> Iterator[Op]:
-    for n in nodes:
-        if isinstance(n, Loop):
-            yield from walk(n.body)
-        else:
-            yield n
-
-
 def _fmt_arg(v: Any, cb_names: Mapping[int, str], key: str) -> str:
     if key in ("cb", "in0", "in1", "out", "old", "new", "a", "b") or key.startswith(("srca", "srcb")):
         if isinstance(v, int) and not isinstance(v, bool):

@@ -13,6 +13,7 @@ from typing import Callable
 
 from kgen.ir import INVALID, VALID, Affine, CoreRange, Kernel, Loop, Node, Program, Semaphore, op
 from kgen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan
+from kgen.verify import verify
 
 A = Affine.of
 
@@ -395,8 +396,6 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
 
 def lower(p: Plan) -> Program:
     """Build the IR of every kernel and verify it (a failed verification is a bug in kgen)."""
-    from kgen.verify import verify
-
     nx, ny = p.grid
     all_cores = CoreRange(0, 0, nx - 1, ny - 1)
     compute = Kernel("compute", "compute", "TRISC", None, all_cores, _compute_kernel(p))

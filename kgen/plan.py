@@ -165,8 +165,6 @@ class Plan:
     def cb(self, index: int) -> CircularBuffer:
         return next(c for c in self.cbs if c.index == index)
 
-    def has_cb(self, index: int) -> bool:
-        return any(c.index == index for c in self.cbs)
 
 
 # ----------------------------------------------------------------------------------------------

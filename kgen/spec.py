@@ -8,7 +8,7 @@ the text and suggest the nearest valid key or value.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -628,8 +628,3 @@ def load_file(path: str | Path) -> SpecFile:
 def load(path: str | Path, variant: str | None = None) -> MatmulSpec:
     """Parse a .kspec file and resolve it (optionally as one of its variants)."""
     return resolve(load_file(path), variant)
-
-
-def with_compute(spec: MatmulSpec, **changes: Any) -> MatmulSpec:
-    """A copy of `spec` with compute-config fields changed (for tests and sweeps)."""
-    return replace(spec, compute=replace(spec.compute, **changes))

@@ -10,16 +10,9 @@ DTYPE_TO_FORMAT: dict[str, str] = {
     "float32": "Float32",
 }
 
-# tt::DataFormat values (tt_backend_api_types.hpp); 255 marks an unused CB in JIT descriptors.
-DATA_FORMAT_VALUE: dict[str, int] = {
-    "Float32": 0, "Float16": 1, "Bfp8": 2, "Bfp4": 3, "Tf32": 4, "Float16_b": 5, "Bfp8_b": 6,
-    "Bfp4_b": 7, "Int32": 8, "UInt16": 9, "Invalid": 255,
-}
-
 # enum class MathFidelity : uint8_t { LoFi = 0, HiFi2 = 2, HiFi3 = 3, HiFi4 = 4 } (base_types.hpp);
-# there is no value 1. Phases = passes over the 5-bit SrcA / 7-bit SrcB slices.
+# there is no value 1.
 MATH_FIDELITY_VALUE: dict[str, int] = {"LoFi": 0, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
-MATH_FIDELITY_PHASES: dict[str, int] = {"LoFi": 1, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 
 ARCHS = ("wormhole_b0", "blackhole")
 DATAFLOWS = ("mcast_2d", "reuse")
