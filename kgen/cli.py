@@ -62,8 +62,7 @@ def _run(args: argparse.Namespace) -> int:
     spec = resolve(spec_file, args.variant)
     if args.command == "ir" and args.stage == "spec":
         from dataclasses import asdict, replace
-        data = asdict(replace(spec, spans={}))
-        data.pop("spans", None)
+        data = asdict(replace(spec, spans={}))  # spans print as file:line:col
         data["spans"] = {k: str(v) for k, v in spec.spans.items()}
         print(json.dumps(data, indent=2))
         return 0

@@ -166,7 +166,6 @@ class Plan:
         return next(c for c in self.cbs if c.index == index)
 
 
-
 # ----------------------------------------------------------------------------------------------
 
 def _divisors(n: int) -> list[int]:

@@ -8,6 +8,7 @@ the text and suggest the nearest valid key or value.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -121,12 +122,19 @@ def _parser() -> lark.Lark:
 class _Source:
     def __init__(self, path: str, text: str):
         self.path = path
+        self.text = text
         self.lines = text.splitlines() or [""]
 
     def span(self, line: int, column: int, end_line: int | None = None, end_column: int | None = None) -> Span:
         line = max(1, min(line, len(self.lines)))
         text = self.lines[line - 1] if self.lines else ""
         return Span(self.path, line, max(1, column), end_line or line, end_column or column + 1, text)
+
+    def at(self, offset: int, length: int) -> Span:
+        """The span of `length` characters starting at character `offset` of the text."""
+        line = self.text.count("\n", 0, offset) + 1
+        column = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return self.span(line, column, line, column + length)
 
     def end(self) -> Span:
         """The end of the last non-blank line (where a missing closing brace belongs)."""
@@ -202,23 +210,17 @@ def _parse_tree(text: str, src: _Source) -> lark.Tree:
         raise SpecError(f"unexpected character {ch!r}", span,
                         hint="keys and values are names, numbers or `H x W` dimensions; comments start with #") from None
     except lark.exceptions.UnexpectedEOF as exc:
-        span = src.end()
-        raise SpecError(f"the file ends too early: expected {_describe_expected(set(exc.expected))}", span,
-                        hint="is a closing '}' missing?") from None
+        raise _early_end(src, exc.expected) from None
     except lark.exceptions.UnexpectedToken as exc:
         tok = exc.token
         if tok.type == "$END":
-            span = src.end()
-            raise SpecError(f"the file ends too early: expected {_describe_expected(set(exc.expected))}", span,
-                            hint="is a closing '}' missing?") from None
+            raise _early_end(src, exc.expected) from None
         if "LBRACE" in exc.expected and "EQUAL" not in exc.expected:
             # `key word` then something other than `{`: a `key = value` that lost its `=`.
             prev = _previous_words(text, tok.start_pos, 2)
             if len(prev) == 2:
                 (k, _), (word, pos) = prev
-                line = text.count("\n", 0, pos) + 1
-                col = pos - (text.rfind("\n", 0, pos) + 1) + 1
-                raise SpecError(f"missing `=` between `{k}` and `{word}`", src.span(line, col, line, col + len(word)),
+                raise SpecError(f"missing `=` between `{k}` and `{word}`", src.at(pos, len(word)),
                                 hint=f"write `{k} = {word}`, or `{k} {word} {{ ... }}` for a named block") from None
         span = src.span(tok.line, tok.column, tok.end_line, tok.end_column)
         hint = None
@@ -232,10 +234,13 @@ def _parse_tree(text: str, src: _Source) -> lark.Tree:
         raise SpecError(f"cannot parse: {exc}", src.span(1, 1)) from None
 
 
+def _early_end(src: _Source, expected: Any) -> SpecError:
+    return SpecError(f"the file ends too early: expected {_describe_expected(set(expected))}", src.end(),
+                     hint="is a closing '}' missing?")
+
+
 def _previous_words(text: str, pos: int, count: int) -> list[tuple[str, int]]:
     """The `count` names before `pos` (comments skipped), with their offsets, oldest first."""
-    import re
-
     words: list[tuple[str, int]] = []
     code = re.sub(r"#[^\n]*", lambda m: " " * len(m.group()), text[:pos])
     for m in reversed(list(re.finditer(r"[A-Za-z_][A-Za-z0-9_]*|\S", code))):

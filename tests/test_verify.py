@@ -45,6 +45,10 @@ def once(predicate, replacement):
     return fn
 
 
+def with_args(o, **changes):
+    return [replace(o, args=tuple({**dict(o.args), **changes}.items()))]
+
+
 def test_examples_verify():
     verify(program())
 
@@ -65,11 +69,8 @@ def test_l1_acc_left_on_is_caught():
 
 def test_overfilled_dst_is_caught():
     # a 4 x 4 subblock: 16 tiles in a half-sync bf16 DST of 8
-    def widen(o):
-        args = dict(o.args)
-        args.update(ct=4, rt=4)
-        return [replace(o, args=tuple(args.items()))]
-    prog = break_kernel(program(), "compute", once(lambda o: o.kind == "matmul_block", widen))
+    prog = break_kernel(program(), "compute",
+                        once(lambda o: o.kind == "matmul_block", lambda o: with_args(o, ct=4, rt=4)))
     with pytest.raises(IRVerificationError, match="exceed its capacity of 8"):
         verify(prog)
 
@@ -111,11 +112,8 @@ def test_partials_not_one_block_under_l1_acc_is_caught():
 
 
 def test_semaphore_imbalance_is_caught():
-    def wrong_count(o):
-        args = dict(o.args)
-        args["value"] = o["value"] + 1
-        return [replace(o, args=tuple(args.items()))]
-    prog = break_kernel(program(), "in0_sender", once(lambda o: o.kind == "sem_wait", wrong_count))
+    prog = break_kernel(program(), "in0_sender",
+                        once(lambda o: o.kind == "sem_wait", lambda o: with_args(o, value=o["value"] + 1)))
     with pytest.raises(IRVerificationError, match="semaphore in0_sender"):
         verify(prog)
 
