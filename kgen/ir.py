@@ -52,7 +52,56 @@ class Affine:
         return " + ".join(parts)
 
 
-Arg = Union[int, bool, str, Affine, tuple]
+class Sym(int):
+    """An int that a rendered kernel prints by name: a compile-time-arg constant such as
+    `in0_block_num_tiles`. It compares, hashes and computes as the plain int it is."""
+
+    name: str
+
+    def __new__(cls, value: int, name: str) -> "Sym":
+        obj = super().__new__(cls, value)
+        obj.name = name
+        return obj
+
+    def __reduce__(self):
+        return (Sym, (int(self), self.name))
+
+
+@dataclass(frozen=True)
+class RuntimeArg:
+    """One runtime argument of a data-movement kernel and where its value comes from:
+    `core_x`/`core_y` (this core's logical coordinate), `noc_x`/`noc_y` (the NoC coordinate of the
+    logical column/row `coord`, known only on the device, so the loader translates it), or
+    `buffer_address` (the DRAM address of `tensor`, known only when the tensors are allocated)."""
+
+    name: str
+    source: str
+    coord: Affine | None = None
+    tensor: str = ""
+
+    def logical(self, env: Mapping[str, int]) -> int:
+        """The logical coordinate this argument stands for on the core described by env."""
+        if self.source in ("core_x", "core_y"):
+            return env[self.source]
+        if self.coord is None:
+            raise TypeError(f"runtime arg {self.name} ({self.source}) has no coordinate")
+        return self.coord.eval(env)
+
+
+RUNTIME_ARG_SOURCES = ("core_x", "core_y", "noc_x", "noc_y", "buffer_address")
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """A DRAM tensor a data-movement kernel reads or writes through a TensorAccessor."""
+
+    name: str            # in0, in1, bias, out
+    data_format: str     # tt::DataFormat name of its pages
+    page_bytes: int      # one tile, or one row of an untilized (row-major) output
+    layout: str          # TILE | ROW_MAJOR
+
+
+Arg = Union[int, bool, str, Affine, RuntimeArg, tuple]
 
 
 # Every op kind with its argument names, in print order. Compute-kernel ops mirror TT-Metal 0.81.1's
@@ -86,14 +135,24 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
     # data movement
     "read_tiles": ("tensor", "cb", "start", "rows", "cols", "row_stride"),   # DRAM -> CB write ptr
     "write_tiles": ("tensor", "cb", "start", "rows", "cols", "row_stride"),  # CB read ptr -> DRAM
-    "write_rows": ("tensor", "cb", "tile_row", "tile_col", "width_tiles"),   # one untilized tile-row
+    # Row-major (untilized) output: `rows` pages from `start_row`, each `row_bytes` long, written at
+    # byte `offset_bytes` within the page; the CB holds the rows back to back.
+    "write_rows": ("tensor", "cb", "start_row", "rows", "row_bytes", "offset_bytes"),
     "noc_read_barrier": (), "noc_write_barrier": (),
+    "noc_writes_flushed": (),   # Blackhole: data multicast flushed before the flag multicast
     "sem_wait": ("sem", "value"),
     "sem_set": ("sem", "value"),
-    "sem_inc": ("sem", "core_x", "core_y", "value"),                          # remote increment
-    "mcast_cb": ("cb", "tiles", "x0", "y0", "x1", "y1", "num_dests"),         # local CB pages -> same pages
-    "mcast_sem_set": ("sem", "value", "x0", "y0", "x1", "y1", "num_dests"),
+    # Remote cores are named by RuntimeArgs (NoC coordinates reach the kernel at run time).
+    "sem_inc": ("sem", "noc_x", "noc_y", "value"),                            # remote increment
+    # Multicast rectangles in NoC order: on NOC 1 start is the far corner (TT-Metal swaps start and
+    # end for NOC 1 in its mcast factories, ttmetal-matmul.md §2.5).
+    "mcast_cb": ("cb", "tiles", "bytes", "start_x", "start_y", "end_x", "end_y", "num_dests"),
+    "mcast_sem_set": ("sem", "value", "start_x", "start_y", "end_x", "end_y", "num_dests"),
 }
+
+# Arguments that name a circular buffer (printed by CB name).
+CB_ARGS = frozenset({"cb", "in0", "in1", "out", "old", "new", "a", "b",
+                     "srca_old", "srca_new", "srcb_old", "srcb_new"})
 
 COMPUTE_CB_OPS = ("cb_wait_front", "cb_pop_front", "cb_reserve_back", "cb_push_back")
 
@@ -164,9 +223,25 @@ class Kernel:
     noc: int | None
     cores: CoreRange
     body: tuple[Node, ...]
+    # The kernel's interface to the host program, printed verbatim into the manifest.
+    compile_time_args: tuple[tuple[str, int], ...] = ()          # (name, value) in index order
+    named_compile_time_args: tuple[tuple[str, int], ...] = ()
+    defines: tuple[tuple[str, str], ...] = ()
+    runtime_args: tuple[RuntimeArg, ...] = ()                    # per core
+    common_runtime_args: tuple[RuntimeArg, ...] = ()             # the same on every core
+    tensors: tuple[TensorArg, ...] = ()
 
     def runs_on(self, core: tuple[int, int]) -> bool:
         return core in self.cores
+
+    def ct_index(self, name: str) -> int:
+        for i, (n, _) in enumerate(self.compile_time_args):
+            if n == name:
+                return i
+        raise KeyError(f"kernel {self.name} has no compile-time arg {name}")
+
+    def named(self, name: str) -> int:
+        return dict(self.named_compile_time_args)[name]
 
 
 @dataclass(frozen=True)
@@ -205,12 +280,13 @@ def unroll(nodes: tuple[Node, ...], env: dict[str, int] | None = None) -> Iterat
 
 
 def _fmt_arg(v: Any, cb_names: Mapping[int, str], key: str) -> str:
-    if key in ("cb", "in0", "in1", "out", "old", "new", "a", "b") or key.startswith(("srca", "srcb")):
-        if isinstance(v, int) and not isinstance(v, bool):
-            return cb_names.get(v, f"c_{v}")
+    if key in CB_ARGS and isinstance(v, int) and not isinstance(v, bool):
+        return cb_names.get(v, f"c_{v}")
     if isinstance(v, bool):
         return "1" if v else "0"
-    return str(v)
+    if isinstance(v, RuntimeArg):
+        return f"{v.source}({v.coord})" if v.coord is not None else v.source
+    return str(int(v)) if isinstance(v, int) else str(v)
 
 
 def format_node(node: Node, cb_names: Mapping[int, str], indent: int = 0) -> list[str]:

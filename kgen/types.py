@@ -19,3 +19,10 @@ DATAFLOWS = ("mcast_2d", "reuse")
 ACTIVATIONS = ("none", "relu")
 
 TILE_HW = 32  # TILE_HEIGHT = TILE_WIDTH = 32 (constants.hpp); kgen plans 32x32 tiles only
+
+# tt::DataFormat values (tt_backend_api_types.hpp) of the formats kgen emits into the JIT
+# descriptor arrays; Invalid marks an unused CB index (hlk_desc.hpp).
+DATA_FORMAT_VALUE: dict[str, int] = {
+    "Float32": 0, "Float16": 1, "Bfp8": 2, "Bfp4": 3, "Tf32": 4, "Float16_b": 5, "Bfp8_b": 6, "Bfp4_b": 7,
+    "Invalid": 255,
+}

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kgen.errors import KgenBug
-from kgen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program
+from kgen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RuntimeArg
 from kgen.plan import CB_OUT, CB_PARTIALS
 
 
@@ -193,12 +193,68 @@ class _Checker:
                 self.fail(f"kernel ends with {n} reserved page(s) of c_{cb} never pushed")
 
 
+def _tensor_pages(program: Program) -> dict[str, int]:
+    p = program.plan
+    return {"in0": p.mt * p.kt, "in1": p.kt * p.nt, "bias": p.nt,
+            "out": p.mt * 32 if p.untilize_out else p.mt * p.nt}
+
+
+def _check_interface(program: Program, kernel: Kernel) -> None:
+    """What the kernel uses is what it declares: runtime args, tensors, semaphore ids, CB names."""
+    declared = set(kernel.runtime_args)
+    tensors = {t.name for t in kernel.tensors}
+    cb_names = {cb.name: cb.index for cb in program.plan.cbs}
+    for name, index in kernel.named_compile_time_args:
+        if name in cb_names and cb_names[name] != index:
+            raise IRVerificationError(kernel.name, f"named CT arg {name} = {index}, the CB table says {cb_names[name]}")
+    sem_ids = {s.name: s.id for s in program.semaphores}
+    for name, value in kernel.compile_time_args:
+        sem = name.removesuffix("_semaphore_id")
+        if sem != name and sem_ids.get(sem) != value:
+            raise IRVerificationError(kernel.name, f"CT arg {name} = {value}, semaphore {sem} has id {sem_ids.get(sem)}")
+    for n, _ in unroll_ops(kernel.body):
+        for key, v in n.args:
+            if isinstance(v, RuntimeArg) and v not in declared:
+                raise IRVerificationError(kernel.name, f"`{n.kind}` uses runtime arg {v.name}, not declared")
+        if n.kind in ("read_tiles", "write_tiles", "write_rows") and n["tensor"] not in tensors:
+            raise IRVerificationError(kernel.name, f"`{n.kind}` uses tensor {n['tensor']} without an accessor")
+        if n.kind.startswith("sem_") or n.kind == "mcast_sem_set":
+            if n["sem"] not in sem_ids or f"{n['sem']}_semaphore_id" not in dict(kernel.compile_time_args):
+                raise IRVerificationError(kernel.name, f"`{n.kind}` uses semaphore {n['sem']} without its id CT arg")
+
+
+def unroll_ops(nodes: tuple[Node, ...]):
+    """Every op of a tree once (loops not repeated), with its enclosing loops."""
+    for n in nodes:
+        if isinstance(n, Loop):
+            yield from unroll_ops(n.body)
+        else:
+            yield n, None
+
+
 def _static_checks(program: Program, kernel: Kernel) -> None:
-    """Index bounds over every loop iteration (the sequential pass may skip repeated iterations)."""
+    """Index bounds over every loop iteration and every core (the sequential pass may skip repeated
+    iterations): matmul tiles inside the CB, DRAM pages inside the tensor."""
+    pages = _tensor_pages(program)
+    cores = {"core_x": kernel.cores.x1 + 1, "core_y": kernel.cores.y1 + 1}
+    tensors = {t.name: t for t in kernel.tensors}
+
     def visit(nodes: tuple[Node, ...], ranges: dict[str, int]) -> None:
         for n in nodes:
             if isinstance(n, Loop):
                 visit(n.body, {**ranges, n.var: n.stop})
+            elif n.kind in ("read_tiles", "write_tiles"):
+                last = n["start"].max_over({**ranges, **cores}) + (n["rows"] - 1) * n["row_stride"] + n["cols"] - 1
+                if last >= pages[n["tensor"]]:
+                    raise IRVerificationError(kernel.name, f"`{n.kind}` touches page {last} of {n['tensor']}, "
+                                              f"which has {pages[n['tensor']]}")
+            elif n.kind == "write_rows":
+                last = n["start_row"].max_over({**ranges, **cores}) + n["rows"] - 1
+                end = n["offset_bytes"].max_over({**ranges, **cores}) + n["row_bytes"]
+                if last >= pages[n["tensor"]] or end > tensors[n["tensor"]].page_bytes:
+                    raise IRVerificationError(kernel.name, f"`write_rows` reaches row {last} / byte {end} of "
+                                              f"{n['tensor']} ({pages[n['tensor']]} rows of "
+                                              f"{tensors[n['tensor']].page_bytes} bytes)")
             elif n.kind == "matmul_block":
                 for key, cb in (("in0_tile", n["in0"]), ("in1_tile", n["in1"])):
                     hi = n[key].max_over(ranges)
@@ -245,10 +301,12 @@ def _check_semaphores(program: Program) -> None:
             if isinstance(n, Loop):
                 walk_counts(n.body, mult * n.count, env, kernel, core)
             elif n.kind == "sem_inc":
-                tx, ty = n["core_x"].eval(env), n["core_y"].eval(env)
+                tx, ty = n["noc_x"].logical(env), n["noc_y"].logical(env)
                 arriving[(n["sem"], tx, ty)] += mult * n["value"]
             elif n.kind == "mcast_sem_set":
-                x0, y0, x1, y1 = (n[k].eval(env) for k in ("x0", "y0", "x1", "y1"))
+                # start/end are in NoC order (swapped on NOC 1): the rectangle is their bounding box
+                sx, sy, ex, ey = (n[k].logical(env) for k in ("start_x", "start_y", "end_x", "end_y"))
+                x0, x1, y0, y1 = min(sx, ex), max(sx, ex), min(sy, ey), max(sy, ey)
                 if (x1 - x0 + 1) * (y1 - y0 + 1) != n["num_dests"]:
                     raise IRVerificationError(kernel.name, f"multicast rectangle ({x0},{y0})-({x1},{y1}) "
                                               f"is not {n['num_dests']} cores")
@@ -282,6 +340,7 @@ def verify(program: Program) -> Program:
         checker.run(kernel.body, {"core_x": 0, "core_y": 0})
         checker.finish()
         _static_checks(program, kernel)
+        _check_interface(program, kernel)
         totals[kernel.name] = op_totals(kernel.body)
     _check_balance(program, totals)
     _check_semaphores(program)
