@@ -33,6 +33,11 @@ def _build_parser() -> argparse.ArgumentParser:
     ir.add_argument("--variant", help="lower one of the spec's variants")
     ir.add_argument("--stage", choices=("spec", "plan", "ir"), default="ir",
                     help="print the output of an earlier stage instead")
+    build = sub.add_parser("build", help="render the kernels, JIT files and manifest into <root>/<kernel-id>/")
+    build.add_argument("spec", help="path to a .kspec file")
+    build.add_argument("--variant", help="build one of the spec's variants")
+    build.add_argument("-o", "--output", default="build", metavar="DIR",
+                       help="output root; the build goes to DIR/<kernel-id>/ (default: build)")
     return parser
 
 
@@ -52,6 +57,18 @@ def _variant_summaries(spec_file, current: str | None) -> dict[str, str]:
     return out
 
 
+def _build_summary(result) -> str:
+    m = result.manifest
+    lines = [f"kgen build: {result.kernel_id}", f"  folder   {result.path}"]
+    for k in m["kernels"]:
+        where = "TRISC unpack/math/pack" if k["processor"] == "TRISC" else f"{k['processor']} {k['noc']}"
+        lines.append(f"  kernel   {k['source']:<32} {where}")
+    lines.append(f"  CBs      " + ", ".join(f"c_{f['buffer_index']} {f['data_format']}" for cb in m["cbs"]
+                                          for f in cb["format_descriptors"]))
+    lines.append(f"  policy   {m['policy']}; load with kgen.runtime.load_program(\"{result.path}\")")
+    return "\n".join(lines) + "\n"
+
+
 def _run(args: argparse.Namespace) -> int:
     # Stage modules are imported here, not at the top, so `kgen --help` starts instantly.
     from kgen.lower import lower  # lowering verifies the IR: every check also proves the kernels balance
@@ -65,6 +82,11 @@ def _run(args: argparse.Namespace) -> int:
         data = asdict(replace(spec, spans={}))  # spans print as file:line:col
         data["spans"] = {k: str(v) for k, v in spec.spans.items()}
         print(json.dumps(data, indent=2))
+        return 0
+    if args.command == "build":
+        from kgen.build import build
+        result = build(spec, args.output, _variant_summaries(spec_file, args.variant))
+        sys.stdout.write(_build_summary(result))
         return 0
     the_plan = plan(spec)
     program = lower(the_plan)

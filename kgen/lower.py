@@ -83,6 +83,11 @@ def compute_named_args(p: Plan) -> tuple[tuple[str, int], ...]:
     return tuple(named)
 
 
+# Every define TT-Metal's matmul compute kernel reads that kgen plans for (§1.3); the rendered kernel
+# refuses to build when the program's defines disagree with the plan it was generated for.
+COMPUTE_DEFINE_NAMES = ("FUSE_BIAS", "PACK_RELU", "PACKER_L1_ACC", "FP32_DEST_ACC_EN")
+
+
 def compute_defines(p: Plan) -> tuple[tuple[str, str], ...]:
     """The compute defines TT-Metal's factory sets (§2.6), exactly when the plan needs them."""
     defines = []
