@@ -48,7 +48,7 @@ def render_build(spec: MatmulSpec, variants: dict[str, str] | None = None) -> tu
     kid = kernel_id(program, sources)
     data = manifest(program, kid)
     plan_json = plan_to_dict(the_plan, variants)
-    plan_json["spec"] = Path(spec.path).name     # the folder must not depend on where the spec lives
+    plan_json["spec"] = None     # the folder is content-addressed: it must not depend on where the spec lives
     files = sources + (
         SourceFile("manifest.json", _json(data)),
         SourceFile("plan.json", _json(plan_json)),
