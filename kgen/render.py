@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -130,12 +132,24 @@ def flatten(nodes: tuple[Node, ...], depth: int = 0) -> list[Line]:
 # Templates
 # ----------------------------------------------------------------------------------------------
 
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates cached under $KGEN_CACHE_DIR (else ~/.cache/kgen): jinja2 keys each entry
+    by the template's source checksum, so an edited template is recompiled. Without a writable
+    cache folder templates are simply compiled each run."""
+    root = Path(os.environ.get("KGEN_CACHE_DIR") or Path.home() / ".cache" / "kgen") / "jinja"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(root)) if os.access(root, os.W_OK) else None
+
+
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-        autoescape=False)
+        autoescape=False, bytecode_cache=_bytecode_cache())
     env.filters["cxx"] = cxx
     env.filters["ident"] = identifier
     env.filters["macro_value"] = macro_value
