@@ -199,6 +199,9 @@ def _kernel_context(program: Program, kernel: Kernel) -> dict[str, Any]:
         "lines": flatten(kernel.body),
         "cb": cb_names,
         "used_cbs": _used_cbs(kernel, cb_names),
+        # named CT args that are not CB indices (bias_ntiles)
+        "named_scalars": [(identifier(n), v) for n, v in kernel.named_compile_time_args if n not in cb_names.values()
+                          and not n.startswith("cb_")],
         "ct_args": [(identifier(n), v) for n, v in kernel.compile_time_args],
         "defines": [(identifier(n), v) for n, v in kernel.defines],
         "absent_defines": [d for d in COMPUTE_DEFINE_NAMES if d not in dict(kernel.defines)],

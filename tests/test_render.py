@@ -361,6 +361,31 @@ def test_every_example_renders_with_balanced_braces(path):
         assert "\t" not in f.text and not any(line != line.rstrip() for line in f.text.splitlines()), f.path
 
 
+def _syms(nodes):
+    from kgen.ir import Loop
+    for n in nodes:
+        if isinstance(n, Loop):
+            if isinstance(n.stop, Sym):
+                yield n.stop.name
+            yield from _syms(n.body)
+        else:
+            for _, v in n.args:
+                if isinstance(v, Sym):
+                    yield v.name
+                elif isinstance(v, Affine):
+                    yield from (c.name for _, c in v.terms if isinstance(c, Sym))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_named_value_a_kernel_uses_is_declared_from_its_args(path):
+    program = lower(plan(load(path)))
+    files = {f.path: f.text for f in render_sources(program)}
+    for kernel in program.kernels:
+        src = files[f"kernels/{kernel.name}.cpp"]
+        declared = set(re.findall(r"constexpr uint32_t (\w+) = get_(?:named_)?compile_time_arg_val\(", src))
+        assert set(_syms(kernel.body)) <= declared, kernel.name
+
+
 # ----------------------------------------------------------------------------------------------
 # Nothing but numbers, enums and identifiers reaches C++
 # ----------------------------------------------------------------------------------------------
