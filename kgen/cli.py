@@ -63,7 +63,7 @@ def _build_summary(result) -> str:
     for k in m["kernels"]:
         where = "TRISC unpack/math/pack" if k["processor"] == "TRISC" else f"{k['processor']} {k['noc']}"
         lines.append(f"  kernel   {k['source']:<32} {where}")
-    lines.append(f"  CBs      " + ", ".join(f"c_{f['buffer_index']} {f['data_format']}" for cb in m["cbs"]
+    lines.append("  CBs      " + ", ".join(f"c_{f['buffer_index']} {f['data_format']}" for cb in m["cbs"]
                                           for f in cb["format_descriptors"]))
     lines.append(f"  policy   {m['policy']}; load with kgen.runtime.load_program(\"{result.path}\")")
     return "\n".join(lines) + "\n"

@@ -22,7 +22,7 @@ import jinja2
 from kgen import TT_METAL_VERSION, __version__
 from kgen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.errors import KgenBug
-from kgen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Op, Program, RuntimeArg, Sym
+from kgen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym
 from kgen.lower import COMPUTE_DEFINE_NAMES
 from kgen.resources import data_dir
 
@@ -159,16 +159,6 @@ def _environment() -> jinja2.Environment:
 
 def _render(template: str, **context: Any) -> str:
     return _environment().get_template(template).render(**context)
-
-
-@cache
-def templates_digest() -> str:
-    """Hash of every template file: part of the kernel id."""
-    h = hashlib.sha256()
-    root = data_dir("templates")
-    for path in sorted(p for p in root.rglob("*.j2")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def _cb_names(program: Program) -> dict[int, str]:

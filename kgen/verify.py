@@ -212,7 +212,7 @@ def _check_interface(program: Program, kernel: Kernel) -> None:
         sem = name.removesuffix("_semaphore_id")
         if sem != name and sem_ids.get(sem) != value:
             raise IRVerificationError(kernel.name, f"CT arg {name} = {value}, semaphore {sem} has id {sem_ids.get(sem)}")
-    for n, _ in unroll_ops(kernel.body):
+    for n in _all_ops(kernel.body):
         for key, v in n.args:
             if isinstance(v, RuntimeArg) and v not in declared:
                 raise IRVerificationError(kernel.name, f"`{n.kind}` uses runtime arg {v.name}, not declared")
@@ -223,13 +223,13 @@ def _check_interface(program: Program, kernel: Kernel) -> None:
                 raise IRVerificationError(kernel.name, f"`{n.kind}` uses semaphore {n['sem']} without its id CT arg")
 
 
-def unroll_ops(nodes: tuple[Node, ...]):
-    """Every op of a tree once (loops not repeated), with its enclosing loops."""
+def _all_ops(nodes: tuple[Node, ...]):
+    """Every op of a tree once (loop bodies not repeated)."""
     for n in nodes:
         if isinstance(n, Loop):
-            yield from unroll_ops(n.body)
+            yield from _all_ops(n.body)
         else:
-            yield n, None
+            yield n
 
 
 def _static_checks(program: Program, kernel: Kernel) -> None:
