@@ -165,9 +165,9 @@ def _cb_names(program: Program) -> dict[int, str]:
     return {cb.index: identifier(cb.name) for cb in program.plan.cbs}
 
 
-def _used_cbs(kernel: Kernel, cb_names: dict[int, str]) -> list[tuple[str, int]]:
+def _used_cbs(lines: list[Line], cb_names: dict[int, str]) -> list[tuple[str, int]]:
     used = set()
-    for line in flatten(kernel.body):
+    for line in lines:
         if line.kind == "op":
             for key, v in line.node.args:
                 if key in CB_ARGS and isinstance(v, int) and not isinstance(v, bool):
@@ -179,6 +179,7 @@ def _kernel_context(program: Program, kernel: Kernel) -> dict[str, Any]:
     plan = program.plan
     cb_names = _cb_names(program)
     spec = plan.spec
+    lines = flatten(kernel.body)
     return {
         "kernel": kernel,
         "plan": plan,
@@ -186,12 +187,11 @@ def _kernel_context(program: Program, kernel: Kernel) -> dict[str, Any]:
         "variant": identifier(spec.variant) if spec.variant else "",
         "kgen_version": __version__,
         "tt_metal_version": TT_METAL_VERSION,
-        "lines": flatten(kernel.body),
+        "lines": lines,
         "cb": cb_names,
-        "used_cbs": _used_cbs(kernel, cb_names),
+        "used_cbs": _used_cbs(lines, cb_names),
         # named CT args that are not CB indices (bias_ntiles)
-        "named_scalars": [(identifier(n), v) for n, v in kernel.named_compile_time_args if n not in cb_names.values()
-                          and not n.startswith("cb_")],
+        "named_scalars": [(identifier(n), v) for n, v in kernel.named_compile_time_args if not n.startswith("cb_")],
         "ct_args": [(identifier(n), v) for n, v in kernel.compile_time_args],
         "defines": [(identifier(n), v) for n, v in kernel.defines],
         "absent_defines": [d for d in COMPUTE_DEFINE_NAMES if d not in dict(kernel.defines)],
@@ -201,7 +201,7 @@ def _kernel_context(program: Program, kernel: Kernel) -> dict[str, Any]:
                        for n, _ in kernel.compile_time_args if n.endswith("_semaphore_id")],
         "tensors": [(identifier(t.name), kernel.ct_index(f"{t.name}_accessor_config"), identifier(f"{t.name}_page_bytes"),
                      identifier(f"{t.name}_addr")) for t in kernel.tensors],
-        "headers": sorted({COMPUTE_OP_HEADERS[line.node.kind] for line in flatten(kernel.body)
+        "headers": sorted({COMPUTE_OP_HEADERS[line.node.kind] for line in lines
                            if line.kind == "op" and line.node.kind in COMPUTE_OP_HEADERS}),
     }
 
