@@ -17,7 +17,7 @@ from kgen.errors import KgenError
 from kgen.ir import format_program
 from kgen.lower import lower
 from kgen.plan import plan
-from kgen.render import SourceFile, kernel_id, manifest, render_readme, render_sources
+from kgen.render import SourceFile, kernel_id, manifest, manifest_body, render_readme, render_sources
 from kgen.report import plan_to_dict
 from kgen.spec import MatmulSpec
 
@@ -45,8 +45,9 @@ def render_build(spec: MatmulSpec, variants: dict[str, str] | None = None) -> tu
     the_plan = plan(spec)
     program = lower(the_plan)
     sources = render_sources(program)
-    kid = kernel_id(program, sources)
-    data = manifest(program, kid)
+    body = manifest_body(program)
+    kid = kernel_id(program, sources, body)
+    data = manifest(body, kid)
     plan_json = plan_to_dict(the_plan, variants)
     plan_json["spec"] = None     # the folder is content-addressed: it must not depend on where the spec lives
     files = sources + (

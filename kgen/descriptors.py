@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kgen.errors import KgenBug
 from kgen.plan import Plan
 from kgen.types import DATA_FORMAT_VALUE, MATH_FIDELITY_VALUE, TILE_HW
 
@@ -104,7 +105,7 @@ def hlk_descriptor(p: Plan) -> HlkDescriptor:
     formats = [cb.data_format for cb in p.cbs]
     if len({_is_exp_b(f) for f in formats if f != "Float32"}) > 1:
         # TT-Metal: "All input data-formats must have the same exponent format" (data_format.cpp)
-        raise ValueError(f"mixed exponent widths in the CB table: {formats}")
+        raise KgenBug(f"mixed exponent widths in the CB table: {formats}")
     conditional = _register_format(formats, fp32)
     cbs = [UNUSED] * p.arch.max_cbs
     for cb in p.cbs:

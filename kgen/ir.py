@@ -147,6 +147,7 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
     # Multicast rectangles in NoC order: on NOC 1 start is the far corner (TT-Metal swaps start and
     # end for NOC 1 in its mcast factories, ttmetal-matmul.md §2.5).
     "mcast_cb": ("cb", "tiles", "bytes", "start_x", "start_y", "end_x", "end_y", "num_dests"),
+    # copies this core's word of `sem` (set to `value` just before) to the same semaphore on the rectangle
     "mcast_sem_set": ("sem", "value", "start_x", "start_y", "end_x", "end_y", "num_dests"),
 }
 

@@ -343,8 +343,7 @@ def _read(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int
 def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
     """The output writer of one output block: de-scatters subblock-major tiles (ttmetal-matmul.md §2.7)."""
     if p.untilize_out:
-        elem = p.arch.tile_bytes[p.out_format] // (TILE_HW * TILE_HW)
-        tile_row_bytes = TILE_HW * elem              # one tile's width of one row
+        tile_row_bytes = _row_bytes_per_tile(p)
         return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("h", 0, p.out_subblock_h, (
             op("cb_wait_front", CB_OUT, p.out_block_w),
             op("write_rows", "out", CB_OUT,
@@ -392,9 +391,14 @@ ACCESSOR_INTERLEAVED_DRAM = 1 << 1
 CORE_X, CORE_Y = RuntimeArg("core_x", "core_x"), RuntimeArg("core_y", "core_y")
 
 
+def _row_bytes_per_tile(p: Plan) -> int:
+    """Bytes of one tile's width of one row of the (untilized) output."""
+    return TILE_HW * (p.arch.tile_bytes[p.out_format] // (TILE_HW * TILE_HW))
+
+
 def _tensors(p: Plan) -> dict[str, TensorArg]:
     tile = p.arch.tile_bytes
-    out = (TensorArg("out", p.out_format, p.nt * 32 * (tile[p.out_format] // 1024), "ROW_MAJOR")
+    out = (TensorArg("out", p.out_format, p.nt * _row_bytes_per_tile(p), "ROW_MAJOR")
            if p.untilize_out else TensorArg("out", p.out_format, tile[p.out_format], "TILE"))
     tensors = {"in0": TensorArg("in0", p.in0_format, tile[p.in0_format], "TILE"),
                "in1": TensorArg("in1", p.in1_format, tile[p.in1_format], "TILE"),
@@ -479,7 +483,8 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
                 # BH: flush the data multicast before the flag multicast that releases the receivers
                 # (TT-Metal's mcast readers do the same under ARCH_BLACKHOLE).
                 ops.append(op("noc_writes_flushed"))
-            ops.append(op("mcast_sem_set", receiver_sem, VALID, *rect, num_dests))
+            ops += [op("sem_set", receiver_sem, VALID, note="the local word the flag multicast copies"),
+                    op("mcast_sem_set", receiver_sem, VALID, *rect, num_dests)]
         ops.append(op("cb_push_back", cb, tiles))
         return ops
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from kgen.errors import KgenBug
 from kgen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RuntimeArg
 from kgen.plan import CB_OUT, CB_PARTIALS
+from kgen.types import TILE_HW
 
 
 class IRVerificationError(KgenBug):
@@ -196,7 +197,7 @@ class _Checker:
 def _tensor_pages(program: Program) -> dict[str, int]:
     p = program.plan
     return {"in0": p.mt * p.kt, "in1": p.kt * p.nt, "bias": p.nt,
-            "out": p.mt * 32 if p.untilize_out else p.mt * p.nt}
+            "out": p.mt * TILE_HW if p.untilize_out else p.mt * p.nt}
 
 
 def _check_interface(program: Program, kernel: Kernel) -> None:

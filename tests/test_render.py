@@ -312,6 +312,11 @@ def test_mcast_kernels_use_the_real_dataflow_api():
                  "get_noc_multicast_addr(", "noc_async_write_multicast(", "noc_semaphore_wait(",
                  "noc_semaphore_set_multicast(", "get_semaphore("):
         assert call in sender, call
+    # the flag multicast copies the sender's own word, which is set to VALID (1) just before
+    statements = unroll_source(sender, {})
+    for i, st in enumerate(statements):
+        if st.startswith("noc_semaphore_set_multicast("):
+            assert "noc_semaphore_set(in0_receiver_sem, 1);" in statements[i - 3:i]
     receiver = r.files["kernels/in0_receiver.cpp"]
     assert "noc_semaphore_inc(get_noc_addr(in0_sender_noc_x, in0_sender_noc_y," in receiver
     writer = r.files["kernels/in1_receiver_writer.cpp"]
