@@ -29,6 +29,8 @@ class ArchFacts:
     l1_alignment: int
     noc_count: int
     max_cbs: int
+    toolchain: Mapping[str, object]          # how the JIT builds for this arch ([toolchain])
+    processors: Mapping[str, Mapping[str, int]]   # per ELF name: text_bytes, local_bytes
 
     def dst_tiles(self, full_sync: bool, fp32_dest_acc: bool) -> int:
         """DST capacity in 32x32 tiles (TT-Metal get_dest_reg_count): the full register holds
@@ -54,5 +56,6 @@ def load_arch(name: str) -> ArchFacts:
         packer_l1_acc_formats=tuple(raw["packer_l1_acc_formats"]),
         tile_bytes=MappingProxyType(dict(raw["tile_bytes"])), dram_alignment=raw["dram_alignment"],
         l1_alignment=raw["l1_alignment"], noc_count=raw["noc_count"],
-        max_cbs=raw["max_cbs"],
+        max_cbs=raw["max_cbs"], toolchain=MappingProxyType(dict(raw["toolchain"])),
+        processors=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in raw["processors"].items()}),
     )

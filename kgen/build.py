@@ -75,6 +75,10 @@ def write_build(root: Path, kid: str, files: tuple[SourceFile, ...]) -> Path:
     """Write files into root/kid atomically (temporary sibling folder, then rename)."""
     root = _prepare_root(root)
     target = root / kid
+    if _same_content(target, files):
+        # The id hashes every byte, so an identical folder is this build: leave it in place (a
+        # concurrent build of the same spec may be compiling in it; compile outputs survive).
+        return target
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{kid}.", suffix=".tmp", dir=root))
     except OSError as exc:
@@ -100,6 +104,13 @@ def write_build(root: Path, kid: str, files: tuple[SourceFile, ...]) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def _same_content(target: Path, files: tuple[SourceFile, ...]) -> bool:
+    try:
+        return target.is_dir() and all((target / f.path).read_bytes() == f.text.encode() for f in files)
+    except OSError:
+        return False
 
 
 def build(spec: MatmulSpec, root: Path | str = DEFAULT_ROOT, variants: dict[str, str] | None = None) -> BuildResult:

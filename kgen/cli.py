@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Sequence
 
@@ -38,7 +39,44 @@ def _build_parser() -> argparse.ArgumentParser:
     build.add_argument("--variant", help="build one of the spec's variants")
     build.add_argument("-o", "--output", default="build", metavar="DIR",
                        help="output root; the build goes to DIR/<kernel-id>/ (default: build)")
+    how = build.add_mutually_exclusive_group()
+    how.add_argument("--check", action="store_true",
+                     help="type-check only, against the real TT-Metal headers (even where SFPI exists)")
+    how.add_argument("--no-compile", action="store_true", help="render only")
+    build.add_argument("-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
+                       help="compile N kernels at once (default: the number of CPUs)")
+    build.add_argument("--force", action="store_true", help="recompile even what the cache holds")
+    _toolchain_flags(build)
+
+    doctor = sub.add_parser("doctor", help="what kgen found: SFPI, TT-Metal headers, firmware, host checker")
+    _toolchain_flags(doctor)
+
+    headers = sub.add_parser("headers", help="the TT-Metal kernel headers kgen compiles against")
+    headers_sub = headers.add_subparsers(dest="headers_command", required=True, parser_class=_Parser)
+    fetch = headers_sub.add_parser("fetch", help="get the TT-Metal kernel headers from the ttnn wheel")
+    fetch.add_argument("--version", dest="tt_version", metavar="V", help="ttnn version (default: 0.81.1)")
+    fetch.add_argument("--from-wheel", metavar="PATH", help="use this wheel instead of downloading one (offline)")
+    headers_sub.add_parser("path", help="print the header tree kgen would use")
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"expected 1 to 256, got {value}")
+    return value
+
+
+def _toolchain_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sfpi", metavar="DIR", help="SFPI root (default: $KGEN_SFPI_ROOT, "
+                        "$TT_METAL_HOME/runtime/sfpi, /opt/tenstorrent/sfpi)")
+    parser.add_argument("--headers", metavar="DIR", help="TT-Metal root with tt_metal/ and ttnn/cpp/ "
+                        "(default: $TT_METAL_HOME, else kgen's cache)")
+    parser.add_argument("--firmware", metavar="DIR", help="weakened firmware ELFs, <DIR>/<arch>/<proc>/ "
+                        "(default: $KGEN_FIRMWARE_DIR)")
 
 
 def _variant_summaries(spec_file, current: str | None) -> dict[str, str]:
@@ -75,6 +113,8 @@ def _run(args: argparse.Namespace) -> int:
     from kgen.plan import plan
     from kgen.spec import load_file, resolve
 
+    if args.command in ("doctor", "headers"):
+        return _run_toolchain(args)
     spec_file = load_file(args.spec)
     spec = resolve(spec_file, args.variant)
     if args.command == "ir" and args.stage == "spec":
@@ -87,7 +127,9 @@ def _run(args: argparse.Namespace) -> int:
         from kgen.build import build
         result = build(spec, args.output, _variant_summaries(spec_file, args.variant))
         sys.stdout.write(_build_summary(result))
-        return 0
+        if args.no_compile:
+            return 0
+        return _compile(result.path, args)
     the_plan = plan(spec)
     program = lower(the_plan)
     if args.command == "check":
@@ -105,6 +147,71 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     from kgen.ir import format_program
     sys.stdout.write(format_program(program))
+    return 0
+
+
+def _check_dir_flags(args: argparse.Namespace) -> None:
+    from kgen.errors import SpecError
+
+    for flag in ("sfpi", "headers", "firmware"):
+        value = getattr(args, flag, None)
+        if value is not None and not os.path.isdir(value):
+            raise SpecError(f"--{flag} {value}: no such folder", hint=f"pass the folder that holds the {flag}")
+
+
+def _run_toolchain(args: argparse.Namespace) -> int:
+    from kgen.headers import fetch_headers, find_headers
+    from kgen.toolchain import discover, doctor_text
+
+    if args.command == "doctor":
+        _check_dir_flags(args)
+        sys.stdout.write(doctor_text(discover(args.sfpi, args.headers, args.firmware)))
+        return 0
+    if args.headers_command == "path":
+        tree, note = find_headers()
+        if tree is None:
+            from kgen.headers import HeadersError
+            raise HeadersError(f"no TT-Metal headers ({note}); get them with: kgen headers fetch")
+        print(tree.root)
+        return 0
+    fetch_headers(args.tt_version, args.from_wheel, log=lambda line: print(f"kgen headers: {line}", flush=True))
+    return 0
+
+
+def _compile(folder, args: argparse.Namespace) -> int:
+    """Compile (SFPI) or type-check the kernels of a build folder and report."""
+    from kgen.compile import ToolchainMissing, compile_folder, failure_text, write_compile_report
+    from kgen.toolchain import discover
+
+    _check_dir_flags(args)
+    tc = discover(args.sfpi, args.headers, args.firmware)
+    mode = "check" if args.check or tc.sfpi is None else "sfpi"
+    if tc.headers is None or (mode == "check" and tc.host is None):
+        missing = tc.note("headers") if tc.headers is None else tc.note("host checker")
+        if args.check:
+            raise ToolchainMissing(f"cannot type-check: {missing}")
+        sys.stdout.write(f"  compile  skipped: {missing}\n")
+        return 0
+    if mode == "check" and not args.check:
+        sys.stdout.write("  compile  no SFPI found, so type-checking against the real headers instead "
+                         "(kgen doctor says how to get SFPI)\n")
+    report = compile_folder(folder, tc, mode, parallel=args.jobs, force=args.force)
+    write_compile_report(folder, tc, report)
+    what = "type-checked" if mode == "check" else "compiled"
+    sys.stdout.write(f"  {what:<8} {len(report.results)} kernel builds ({report.compiled} run, "
+                     f"{len(report.results) - report.compiled} from cache) in {report.seconds:.2f} s "
+                     f"against TT-Metal {tc.headers.version} headers ({tc.headers.root})\n")
+    for r in report.failures:
+        sys.stderr.write(f"kgen: {failure_text(r, args.spec)}\n")
+    if report.failures:
+        return 1
+    if report.elf_problems:
+        sys.stderr.write("kgen: " + "\nkgen: ".join(report.elf_problems) + "\n")
+        return 1
+    if report.elf_table:
+        sys.stdout.write(report.elf_table)
+    elif mode == "sfpi":
+        sys.stdout.write(f"  link     skipped: {tc.note('firmware')}\n")
     return 0
 
 

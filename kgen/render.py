@@ -24,7 +24,7 @@ from kgen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.errors import KgenBug
 from kgen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym
 from kgen.lower import COMPUTE_DEFINE_NAMES
-from kgen.resources import data_dir
+from kgen.resources import cache_root, data_dir
 
 MANIFEST_FORMAT_VERSION = 1
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -136,7 +136,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates cached under $KGEN_CACHE_DIR (else ~/.cache/kgen): jinja2 keys each entry
     by the template's source checksum, so an edited template is recompiled. Without a writable
     cache folder templates are simply compiled each run."""
-    root = Path(os.environ.get("KGEN_CACHE_DIR") or Path.home() / ".cache" / "kgen") / "jinja"
+    root = cache_root() / "jinja"
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -157,8 +157,10 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def _render(template: str, **context: Any) -> str:
+def render_template(template: str, **context: Any) -> str:
+    """Render one template of templates/ (StrictUndefined: a missing value is an error)."""
     return _environment().get_template(template).render(**context)
+
 
 
 def _cb_names(program: Program) -> dict[int, str]:
@@ -213,28 +215,28 @@ def _descriptor_context(desc: HlkDescriptor) -> dict[str, Any]:
 
 def render_sources(program: Program) -> tuple[SourceFile, ...]:
     """Every kernel's source and its JIT genfiles, in a fixed order."""
-    desc_text = _render("jit/chlkc_descriptors.h.j2", **_descriptor_context(hlk_descriptor(program.plan)))
+    desc_text = render_template("jit/chlkc_descriptors.h.j2", **_descriptor_context(hlk_descriptor(program.plan)))
     files: list[SourceFile] = []
     for kernel in program.kernels:
         name = identifier(kernel.name)
         ctx = _kernel_context(program, kernel)
         template = "compute/matmul.cpp.j2" if kernel.processor == "TRISC" else "dataflow/kernel.cpp.j2"
         source = f"kernels/{name}.cpp"
-        files.append(SourceFile(source, _render(template, **ctx)))
+        files.append(SourceFile(source, render_template(template, **ctx)))
         jit = f"jit/{name}"
         include = f"../../{source}"      # relative to jit/<kernel>/: the folder can move
         files.append(SourceFile(f"{jit}/chlkc_descriptors.h", desc_text))
-        files.append(SourceFile(f"{jit}/defines_generated.h", _render("jit/defines_generated.h.j2", **ctx)))
+        files.append(SourceFile(f"{jit}/defines_generated.h", render_template("jit/defines_generated.h.j2", **ctx)))
         files.append(SourceFile(f"{jit}/named_ct_arg_map_generated.h",
-                                _render("jit/named_ct_arg_map_generated.h.j2",
+                                render_template("jit/named_ct_arg_map_generated.h.j2",
                                         named=sorted(kernel.named_compile_time_args))))
         if kernel.processor == "TRISC":
             for thread, define in TRISC_THREADS:
                 files.append(SourceFile(f"{jit}/chlkc_{thread}.cpp",
-                                        _render("jit/chlkc_trisc.cpp.j2", define=define, include=include)))
+                                        render_template("jit/chlkc_trisc.cpp.j2", define=define, include=include)))
         else:
             files.append(SourceFile(f"{jit}/kernel_includes.hpp",
-                                    _render("jit/kernel_includes.hpp.j2", include=include)))
+                                    render_template("jit/kernel_includes.hpp.j2", include=include)))
     return tuple(files)
 
 
@@ -345,5 +347,5 @@ def manifest(body: dict[str, Any], kid: str) -> dict[str, Any]:
 
 
 def render_readme(program: Program, kid: str, manifest_data: dict[str, Any]) -> str:
-    return _render("report/README.md.j2", kid=kid, plan=program.plan, manifest=manifest_data,
+    return render_template("report/README.md.j2", kid=kid, plan=program.plan, manifest=manifest_data,
                    kernels=program.kernels, tt_metal_version=TT_METAL_VERSION)

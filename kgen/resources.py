@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -15,3 +16,8 @@ def data_dir(name: str) -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"kgen installation is missing its {name}/ folder")
+
+
+def cache_root() -> Path:
+    """kgen's cache folder: $KGEN_CACHE_DIR, else ~/.cache/kgen (templates, headers, builds)."""
+    return Path(os.environ.get("KGEN_CACHE_DIR") or Path.home() / ".cache" / "kgen")

@@ -19,7 +19,8 @@ TILE_BYTES = {"Float16_b": 2048, "Float32": 4096, "Bfp8_b": 1088, "Bfp4_b": 576}
 
 
 def run_build(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["build", *args])
+    """Render only: compiling is tests/test_compile.py's subject."""
+    code = main(["build", "--no-compile", *args])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -197,6 +198,8 @@ def test_failure_half_way_leaves_nothing(tmp_path, capsys, monkeypatch):
 def test_failure_while_replacing_keeps_the_old_build(tmp_path, capsys, monkeypatch):
     code, out, _ = run_build(capsys, str(example("peak_small")), "-o", str(tmp_path))
     folder = built_folder(out)
+    with open(folder / "kernels" / "compute.cpp", "a") as f:   # an edited folder must be rewritten
+        f.write("// edited by hand\n")
     before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     real = Path.write_text
 
@@ -254,3 +257,17 @@ def test_build_leaves_no_temporary_folders(tmp_path, capsys):
         run_build(capsys, str(example("peak_small")), "-o", str(tmp_path))
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     assert os.stat(next(tmp_path.iterdir())).st_mode & 0o777 == 0o755
+
+
+def test_rebuilding_identical_content_leaves_the_folder_in_place_and_edits_are_undone(tmp_path, capsys):
+    _, out, _ = run_build(capsys, str(example("peak_small")), "-o", str(tmp_path))
+    folder = built_folder(out)
+    (folder / "compile.json").write_text("{}")           # a compile output beside the sources
+    inode = folder.stat().st_ino
+    run_build(capsys, str(example("peak_small")), "-o", str(tmp_path))
+    assert folder.stat().st_ino == inode and (folder / "compile.json").exists()
+    kernel = folder / "kernels" / "compute.cpp"
+    pristine = kernel.read_bytes()
+    kernel.write_bytes(pristine + b"// edited\n")
+    run_build(capsys, str(example("peak_small")), "-o", str(tmp_path))
+    assert kernel.read_bytes() == pristine and not (folder / "compile.json").exists()
