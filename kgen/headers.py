@@ -83,13 +83,14 @@ def _version_of(root: Path) -> str:
 
 def find_headers(explicit: str | os.PathLike | None = None) -> tuple[HeaderTree | None, str]:
     """The header tree to use and a one-line account of the search: an explicit path (flag),
-    then $TT_METAL_HOME, then kgen's cache. A candidate missing required files is passed over."""
+    else $TT_METAL_HOME, then kgen's cache. A candidate missing required files is passed over."""
     candidates: list[tuple[Path, str]] = []
-    if explicit:
+    if explicit:                          # a path the user gave is the only candidate
         candidates.append((Path(explicit), "--headers"))
-    elif os.environ.get("TT_METAL_HOME"):
-        candidates.append((Path(os.environ["TT_METAL_HOME"]), "$TT_METAL_HOME"))
-    candidates.append((cache_dir(), "kgen cache"))
+    else:
+        if os.environ.get("TT_METAL_HOME"):
+            candidates.append((Path(os.environ["TT_METAL_HOME"]), "$TT_METAL_HOME"))
+        candidates.append((cache_dir(), "kgen cache"))
     notes = []
     for root, origin in candidates:
         missing = missing_files(root)

@@ -338,6 +338,10 @@ class LaneOperand:
     hi: np.ndarray
     lo: np.ndarray
 
+    def take(self, groups: slice = slice(None), rows: slice = slice(None)) -> "LaneOperand":
+        """A view of some K-groups (axis 1) and rows (axis 2)."""
+        return LaneOperand(self.exp[:, groups, rows], self.hi[:, groups, rows], self.lo[:, groups, rows])
+
 
 def _lane_layout(x: np.ndarray, k_axis: int) -> np.ndarray:
     """(K, N) with k_axis=0 -> (8, K/8, 1, N); (M, K) with k_axis=1 -> (8, K/8, M, 1)."""

@@ -106,12 +106,12 @@ def from_tiles(tiles: np.ndarray) -> np.ndarray:
 
 def f32_bits(values) -> np.ndarray:
     """float32 bit patterns (uint32) of values (converted to float32 first)."""
-    return np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    return np.asarray(values, dtype=np.float32).view(np.uint32)
 
 
 def bits_f32(bits) -> np.ndarray:
     """float32 values of uint32 bit patterns."""
-    return np.ascontiguousarray(bits, dtype=np.uint32).view(np.float32)
+    return np.asarray(bits, dtype=np.uint32).view(np.float32)
 
 
 def bf16_bits_rne(values) -> np.ndarray:
