@@ -150,6 +150,8 @@ def include_dirs(tree: HeaderTree, arch: ArchFacts, role: str) -> list[Path]:
     if role_config(role)["processor"] == "TRISC":
         rels += jit["compute_only_includes"]
     rels.append(jit["firmware_src"])
+    # An arch without one of the folders (Blackhole has no *_defines folder) skips that entry.
+    rels = [rel for rel in rels if not any(f"{{{k}}}" in rel and not v for k, v in names.items())]
     return [tree.root / rel.format(**names) if rel else tree.root for rel in rels]
 
 
