@@ -118,7 +118,7 @@ def unpack_src_format(l1_format: str, fp32_dest_acc: bool) -> str:
     return "Float16_b"
 
 
-def unpack_to_src(data: "L1Data", fp32_dest_acc: bool) -> np.ndarray:
+def unpack_to_src(data: L1Data, fp32_dest_acc: bool) -> np.ndarray:
     """L1 data -> 19-bit source datums as the unpacker delivers them (§2.2, §2 table)."""
     fmt = data.format
     if fmt == "Float32":
@@ -137,7 +137,7 @@ def values_to_src19(values, l1_format: str, fp32_dest_acc: bool) -> np.ndarray:
     return unpack_to_src(L1Data.from_values(values, l1_format), fp32_dest_acc)
 
 
-def reload_to_dst(data: "L1Data", fp32_dest_acc: bool, unpack_to_dest_fp32: bool = False) -> np.ndarray:
+def reload_to_dst(data: L1Data, fp32_dest_acc: bool, unpack_to_dest_fp32: bool = False) -> np.ndarray:
     """Reload of partials into Dst (``copy_tile`` / ``copy_block_matmul_partials``, §7.2).
 
     The partials go through SrcA and a datacopy: Float32 partials are truncated to TF32 (fp32 Dst)
@@ -338,7 +338,7 @@ class LaneOperand:
     hi: np.ndarray
     lo: np.ndarray
 
-    def take(self, groups: slice = slice(None), rows: slice = slice(None)) -> "LaneOperand":
+    def take(self, groups: slice = slice(None), rows: slice = slice(None)) -> LaneOperand:
         """A view of some K-groups (axis 1) and rows (axis 2)."""
         return LaneOperand(self.exp[:, groups, rows], self.hi[:, groups, rows], self.lo[:, groups, rows])
 
@@ -360,7 +360,7 @@ def prepare_srca(src19_kn) -> LaneOperand:
     hi = np.where(zero, 0, sign * slice_srca(m, 0))
     lo = np.where(zero, 0, sign * slice_srca(m, 1))
     exp = np.where(zero, _ZERO_EXP, e)
-    f = lambda x: np.ascontiguousarray(_lane_layout(x.astype(np.int16), 0))   # noqa: E731
+    f = lambda x: np.ascontiguousarray(_lane_layout(x.astype(np.int16), 0))
     return LaneOperand(f(exp), f(hi), f(lo))
 
 
@@ -372,7 +372,7 @@ def prepare_srcb(src19_mk) -> LaneOperand:
     hi = np.where(zero, 0, 2 * sign * slice_srcb(m, 0))
     lo = np.where(zero, 0, 2 * sign * slice_srcb(m, 2))
     exp = np.where(zero, _ZERO_EXP, e)
-    f = lambda x: np.ascontiguousarray(_lane_layout(x.astype(np.int16), 1))   # noqa: E731
+    f = lambda x: np.ascontiguousarray(_lane_layout(x.astype(np.int16), 1))
     return LaneOperand(f(exp), f(hi), f(lo))
 
 
@@ -456,7 +456,7 @@ class L1Data:
         return bfp_decode(self.exps, self.bits, self.format)
 
     @classmethod
-    def from_values(cls, values, fmt: str) -> "L1Data":
+    def from_values(cls, values, fmt: str) -> L1Data:
         """Host conversion (tiles.quantize rules) of float values into ``fmt``."""
         from kgen.tiles import bf16_bits_rne, bfp_host_encode
         fmt = canonical_format(fmt)
@@ -495,7 +495,7 @@ def pack_early(dst, fp32_dest_acc: bool, intermediate: str) -> np.ndarray:
         return d.astype(np.uint32)
     nan = (d & 0x7FFFFFFF) > 0x7F800000
     d = np.where(nan, (d & 0x80000000) | 0x7F800000, d)
-    flush = lambda v: np.where((v & 0x7FFF) < 0x80, 0, v & 0xFFFF)   # noqa: E731
+    flush = lambda v: np.where((v & 0x7FFF) < 0x80, 0, v & 0xFFFF)
     if intermediate == "Float16_b":
         v = flush((d + 0x8000) >> 16) if fp32_dest_acc else flush(d >> 16)
     elif intermediate == "Bfp8_b":

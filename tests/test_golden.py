@@ -145,7 +145,7 @@ def test_fidelity_ports_with_identity_operands():
     in1 = I: the output is in0 as SrcB sees it (LoFi and HiFi2: 7 significant bits; HiFi3/4: whole)."""
     x = randn((32, 32))
     eye = np.eye(32, dtype=np.float32)
-    top = lambda v, keep: tl.bits_f32(tl.f32_bits(v) & np.uint32(~((1 << (23 - keep)) - 1) & 0xFFFFFFFF))  # noqa: E731
+    top = lambda v, keep: tl.bits_f32(tl.f32_bits(v) & np.uint32(~((1 << (23 - keep)) - 1) & 0xFFFFFFFF))
     kw = dict(fp32_dest_acc=True, packer_l1_acc=False, out_format="Float32")
     out = {f: golden_matmul(eye, x, fidelity=f, **kw).values for f in ("LoFi", "HiFi2", "HiFi3", "HiFi4")}
     assert np.array_equal(out["LoFi"], top(x, 4))
@@ -192,7 +192,7 @@ def test_fp32_spill_reload_loses_to_tf32_unless_unpacked_to_dest():
     spill = golden_matmul(a, b, packer_l1_acc=False, **kw).values
     l1acc = golden_matmul(a, b, packer_l1_acc=True, **kw).values
     lossless = golden_matmul(a, b, packer_l1_acc=False, reload_unpack_to_dest=True, **kw).values
-    err = lambda v: np.abs(v - ref).mean()   # noqa: E731
+    err = lambda v: np.abs(v - ref).mean()
     assert err(spill) > 10 * err(l1acc)
     assert err(lossless) < 2 * err(l1acc)
 
@@ -211,7 +211,7 @@ def test_spill_partials_in_output_format():
     viabf16 = golden_matmul(a, b, in0_block_w=1, partials_format="Float16_b", **kw)
     assert np.array_equal(one.bits, viabf16.bits) and np.array_equal(one.exps, viabf16.exps)
     ref = a.astype(np.float64) @ b
-    err = lambda r: np.abs(r.values - ref).mean()   # noqa: E731
+    err = lambda r: np.abs(r.values - ref).mean()
     assert err(many) > err(viabf16)
 
 

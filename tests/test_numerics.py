@@ -46,7 +46,7 @@ def test_silicon_scalar_vectors(a, b, fidelity, expected, source):
 def test_silicon_vectors_are_not_ieee_rounding():
     """§11.1: the exact products would round (RNE) to 10.4375 and -1.0859375, and torch bf16 gives
     380928 for 508 x 748; silicon differs because every phase is added to a rounded Dst."""
-    rne = lambda x: float(tl.quantize(np.array([x], np.float32), "Float16_b")[0])   # noqa: E731
+    rne = lambda x: float(tl.quantize(np.array([x], np.float32), "Float16_b")[0])
     assert rne(1.3125 * 7.96875) == 10.4375
     assert rne(-3.640625 * 0.298828125) == -1.0859375
     assert rne(508.0 * 748.0) == 380928.0

@@ -128,7 +128,7 @@ def test_bfp4_two_datums_per_byte_low_nibble_first():
     assert b.shape == (576,)
     assert b[0] == 127
     assert b[64] == (0xA << 4) | 0x4
-    exps, codes = tl.bfp_tile_parts(b, "Bfp4_b")
+    _, codes = tl.bfp_tile_parts(b, "Bfp4_b")
     assert codes[0] == 4 and codes[1] == 0xA
 
 
