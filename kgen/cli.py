@@ -56,6 +56,7 @@ def _build_parser() -> argparse.ArgumentParser:
     fetch = headers_sub.add_parser("fetch", help="get the TT-Metal kernel headers from the ttnn wheel")
     fetch.add_argument("--version", dest="tt_version", metavar="V", help="ttnn version (default: 0.81.1)")
     fetch.add_argument("--from-wheel", metavar="PATH", help="use this wheel instead of downloading one (offline)")
+    fetch.add_argument("--force", action="store_true", help="fetch again even if the cache has this version")
     headers_sub.add_parser("path", help="print the header tree kgen would use")
     return parser
 
@@ -174,7 +175,8 @@ def _run_toolchain(args: argparse.Namespace) -> int:
             raise HeadersError(f"no TT-Metal headers ({note}); get them with: kgen headers fetch")
         print(tree.root)
         return 0
-    fetch_headers(args.tt_version, args.from_wheel, log=lambda line: print(f"kgen headers: {line}", flush=True))
+    fetch_headers(args.tt_version, args.from_wheel, log=lambda line: print(f"kgen headers: {line}", flush=True),
+                  force=args.force)
     return 0
 
 

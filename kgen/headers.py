@@ -193,8 +193,9 @@ def _sha256_file(path: Path) -> str:
 
 
 def fetch_headers(version: str | None = None, from_wheel: str | os.PathLike | None = None,
-                  log: Callable[[str], None] = lambda s: None) -> HeaderTree:
-    """Download (or take) the ttnn wheel, extract and verify the kernel headers into the cache."""
+                  log: Callable[[str], None] = lambda s: None, force: bool = False) -> HeaderTree:
+    """Download (or take) the ttnn wheel, extract and verify the kernel headers into the cache.
+    A complete tree of that version already in the cache is kept unless force is set."""
     if from_wheel is not None:
         wheel_path = Path(from_wheel)
         if not wheel_path.is_file():
@@ -207,6 +208,9 @@ def fetch_headers(version: str | None = None, from_wheel: str | os.PathLike | No
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)*([a-z0-9.+-]*)", version):
         raise HeadersError(f"--version {version!r} is not a version number (e.g. {default_version()})")
     target = cache_dir(version)
+    if not force and from_wheel is None and _version_of(target) == version and not missing_files(target):
+        log(f"TT-Metal {version} kernel headers already in {target} (--force fetches them again)")
+        return HeaderTree(target.resolve(), version, "kgen cache")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".tmp", dir=target.parent))
