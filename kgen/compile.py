@@ -403,6 +403,9 @@ def _run_job(job: Job, cache: Path, force: bool, tree_root: Path, cwd: Path) -> 
             return JobResult(job, False, False, seconds, output, tuple(diags), allowed)
         deps = _parse_deps(dep.read_text()) if dep.is_file() else []
         deps = [os.path.normpath(os.path.join(job.kernel.gen_dir, p)) for p in deps]
+        result = JobResult(job, True, False, seconds, output, tuple(diags), allowed)
+        if not deps:                         # no dependency list (the compiler stopped early): nothing
+            return result                    # to validate a cache entry against, so keep none
         meta = {"output": output, "allowed": allowed, "deps": [[p, _file_hash(p)] for p in deps]}
         (work / "result.json").write_text(json.dumps(meta))
         dep.unlink(missing_ok=True)
