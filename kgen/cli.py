@@ -187,6 +187,14 @@ def _compile(folder, args: argparse.Namespace) -> int:
 
     _check_dir_flags(args)
     tc = discover(args.sfpi, args.headers, args.firmware)
+    # A place the user named (flag or $KGEN_SFPI_ROOT) that holds nothing usable is an error,
+    # not a quiet fallback to something else.
+    if args.headers and tc.headers is None:
+        raise ToolchainMissing(f"--headers {args.headers}: {tc.note('headers')}")
+    if (args.sfpi or os.environ.get("KGEN_SFPI_ROOT")) and tc.sfpi is None and not args.check:
+        raise ToolchainMissing(f"no SFPI compiler where you pointed: {tc.note('sfpi')}")
+    if args.firmware and tc.firmware is None:
+        raise ToolchainMissing(f"--firmware {args.firmware}: {tc.note('firmware')}")
     mode = "check" if args.check or tc.sfpi is None else "sfpi"
     if tc.headers is None or (mode == "check" and tc.host is None):
         missing = tc.note("headers") if tc.headers is None else tc.note("host checker")

@@ -32,7 +32,7 @@ from kgen.arch import ArchFacts, load_arch
 from kgen.elfreport import ElfSizes, elf_sizes, format_sizes
 from kgen.errors import KgenError
 from kgen.headers import HeaderTree, stubs_for, toolchain_config
-from kgen.resources import cache_root
+from kgen.resources import cache_root, writable_dir
 from kgen.toolchain import HostChecker, Sfpi, Toolchain
 
 Mode = Literal["check", "sfpi"]
@@ -200,7 +200,7 @@ def link_inputs(runtime_hw: Path, firmware: Path, arch: ArchFacts, role: str) ->
     cfg = toolchain_config()["sfpi"]
     elf = role_config(role)["elf"]
     rdir = str(arch.toolchain["runtime_dir"])
-    objs = list(cfg["link_objects"]) + ([] if role_config(role)["processor"] == "TRISC" else cfg["dm_link_objects"])
+    objs = list(cfg["link_objects"]) + (cfg["brisc_link_objects"] if role == "brisc" else [])
     return (runtime_hw / "toolchain" / rdir / f"kernel_{elf}.ld", firmware / elf / f"{elf}_weakened.elf",
             [runtime_hw / "lib" / rdir / o for o in objs])
 
@@ -240,8 +240,7 @@ def host_overlay(host: HostChecker) -> Path:
     path = cache_root() / "host-overlay" / host.version
     if (path / "bits" / "c++config.h").is_file():
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".overlay.", dir=path.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=".overlay.", dir=writable_dir(path.parent)))
     bits = tmp / "bits"
     shutil.copytree(host.libstdcxx_config, bits)
     (bits / "os_defines.h").write_text(
@@ -313,13 +312,17 @@ def _file_hash(path: str) -> str | None:
 def _job_key(job: Job) -> str:
     """Hash of what the compiler is asked to do: the command (build-folder path left out, so a
     moved folder still hits), compiler, kgen version, and the folder's generated files."""
-    folder = str(job.kernel.gen_dir.parent.parent)
+    folder = _build_folder(job)
     h = hashlib.sha256()
     for part in (job.mode, job.compiler_version, __version__, *job.argv, "--link--", *(job.link_argv or ())):
-        h.update(part.replace(folder, "@BUILD@").encode() + b"\0")
+        h.update(part.replace(folder + os.sep, "@BUILD@/").encode() + b"\0")
     for path in sorted(job.kernel.gen_dir.iterdir()) + [job.kernel.source, *job.link_inputs]:
         h.update(f"{path.name}\0{_file_hash(str(path))}\n".encode())
     return h.hexdigest()
+
+
+def _build_folder(job: Job) -> str:
+    return str(job.kernel.gen_dir.parent.parent)
 
 
 def _parse_deps(text: str) -> list[str]:
@@ -327,13 +330,15 @@ def _parse_deps(text: str) -> list[str]:
     return [p.replace("\\ ", " ") for p in re.split(r"(?<!\\)\s+", body) if p]
 
 
-def _lookup(entry: Path) -> dict | None:
+def _lookup(entry: Path, folder: str) -> dict | None:
+    """A cache entry whose recorded dependencies all still hash the same; files of the build
+    folder are recorded relative to it, so a moved or second build folder still hits."""
     try:
         meta = json.loads((entry / "result.json").read_text())
     except (OSError, ValueError):
         return None
     for path, digest in meta["deps"]:
-        if _file_hash(path) != digest:
+        if _file_hash(path.replace("@BUILD@/", folder + os.sep, 1)) != digest:
             return None
     return meta
 
@@ -367,7 +372,7 @@ def _allowed(diag: Diagnostic, tree_root: Path, cwd: Path) -> bool:
     except (OSError, IndexError):
         return False
     for rule in toolchain_config()["host_check"]["allow"]:
-        if rule["message"] in diag.message and re.search(rule["line_pattern"], line):
+        if diag.message.strip() == rule["message"] and re.search(rule["line_pattern"], line):
             return True
     return False
 
@@ -376,13 +381,12 @@ def _run_job(job: Job, cache: Path, force: bool, tree_root: Path, cwd: Path) -> 
     key = _job_key(job)
     entry = cache / key[:2] / key
     if not force:
-        meta = _lookup(entry)
+        meta = _lookup(entry, _build_folder(job))
         if meta is not None:
             return JobResult(job, True, True, 0.0, meta["output"], (), meta["allowed"],
                              entry / "out.o" if job.mode == "sfpi" else None,
                              entry / "out.elf" if (entry / "out.elf").is_file() else None)
-    (cache / key[:2]).mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{key[:12]}.", dir=cache / key[:2]))
+    work = Path(tempfile.mkdtemp(prefix=f".{key[:12]}.", dir=writable_dir(cache / key[:2])))
     try:
         start = time.perf_counter()
         obj, elf, dep = work / "out.o", work / "out.elf", work / "out.d"
@@ -392,7 +396,10 @@ def _run_job(job: Job, cache: Path, force: bool, tree_root: Path, cwd: Path) -> 
         output, diags = _diagnostics(proc.stdout + proc.stderr, cwd)
         errors = [d for d in diags if d.severity in ("error", "fatal error")]
         allowed = sum(1 for d in errors if _allowed(d, tree_root, cwd))
-        ok = proc.returncode == 0 or (errors and allowed == len(errors) and job.mode == "check")
+        # Every error line must be a located diagnostic that is allow-listed ("cc1plus: error:"
+        # and the like are never benign).
+        error_lines = sum(1 for ln in output.splitlines() if re.search(r"\b(fatal )?error: ", ln))
+        ok = proc.returncode == 0 or (job.mode == "check" and errors and allowed == len(errors) == error_lines)
         if ok and job.link_argv is not None:
             link = [a.replace("@OBJ@", str(obj)).replace("@ELF@", str(elf)) for a in job.link_argv]
             lproc = subprocess.run(link, capture_output=True, text=True, cwd=job.kernel.gen_dir)
@@ -406,15 +413,16 @@ def _run_job(job: Job, cache: Path, force: bool, tree_root: Path, cwd: Path) -> 
         result = JobResult(job, True, False, seconds, output, tuple(diags), allowed)
         if not deps:                         # no dependency list (the compiler stopped early): nothing
             return result                    # to validate a cache entry against, so keep none
-        meta = {"output": output, "allowed": allowed, "deps": [[p, _file_hash(p)] for p in deps]}
+        prefix = _build_folder(job) + os.sep
+        meta = {"output": output, "allowed": allowed,
+                "deps": [[("@BUILD@/" + p[len(prefix):]) if p.startswith(prefix) else p, _file_hash(p)]
+                         for p in deps]}
         (work / "result.json").write_text(json.dumps(meta))
         dep.unlink(missing_ok=True)
         try:
             os.rename(work, entry)
-        except OSError:                      # another kgen stored the same entry first: use theirs
-            if _lookup(entry) is None:
-                shutil.rmtree(entry, ignore_errors=True)
-                os.rename(work, entry)
+        except OSError:                      # another kgen stored this entry first: theirs is
+            pass                             # equivalent (same key, same dependencies)
         return JobResult(job, True, False, seconds, output, tuple(diags), allowed,
                          entry / "out.o" if job.mode == "sfpi" else None,
                          entry / "out.elf" if (entry / "out.elf").is_file() else None)
@@ -516,6 +524,7 @@ def write_compile_report(folder: Path, tc: Toolchain, report: CompileReport) -> 
     fd, tmp = tempfile.mkstemp(prefix=".compile.json.", dir=folder)
     with os.fdopen(fd, "w") as f:
         f.write(json.dumps(data, indent=2) + "\n")
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
     return path
 
@@ -525,6 +534,7 @@ def _atomic_copy(src: Path, dst: Path) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", dir=dst.parent)
     os.close(fd)
     shutil.copyfile(src, tmp)
+    os.chmod(tmp, 0o644)                     # mkstemp makes 0600; the build folder is world-readable
     os.replace(tmp, dst)
 
 

@@ -10,6 +10,7 @@ is always complete.
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
 import json
 import os
@@ -20,13 +21,14 @@ import sys
 import tempfile
 import tomllib
 import zipfile
+import zlib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Callable
 
 from kgen.errors import KgenError
-from kgen.resources import cache_root, data_dir
+from kgen.resources import cache_root, data_dir, writable_dir
 
 STAMP = "kgen-headers.json"
 STUBS = "kgen-stubs"
@@ -169,14 +171,21 @@ def _extract(wheel_path: Path, into: Path, log: Callable[[str], None]) -> dict:
             rel = _selected(info.filename)
             if rel is None:
                 continue
-            data = wheel.read(info)
+            try:
+                data = wheel.read(info)
+            except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+                raise HeadersError(f"{wheel_path.name}: {info.filename} cannot be read ({exc}); the wheel "
+                                   f"is corrupt. Download it again.") from None
             actual = hashlib.sha256(data).hexdigest()
             if hashes.get(info.filename) != actual:
                 raise HeadersError(f"{wheel_path.name}: {info.filename} does not match the wheel's RECORD "
                                    f"hash; the wheel is corrupt or was altered. Download it again.")
             target = into / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            except OSError as exc:
+                raise HeadersError(f"cannot write {target}: {exc.strerror or exc}") from None
             digest.update(f"{rel}\0{actual}\n".encode())
             count += 1
             size += len(data)
@@ -208,15 +217,10 @@ def fetch_headers(version: str | None = None, from_wheel: str | os.PathLike | No
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)*([a-z0-9.+-]*)", version):
         raise HeadersError(f"--version {version!r} is not a version number (e.g. {default_version()})")
     target = cache_dir(version)
-    if not force and from_wheel is None and _version_of(target) == version and not missing_files(target):
+    if not force and _complete(target, version, Path(from_wheel) if from_wheel is not None else None):
         log(f"TT-Metal {version} kernel headers already in {target} (--force fetches them again)")
         return HeaderTree(target.resolve(), version, "kgen cache")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".tmp", dir=target.parent))
-    except OSError as exc:
-        raise HeadersError(f"cannot write kgen's cache at {target.parent}: {exc.strerror or exc}; "
-                           f"set KGEN_CACHE_DIR to a writable folder") from None
+    work = Path(tempfile.mkdtemp(prefix=f".{version}.", suffix=".tmp", dir=writable_dir(target.parent)))
     try:
         tree = work / "tree"
         wheel_path = Path(from_wheel) if from_wheel is not None else _download_wheel(version, work, log)
@@ -237,25 +241,32 @@ def fetch_headers(version: str | None = None, from_wheel: str | os.PathLike | No
     return HeaderTree(target.resolve(), version, "kgen cache")
 
 
+def _complete(target: Path, version: str, wheel: Path | None) -> bool:
+    """A finished tree of this version (from this very wheel, when one is given)."""
+    try:
+        stamp = json.loads((target / STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    if stamp.get("version") != version or missing_files(target):
+        return False
+    return wheel is None or stamp.get("wheel_sha256") == _sha256_file(wheel)
+
+
 def _replace(tree: Path, target: Path) -> None:
-    """Rename tree into target; an existing target is swapped out first (readers never see a
-    partial tree; a concurrent fetch of the same version leaves one complete tree)."""
-    if target.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-        try:
+    """Rename a finished folder into target. Writers are serialised by a lock file beside it, so
+    concurrent fetches never interleave their swaps; readers only ever see a complete folder or
+    (for the instant between the two renames of a replacement) none."""
+    with open(writable_dir(target.parent) / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
             os.rename(target, old / "x")
-        except FileNotFoundError:
-            pass
         try:
             os.rename(tree, target)
         finally:
-            shutil.rmtree(old, ignore_errors=True)
-    else:
-        try:
-            os.rename(tree, target)
-        except OSError:
-            if missing_files(target):       # lost a race to a concurrent fetch that also finished
-                raise
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -311,15 +322,20 @@ def stubs_for(tree: HeaderTree) -> Path:
     own = tree.root / STUBS
     if (own / "sfpi.h").is_file():
         return own
-    key = hashlib.sha256(str(tree.root).encode()).hexdigest()[:16]
+    # Keyed by the tree's place and its pinned SFPI release, so a checkout of another version
+    # gets its own constants.
+    try:
+        pinned = (tree.tt_metal / "sfpi-version").read_bytes()
+    except OSError:
+        pinned = b""
+    key = hashlib.sha256(str(tree.root).encode() + b"\0" + pinned).hexdigest()[:16]
     path = cache_root() / "stubs" / key
     if not (path / "sfpi.h").is_file():
-        tmp = Path(tempfile.mkdtemp(prefix=".stubs.", dir=_mkdir(cache_root() / "stubs")))
-        write_stubs(tree.root, tmp)
-        _replace(tmp, path)
-    return path
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".stubs.", dir=writable_dir(cache_root() / "stubs")))
+        try:
+            write_stubs(tree.root, tmp)
+            if not (path / "sfpi.h").is_file():     # a concurrent kgen may have finished first
+                _replace(tmp, path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return path

@@ -106,22 +106,37 @@ def find_host_checker() -> tuple[HostChecker | None, str]:
     return HostChecker(cxx, version, lib, conf, pico), f"{cxx} {version} + libstdc++-{major} + picolibc"
 
 
+def _firmware_archs(path: Path) -> list[str]:
+    """Arch folders (runtime_dir names) holding every processor's weakened firmware ELF."""
+    from kgen.arch import load_arch
+
+    found = []
+    for arch in ("wormhole_b0", "blackhole"):
+        facts = load_arch(arch)
+        rdir = path / str(facts.toolchain["runtime_dir"])
+        if all((rdir / elf / f"{elf}_weakened.elf").is_file() for elf in facts.processors):
+            found.append(str(facts.toolchain["runtime_dir"]))
+    return found
+
+
 def find_firmware(explicit: str | os.PathLike | None, headers: HeaderTree | None) -> tuple[Path | None, str]:
-    """Weakened firmware ELFs, one folder per arch: <dir>/<arch>/<elf>/<elf>_weakened.elf."""
+    """Weakened firmware ELFs, one folder per arch: <dir>/<wormhole|blackhole>/<elf>/<elf>_weakened.elf
+    for elf in brisc, ncrisc, trisc0..2 (the layout of one TT-Metal firmware build per arch)."""
     candidates = []
     if explicit:
         candidates.append(Path(explicit))
     elif os.environ.get("KGEN_FIRMWARE_DIR"):
         candidates.append(Path(os.environ["KGEN_FIRMWARE_DIR"]))
-    if headers is not None and headers.runtime_hw is not None:
+    if headers is not None and headers.runtime_hw is not None and not explicit:
         candidates.append(headers.runtime_hw / "firmware")
     for path in candidates:
-        if any(path.glob("*/*/*_weakened.elf")):
-            return path.resolve(), str(path)
-    return None, ("no weakened firmware ELFs (<dir>/<arch>/<proc>/<proc>_weakened.elf) under "
+        archs = _firmware_archs(path)
+        if archs:
+            return path.resolve(), f"{path} ({', '.join(archs)})"
+    return None, ("no weakened firmware ELFs (<dir>/<wormhole|blackhole>/<proc>/<proc>_weakened.elf) under "
                   + (", ".join(map(str, candidates)) or "any known place")
-                  + "; objects compile but do not link. Point KGEN_FIRMWARE_DIR at the firmware "
-                  "TT-Metal built for your card (its tt-metal-cache firmware/ folder)")
+                  + "; objects compile but do not link. Copy the firmware folders TT-Metal built for your card "
+                  "into that layout and set KGEN_FIRMWARE_DIR")
 
 
 @cache

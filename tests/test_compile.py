@@ -100,12 +100,15 @@ def test_bank_defines_follow_the_device():
             "IS_NOT_POW2_NUM_L1_BANKS=1"} <= set(bh)
 
 
-@pytest.mark.parametrize("role,script,objects", [
-    ("math", "kernel_trisc1.ld", ["substitutes.o"]),
-    ("brisc", "kernel_brisc.ld", ["substitutes.o", "noc.o"]),
+@pytest.mark.parametrize("role,elf,objects", [
+    ("unpack", "trisc0", ["substitutes.o"]),
+    ("math", "trisc1", ["substitutes.o"]),
+    ("pack", "trisc2", ["substitutes.o"]),
+    ("brisc", "brisc", ["substitutes.o", "noc.o"]),
+    ("ncrisc", "ncrisc", ["substitutes.o"]),
 ])
-def test_link_is_against_the_weakened_firmware(role, script, objects):
-    elf = "trisc1" if role == "math" else "brisc"
+def test_link_is_against_the_weakened_firmware(role, elf, objects):
+    script = f"kernel_{elf}.ld"
     argv = sfpi_link_command(SFPI, Path("/rt/hw"), Path("/fw/wormhole"), WH, role, Path("/o/x.o"), Path("/o/x.elf"))
     assert f"-T/rt/hw/toolchain/wormhole/{script}" in argv
     assert f"-Wl,--just-symbols=/fw/wormhole/{elf}/{elf}_weakened.elf" in argv
@@ -155,6 +158,8 @@ def test_every_example_type_checks_for_all_its_processors(path, variant, host_to
                 for r in {"TRISC": ("unpack", "math", "pack"), "RISCV_0": ("brisc",), "RISCV_1": ("ncrisc",)}[k["processor"]]}
     assert {(b["kernel"], b["role"]) for b in report["builds"]} == expected
     assert all(b["ok"] for b in report["builds"]) and report["mode"] == "check"
+    # kgen's kernels need no allow-listed GCC-12 leniency at all.
+    assert all(b["allow_listed_diagnostics"] == 0 for b in report["builds"])
     assert report["headers"]["version"] == "0.81.1"
     assert f"type-checked {len(expected)} kernel builds" in out
 
@@ -278,6 +283,42 @@ def test_an_edited_header_invalidates_the_cache(host_toolchain, tmp_path):
     assert {r.job.kernel.name for r in again.results if not r.cached} == {"compute"}
 
 
+def test_a_moved_build_folder_still_hits_the_cache(host_toolchain, tmp_path):
+    folder = build(load(example("peak_small")), tmp_path / "a").path
+    cache = tmp_path / "cache"
+    assert compile_folder(folder, host_toolchain, "check", cache=cache).compiled == 7
+    moved = tmp_path / "b" / folder.name
+    moved.parent.mkdir()
+    shutil.move(folder, moved)
+    assert compile_folder(moved, host_toolchain, "check", cache=cache).compiled == 0
+    # ... and an edit to the moved folder's kernel is still seen.
+    kernel = moved / "kernels" / "compute.cpp"
+    kernel.write_text(kernel.read_text() + "\n// edited\n")
+    assert compile_folder(moved, host_toolchain, "check", cache=cache).compiled == 3
+
+
+def test_an_unusable_cache_folder_is_a_clean_error(host_toolchain, tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("KGEN_CACHE_DIR", str(blocker))
+    code = main(["build", str(example("peak_small")), "-o", str(tmp_path / "out"), "--check",
+                 "--headers", str(host_toolchain.headers.root)])
+    err = capsys.readouterr().err
+    assert code == 2 and "KGEN_CACHE_DIR" in err and "Traceback" not in err
+
+
+def test_named_places_that_hold_nothing_are_errors_not_fallbacks(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("KGEN_SFPI_ROOT", raising=False)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for flag, words in (("--headers", "--headers"), ("--sfpi", "no SFPI compiler"), ("--firmware", "--firmware")):
+        discover.cache_clear()
+        code = main(["build", str(example("peak_small")), "-o", str(tmp_path / "out"), flag, str(empty)])
+        err = capsys.readouterr().err
+        assert code == 2 and words in err and "Traceback" not in err, (flag, err)
+    discover.cache_clear()
+
+
 def test_two_concurrent_builds_of_one_spec_give_one_intact_result(host_toolchain, tmp_path):
     env = dict(os.environ, KGEN_CACHE_DIR=str(tmp_path / "cache"))
     cmd = [sys.executable, "-m", "kgen", "build", str(example("peak_small")), "-o", str(tmp_path / "out"),
@@ -304,14 +345,24 @@ def test_two_concurrent_builds_of_one_spec_give_one_intact_result(host_toolchain
     assert not [e for e in entries if e.name.startswith(".")]
 
 
-def test_check_without_headers_is_a_clean_error(tmp_path, capsys):
+def test_check_without_headers_is_a_clean_error(tmp_path, capsys, monkeypatch):
     code = main(["build", str(example("peak_small")), "-o", str(tmp_path), "--check", "--headers", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == 2 and "cannot type-check" in err and "kgen headers fetch" in err
+    assert code == 2 and "--headers" in err and "lacks tt_metal/" in err and "kgen headers fetch" in err
     assert "Traceback" not in err
+    # No headers anywhere: --check says it cannot type-check; a plain build renders and says why.
+    monkeypatch.setenv("KGEN_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv("TT_METAL_HOME", raising=False)
+    discover.cache_clear()
+    code = main(["build", str(example("peak_small")), "-o", str(tmp_path / "o"), "--check"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot type-check" in err and "kgen headers fetch" in err
+    assert main(["build", str(example("peak_small")), "-o", str(tmp_path / "o")]) == 0
+    assert "compile  skipped:" in capsys.readouterr().out
     code = main(["build", str(example("peak_small")), "-o", str(tmp_path), "--headers", str(tmp_path / "nope")])
     err = capsys.readouterr().err
     assert code == 2 and "--headers" in err and "no such folder" in err
+    discover.cache_clear()
 
 
 def test_real_sfpi_build_links_and_reports_sizes(tmp_path, capsys):

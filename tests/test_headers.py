@@ -84,6 +84,28 @@ def test_a_tampered_member_is_rejected_and_nothing_is_left(tmp_path, cache):
     assert [p.name for p in (cache / "headers").iterdir()] == []
 
 
+def test_a_corrupt_member_is_a_clean_error(tmp_path, cache):
+    wheel = make_wheel(tmp_path / "ttnn-0.81.1-x.whl", wheel_members())
+    data = bytearray(wheel.read_bytes())
+    needle = b"int a = sfpi::SFPLOAD_MOD0_FMT_FP32;"
+    at = data.index(needle)
+    data[at:at + 3] = b"INT"                     # damage the stored bytes: the zip CRC no longer matches
+    wheel.write_bytes(bytes(data))
+    with pytest.raises(HeadersError, match="corrupt"):
+        fetch_headers(from_wheel=wheel)
+    assert not (cache / "headers" / "0.81.1").exists()
+
+
+def test_a_cached_tree_is_kept_unless_forced(tmp_path, cache):
+    wheel = make_wheel(tmp_path / "ttnn-0.81.1-x.whl", wheel_members())
+    first = fetch_headers(from_wheel=wheel)
+    inode = first.root.stat().st_ino
+    fetch_headers(from_wheel=wheel)
+    assert first.root.stat().st_ino == inode
+    fetch_headers(from_wheel=wheel, force=True)
+    assert first.root.stat().st_ino != inode and not list((cache / "headers").glob(".*.tmp"))
+
+
 def test_a_wheel_without_kernel_sources_is_rejected(tmp_path, cache):
     members = {k: v for k, v in wheel_members().items() if "bmm_large_block" not in k}
     wheel = make_wheel(tmp_path / "ttnn-0.81.1-x.whl", members)
@@ -116,7 +138,8 @@ def test_concurrent_fetches_leave_one_complete_tree(tmp_path, cache):
     for t in threads:
         t.join()
     assert not errors
-    assert [p.name for p in (cache / "headers").iterdir()] == ["0.81.1"]
+    names = sorted(p.name for p in (cache / "headers").iterdir())
+    assert names == [".0.81.1.lock", "0.81.1"]          # the writers' lock; no .tmp or .old left
     tree, _ = find_headers()
     assert tree is not None and json.loads((tree.root / "kgen-headers.json").read_text())["version"] == "0.81.1"
 
