@@ -31,7 +31,7 @@ from kgen import __version__
 from kgen.arch import ArchFacts, load_arch
 from kgen.elfreport import ElfSizes, elf_sizes, format_sizes
 from kgen.errors import KgenError
-from kgen.headers import HeaderTree, stubs_for, toolchain_config
+from kgen.headers import HeaderTree, sha256_file, stubs_for, toolchain_config
 from kgen.resources import cache_root, writable_dir
 from kgen.toolchain import HostChecker, Sfpi, Toolchain
 
@@ -102,10 +102,6 @@ class JobResult:
     allowed: int = 0                    # GCC-12 diagnostics ignored by the allow-list
     object_path: Path | None = None     # in the cache (SFPI)
     elf_path: Path | None = None
-
-    @property
-    def errors(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if d.severity in ("error", "fatal error")]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -274,7 +270,7 @@ def plan_jobs(folder: Path, tc: Toolchain, mode: Mode) -> list[Job]:
         return jobs
     if tc.sfpi is None:
         raise ToolchainMissing(f"no SFPI compiler: {tc.note('sfpi')}")
-    link = tc.link_inputs(str(arch.toolchain["runtime_dir"]))
+    link = tc.link_dirs(str(arch.toolchain["runtime_dir"]))
     for k in kernels:
         for role in k.roles:
             obj = Path("@OBJ@")              # placeholder: the real path is inside the cache entry
@@ -304,8 +300,7 @@ def _file_hash(path: str) -> str | None:
         return None
     key = (path, st.st_mtime_ns, st.st_size)
     if key not in _hash_memo:
-        with open(path, "rb") as f:
-            _hash_memo[key] = hashlib.sha256(f.read()).hexdigest()
+        _hash_memo[key] = sha256_file(Path(path))
     return _hash_memo[key]
 
 
@@ -377,15 +372,21 @@ def _allowed(diag: Diagnostic, tree_root: Path, cwd: Path) -> bool:
     return False
 
 
+def _from_entry(job: Job, entry: Path, cached: bool, seconds: float, output: str,
+                diags: tuple[Diagnostic, ...], allowed: int) -> JobResult:
+    """A successful result whose object (and ELF, when linked) live in the cache entry."""
+    return JobResult(job, True, cached, seconds, output, diags, allowed,
+                     entry / "out.o" if job.mode == "sfpi" else None,
+                     entry / "out.elf" if (entry / "out.elf").is_file() else None)
+
+
 def _run_job(job: Job, cache: Path, force: bool, tree_root: Path, cwd: Path) -> JobResult:
     key = _job_key(job)
     entry = cache / key[:2] / key
     if not force:
         meta = _lookup(entry, _build_folder(job))
         if meta is not None:
-            return JobResult(job, True, True, 0.0, meta["output"], (), meta["allowed"],
-                             entry / "out.o" if job.mode == "sfpi" else None,
-                             entry / "out.elf" if (entry / "out.elf").is_file() else None)
+            return _from_entry(job, entry, True, 0.0, meta["output"], (), meta["allowed"])
     work = Path(tempfile.mkdtemp(prefix=f".{key[:12]}.", dir=writable_dir(cache / key[:2])))
     try:
         start = time.perf_counter()
@@ -423,9 +424,7 @@ def _run_job(job: Job, cache: Path, force: bool, tree_root: Path, cwd: Path) -> 
             os.rename(work, entry)
         except OSError:                      # another kgen stored this entry first: theirs is
             pass                             # equivalent (same key, same dependencies)
-        return JobResult(job, True, False, seconds, output, tuple(diags), allowed,
-                         entry / "out.o" if job.mode == "sfpi" else None,
-                         entry / "out.elf" if (entry / "out.elf").is_file() else None)
+        return _from_entry(job, entry, False, seconds, output, tuple(diags), allowed)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -464,7 +463,6 @@ class CompileReport:
     mode: Mode
     results: tuple[JobResult, ...]
     seconds: float
-    linked: bool
     elfs: tuple[tuple[str, ElfSizes], ...] = ()     # (kernel, sizes) of every linked ELF
 
     @property
@@ -491,7 +489,6 @@ def compile_folder(folder: Path, tc: Toolchain, mode: Mode, *, parallel: int = 1
     jobs = plan_jobs(folder, tc, mode)
     assert tc.headers is not None
     results = run_jobs(jobs, tc.headers, parallel=parallel, force=force, cache=cache)
-    linked = any(r.elf_path is not None for r in results)
     elfs = []
     if mode == "sfpi":
         _copy_outputs(folder, results)
@@ -500,7 +497,7 @@ def compile_folder(folder: Path, tc: Toolchain, mode: Mode, *, parallel: int = 1
             if r.ok and r.elf_path is not None and arch is not None:
                 elf = role_config(r.job.role)["elf"]
                 elfs.append((r.job.kernel.name, elf_sizes(folder / "elf" / r.job.kernel.name / f"{elf}.elf", elf, arch)))
-    return CompileReport(mode, tuple(results), time.perf_counter() - start, linked, tuple(elfs))
+    return CompileReport(mode, tuple(results), time.perf_counter() - start, tuple(elfs))
 
 
 def write_compile_report(folder: Path, tc: Toolchain, report: CompileReport) -> Path:

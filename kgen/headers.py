@@ -193,7 +193,7 @@ def _extract(wheel_path: Path, into: Path, log: Callable[[str], None]) -> dict:
     return {"files": count, "bytes": size, "tree_sha256": digest.hexdigest()}
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -231,7 +231,7 @@ def fetch_headers(version: str | None = None, from_wheel: str | os.PathLike | No
                                f"kgen {version} expects a TT-Metal wheel with kernel sources")
         count = write_stubs(tree, tree / STUBS)
         log(f"wrote kgen's stand-in sfpi.h ({count} SFPI constants) and lltt.h")
-        stamp = {"version": version, "wheel": wheel_path.name, "wheel_sha256": _sha256_file(wheel_path),
+        stamp = {"version": version, "wheel": wheel_path.name, "wheel_sha256": sha256_file(wheel_path),
                  **stats, "sfpi_constants": count}
         (tree / STAMP).write_text(json.dumps(stamp, indent=2) + "\n")
         _replace(tree, target)
@@ -249,7 +249,7 @@ def _complete(target: Path, version: str, wheel: Path | None) -> bool:
         return False
     if stamp.get("version") != version or missing_files(target):
         return False
-    return wheel is None or stamp.get("wheel_sha256") == _sha256_file(wheel)
+    return wheel is None or stamp.get("wheel_sha256") == sha256_file(wheel)
 
 
 def _replace(tree: Path, target: Path) -> None:

@@ -46,7 +46,7 @@ class Toolchain:
     def note(self, piece: str) -> str:
         return dict(self.notes).get(piece, "")
 
-    def link_inputs(self, arch_runtime_dir: str) -> tuple[Path, Path] | None:
+    def link_dirs(self, arch_runtime_dir: str) -> tuple[Path, Path] | None:
         """(runtime/hw, firmware/<arch>) when everything a link needs is present."""
         hw = self.headers.runtime_hw if self.headers else None
         if self.sfpi is None or hw is None or self.firmware is None:
