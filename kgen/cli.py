@@ -48,6 +48,31 @@ def _build_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="recompile even what the cache holds")
     _toolchain_flags(build)
 
+    emulate = sub.add_parser("emulate", help="run the kernels on every core on the host and compare with the golden model")
+    emulate.add_argument("spec", help="path to a .kspec file")
+    emulate.add_argument("--variant", help="emulate one of the spec's variants")
+    _emulation_flags(emulate)
+    emulate.add_argument("--schedules", type=_count, default=0, metavar="N",
+                         help="also run N seeded random interleavings; their output must be identical")
+    emulate.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace (one track per core x processor)")
+
+    port = sub.add_parser("port-check", help="TT-Metal's compute kernel beside kgen's on the same plan: outputs and op counts")
+    port.add_argument("spec", help="path to a .kspec file")
+    port.add_argument("--variant", help="check one of the spec's variants")
+    port.add_argument("--reference", metavar="PATH",
+                      help="the reference compute kernel (default: TT-Metal's bmm_large_block_zm_fused_bias_activation.cpp "
+                           "from the fetched headers)")
+    _emulation_flags(port)
+
+    fuzz = sub.add_parser("fuzz", help="random valid specs: build, type-check, emulate each; stop at the first failure")
+    fuzz.add_argument("--count", type=_count, default=20, metavar="N", help="number of specs (default: 20)")
+    fuzz.add_argument("--seed", type=int, default=1, help="generator seed (default: 1)")
+    fuzz.add_argument("--start", type=_count, default=0, metavar="I", help="first case index (default: 0)")
+    fuzz.add_argument("--keep", metavar="DIR", help="write every generated spec into DIR")
+    fuzz.add_argument("--no-typecheck", action="store_true", help="skip the type-check against the TT-Metal headers")
+    fuzz.add_argument("-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
+                      help="compile N kernels at once")
+
     doctor = sub.add_parser("doctor", help="what kgen found: SFPI, TT-Metal headers, firmware, host checker")
     _toolchain_flags(doctor)
 
@@ -69,6 +94,25 @@ def _positive_int(text: str) -> int:
     if not 1 <= value <= 256:
         raise argparse.ArgumentTypeError(f"expected 1 to 256, got {value}")
     return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value <= 100000:
+        raise argparse.ArgumentTypeError(f"expected 0 to 100000, got {value}")
+    return value
+
+
+def _emulation_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    parser.add_argument("--numerics", choices=("exact", "fast"), default="exact",
+                        help="exact: bit-level Tensix arithmetic (default); fast: float32 math, same data movement")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
+                        help="compile N kernels at once (default: the number of CPUs)")
 
 
 def _toolchain_flags(parser: argparse.ArgumentParser) -> None:
@@ -116,6 +160,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.command in ("doctor", "headers"):
         return _run_toolchain(args)
+    if args.command == "fuzz":
+        from kgen.fuzz import run_fuzz
+        return run_fuzz(count=args.count, seed=args.seed, start=args.start, keep=args.keep,
+                        typecheck=not args.no_typecheck, parallel=args.jobs, out=sys.stdout)
     spec_file = load_file(args.spec)
     spec = resolve(spec_file, args.variant)
     if args.command == "ir" and args.stage == "spec":
@@ -133,6 +181,8 @@ def _run(args: argparse.Namespace) -> int:
         return _compile(result.path, args)
     the_plan = plan(spec)
     program = lower(the_plan)
+    if args.command in ("emulate", "port-check"):
+        return _emulate(args, spec, the_plan)
     if args.command == "check":
         from kgen.report import format_plan, plan_to_dict
 
@@ -149,6 +199,36 @@ def _run(args: argparse.Namespace) -> int:
     from kgen.ir import format_program
     sys.stdout.write(format_program(program))
     return 0
+
+
+def _emulate(args: argparse.Namespace, spec, the_plan) -> int:
+    """`kgen emulate` / `kgen port-check`: build into kgen's cache, run, report. Exit 1 when the
+    run shows a problem (a deadlock, a hazard, output that is not the golden model's)."""
+    from pathlib import Path
+
+    from kgen.build import build
+    from kgen.resources import cache_root
+
+    folder = build(spec, cache_root() / "builds").path
+    if args.command == "port-check":
+        from kgen.portcheck import format_port_check, port_check
+
+        pc = port_check(folder, the_plan, reference=args.reference, seed=args.seed, numerics=args.numerics,
+                        parallel=args.jobs)
+        print(json.dumps(pc.summary(), indent=2) if args.json else format_port_check(pc))
+        return 0 if pc.bit_identical and not pc.unexplained else 1
+    from kgen.emulate import emulate_folder, format_report
+
+    trace = Path(args.trace).resolve() if args.trace else None
+    if trace is not None and not trace.parent.is_dir():
+        from kgen.errors import KgenError
+        raise KgenError(f"--trace {args.trace}: the folder {trace.parent} does not exist")
+    result = emulate_folder(folder, the_plan, seed=args.seed, numerics=args.numerics, schedules=args.schedules,
+                            trace=trace, parallel=args.jobs)
+    print(json.dumps(result.summary(), indent=2) if args.json else format_report(result))
+    if trace is not None and not args.json:
+        print(f"  trace      {trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+    return 0 if result.ok else 1
 
 
 def _check_dir_flags(args: argparse.Namespace) -> None:

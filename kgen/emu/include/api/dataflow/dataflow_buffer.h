@@ -1,0 +1,20 @@
+// kgen host model: TT-Metal 0.81.1 `api/dataflow/dataflow_buffer.h`: a CB index with member
+// functions; each forwards to the CB call of the running processor.
+#pragma once
+
+#include "kemu/common.h"
+
+class DataflowBuffer {
+public:
+    constexpr explicit DataflowBuffer(uint16_t id) : id_(id) {}
+    constexpr uint32_t get_id() const { return id_; }
+    void wait_front(uint32_t n, KEMU_WHERE) const { kemu::cb_wait_front(id_, n, KEMU_AT); }
+    void pop_front(uint32_t n, KEMU_WHERE) const { kemu::cb_pop_front(id_, n, KEMU_AT); }
+    void reserve_back(uint32_t n, KEMU_WHERE) const { kemu::cb_reserve_back(id_, n, KEMU_AT); }
+    void push_back(uint32_t n, KEMU_WHERE) const { kemu::cb_push_back(id_, n, KEMU_AT); }
+    uint32_t get_write_ptr(KEMU_WHERE) const { return kemu::cb_write_ptr(id_, KEMU_AT); }
+    uint32_t get_read_ptr(KEMU_WHERE) const { return kemu::cb_read_ptr(id_, KEMU_AT); }
+
+private:
+    uint32_t id_;
+};
