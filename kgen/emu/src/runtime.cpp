@@ -109,6 +109,7 @@ struct Proc {
     // per-CB local view
     LocalCBInterface local[MAX_CBS]{};
     uint32_t waited[MAX_CBS]{}, reserved[MAX_CBS]{};
+    int last_ptr_cb = -1;  // the CB of the last get_read_ptr / get_write_ptr: the one a NoC transfer means
     // statistics
     std::map<std::string, uint64_t> ops;
     uint64_t stalls = 0, stall_cycles = 0, busy_cycles = 0;
@@ -239,8 +240,12 @@ void trace_event(Proc *p, const char *name, uint64_t start, uint64_t dur, const 
 }
 
 void hazard(const char *kind, Where at, const std::string &message) {
+    // One report per (kind, source line, core): a loop repeating a bug says it once.
+    int core = g_cur ? g_cur->core->id : -1;
+    for (Hazard &h : M.hazards)
+        if (h.kind == kind && h.line == at.line && h.core == core && h.file == (at.file ? at.file : "?")) return;
     if (M.hazards.size() >= 64) return;
-    Hazard h{kind, message, at.file ? at.file : "?", at.line, g_cur ? g_cur->core->id : -1, g_cur ? g_cur->kind : -1};
+    Hazard h{kind, message, at.file ? at.file : "?", at.line, core, g_cur ? g_cur->kind : -1};
     M.hazards.push_back(h);
 }
 
@@ -457,11 +462,14 @@ void check_write_into(Core *c, uint32_t addr, uint32_t bytes, int except, Where 
         if (i == except) continue;
         const CB &b = c->cbs[i];
         if (overlaps_pushed(b, addr, bytes)) {
+            std::string why = except >= 0 ? fmt_str("c_%d and c_%d share one L1 region and must not hold the same pages "
+                                                    "at once (the out/partials trap)", except, i)
+                                          : "the data is overwritten before its consumer popped it";
             hazard("write into unconsumed pages", at,
                    fmt_str("%s writes L1 0x%x..0x%x on core (%d,%d), pages c_%d still holds unconsumed (%llu pushed, "
-                           "not popped); CBs sharing one region must not hold the same pages at once",
+                           "not popped): %s",
                            what, l1_offset(addr), l1_offset(addr) + bytes, c->x, c->y, i,
-                           (unsigned long long)(b.received - b.acked)));
+                           (unsigned long long)(b.received - b.acked), why.c_str()));
             return;
         }
     }
@@ -472,6 +480,22 @@ void check_write_into(Core *c, uint32_t addr, uint32_t bytes, int except, Where 
 void check_read_from(Proc *p, uint32_t addr, uint32_t bytes, Where at, const char *what) {
     Core *c = p->core;
     bool in_cb = false;
+    if (p->last_ptr_cb >= 0) {
+        // The address came from this CB's pointer: its own pages must hold pushed data (pages of
+        // another CB sharing the region do not count).
+        int i = p->last_ptr_cb;
+        const CB &b = c->cbs[i];
+        if (addr >= b.base && addr + bytes <= b.end()) {
+            if (inside_window(b, b.acked, b.received, addr, bytes)) return;
+            if (p->reserved[i] && inside_window(b, b.received, b.received + p->reserved[i], addr, bytes)) return;
+            hazard("read of pages never pushed", at,
+                   fmt_str("%s reads L1 0x%x..0x%x of c_%d on core (%d,%d): %llu page(s) of c_%d are pushed and "
+                           "not popped, and these are not among them (cb_wait_front missing?)",
+                           what, l1_offset(addr), l1_offset(addr) + bytes, i, c->x, c->y,
+                           (unsigned long long)(b.received - b.acked), i));
+            return;
+        }
+    }
     for (int i = 0; i < MAX_CBS; ++i) {
         const CB &b = c->cbs[i];
         if (!b.configured || addr >= b.end() || addr + bytes <= b.base) continue;
@@ -657,11 +681,13 @@ bool cb_pages_reservable_at_back(uint32_t cb, uint32_t n, Where at) {
 uint32_t cb_read_ptr(uint32_t cb, Where at) {
     Proc *p = cur(at);
     cb_checked(p, cb, at, "get_read_ptr");
+    p->last_ptr_cb = static_cast<int>(cb);
     return p->local[cb].fifo_rd_ptr;
 }
 uint32_t cb_write_ptr(uint32_t cb, Where at) {
     Proc *p = cur(at);
     cb_checked(p, cb, at, "get_write_ptr");
+    p->last_ptr_cb = static_cast<int>(cb);
     return p->local[cb].fifo_wr_ptr;
 }
 LocalCBInterface &local_cb(uint32_t cb, Where at) {

@@ -226,6 +226,8 @@ ALWI void add_tiles(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itil
 }
 
 // ---- what TT-Metal's matmul kernel compiles but kgen's plans never run -------------------------
+template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
+ALWI void transpose_init(uint32_t icb, KEMU_WHERE) { (void)icb; kemu::note_op("transpose_init", KEMU_AT); }
 ALWI void transpose_wh_init(uint32_t icb, uint32_t ocb, KEMU_WHERE) { (void)icb; (void)ocb; kemu::note_op("transpose_wh_init", KEMU_AT); }
 ALWI void transpose_wh_init_short(uint32_t icb, KEMU_WHERE) { (void)icb; kemu::note_op("transpose_wh_init_short", KEMU_AT); }
 ALWI void transpose_tile(uint32_t icb, uint32_t itile, uint32_t idst, KEMU_WHERE) {

@@ -14,6 +14,10 @@ public:
     void push_back(uint32_t n, KEMU_WHERE) const { kemu::cb_push_back(id_, n, KEMU_AT); }
     uint32_t get_write_ptr(KEMU_WHERE) const { return kemu::cb_write_ptr(id_, KEMU_AT); }
     uint32_t get_read_ptr(KEMU_WHERE) const { return kemu::cb_read_ptr(id_, KEMU_AT); }
+    uint32_t get_tile_size(KEMU_WHERE) const { return kemu::local_cb(id_, KEMU_AT).fifo_page_size; }
+    bool pages_reservable_at_back(int32_t n, KEMU_WHERE) const {
+        return kemu::cb_pages_reservable_at_back(id_, static_cast<uint32_t>(n), KEMU_AT);
+    }
 
 private:
     uint32_t id_;
