@@ -132,7 +132,7 @@ def _atomic_install(produced: Path, target: Path) -> None:
 
 
 def _compile(argv: list[str], what: str) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise EmulatorError(f"{what} does not compile for the host emulator:\n{proc.stderr.strip()[-4000:]}\n"
                             f"command: {' '.join(argv)}")
@@ -397,7 +397,7 @@ def run_program(binary: Path, program: Program, workdir: Path) -> RunResult:
     prog = workdir / "program.txt"
     prog.write_text(program.text)
     result = workdir / "result.json"
-    proc = subprocess.run([str(binary), str(prog), str(result)], capture_output=True, text=True)
+    proc = subprocess.run([str(binary), str(prog), str(result)], capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not result.is_file():
         raise EmulatorCrash(f"the emulated program failed (exit {proc.returncode}): {proc.stderr.strip()[-3000:]}")
     raw = json.loads(result.read_text())

@@ -9,13 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import example, need_tool
 
 from kgen import cli
 from kgen.build import build
 from kgen.plan import plan
 from kgen.spec import load_file, resolve
-
-from conftest import example, need_tool
 
 # Examples small enough for exact emulation in the test run (MACs <= ~300 M). The larger ones
 # (peak_bf16, wh_bfp8_spill, bh_fp32_bias, wh_fp32_hifi4: 2-69 G MACs) run in fast mode here and
@@ -193,7 +192,7 @@ def test_out_partials_sharing_trap(host_cxx, tmp_path):
 
 
 def test_read_of_pages_never_pushed(host_cxx, tmp_path):
-    p, folder, line = _broken(tmp_path, "in1_sender_writer.cpp", "cb_wait_front(cb_out, 8);", "")
+    p, folder, _ = _broken(tmp_path, "in1_sender_writer.cpp", "cb_wait_front(cb_out, 8);", "")
     e = _emulate(folder, p)
     h = _hazard(e, "read of pages never pushed")
     assert h["file"] == "kernels/in1_sender_writer.cpp"
@@ -240,7 +239,7 @@ def test_dst_beyond_capacity(host_cxx, tmp_path):
 
 def test_format_mismatch_is_reported(host_cxx, tmp_path):
     # Packing the final output without switching the packer from the partials' format.
-    p, folder, line = _broken(tmp_path, "compute.cpp", "pack_reconfig_data_format(cb_out);", "",
+    p, folder, _ = _broken(tmp_path, "compute.cpp", "pack_reconfig_data_format(cb_out);", "",
                               variant="fp32")
     e = _emulate(folder, p)
     h = _hazard(e, "format mismatch")
