@@ -238,6 +238,11 @@ def _draw(rng: random.Random) -> _Choice:
         if (key == "batch" and batch == 1 or key == "dataflow" and dataflow == "mcast_2d") and rng.random() < 0.3:
             omit.add(key)       # defaults: batch = 1, dataflow = mcast_2d
 
+    # untilize_out with a fused bias needs partials in the output format (plan.py rule).
+    out_fmt = DTYPE_TO_FORMAT[out]
+    if untilize and bias and _partials_format(fp32_dest_acc, _l1_acc(packer_l1_acc, bias, kt // w), out_fmt) != out_fmt:
+        untilize = False
+
     return _Choice(arch, dataflow, batch, mt, nt, kt, grid_req, (pm, pn), ob, w, sb,
                    (in0, in1, out, bias_dtype), fidelity, fp32_dest_acc, packer_l1_acc, math_approx,
                    dst_full_sync, bias, relu, untilize, frozenset(auto), frozenset(omit))

@@ -385,6 +385,19 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
                         f"untilize_out with out = {spec.dtype_out}: block-float formats exist only as tiles",
                         spec.span("untilize_out"), "dtype out = bfloat16 or float32")
 
+    # The bias stage packs into the partials CB when the output is untilized, after the kernel has
+    # set the packer to the output format (bmm_large_block_zm_fused_bias_activation.cpp:
+    # pack_reconfig_data_format(out) then pack_tile(i, untilize_mode_out = mm_partials)): the two
+    # formats must agree, or the packer writes output-format tiles into partials-sized pages.
+    # Found by `kgen fuzz` (seed 1, case 47) through the emulator's format-mismatch diagnosis.
+    if spec.untilize_out and spec.fuse_bias and partials_fmt != out_fmt:
+        raise PlanError("with a fused bias, untilize_out needs the partials in the output format",
+                        f"untilize_out with a fused bias packs the biased result into the partials CB "
+                        f"({partials_fmt}: {partials_reason}) with the packer set to the output format {out_fmt}",
+                        spec.span("untilize_out"),
+                        "untilize_out = false, dtype out = the partials' dtype, or a compute config whose "
+                        "partials format is the output format (see `kgen check`: partials)")
+
     # --- warnings (each cites its source) ------------------------------------------------------
     if arch.name == "wormhole_b0" and c.fp32_dest_acc and c.math_fidelity == "HiFi4":
         warnings.append("Wormhole + HiFi4 + fp32 dest accumulation: output accuracy can be worse with HiFi4 "

@@ -230,3 +230,22 @@ def test_untilize_blockfloat_is_rejected():
                               "t.kspec"))
     with pytest.raises(PlanError, match="untilize"):
         plan(spec)
+
+
+def test_untilize_with_bias_needs_partials_in_the_output_format():
+    # TT-Metal's kernel sets the packer to the output format and then packs the biased result into
+    # the partials CB (untilize_mode_out = mm_partials): Float32 out with Float16_b partials (L1 acc,
+    # bf16 DST) would write 4096-byte tiles into 2048-byte pages. Found by kgen fuzz (seed 1, case 47).
+    text = """matmul t {
+        arch = wormhole_b0   shape = 224 x 96 x 480   grid = 1 x 1
+        dtype { in0 = float32  in1 = bfloat16  out = float32 }
+        block { out_subblock = 7 x 1  out_block = 7 x 3  in0_block_w = 1 }
+        compute { math_fidelity = HiFi3  fp32_dest_acc = false  packer_l1_acc = true }
+        fuse { bias = true }
+        untilize_out = true
+    }"""
+    with pytest.raises(PlanError, match="partials in the output format"):
+        plan(resolve(parse_text(text, "t.kspec")))
+    # the same with the partials in Float32 (fp32 DST) is legal
+    ok = plan(resolve(parse_text(text.replace("fp32_dest_acc = false", "fp32_dest_acc = true"), "t.kspec")))
+    assert ok.partials_format == ok.out_format == "Float32"
