@@ -81,6 +81,9 @@ struct CB {
     uint32_t page_size = 0, num_pages = 0, base = 0;  // base: host L1 address
     uint64_t received = 0, acked = 0;                 // the shared tiles_received / tiles_acked counters
     uint64_t push_time = 0, pop_time = 0;
+    // Per page slot since its push: bit 0 = read by the consumer, bit 1 = overwritten through
+    // another CB sharing the region after that read (a later read of it gets the other CB's data).
+    std::vector<uint8_t> page_state;
     uint32_t end() const { return base + page_size * num_pages; }
 };
 
@@ -433,14 +436,36 @@ uint8_t *local_l1(Proc *p, uint32_t addr, uint32_t bytes, Where at, const char *
 }
 
 // Pages of `b` pushed and not yet popped: [acked, received). Does [addr, addr+bytes) touch them?
-bool overlaps_pushed(const CB &b, uint32_t addr, uint32_t bytes) {
+// Pages already read by the consumer may be overwritten (TT-Metal's untilize stage packs rows into
+// out pages whose partials it has just copied into DST); they are marked, and a later read of them
+// is the hazard instead.
+bool overlaps_pushed(CB &b, uint32_t addr, uint32_t bytes) {
     if (!b.configured || b.page_size == 0) return false;
     if (addr >= b.end() || addr + bytes <= b.base) return false;
+    bool unread = false;
     for (uint64_t i = b.acked; i < b.received; ++i) {
-        uint32_t page = b.base + static_cast<uint32_t>(i % b.num_pages) * b.page_size;
-        if (addr < page + b.page_size && page < addr + bytes) return true;
+        uint32_t slot = static_cast<uint32_t>(i % b.num_pages);
+        uint32_t page = b.base + slot * b.page_size;
+        if (addr < page + b.page_size && page < addr + bytes) {
+            if (b.page_state[slot] & 1) b.page_state[slot] |= 2;
+            else unread = true;
+        }
     }
-    return false;
+    return unread;
+}
+
+// Mark the pages of b that [addr, addr+bytes) reads; a page overwritten since its first read is a hazard.
+void note_read(CB &b, uint32_t addr, uint32_t bytes, Where at, const char *what) {
+    if (!b.configured || addr >= b.end() || addr + bytes <= b.base) return;
+    for (uint32_t a = addr; a < addr + bytes; a += b.page_size) {
+        uint32_t slot = (a - b.base) / b.page_size;
+        if (b.page_state[slot] & 2)
+            hazard("read of overwritten pages", at,
+                   fmt_str("%s reads page %u of c_%d, which was overwritten through another CB sharing its L1 "
+                           "region after it was first read (a pop is missing before the other CB's write?)",
+                           what, slot, b.index));
+        b.page_state[slot] |= 1;
+    }
 }
 bool inside_window(const CB &b, uint64_t first, uint64_t last, uint32_t addr, uint32_t bytes) {
     for (uint64_t i = first; i < last; ++i) {
@@ -460,7 +485,7 @@ bool inside_window(const CB &b, uint64_t first, uint64_t last, uint32_t addr, ui
 void check_write_into(Core *c, uint32_t addr, uint32_t bytes, int except, Where at, const char *what) {
     for (int i = 0; i < MAX_CBS; ++i) {
         if (i == except) continue;
-        const CB &b = c->cbs[i];
+        CB &b = c->cbs[i];
         if (overlaps_pushed(b, addr, bytes)) {
             std::string why = except >= 0 ? fmt_str("c_%d and c_%d share one L1 region and must not hold the same pages "
                                                     "at once (the out/partials trap)", except, i)
@@ -656,6 +681,7 @@ void cb_push_back(uint32_t cb, uint32_t n, Where at) {
         fatal("push beyond capacity", at, fmt_str("cb_push_back(c_%u, %u): the CB would hold %llu of %u pages", cb, n,
                                                   (unsigned long long)(b.received - b.acked + n), b.num_pages));
     p->reserved[cb] = p->reserved[cb] > n ? p->reserved[cb] - n : 0;
+    for (uint64_t i = b.received; i < b.received + n; ++i) b.page_state[i % b.num_pages] = 0;
     b.received += n;
     LocalCBInterface &l = p->local[cb];
     advance(l, l.fifo_wr_ptr, n);
@@ -913,6 +939,7 @@ const uint8_t *unpack_tile_addr(Proc *p, uint32_t cb, uint32_t index, DataFormat
     uint32_t addr = l.fifo_rd_ptr + index * l.fifo_page_size;
     if (addr >= l.fifo_limit) addr -= l.fifo_size;
     check_read_from(p, addr, b.page_size, at, what);
+    note_read(b, addr, b.page_size, at, what);
     return local_l1(p, addr, tile_bytes(configured), at, what);
 }
 
@@ -1433,6 +1460,7 @@ int run(const std::string &program_path, const std::string &result_path) {
         b.page_size = cl.page;
         b.num_pages = cl.pages;
         b.base = c->l1_base + cl.offset;
+        b.page_state.assign(cl.pages, 0);
     }
     for (auto &s : sem_lines) {
         Core *c = M.cores.at(s.core).get();
