@@ -306,8 +306,10 @@ def _resolve_arg(v: Any, addresses: dict[str, int], noc: dict) -> int:
     raise ValueError(f"unknown runtime arg lookup {v!r}")
 
 
-def build_program(folder: Path, manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *, numerics: str,
-                  schedule: str, schedule_seed: int, workdir: Path, inputs: Inputs, trace: Path | None) -> Program:
+def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *, numerics: str, workdir: Path,
+                  inputs: Inputs) -> Program:
+    """The program file (all but the schedule and trace lines, which run_program adds per run);
+    writes the input tensors into `workdir`."""
     cfg = emulator_config()
     noc = cfg["noc"]
     layout = cfg["layout"]
@@ -318,7 +320,6 @@ def build_program(folder: Path, manifest: dict, arch: ArchFacts, builds: list[Ke
              f"arch {arch.name} {1 if arch.name == 'wormhole_b0' else 0}",
              f"l1 {arch.l1_bytes}",
              f"numerics {numerics}",
-             f"schedule {schedule} {schedule_seed}",
              f"dst_tiles {arch.dst_tiles(True, False)}",
              f"clock_mhz {arch.clock_mhz}",
              f"compute {FIDELITY_NUMBERS[compute['math_fidelity']]} {int(compute['fp32_dest_acc_en'])} "
@@ -377,8 +378,6 @@ def build_program(folder: Path, manifest: dict, arch: ArchFacts, builds: list[Ke
             for role in roles:
                 lines.append(f"run {core_id[c]} {kid[(k['name'], role)]} {len(args)} {' '.join(map(str, args))} "
                              f"{len(common)} {' '.join(map(str, common))}")
-    if trace is not None:
-        lines.append(f"trace {trace}")
     return Program("\n".join(lines) + "\n", tuple(tensors), output)
 
 
@@ -393,9 +392,10 @@ class RunResult:
     raw: dict
 
 
-def run_program(binary: Path, program: Program, workdir: Path) -> RunResult:
+def run_program(binary: Path, program: Program, workdir: Path, *, schedule: str = "time", schedule_seed: int = 0,
+                trace: Path | None = None) -> RunResult:
     prog = workdir / "program.txt"
-    prog.write_text(program.text)
+    prog.write_text(program.text + f"schedule {schedule} {schedule_seed}\n" + (f"trace {trace}\n" if trace else ""))
     result = workdir / "result.json"
     proc = subprocess.run([str(binary), str(prog), str(result)], capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not result.is_file():
@@ -500,14 +500,6 @@ class Emulation:
         }
 
 
-def _count_mismatch(a: bytes, b: bytes, out: Tensor) -> int:
-    if len(a) != len(b):
-        return -1
-    x = decode_output(out, a)
-    y = decode_output(out, b)
-    return int(np.count_nonzero(~((x == y) | (np.isnan(x) & np.isnan(y)))))
-
-
 def _source_path(path: str, folder: Path) -> str:
     """A kernel source path as the compiler saw it (jit/<k>/../../kernels/x.cpp) -> kernels/x.cpp."""
     norm = os.path.normpath(path)
@@ -543,11 +535,10 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     runs: list[RunResult] = []
     with tempfile.TemporaryDirectory(prefix="kgen-emulate-") as tmp:
         work = Path(tmp)
+        program = build_program(manifest, arch, builds, numerics=numerics, workdir=work, inputs=inputs)
         for i in range(schedules + 1):
-            program = build_program(folder, manifest, arch, builds, numerics=numerics,
-                                    schedule="time" if i == 0 else "random", schedule_seed=seed * 1000 + i,
-                                    workdir=work, inputs=inputs, trace=trace if i == 0 else None)
-            runs.append(run_program(binary, program, work))
+            runs.append(run_program(binary, program, work, schedule="time" if i == 0 else "random",
+                                    schedule_seed=seed * 1000 + i, trace=trace if i == 0 else None))
             if runs[-1].status != "ok" or runs[-1].raw["hazards"]:
                 break
     first = runs[0]
@@ -556,10 +547,10 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     if first.status == "ok":
         want = golden_bytes(plan, inputs, out, numerics)
         exact = want == first.out_bytes
-        mismatched = 0 if exact else _count_mismatch(first.out_bytes, want, out)
         values = decode_output(out, first.out_bytes)
-        errors = error_stats(values, inputs, plan.pack_relu)
         gv = decode_output(out, want)
+        mismatched = 0 if exact else int(np.count_nonzero(~((values == gv) | (np.isnan(values) & np.isnan(gv)))))
+        errors = error_stats(values, inputs, plan.pack_relu)
         with np.errstate(invalid="ignore", over="ignore"):
             close = bool(np.abs(values.astype(np.float64) - gv).max(initial=0.0)
                          <= FAST_TOLERANCE[out.data_format] * max(float(np.abs(gv).max(initial=0.0)), 1e-30))

@@ -1195,8 +1195,10 @@ void pack_untilize(uint32_t cb, uint32_t block_ct, uint32_t full_ct, uint32_t bl
     mc.fast = M.fast;
     const uint32_t datum = c->pack_fmt == DataFormat::Float32 ? 4 : 2;
     const uint32_t row_bytes = full_ct * 32 * datum;
-    if (row_bytes * 32 > b.page_size * std::max<uint32_t>(p->reserved[cb], 1) && row_bytes * 32 > b.page_size * full_ct)
-        hazard("pack beyond reserved", at, "pack_untilize_dest writes more rows than the reserved pages hold");
+    if (uint64_t(row_bytes) * 32 * block_rt > uint64_t(b.page_size) * p->reserved[cb])
+        hazard("pack beyond reserved", at,
+               fmt_str("pack_untilize_dest writes %u row(s) of %u bytes into c_%u, more than the %u reserved page(s) hold",
+                       32 * block_rt, row_bytes, cb, p->reserved[cb]));
     LocalCBInterface &l = p->local[cb];
     std::vector<uint8_t> tile(4096);
     for (uint32_t r = 0; r < block_rt; ++r) {

@@ -36,18 +36,6 @@ FORCE_INLINE uint64_t get_noc_multicast_addr(uint32_t noc_x_start, uint32_t noc_
 }
 FORCE_INLINE uint32_t my_x_coord() { return kemu::my_noc_x(); }
 FORCE_INLINE uint32_t my_y_coord() { return kemu::my_noc_y(); }
-#define my_x (kemu_my_x_array())
-#define my_y (kemu_my_y_array())
-FORCE_INLINE const uint8_t *kemu_my_x_array() {
-    static thread_local uint8_t v[2];
-    v[0] = v[1] = static_cast<uint8_t>(kemu::my_noc_x());
-    return v;
-}
-FORCE_INLINE const uint8_t *kemu_my_y_array() {
-    static thread_local uint8_t v[2];
-    v[0] = v[1] = static_cast<uint8_t>(kemu::my_noc_y());
-    return v;
-}
 
 // ---- NoC transfers ---------------------------------------------------------------------------
 FORCE_INLINE void noc_async_read(uint64_t src_noc_addr, uint32_t dst_local_l1_addr, uint32_t size,
