@@ -53,8 +53,10 @@ EMU_DIR = Path(__file__).resolve().parent / "emu"
 FORMAT_NUMBERS = {"Float32": 0, "Float16_b": 5, "Bfp8_b": 6, "Bfp4_b": 7}
 FIDELITY_NUMBERS = {"LoFi": 0, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 ROLE_SOURCES = {"unpack": "chlkc_unpack.cpp", "math": "chlkc_math.cpp", "pack": "chlkc_pack.cpp"}
-# The emulator's flags: -O2 for its arithmetic; it exports its API to the kernels' objects.
-RUNTIME_FLAGS = ("-std=c++17", "-O2", "-g", "-rdynamic", "-Wall", "-Wextra")
+# The emulator's flags: -O3 -march=native for its arithmetic (the emulator is built on the machine
+# that runs it; the cache key includes the CPU, and tensix_math's bits do not depend on the flags,
+# see tests/test_tensix_math.py); it exports its API to the kernels' objects.
+RUNTIME_FLAGS = ("-std=c++17", "-O3", "-march=native", "-g", "-rdynamic", "-Wall", "-Wextra")
 KERNEL_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing")
 
 
@@ -138,10 +140,21 @@ def _compile(argv: list[str], what: str) -> None:
                             f"command: {' '.join(argv)}")
 
 
+@cache
+def _host_cpu() -> str:
+    """What -march=native depends on: the CPU model and its feature flags."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return os.uname().machine
+    wanted = [line for line in info.splitlines() if line.startswith(("model name", "flags"))][:2]
+    return "\n".join(wanted) or os.uname().machine
+
+
 def emulator_binary(hc: HostCompiler) -> Path:
     """The emulator executable (runtime + tile arithmetic), built once per source digest."""
     src = EMU_DIR / "src"
-    key = _digest(hc.version, " ".join(RUNTIME_FLAGS), _emu_sources_digest())
+    key = _digest(hc.version, " ".join(RUNTIME_FLAGS), _host_cpu(), _emu_sources_digest())
     target = writable_dir(cache_root() / "emu" / "bin") / f"kgen-emu-{key}"
     if target.is_file():
         return target
