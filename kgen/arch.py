@@ -28,6 +28,7 @@ class ArchFacts:
     dram_alignment: int
     l1_alignment: int
     noc_count: int
+    noc_max_burst_bytes: int
     max_cbs: int
     toolchain: Mapping[str, object]          # how the JIT builds for this arch ([toolchain])
     processors: Mapping[str, Mapping[str, int]]   # per ELF name: text_bytes, local_bytes
@@ -56,6 +57,7 @@ def load_arch(name: str) -> ArchFacts:
         packer_l1_acc_formats=tuple(raw["packer_l1_acc_formats"]),
         tile_bytes=MappingProxyType(dict(raw["tile_bytes"])), dram_alignment=raw["dram_alignment"],
         l1_alignment=raw["l1_alignment"], noc_count=raw["noc_count"],
+        noc_max_burst_bytes=raw["noc_max_burst_bytes"],
         max_cbs=raw["max_cbs"], toolchain=MappingProxyType(dict(raw["toolchain"])),
         processors=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in raw["processors"].items()}),
     )

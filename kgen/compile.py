@@ -60,6 +60,9 @@ class KernelInfo:
     defines: tuple[tuple[str, str], ...]
     source: Path                        # the kernel's .cpp in the build folder
     gen_dir: Path                       # its jit/<name>/ folder
+    # Include folders the kernel needs beyond the API's (a TT-Metal kernel put in kgen's place
+    # includes ttnn helpers from its own tree); searched after the API headers.
+    include_dirs: tuple[Path, ...] = ()
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -226,7 +229,8 @@ def read_kernels(folder: Path) -> tuple[str, list[KernelInfo]]:
             name=k["name"], processor=k["processor"], noc_index=int(noc.rsplit("_", 1)[1]),
             compile_time_args=tuple(k["compile_time_args"]),
             defines=tuple((n, str(v)) for n, v in k["defines"].items()),
-            source=folder / k["source"], gen_dir=folder / "jit" / k["name"]))
+            source=folder / k["source"], gen_dir=folder / "jit" / k["name"],
+            include_dirs=tuple(Path(d) for d in k.get("include_dirs", ()))))
     return manifest["arch"], kernels
 
 

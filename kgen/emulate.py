@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -183,7 +184,16 @@ def _kernel_source(kernel: KernelInfo, role: str) -> Path:
 
 def _folder_digest(folder: Path, kernel: KernelInfo) -> str:
     files = sorted([*(folder / "kernels").glob("*"), *kernel.gen_dir.glob("*")])
-    return _digest(*(str(p.relative_to(folder)) + "\n" + p.read_text() for p in files if p.is_file()))
+    texts = [str(p.relative_to(folder)) + "\n" + p.read_text() for p in files if p.is_file()]
+    # A kernel put in kgen's place (port-check) is included by absolute path: hash its text too.
+    outside = sorted({m for t in texts for m in re.findall(r'#include "(/[^"]+)"', t)})
+    return _digest(*texts, *(p + "\n" + Path(p).read_text() for p in outside if Path(p).is_file()))
+
+
+def emulator_arch_defines(arch: ArchFacts) -> list[str]:
+    """The arch facts the host model's headers need as constants (the device headers hard-code them)."""
+    return [f"-DKEMU_DRAM_ALIGNMENT={arch.dram_alignment}", f"-DKEMU_L1_ALIGNMENT={arch.l1_alignment}",
+            f"-DKEMU_NOC_MAX_BURST_SIZE={arch.noc_max_burst_bytes}"]
 
 
 def kernel_builds(folder: Path, arch: ArchFacts, hc: HostCompiler) -> list[KernelBuild]:
@@ -196,7 +206,8 @@ def kernel_builds(folder: Path, arch: ArchFacts, hc: HostCompiler) -> list[Kerne
         for role in k.roles:
             src = _kernel_source(k, role)
             argv = [hc.cxx, *KERNEL_FLAGS, *warnings, "-I", str(k.gen_dir), "-I", str(EMU_DIR / "include"),
-                    *("-D" + d for d in jit_defines(arch, role, k))]
+                    *(a for d in k.include_dirs for a in ("-I", str(d))),
+                    *("-D" + d for d in jit_defines(arch, role, k)), *emulator_arch_defines(arch)]
             named = k.gen_dir / "named_ct_arg_map_generated.h"
             if named.is_file():
                 argv += ["-include", str(named)]

@@ -802,6 +802,13 @@ uint64_t interleaved_page_addr(uint32_t base, uint32_t page_id, uint32_t page_si
     return enc_xy(0, 32 + bank, static_cast<uint32_t>(addr));
 }
 
+uint64_t bank_noc_addr(uint32_t bank_id, uint32_t addr, bool is_dram, Where at) {
+    if (!is_dram) fatal("unsupported", at, "L1 banks are not modelled; kgen places tensors in DRAM");
+    if (bank_id >= M.num_banks)
+        fatal("bad address", at, fmt_str("DRAM bank %u does not exist (%u banks)", bank_id, M.num_banks));
+    return enc_xy(0, 32 + bank_id, addr);
+}
+
 void noc_read(uint64_t src, uint32_t dst_l1, uint32_t bytes, Where at) {
     Proc *p = cur(at);
     NocTarget s = resolve_noc(src, bytes, at, "noc_async_read");
@@ -843,6 +850,16 @@ void noc_write_mcast(uint32_t src_l1, uint64_t mcast_addr, uint32_t bytes, uint3
     maybe_yield(at);
 }
 
+void noc_write_value(uint64_t dst, uint32_t value, Where at) {
+    Proc *p = cur(at);
+    NocTarget d = resolve_noc(dst, 4, at, "noc_inline_dw_write");
+    if (d.core) check_write_into(d.core, static_cast<uint32_t>(d.core->l1_base + (d.ptr - d.core->l1)), 4, -1, at, "noc_inline_dw_write");
+    std::memcpy(d.ptr, &value, 4);
+    if (d.core) d.core->sem_time = std::max(d.core->sem_time, p->clock + cost("noc_latency"));
+    work("noc_inline_dw_write", "noc_op", at, 1, value);
+    maybe_yield(at);
+}
+
 void noc_barrier(const char *which, Where at) {
     Proc *p = cur(at);
     work(which, "noc_barrier", at);
@@ -852,6 +869,10 @@ void noc_barrier(const char *which, Where at) {
 void note_op(const char *name, Where at) {
     Proc *p = cur(at);
     record(p, name, at);
+}
+
+void assert_failed(const char *condition, Where at) {
+    fatal("assertion", at, fmt_str("ASSERT(%s) failed", condition));
 }
 
 void unsupported(const char *what, Where at) {

@@ -8,12 +8,49 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "api/debug/assert.h"
+#include "hostdevcommon/common_values.hpp"
 #include "kemu/common.h"
+#include "kemu/data_format.h"
+
+// The JIT writes chlkc_descriptors.h beside every kernel; from it the tile sizes and formats of the
+// CBs are constant expressions, as in TT-Metal.
+#if __has_include("chlkc_descriptors.h")
+#include "chlkc_descriptors.h"
+#define DATA_FORMATS_DEFINED
+constexpr inline std::int32_t get_tile_size(const std::int32_t operand) { return unpack_tile_size[operand]; }
+constexpr inline uint32_t get_tile_hw(const std::int32_t operand) {
+    return uint32_t(unpack_tile_r_dim[operand]) * uint32_t(unpack_tile_c_dim[operand]);
+}
+constexpr inline uint32_t get_tile_num_faces(const std::int32_t operand) { return unpack_tile_num_faces[operand]; }
+constexpr inline DataFormat get_dataformat(const std::int32_t operand) {
+    return static_cast<DataFormat>(static_cast<uint32_t>(unpack_src_format[operand]));
+}
+#endif
 
 #ifndef NOC_INDEX
 #define NOC_INDEX 0
 #endif
 constexpr uint8_t noc_index = NOC_INDEX;
+
+// Arch facts kernels compute with; kgen/emulate.py passes them from configs/arch/*.toml.
+#ifndef KEMU_DRAM_ALIGNMENT
+#error "kgen emulator: KEMU_DRAM_ALIGNMENT must be defined (kgen/emulate.py passes it)"
+#endif
+#ifndef KEMU_L1_ALIGNMENT
+#error "kgen emulator: KEMU_L1_ALIGNMENT must be defined (kgen/emulate.py passes it)"
+#endif
+#ifndef KEMU_NOC_MAX_BURST_SIZE
+#error "kgen emulator: KEMU_NOC_MAX_BURST_SIZE must be defined (kgen/emulate.py passes it)"
+#endif
+constexpr uint32_t DRAM_ALIGNMENT = KEMU_DRAM_ALIGNMENT;
+constexpr uint32_t L1_ALIGNMENT = KEMU_L1_ALIGNMENT;
+constexpr uint32_t NOC_MAX_BURST_SIZE = KEMU_NOC_MAX_BURST_SIZE;
+// Virtual channels only steer NoC queues; the emulator delivers in issue order on every channel.
+constexpr uint32_t NOC_UNICAST_WRITE_VC = 1;
+
+// L1 is coherent on the host: nothing to invalidate.
+FORCE_INLINE void invalidate_l1_cache() {}
 
 FORCE_INLINE uint32_t get_write_ptr(uint32_t cb, KEMU_WHERE) { return kemu::cb_write_ptr(cb, KEMU_AT); }
 FORCE_INLINE uint32_t get_read_ptr(uint32_t cb, KEMU_WHERE) { return kemu::cb_read_ptr(cb, KEMU_AT); }

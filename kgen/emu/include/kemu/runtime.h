@@ -68,13 +68,18 @@ KEMU_API uint64_t noc_local_addr(uint64_t addr);
 // NoC address of byte `offset` of page `page_id` of an interleaved tensor at bank address `base`.
 KEMU_API uint64_t interleaved_page_addr(uint32_t base, uint32_t page_id, uint32_t page_size, uint32_t offset,
                                         bool is_dram, Where at);
+// NoC address of `addr` in bank `bank_id` (DRAM or L1 bank, as get_noc_addr_from_bank_id).
+KEMU_API uint64_t bank_noc_addr(uint32_t bank_id, uint32_t addr, bool is_dram, Where at);
 KEMU_API void noc_read(uint64_t src, uint32_t dst_l1, uint32_t bytes, Where at);
 KEMU_API void noc_write(uint32_t src_l1, uint64_t dst, uint32_t bytes, Where at);
 KEMU_API void noc_write_mcast(uint32_t src_l1, uint64_t mcast_addr, uint32_t bytes, uint32_t num_dests,
                               bool loopback, Where at);
+KEMU_API void noc_write_value(uint64_t dst, uint32_t value, Where at);   // an inline 32-bit write
 KEMU_API void noc_barrier(const char *which, Where at);
 KEMU_API void note_op(const char *name, Where at);   // an API call with no modelled effect
 KEMU_API [[noreturn]] void unsupported(const char *what, Where at);
+// A failed ASSERT (api/debug/assert.h): the emulator stops as a device under the watcher would.
+KEMU_API [[noreturn]] void assert_failed(const char *condition, Where at);
 
 // ---- compute: configuration -----------------------------------------------------------------
 // Unpacker source formats (tt::DataFormat numbers from chlkc_descriptors.h) per register.

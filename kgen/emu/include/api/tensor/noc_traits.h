@@ -1,0 +1,3 @@
+// kgen host model: TT-Metal 0.81.1 `api/tensor/noc_traits.h` (see kemu/noc_objects.h).
+#pragma once
+#include "kemu/noc_objects.h"
