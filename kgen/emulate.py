@@ -58,6 +58,7 @@ ROLE_SOURCES = {"unpack": "chlkc_unpack.cpp", "math": "chlkc_math.cpp", "pack": 
 # that runs it; the cache key includes the CPU, and tensix_math's bits do not depend on the flags,
 # see tests/test_tensix_math.py); it exports its API to the kernels' objects.
 RUNTIME_FLAGS = ("-std=c++17", "-O3", "-march=native", "-g", "-rdynamic", "-Wall", "-Wextra")
+BUILD_PREFIX = "kgen-build"       # what a build folder's path reads as in kernel source locations
 KERNEL_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing")
 
 
@@ -205,7 +206,10 @@ def kernel_builds(folder: Path, arch: ArchFacts, hc: HostCompiler) -> list[Kerne
         digest = _folder_digest(folder, k)
         for role in k.roles:
             src = _kernel_source(k, role)
-            argv = [hc.cxx, *KERNEL_FLAGS, *warnings, "-I", str(k.gen_dir), "-I", str(EMU_DIR / "include"),
+            # Source locations the kernels record name the folder as BUILD_PREFIX, so one cached
+            # object serves every copy of the same folder (port-check, tests) with the right paths.
+            argv = [hc.cxx, *KERNEL_FLAGS, *warnings, f"-fmacro-prefix-map={folder}={BUILD_PREFIX}",
+                    "-I", str(k.gen_dir), "-I", str(EMU_DIR / "include"),
                     *(a for d in k.include_dirs for a in ("-I", str(d))),
                     *("-D" + d for d in jit_defines(arch, role, k)), *emulator_arch_defines(arch)]
             named = k.gen_dir / "named_ct_arg_map_generated.h"
@@ -525,8 +529,11 @@ class Emulation:
 
 
 def _source_path(path: str, folder: Path) -> str:
-    """A kernel source path as the compiler saw it (jit/<k>/../../kernels/x.cpp) -> kernels/x.cpp."""
+    """A kernel source path as the compiler saw it (kgen-build/jit/<k>/../../kernels/x.cpp) ->
+    kernels/x.cpp; a source outside the folder (a TT-Metal kernel) keeps its absolute path."""
     norm = os.path.normpath(path)
+    if norm.startswith(BUILD_PREFIX + os.sep):
+        return norm[len(BUILD_PREFIX) + 1:]
     try:
         return str(Path(norm).relative_to(folder))
     except ValueError:
@@ -534,8 +541,8 @@ def _source_path(path: str, folder: Path) -> str:
 
 
 def _shorten_paths(text: str, folder: Path) -> str:
-    import re
-    return re.sub(r"(/[^\s:]+\.(?:cpp|hpp|h)):", lambda m: _source_path(m.group(1), folder) + ":", text)
+    return re.sub(r"((?:/|%s/)[^\s:]+\.(?:cpp|hpp|h)):" % BUILD_PREFIX,
+                  lambda m: _source_path(m.group(1), folder) + ":", text)
 
 
 def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact", schedules: int = 0,

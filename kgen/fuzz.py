@@ -432,9 +432,11 @@ class _CaseFailure(Exception):
 
 
 def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, typecheck: bool = True,
-             parallel: int = 2, out) -> int:
+             port_check: bool = False, parallel: int = 2, out) -> int:
     """Generate, build, type-check and emulate `count` cases; 0 when all pass, 1 at the first failure
-    (with the spec written to disk and the commands that reproduce it)."""
+    (with the spec written to disk and the commands that reproduce it). With `port_check`, each case
+    also runs `kgen port-check`: TT-Metal's compute kernel, and for mcast_2d TT-Metal's whole
+    program, must give kgen's bits."""
     import tempfile
     import time
     from pathlib import Path
@@ -449,7 +451,8 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
     except OSError as exc:
         raise KgenError(f"--keep {keep}: cannot create the folder: {exc.strerror or exc}") from None
     started = time.perf_counter()
-    checked = 0
+    checked = ported = 0
+    pc_flag = " --port-check" if port_check else ""
     for index in range(start, start + count):
         case = generate_case(seed, index)
         path = keep_dir / case.filename
@@ -472,15 +475,24 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
             if not e.ok:
                 from kgen.emulate import format_report
                 raise _CaseFailure("emulate", format_report(e, per_processor=False))
+            if port_check:
+                stage = "port-check"
+                from kgen.portcheck import format_port_check
+                from kgen.portcheck import port_check as run_port_check
+                pc = run_port_check(folder, result.plan, seed=index, parallel=parallel, ours=e)
+                if not pc.passed:
+                    raise _CaseFailure("port-check", format_port_check(pc))
+                ported += pc.program is not None
         except _CaseFailure as exc:
+            rerun = "port-check" if exc.stage == "port-check" else "emulate"
             out.write(f"FAIL case {index} ({case.name}) at {exc.stage}:\n{exc.detail}\n"
                       f"  spec:  {path}\n"
-                      f"  repro: kgen fuzz --seed {seed} --start {index} --count 1\n"
-                      f"         kgen emulate {path} --seed {index}\n")
+                      f"  repro: kgen fuzz --seed {seed} --start {index} --count 1{pc_flag}\n"
+                      f"         kgen {rerun} {path} --seed {index}\n")
             return 1
         except KgenError as exc:
             out.write(f"FAIL case {index} ({case.name}) at {stage}: {exc}\n  spec:  {path}\n"
-                      f"  repro: kgen fuzz --seed {seed} --start {index} --count 1\n")
+                      f"  repro: kgen fuzz --seed {seed} --start {index} --count 1{pc_flag}\n")
             return 1
         f = features(result.plan)
         out.write(f"ok   case {index:4d} {case.name}  {f['arch']:<11} {f['dataflow']:<8} {f['dtypes']:<28} "
@@ -490,6 +502,9 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
     tc_note = f", {checked} type-checked against the TT-Metal headers" if typecheck else ", type-check skipped"
     if typecheck and checked == 0:
         tc_note = ", type-check skipped: no TT-Metal headers or host checker (kgen doctor)"
+    if port_check:
+        tc_note += (f"; TT-Metal's compute kernel bit-identical on all, its whole program on the {ported} "
+                    f"mcast_2d case(s)")
     out.write(f"fuzz: {count} case(s) of seed {seed} passed: built, emulated bit-exact{tc_note}; "
               f"{time.perf_counter() - started:.1f} s; specs in {keep_dir}\n")
     return 0

@@ -1,10 +1,14 @@
-"""Port check: TT-Metal's own compute kernel beside kgen's, on the same plan, inputs and machine.
+"""Port check: TT-Metal's own kernels beside kgen's, on the same plan, inputs and machine.
 
-The reference kernel (default: 0.81.1's ``bmm_large_block_zm_fused_bias_activation.cpp`` from the
-fetched headers) is put in place of kgen's compute kernel in a copy of the build folder
-(:func:`kgen.compile.with_compute_kernel`): same compile-time args, named args, defines and CB
-table, same data-movement kernels. Both folders are emulated with the same inputs; the check
-reports whether the outputs are bit-identical and the compute op counts of both, per kind.
+Two comparisons, each emulated with the same inputs as kgen's own program:
+
+- **compute**: the reference compute kernel (default: 0.81.1's
+  ``bmm_large_block_zm_fused_bias_activation.cpp`` from the fetched headers) in place of kgen's
+  (:func:`kgen.compile.with_compute_kernel`): same compile-time args, named args, defines and CB
+  table, kgen's data-movement kernels. Reports bit-identity and the compute op counts per kind.
+- **program** (mcast_2d plans): TT-Metal's whole program: that compute kernel plus TT-Metal's four
+  2D-multicast readers/writers with the args TT-Metal's factory gives them
+  (:mod:`kgen.ttdataflow`). Reports bit-identity and the data-movement op counts of both.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from pathlib import Path
 
 from kgen.emulate import Emulation, emulate_folder, make_inputs, op_totals
 from kgen.errors import KgenError
+from kgen.headers import toolchain_config
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
+DATAFLOW_PROCESSORS = ("brisc", "ncrisc")
 
 # Why an op count may differ between kgen's kernel and TT-Metal's, by op name. kgen's kernel is
 # TT-Metal's lifecycle unrolled for one plan; these are the places where unrolling changes how
@@ -40,18 +46,35 @@ class PortCheckError(KgenError):
     """The reference kernel cannot be used."""
 
 
+def _same_output(a: Emulation, b: Emulation) -> bool:
+    return a.status == "ok" and b.status == "ok" and a.out_bytes == b.out_bytes
+
+
 @dataclass(frozen=True)
 class PortCheck:
     reference: Path
     ours: Emulation
-    theirs: Emulation
+    theirs: Emulation                        # TT-Metal's compute kernel, kgen's data movement
+    program: Emulation | None                # TT-Metal's compute and data-movement kernels
+    program_note: str                        # where they come from, or why the program check did not run
 
     @property
     def bit_identical(self) -> bool:
-        return self.ours.status == "ok" and self.theirs.status == "ok" and self.ours.out_bytes == self.theirs.out_bytes
+        return _same_output(self.ours, self.theirs)
+
+    @property
+    def program_bit_identical(self) -> bool | None:
+        return None if self.program is None else _same_output(self.ours, self.program)
+
+    @property
+    def passed(self) -> bool:
+        return self.bit_identical and not self.unexplained and self.program_bit_identical is not False
 
     def op_counts(self, which: Emulation) -> dict[str, int]:
         return op_totals(p for p in which.processors if p["processor"] in COMPUTE_PROCESSORS)
+
+    def dataflow_op_counts(self, which: Emulation) -> dict[str, int]:
+        return op_totals(p for p in which.processors if p["processor"] in DATAFLOW_PROCESSORS)
 
     def differences(self) -> dict[str, dict[str, object]]:
         ours, theirs = self.op_counts(self.ours), self.op_counts(self.theirs)
@@ -77,7 +100,17 @@ class PortCheck:
                          "hazards": list(self.theirs.hazards), "op_counts": self.op_counts(self.theirs)},
             "op_count_differences": self.differences(),
             "unexplained_differences": self.unexplained,
+            "program": self._program_summary(),
         }
+
+    def _program_summary(self) -> dict:
+        if self.program is None:
+            return {"ran": False, "note": self.program_note}
+        return {"ran": True, "note": self.program_note, "bit_identical": self.program_bit_identical,
+                "status": self.program.status, "exact_match": self.program.exact_match,
+                "hazards": list(self.program.hazards),
+                "dataflow_op_counts": {"kgen": self.dataflow_op_counts(self.ours),
+                                       "tt_metal": self.dataflow_op_counts(self.program)}}
 
 
 def default_reference() -> Path:
@@ -91,20 +124,34 @@ def default_reference() -> Path:
 
 
 def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int = 0, numerics: str = "exact",
-               parallel: int = 2) -> PortCheck:
+               parallel: int = 2, ours: Emulation | None = None) -> PortCheck:
+    """`ours`: kgen's own emulation of `folder` with the same seed and numerics, when already run."""
     from kgen.compile import with_compute_kernel
+    from kgen.headers import find_headers
     from kgen.runtime import load_manifest
+    from kgen.ttdataflow import tt_dataflow_dir, unsupported_reason, with_tt_dataflow
 
     ref = Path(reference) if reference is not None else default_reference()
     if not ref.is_file():
         raise PortCheckError(f"--reference {ref}: no such kernel source")
     folder, manifest = load_manifest(folder)
     inputs = make_inputs(manifest, seed)
-    ours = emulate_folder(folder, plan, seed=seed, numerics=numerics, parallel=parallel, inputs=inputs)
+    if ours is None:
+        ours = emulate_folder(folder, plan, seed=seed, numerics=numerics, parallel=parallel, inputs=inputs)
+    tree, tree_note = find_headers()
+    note = unsupported_reason(plan, manifest) or (None if tree else f"no TT-Metal headers ({tree_note})")
+    program = None
     with tempfile.TemporaryDirectory(prefix="kgen-portcheck-") as tmp:
-        ref_folder = with_compute_kernel(folder, ref, Path(tmp) / folder.name)
+        ref_folder = with_compute_kernel(folder, ref, Path(tmp) / "compute" / folder.name)
         theirs = emulate_folder(ref_folder, plan, seed=seed, numerics=numerics, parallel=parallel, inputs=inputs)
-    return PortCheck(ref, ours, theirs)
+        if note is None:
+            kernels = tt_dataflow_dir(tree)
+            program_folder = with_tt_dataflow(ref_folder, plan, kernels, Path(tmp) / "program" / folder.name,
+                                              ttnn_include=tree.root / toolchain_config()["headers"]["ttnn_include_dir"])
+            program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
+                                     inputs=inputs)
+            note = f"{ref.name} with TT-Metal's 2D multicast readers/writers from {kernels}"
+    return PortCheck(ref, ours, theirs, program, note)
 
 
 def format_port_check(pc: PortCheck) -> str:
@@ -121,6 +168,16 @@ def format_port_check(pc: PortCheck) -> str:
         lines.append(f"  {name:<28} {ours.get(name, 0):>8} {theirs.get(name, 0):>9}{mark}")
     for name, d in diffs.items():
         lines.append(f"  * {name}: {d['explanation']}")
-    for h in [*pc.ours.hazards, *pc.theirs.hazards]:
+    if pc.program is None:
+        lines.append(f"  program    not run: {pc.program_note}")
+    else:
+        lines.append(f"  program    {'bit-identical' if pc.program_bit_identical else 'DIFFERENT'} "
+                     f"(TT-Metal's whole program {pc.program.status}, exact vs golden {pc.program.exact_match})")
+        lines.append(f"             {pc.program_note}")
+        ours_dm, theirs_dm = pc.dataflow_op_counts(pc.ours), pc.dataflow_op_counts(pc.program)
+        lines.append(f"  {'data-movement op':<28} {'kgen':>8} {'TT-Metal':>9}")
+        for name in sorted(set(ours_dm) | set(theirs_dm)):
+            lines.append(f"  {name:<28} {ours_dm.get(name, 0):>8} {theirs_dm.get(name, 0):>9}")
+    for h in [*pc.ours.hazards, *pc.theirs.hazards, *(pc.program.hazards if pc.program else ())]:
         lines.append(f"  HAZARD {h['kind']}: {h['file']}:{h['line']}: {h['message']}")
     return "\n".join(lines)

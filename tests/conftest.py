@@ -43,3 +43,12 @@ def host_toolchain():
     if tc.host is None:
         need_tool("host checker", tc.note("host checker"))
     return tc
+
+
+@pytest.fixture(scope="session")
+def host_cxx():
+    """The host C++ compiler the emulator builds kernels with."""
+    from kgen.emulate import find_host_compiler
+
+    if find_host_compiler() is None:
+        need_tool("host g++", "apt-get install g++")

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import example, need_tool
+from conftest import example
 
 from kgen import cli
 from kgen.build import build
@@ -21,14 +21,6 @@ from kgen.spec import load_file, resolve
 # in exact mode by hand (benchmarks/emulate_examples.py).
 EXACT_EXAMPLES = ["peak_small", "l1acc_one_block", "l1acc_two_blocks", "l1acc_two_blocks_bias", "untilize_relu_reuse"]
 LARGE_EXAMPLES = ["wh_fp32_hifi4", "bh_fp32_bias", "wh_bfp8_spill", "peak_bf16"]
-
-
-@pytest.fixture(scope="module")
-def host_cxx():
-    from kgen.emulate import find_host_compiler
-
-    if find_host_compiler() is None:
-        need_tool("host g++", "apt-get install g++")
 
 
 def _variants(name: str) -> list[str | None]:
@@ -122,12 +114,18 @@ def test_port_check_matches_tt_metal_kernel(host_cxx, host_toolchain, tmp_path, 
     assert pc.bit_identical
     assert pc.theirs.exact_match
     assert not pc.unexplained, pc.differences()
+    if p.spec.dataflow == "mcast_2d":     # TT-Metal's whole program: its readers/writers too
+        assert pc.program is not None and not pc.program.hazards, pc.program_note
+        assert pc.program_bit_identical and pc.program.exact_match
+    else:
+        assert pc.program is None and "mcast_2d" in pc.program_note
 
 
 def test_port_check_cli_json(host_cxx, host_toolchain, capsys):
     code = cli.main(["port-check", str(example("peak_small")), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["bit_identical"] is True
+    assert out["program"]["ran"] is True and out["program"]["bit_identical"] is True
     assert out["kgen"]["op_counts"]["matmul_block"] == out["tt_metal"]["op_counts"]["matmul_block"] > 0
 
 
