@@ -197,25 +197,29 @@ def emulator_arch_defines(arch: ArchFacts) -> list[str]:
             f"-DKEMU_NOC_MAX_BURST_SIZE={arch.noc_max_burst_bytes}"]
 
 
+def kernel_argv(hc: HostCompiler, arch: ArchFacts, k: KernelInfo, role: str, folder: Path) -> list[str]:
+    """The host compile of one (kernel, role) against the host model, as the JIT compiles it for
+    the device: its JIT folder, defines, compile-time args and warning policy. Without `-o`."""
+    # Source locations the kernels record name the folder as BUILD_PREFIX, so one cached object
+    # serves every copy of the same folder (port-check, tests) with the right paths.
+    argv = [hc.cxx, *KERNEL_FLAGS, *toolchain_config()["jit"]["warnings"],
+            f"-fmacro-prefix-map={folder}={BUILD_PREFIX}", "-I", str(k.gen_dir), "-I", str(EMU_DIR / "include"),
+            *(a for d in k.include_dirs for a in ("-I", str(d))),
+            *("-D" + d for d in jit_defines(arch, role, k)), *emulator_arch_defines(arch)]
+    named = k.gen_dir / "named_ct_arg_map_generated.h"
+    if named.is_file():
+        argv += ["-include", str(named)]
+    return argv + ["-x", "c++", str(_kernel_source(k, role))]
+
+
 def kernel_builds(folder: Path, arch: ArchFacts, hc: HostCompiler) -> list[KernelBuild]:
     _, kernels = read_kernels(folder)
-    warnings = toolchain_config()["jit"]["warnings"]
     out = []
     sodir = cache_root() / "emu" / "kernels"
     for k in kernels:
         digest = _folder_digest(folder, k)
         for role in k.roles:
-            src = _kernel_source(k, role)
-            # Source locations the kernels record name the folder as BUILD_PREFIX, so one cached
-            # object serves every copy of the same folder (port-check, tests) with the right paths.
-            argv = [hc.cxx, *KERNEL_FLAGS, *warnings, f"-fmacro-prefix-map={folder}={BUILD_PREFIX}",
-                    "-I", str(k.gen_dir), "-I", str(EMU_DIR / "include"),
-                    *(a for d in k.include_dirs for a in ("-I", str(d))),
-                    *("-D" + d for d in jit_defines(arch, role, k)), *emulator_arch_defines(arch)]
-            named = k.gen_dir / "named_ct_arg_map_generated.h"
-            if named.is_file():
-                argv += ["-include", str(named)]
-            argv += ["-x", "c++", str(src)]
+            argv = kernel_argv(hc, arch, k, role, folder)
             key = _digest(hc.version, " ".join(argv).replace(str(folder), "<build>"), digest, _emu_sources_digest())
             out.append(KernelBuild(k, role, tuple(argv), key, sodir / f"{k.name}-{role}-{key}.so"))
     return out

@@ -73,6 +73,13 @@ FORCE_INLINE uint64_t get_noc_multicast_addr(uint32_t noc_x_start, uint32_t noc_
 }
 FORCE_INLINE uint32_t my_x_coord() { return kemu::my_noc_x(); }
 FORCE_INLINE uint32_t my_y_coord() { return kemu::my_noc_y(); }
+// TT-Metal's `my_x[noc]` / `my_y[noc]`: this core's NoC coordinates (the same on both NoCs here).
+struct KemuMyNocCoord {
+    bool is_y;
+    uint8_t operator[](uint32_t) const { return static_cast<uint8_t>(is_y ? kemu::my_noc_y() : kemu::my_noc_x()); }
+};
+constexpr KemuMyNocCoord my_x{false};
+constexpr KemuMyNocCoord my_y{true};
 
 // ---- NoC transfers ---------------------------------------------------------------------------
 FORCE_INLINE void noc_async_read(uint64_t src_noc_addr, uint32_t dst_local_l1_addr, uint32_t size,

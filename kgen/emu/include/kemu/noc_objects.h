@@ -342,6 +342,24 @@ public:
                             num_dests, has_flag(opts, NocOptions::MCAST_INCL_SRC), KEMU_AT);
     }
 
+    // This semaphore's value written into `dst_sem`'s word on one core / on a rectangle.
+    template <ProgrammableCoreType dst_core_type = core_type>
+    void relay_unicast(const Noc &noc, const Semaphore<dst_core_type> &dst_sem, uint32_t noc_x, uint32_t noc_y,
+                       KEMU_WHERE) {
+        (void)noc;
+        kemu::noc_write(addr_, kemu::noc_xy_addr(noc_x, noc_y, dst_sem.l1_address()), 4, KEMU_AT);
+    }
+    template <NocOptions opts = NocOptions::DEFAULT, ProgrammableCoreType dst_core_type = core_type>
+    void relay_multicast(const Noc &noc, const Semaphore<dst_core_type> &dst_sem, uint32_t noc_x_start,
+                         uint32_t noc_y_start, uint32_t noc_x_end, uint32_t noc_y_end, uint32_t num_dests,
+                         bool linked = false, KEMU_WHERE) {
+        (void)noc; (void)linked;
+        kemu::sem_set_mcast(addr_, kemu::noc_mcast_addr(noc_x_start, noc_y_start, noc_x_end, noc_y_end,
+                                                        dst_sem.l1_address()),
+                            num_dests, has_flag(opts, NocOptions::MCAST_INCL_SRC), KEMU_AT);
+    }
+    uint32_t l1_address() const { return addr_; }
+
     void inc_multicast(const Noc &, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, KEMU_WHERE) {
         kemu::unsupported("Semaphore::inc_multicast", KEMU_AT);
     }

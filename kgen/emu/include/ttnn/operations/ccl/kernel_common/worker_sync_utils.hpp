@@ -8,6 +8,13 @@
 
 #include "kemu/noc_objects.h"
 
+// Advances a runtime-arg cursor, returning where it was (the ttnn helper of the same name).
+inline uint32_t increment_arg_idx(uint32_t &arg_idx, uint32_t num_args = 1) {
+    uint32_t old = arg_idx;
+    arg_idx += num_args;
+    return old;
+}
+
 struct MatmulOpReceiver {
     MatmulOpReceiver() = default;
     MatmulOpReceiver(bool, uint32_t &, uint32_t, uint32_t, KEMU_WHERE) {
@@ -15,6 +22,9 @@ struct MatmulOpReceiver {
     }
     void update_current_block_start_tile_id(const uint32_t &, uint32_t &, const uint32_t &, KEMU_WHERE) {
         kemu::unsupported("MatmulOpReceiver::update_current_block_start_tile_id", KEMU_AT);
+    }
+    uint32_t align_to_slice_and_sync(uint32_t, uint32_t, KEMU_WHERE) {
+        kemu::unsupported("MatmulOpReceiver::align_to_slice_and_sync", KEMU_AT);
     }
 };
 
