@@ -19,7 +19,6 @@ from pathlib import Path
 
 from kgen.emulate import Emulation, emulate_folder, make_inputs, op_totals
 from kgen.errors import KgenError
-from kgen.headers import toolchain_config
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
 DATAFLOW_PROCESSORS = ("brisc", "ncrisc")
@@ -129,7 +128,7 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
     from kgen.compile import with_compute_kernel
     from kgen.headers import find_headers
     from kgen.runtime import load_manifest
-    from kgen.ttdataflow import tt_dataflow_dir, unsupported_reason, with_tt_dataflow
+    from kgen.ttdataflow import tt_dataflow_dir, ttnn_include_dir, unsupported_reason, with_tt_dataflow
 
     ref = Path(reference) if reference is not None else default_reference()
     if not ref.is_file():
@@ -147,7 +146,7 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
         if note is None:
             kernels = tt_dataflow_dir(tree)
             program_folder = with_tt_dataflow(ref_folder, plan, kernels, Path(tmp) / "program" / folder.name,
-                                              ttnn_include=tree.root / toolchain_config()["headers"]["ttnn_include_dir"])
+                                              ttnn_include=ttnn_include_dir(tree))
             program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
                                      inputs=inputs)
             note = f"{ref.name} with TT-Metal's 2D multicast readers/writers from {kernels}"

@@ -39,9 +39,10 @@ TT_KERNELS = {
     "in1_receiver_writer": "reader_bmm_tile_layout_in1_receiver_writer_padding.cpp",
 }
 
-# CB indices TT-Metal's readers name besides the ones kgen's plan has: the height-sharded in0 CB and
-# the sparsity CBs (c_2, c_6, c_7 in the 2D factory). The kernels bind them even when unused.
-TT_EXTRA_CBS = {"cb_in0_sharded": 2, "in0_cb_sparsity": 6, "in1_cb_sparsity": 7}
+# CB indices the 2D factory names for TT-Metal's readers whether or not the plan has them: the
+# height-sharded in0 CB (c_2), the bias CB (c_3) and the sparsity CBs of the in0 and in1 senders
+# (c_6, c_7). The kernels bind them even when unused.
+TT_FIXED_CBS = {"cb_in0_sharded": 2, "cb_bias": 3, "in0_sender cb_sparsity": 6, "in1_sender cb_sparsity": 7}
 
 # ArgConfig of an interleaved DRAM TensorAccessorArgs (tensor_accessor_args.h: IsDram = 1 << 1).
 INTERLEAVED_DRAM = 2
@@ -70,7 +71,8 @@ def unsupported_reason(plan, manifest: dict) -> str | None:
     for t in manifest["io_tensors"]:
         if t["layout"] != "TILE":
             return f"tensor {t['name']} is {t['layout']}; TT-Metal's 2D multicast writers write tiles"
-    missing = sorted(set(TT_KERNELS) - {k["name"] for k in manifest["kernels"]} - {"in0_receiver", "in1_receiver_writer"})
+    senders = {"in0_sender", "in1_sender_writer"}         # receivers exist only on grids wider/taller than 1
+    missing = sorted(senders - {k["name"] for k in manifest["kernels"]})
     if missing:
         return f"the build folder lacks kgen kernels {', '.join(missing)}"
     return None
@@ -158,8 +160,8 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
          0, 0, 0, 1, 0, 0,                    # reuse_in0, batchB, sparsity page, bcast_A, batch from reader, fuse_op
          INTERLEAVED_DRAM, page["in0"], 0, 0,  # TensorAccessorArgs(in0), TensorAccessorArgs() for sparsity
          0),                                  # num_batch_compute (sparsity off)
-        {"cb_in0": named["in0_sender"]["cb_in0"], "cb_in0_sharded": TT_EXTRA_CBS["cb_in0_sharded"],
-         "cb_sparsity": TT_EXTRA_CBS["in0_cb_sparsity"], "num_active": 0},
+        {"cb_in0": named["in0_sender"]["cb_in0"], "cb_in0_sharded": TT_FIXED_CBS["cb_in0_sharded"],
+         "cb_sparsity": TT_FIXED_CBS["in0_sender cb_sparsity"], "num_active": 0},
         {"SKIP_MCAST": "1"} if cols == 1 else {},
         tuple(rt))
 
@@ -195,8 +197,8 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output
          INTERLEAVED_DRAM, page["in1"], 0, 0, INTERLEAVED_DRAM, page["out"],
          *((INTERLEAVED_DRAM, page["bias"]) if bias else ())),
-        {"cb_in1": cb["cb_in1"], "cb_bias": cb.get("cb_bias", 3), "cb_out": cb["cb_out"],
-         "cb_sparsity": TT_EXTRA_CBS["in1_cb_sparsity"], "num_active": 0},
+        {"cb_in1": cb["cb_in1"], "cb_bias": cb.get("cb_bias", TT_FIXED_CBS["cb_bias"]), "cb_out": cb["cb_out"],
+         "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0},
         {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if rows == 1 else {})},
         tuple(rt))
 
@@ -218,7 +220,7 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
             (obw * ibw, nb, nbw, nbh, sems["in1_sender"], sems["in1_receiver"], batch,
              1, nt, sbw, sbh * nt, obw, obh * nt, sbw, sbh, sbw * sbh, mt * nt,
              obw if bias else 0, 0, INTERLEAVED_DRAM, page["out"]),
-            {"cb_in1": cb["cb_in1"], "cb_bias": cb.get("cb_bias", 3), "cb_out": cb["cb_out"]},
+            {"cb_in1": cb["cb_in1"], "cb_bias": cb.get("cb_bias", TT_FIXED_CBS["cb_bias"]), "cb_out": cb["cb_out"]},
             {"FUSE_BIAS": "1"} if bias else {},
             tuple(rt))
     return out
@@ -226,6 +228,10 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
 
 def tt_dataflow_dir(tree) -> Path:
     return tree.root / toolchain_config()["headers"]["reference_dataflow_dir"]
+
+
+def ttnn_include_dir(tree) -> Path:
+    return tree.root / toolchain_config()["headers"]["ttnn_include_dir"]
 
 
 def with_tt_dataflow(folder: Path, plan, kernels_dir: Path, into: Path, *, ttnn_include: Path) -> Path:

@@ -182,7 +182,7 @@ def test_tt_dataflow_kernels_compile_against_host_model(host_cxx, host_toolchain
 
     from kgen.compile import KernelInfo
     from kgen.emulate import find_host_compiler, kernel_argv
-    from kgen.ttdataflow import tt_dataflow_dir
+    from kgen.ttdataflow import tt_dataflow_dir, ttnn_include_dir
 
     tree = host_toolchain.headers
     source = tt_dataflow_dir(tree) / f"{kernel}.cpp"
@@ -195,7 +195,7 @@ def test_tt_dataflow_kernels_compile_against_host_model(host_cxx, host_toolchain
     pairs = ",".join(f'{{"{n}",{v}}}' for n, v in NAMED_CBS.items())
     (gen / "named_ct_arg_map_generated.h").write_text(f"#define KERNEL_COMPILE_TIME_ARG_MAP {pairs}\n")
     # every compile-time arg 2: interleaved DRAM accessors (ArgConfig IsDram) and nonzero sizes
-    k = KernelInfo(kernel, "RISCV_0", 0, (2,) * 80, defines, source, gen, (tree.root / "ttnn" / "cpp",))
+    k = KernelInfo(kernel, "RISCV_0", 0, (2,) * 80, defines, source, gen, (ttnn_include_dir(tree),))
     argv = kernel_argv(find_host_compiler(), plan(spec).arch, k, "brisc", tmp_path) + ["-fsyntax-only"]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
