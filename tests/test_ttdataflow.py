@@ -159,9 +159,10 @@ def test_fuzz_with_port_check(host_cxx, host_toolchain, tmp_path, capsys):
     assert ported >= 10                                  # the seed draws mcast_2d plans often enough
 
 
-# TT-Metal 0.81.1's legacy-API matmul data-movement kernels the host model compiles unchanged. Not
-# here: the *_metal2.cpp forks (Metal 2.0 kernel-args binding), the DRAM-sharded readers
-# (scratchpad / local tensor accessor API) and the in1 ring all-gather (raw NoC command registers).
+# TT-Metal 0.81.1's legacy-API matmul data-movement kernels, all of which the host model compiles
+# unchanged but one: the in1 ring all-gather programs NoC command-buffer registers directly. The
+# Metal 2.0 kernels (the *_metal2.cpp forks and the DRAM-sharded readers: experimental/kernel_args.h,
+# whose arguments the JIT generates from a host ProgramSpec) are another API, which kgen does not emit.
 TT_LEGACY_DATAFLOW = [
     "reader_bmm_tile_layout_in0_sender_padding", "reader_bmm_tile_layout_in0_receiver",
     "reader_bmm_tile_layout_in1_sender_writer_padding", "reader_bmm_tile_layout_in1_receiver_writer_padding",
