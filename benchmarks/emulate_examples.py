@@ -2,7 +2,8 @@
 
 The test run emulates the small examples exactly and the large ones (2-69 G multiply-accumulates)
 in fast mode; this script runs them all bit-exact against the golden model and prints one line
-each (emulation time, golden-model time, verdict). peak_bf16 takes several minutes.
+each (emulation time, golden-model time, verdict). peak_bf16 (68.7 G MAC) takes about 12 minutes a
+variant on a 2-core machine: 3 minutes of emulation, the rest the NumPy golden model.
 """
 
 from __future__ import annotations
