@@ -263,7 +263,7 @@ class Inputs:
     bias: np.ndarray | None          # (N,)
 
 
-def _cores_of(ranges) -> list[tuple[int, int]]:
+def cores_of(ranges) -> list[tuple[int, int]]:
     out = []
     for r in ranges:
         (x0, y0), (x1, y1) = r["start"], r["end"]
@@ -271,7 +271,7 @@ def _cores_of(ranges) -> list[tuple[int, int]]:
     return out
 
 
-def _round_up(v: int, a: int) -> int:
+def round_up(v: int, a: int) -> int:
     return (v + a - 1) // a * a
 
 
@@ -283,7 +283,7 @@ def tensors_of(manifest: dict) -> list[Tensor]:
         cols = shape[-1]
         fmt = t["data_format"]
         if t["layout"] == "TILE":
-            rows = _round_up(rows, 32)
+            rows = round_up(rows, 32)
             pages = rows // 32 * (cols // 32)
         else:
             pages = rows
@@ -346,7 +346,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
     noc = cfg["noc"]
     layout = cfg["layout"]
     compute = next(k for k in manifest["kernels"] if k["processor"] == "TRISC")["compute_config"]
-    cores = sorted({c for k in manifest["kernels"] for c in _cores_of(k["core_ranges"])}, key=lambda c: (c[1], c[0]))
+    cores = sorted({c for k in manifest["kernels"] for c in cores_of(k["core_ranges"])}, key=lambda c: (c[1], c[0]))
     core_id = {c: i for i, c in enumerate(cores)}
     lines = ["kgen-emu 1",
              f"arch {arch.name} {1 if arch.name == 'wormhole_b0' else 0}",
@@ -363,18 +363,18 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
     align = max(arch.l1_alignment, arch.dram_alignment)
     address = arch.l1_unreserved_base
     for cb in manifest["cbs"]:
-        for c in _cores_of(cb["core_ranges"]):
+        for c in cores_of(cb["core_ranges"]):
             for fd in cb["format_descriptors"]:
                 pages = cb["total_size"] // fd["page_size"]
                 lines.append(f"cb {core_id[c]} {fd['buffer_index']} {FORMAT_NUMBERS[fd['data_format']]} "
                              f"{fd['page_size']} {pages} {address}")
-        address = _round_up(address + cb["total_size"], align)
+        address = round_up(address + cb["total_size"], align)
     if address > arch.l1_bytes:
         raise EmulatorError(f"the CBs need {address - arch.l1_unreserved_base} bytes of L1; "
                             f"{arch.usable_cb_bytes} are usable")
     sem_base = arch.l1_unreserved_base - layout["semaphore_bytes"] * layout["max_semaphores"]
     for s in manifest["semaphores"]:
-        for c in _cores_of(s["core_ranges"]):
+        for c in cores_of(s["core_ranges"]):
             if c in core_id:
                 lines.append(f"sem {core_id[c]} {s['id']} {sem_base + layout['semaphore_bytes'] * s['id']} "
                              f"{s['initial_value']}")
@@ -384,7 +384,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
     tensors = []
     for t in tensors_of(manifest):
         tensors.append(Tensor(t.name, t.shape, t.data_format, t.layout, t.page_size, t.num_pages, addr))
-        addr = _round_up(addr + -(-t.num_pages // banks) * _round_up(t.page_size, arch.dram_alignment), 64)
+        addr = round_up(addr + -(-t.num_pages // banks) * round_up(t.page_size, arch.dram_alignment), 64)
     lines.append(f"dram {banks} {addr} {arch.dram_alignment}")
     addresses = {t.name: t.address for t in tensors}
     output = next(t for t in tensors if t.name == "out")
@@ -405,7 +405,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
         per_core = {tuple(r["core"]): [_resolve_arg(v, addresses, noc) for v in r["args"]] for r in k["runtime_args"]}
         roles = ("unpack", "math", "pack") if k["processor"] == "TRISC" else (
             ("brisc",) if k["processor"] == "RISCV_0" else ("ncrisc",))
-        for c in _cores_of(k["core_ranges"]):
+        for c in cores_of(k["core_ranges"]):
             args = per_core.get(c, [])
             for role in roles:
                 lines.append(f"run {core_id[c]} {kid[(k['name'], role)]} {len(args)} {' '.join(map(str, args))} "
@@ -443,7 +443,7 @@ def decode_output(t: Tensor, data: bytes) -> np.ndarray:
     cols = t.shape[-1]
     buf = np.frombuffer(data, dtype=np.uint8)
     if t.layout == "TILE":
-        return tl.decode_matrix(buf, t.data_format, _round_up(rows, 32), cols)[:rows]
+        return tl.decode_matrix(buf, t.data_format, round_up(rows, 32), cols)[:rows]
     if t.data_format == "Float32":
         return buf.view("<f4").reshape(rows, cols).astype(np.float32)
     return tl.bf16_values(buf.view("<u2")).reshape(rows, cols)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgen.emulate import cores_of, round_up
 from kgen.errors import KgenError
 from kgen.headers import toolchain_config
 
@@ -78,18 +79,6 @@ def unsupported_reason(plan, manifest: dict) -> str | None:
     return None
 
 
-def _aligned(page: int, alignment: int) -> int:
-    return (page + alignment - 1) // alignment * alignment
-
-
-def _cores(kernel: dict) -> list[tuple[int, int]]:
-    out = []
-    for r in kernel["core_ranges"]:
-        (x0, y0), (x1, y1) = r["start"], r["end"]
-        out += [(x, y) for y in range(y0, y1 + 1) for x in range(x0, x1 + 1)]
-    return out
-
-
 def _noc(x: int, y: int) -> tuple[dict, dict]:
     return {"noc_x": x}, {"noc_y": y}
 
@@ -113,7 +102,7 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
         raise DataflowSwapError(reason)
     arch = plan.arch
     tensors = {t["name"]: t for t in manifest["io_tensors"]}
-    page = {n: _aligned(t["page_size"], arch.dram_alignment) for n, t in tensors.items()}
+    page = {n: round_up(t["page_size"], arch.dram_alignment) for n, t in tensors.items()}
     sems = {s["name"]: s["id"] for s in manifest["semaphores"]}
     kernels = {k["name"]: k for k in manifest["kernels"]}
     named = {k["name"]: k["named_compile_time_args"] for k in manifest["kernels"]}
@@ -147,7 +136,7 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
     out: dict[str, TtKernelArgs] = {}
     k = kernels["in0_sender"]
     rt = []
-    for (x, y) in _cores(k):
+    for (x, y) in cores_of(k["core_ranges"]):
         rt.append(((x, y), (
             {"buffer_address": "in0"}, pcm * kt * y,
             *_rectangle((min(1, cols - 1), y), (cols - 1, y), _noc_index(k)),
@@ -171,12 +160,12 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
             "in0_receiver",
             (obh * ibw, nb, nbw, nbh, sems["in0_sender"], sems["in0_receiver"], batch, 0),
             {"cb_in0": named["in0_receiver"]["cb_in0"]}, {},
-            tuple(((x, y), (*_noc(0, y),)) for (x, y) in _cores(k)))
+            tuple(((x, y), (*_noc(0, y),)) for (x, y) in cores_of(k["core_ranges"])))
 
     k = kernels["in1_sender_writer"]
     cb = named["in1_sender_writer"]
     rt = []
-    for (x, y) in _cores(k):
+    for (x, y) in cores_of(k["core_ranges"]):
         right = x == cols - 1
         rt.append(((x, y), (
             {"buffer_address": "in1"}, pcn * x,
@@ -206,7 +195,7 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
         k = kernels["in1_receiver_writer"]
         cb = named["in1_receiver_writer"]
         rt = []
-        for (x, y) in _cores(k):
+        for (x, y) in cores_of(k["core_ranges"]):
             right, bottom = x == cols - 1, y == rows - 1
             rt.append(((x, y), (
                 *_noc(x, 0), {"buffer_address": "out"}, x * pcn + y * pcm * nt,
