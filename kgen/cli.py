@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from kgen import __version__
@@ -67,7 +68,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     fuzz = sub.add_parser("fuzz", help="random valid specs: build, type-check, emulate each; stop at the first failure")
     fuzz.add_argument("--count", type=_count, default=20, metavar="N", help="number of specs (default: 20)")
-    fuzz.add_argument("--seed", type=int, default=1, help="generator seed (default: 1)")
+    fuzz.add_argument("--seed", type=_seed, default=1, help="generator seed (default: 1)")
     fuzz.add_argument("--start", type=_count, default=0, metavar="I", help="first case index (default: 0)")
     fuzz.add_argument("--keep", metavar="DIR", help="write every generated spec into DIR")
     fuzz.add_argument("--no-typecheck", action="store_true", help="skip the type-check against the TT-Metal headers")
@@ -109,8 +110,18 @@ def _count(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value < 1 << 32:     # numpy's generators take non-negative seeds; 32 bits are plenty
+        raise argparse.ArgumentTypeError(f"expected 0 to {(1 << 32) - 1}, got {value}")
+    return value
+
+
 def _emulation_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs (default: 0)")
     parser.add_argument("--numerics", choices=("exact", "fast"), default="exact",
                         help="exact: bit-level Tensix arithmetic (default); fast: float32 math, same data movement")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -143,16 +154,73 @@ def _variant_summaries(spec_file, current: str | None) -> dict[str, str]:
     return out
 
 
+def _shown(path: Path) -> str:
+    """A path as the user would type it: relative when it lies under the current folder."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def _build_summary(result) -> str:
     m = result.manifest
-    lines = [f"kgen build: {result.kernel_id}", f"  folder   {result.path}"]
+    lines = [f"kgen build: {result.kernel_id}", f"  folder   {_shown(result.path)}"]
     for k in m["kernels"]:
         where = "TRISC unpack/math/pack" if k["processor"] == "TRISC" else f"{k['processor']} {k['noc']}"
         lines.append(f"  kernel   {k['source']:<32} {where}")
     lines.append("  CBs      " + ", ".join(f"c_{f['buffer_index']} {f['data_format']}" for cb in m["cbs"]
                                           for f in cb["format_descriptors"]))
-    lines.append(f"  policy   {m['policy']}; load with kgen.runtime.load_program(\"{result.path}\")")
+    lines.append(f"  policy   {m['policy']}")
+    tensors = ", ".join(f'"{t["name"]}": {t["name"]}_tensor' for t in m["io_tensors"])
+    lines.append(f'  run      kgen.runtime.run("{_shown(result.path)}", device, {{{tensors}}})   # on a machine with a card')
     return "\n".join(lines) + "\n"
+
+
+# Flags that name a path, and what each names. The CLI makes every one absolute here, once: the
+# compilers run inside the build folder, so a relative path must never travel past this point.
+_PATH_FLAGS = {"output": ("-o", "an output folder"), "trace": ("--trace", "a trace file"),
+               "keep": ("--keep", "a folder for the generated specs"),
+               "reference": ("--reference", "a reference compute kernel"), "sfpi": ("--sfpi", "the SFPI folder"),
+               "headers": ("--headers", "a TT-Metal header tree"), "firmware": ("--firmware", "a firmware folder"),
+               "from_wheel": ("--from-wheel", "a ttnn wheel")}
+
+
+def _resolve_user_paths(args: argparse.Namespace) -> None:
+    from kgen.errors import SpecError
+    from kgen.resources import user_path
+
+    for attr, (flag, what) in _PATH_FLAGS.items():
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        if not value.strip():
+            raise SpecError(f"{flag} {value!r}: an empty path", hint=f"pass {what}")
+        setattr(args, attr, str(user_path(value)))
+    if getattr(args, "trace", None):
+        _check_trace_path(args.trace)
+
+
+def _check_trace_path(trace: str) -> None:
+    """Before a long emulation: the trace must be a file kgen can create or replace."""
+    from kgen.errors import SpecError
+
+    path, parent = Path(trace), Path(trace).parent
+    if path.is_dir():
+        raise SpecError(f"--trace {trace} is a folder", hint="pass a file path such as run.json")
+    if not parent.is_dir():
+        raise SpecError(f"--trace {trace}: the folder {parent} does not exist", hint="create it first")
+    # Ask the file system itself (os.access says yes to root everywhere): open the existing file
+    # without truncating it, or create a new one and remove it again.
+    try:
+        if path.exists():
+            with open(path, "r+b"):
+                pass
+        else:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            path.unlink()
+    except OSError as exc:
+        raise SpecError(f"--trace {trace}: cannot write it: {exc.strerror or exc}",
+                        hint="pass a path in a folder you can write to") from None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -161,6 +229,7 @@ def _run(args: argparse.Namespace) -> int:
     from kgen.plan import plan
     from kgen.spec import load_file, resolve
 
+    _resolve_user_paths(args)
     if args.command in ("doctor", "headers"):
         return _run_toolchain(args)
     if args.command == "fuzz":
@@ -208,8 +277,6 @@ def _run(args: argparse.Namespace) -> int:
 def _emulate(args: argparse.Namespace, spec, the_plan) -> int:
     """`kgen emulate` / `kgen port-check`: build into kgen's cache, run, report. Exit 1 when the
     run shows a problem (a deadlock, a hazard, output that is not the golden model's)."""
-    from pathlib import Path
-
     from kgen.build import build
     from kgen.resources import cache_root
 
@@ -223,15 +290,12 @@ def _emulate(args: argparse.Namespace, spec, the_plan) -> int:
         return 0 if pc.passed else 1
     from kgen.emulate import emulate_folder, format_report
 
-    trace = Path(args.trace).resolve() if args.trace else None
-    if trace is not None and not trace.parent.is_dir():
-        from kgen.errors import KgenError
-        raise KgenError(f"--trace {args.trace}: the folder {trace.parent} does not exist")
+    trace = Path(args.trace) if args.trace else None
     result = emulate_folder(folder, the_plan, seed=args.seed, numerics=args.numerics, schedules=args.schedules,
                             trace=trace, parallel=args.jobs)
     print(json.dumps(result.summary(), indent=2) if args.json else format_report(result))
     if trace is not None and not args.json:
-        print(f"  trace      {trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+        print(f"  trace      {_shown(trace)} (open in https://ui.perfetto.dev or chrome://tracing)")
     return 0 if result.ok else 1
 
 
@@ -292,9 +356,11 @@ def _compile(folder, args: argparse.Namespace) -> int:
     report = compile_folder(folder, tc, mode, parallel=args.jobs, force=args.force)
     write_compile_report(folder, tc, report)
     what = "type-checked" if mode == "check" else "compiled"
-    sys.stdout.write(f"  {what:<8} {len(report.results)} kernel builds ({report.compiled} run, "
-                     f"{len(report.results) - report.compiled} from cache) in {report.seconds:.2f} s "
-                     f"against TT-Metal {tc.headers.version} headers ({tc.headers.root})\n")
+    total, failed = len(report.results), len(report.failures)
+    verdict = f"{what:<8} {total} kernel builds" if not failed else \
+        f"{'type-check' if mode == 'check' else 'compile':<8} FAILED for {failed} of {total} kernel builds"
+    sys.stdout.write(f"  {verdict} ({report.compiled} run, {total - report.compiled} from cache) in "
+                     f"{report.seconds:.2f} s against TT-Metal {tc.headers.version} headers ({tc.headers.root})\n")
     for r in report.failures:
         sys.stderr.write(f"kgen: {failure_text(r, args.spec)}\n")
     if report.failures:
@@ -314,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except KgenError as exc:
-        text = exc.render() if hasattr(exc, "render") else str(exc)
+        text = exc.render() if hasattr(exc, "render") else f"error: {exc}"
         sys.stderr.write(f"kgen: {text}\n")
         return exc.exit_code
     except KgenBug as exc:
@@ -322,6 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        # Every writer of kgen writes to a temporary name and renames, so nothing is half-written.
+        sys.stderr.write("kgen: interrupted\n")
+        return 130
 
 
 if __name__ == "__main__":

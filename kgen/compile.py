@@ -30,7 +30,7 @@ from typing import Callable, Literal
 from kgen import __version__
 from kgen.arch import ArchFacts, load_arch
 from kgen.elfreport import ElfSizes, elf_sizes, format_sizes
-from kgen.errors import KgenError
+from kgen.errors import KgenBug, KgenError
 from kgen.headers import HeaderTree, sha256_file, stubs_for, toolchain_config
 from kgen.resources import cache_root, writable_dir
 from kgen.toolchain import HostChecker, Sfpi, Toolchain
@@ -312,6 +312,10 @@ def _job_key(job: Job) -> str:
     """Hash of what the compiler is asked to do: the command (build-folder path left out, so a
     moved folder still hits), compiler, kgen version, and the folder's generated files."""
     folder = _build_folder(job)
+    if not os.path.isabs(folder):
+        # Leaving a relative folder out of the key would let a command that cannot work from the
+        # compiler's working folder hit the entry of one that did (issue #12).
+        raise KgenBug(f"compile job for {job.kernel.name} names a relative build folder {folder}")
     h = hashlib.sha256()
     for part in (job.mode, job.compiler_version, __version__, *job.argv, "--link--", *(job.link_argv or ())):
         h.update(part.replace(folder + os.sep, "@BUILD@/").encode() + b"\0")
@@ -490,7 +494,8 @@ def compile_folder(folder: Path, tc: Toolchain, mode: Mode, *, parallel: int = 1
                    cache: Path | None = None, log: Callable[[str], None] = lambda s: None) -> CompileReport:
     """Compile or type-check every kernel of a build folder for every processor it runs on."""
     start = time.perf_counter()
-    jobs = plan_jobs(folder, tc, mode)
+    # The compilers run inside jit/<kernel>/, so every path on their command lines is absolute.
+    jobs = plan_jobs(Path(os.path.abspath(folder)), tc, mode)
     assert tc.headers is not None
     results = run_jobs(jobs, tc.headers, parallel=parallel, force=force, cache=cache)
     elfs = []

@@ -13,6 +13,7 @@ Size: the emulator runs every core, so the cost is the whole matmul. Batch*M and
 from __future__ import annotations
 
 import random
+import shutil
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -443,8 +444,13 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
 
     from kgen.build import build
     from kgen.emulate import emulate_folder
-    from kgen.resources import cache_root
+    from kgen.resources import cache_root, writable_dir
 
+    # An unusable cache is the user's setting, not a failing case: say so before case 0 (exit 2).
+    writable_dir(cache_root())
+    if count == 0:
+        out.write("fuzz: no cases to run (--count 0)\n")
+        return 0
     keep_dir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="kgen-fuzz-"))
     try:
         keep_dir.mkdir(parents=True, exist_ok=True)
@@ -500,11 +506,14 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
                   f"{time.perf_counter() - t0:5.2f} s\n")
         out.flush()
     tc_note = f", {checked} type-checked against the TT-Metal headers" if typecheck else ", type-check skipped"
-    if typecheck and checked == 0:
+    if typecheck and checked == 0 and count:
         tc_note = ", type-check skipped: no TT-Metal headers or host checker (kgen doctor)"
     if port_check:
         tc_note += (f"; TT-Metal's compute kernel bit-identical on all, its whole program on the {ported} "
                     f"mcast_2d case(s)")
+    if keep is None:                   # nothing failed, so nothing to look at: leave no temporary folder
+        shutil.rmtree(keep_dir, ignore_errors=True)
+    where = f"; specs in {keep_dir}" if keep is not None else ""
     out.write(f"fuzz: {count} case(s) of seed {seed} passed: built, emulated bit-exact{tc_note}; "
-              f"{time.perf_counter() - started:.1f} s; specs in {keep_dir}\n")
+              f"{time.perf_counter() - started:.1f} s{where}\n")
     return 0

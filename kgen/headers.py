@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from kgen.errors import KgenError
-from kgen.resources import cache_root, data_dir, writable_dir
+from kgen.resources import cache_root, data_dir, env_path, user_path, writable_dir
 
 STAMP = "kgen-headers.json"
 STUBS = "kgen-stubs"
@@ -88,10 +88,10 @@ def find_headers(explicit: str | os.PathLike | None = None) -> tuple[HeaderTree 
     else $TT_METAL_HOME, then kgen's cache. A candidate missing required files is passed over."""
     candidates: list[tuple[Path, str]] = []
     if explicit:                          # a path the user gave is the only candidate
-        candidates.append((Path(explicit), "--headers"))
+        candidates.append((user_path(explicit), "--headers"))
     else:
-        if os.environ.get("TT_METAL_HOME"):
-            candidates.append((Path(os.environ["TT_METAL_HOME"]), "$TT_METAL_HOME"))
+        if tt_home := env_path("TT_METAL_HOME"):
+            candidates.append((tt_home, "$TT_METAL_HOME"))
         candidates.append((cache_dir(), "kgen cache"))
     notes = []
     for root, origin in candidates:

@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from kgen.headers import HeaderTree, default_version, find_headers, toolchain_config
+from kgen.resources import env_path, user_path
 
 
 @dataclass(frozen=True)
@@ -67,12 +68,12 @@ def find_sfpi(explicit: str | os.PathLike | None = None) -> tuple[Sfpi | None, s
     cfg = toolchain_config()["sfpi"]
     roots: list[tuple[Path, str]] = []
     if explicit:
-        roots.append((Path(explicit), "--sfpi"))
+        roots.append((user_path(explicit), "--sfpi"))
     else:
-        if os.environ.get("KGEN_SFPI_ROOT"):
-            roots.append((Path(os.environ["KGEN_SFPI_ROOT"]), "$KGEN_SFPI_ROOT"))
-        if os.environ.get("TT_METAL_HOME"):
-            roots.append((Path(os.environ["TT_METAL_HOME"]) / "runtime" / "sfpi", "$TT_METAL_HOME/runtime/sfpi"))
+        if sfpi_root := env_path("KGEN_SFPI_ROOT"):
+            roots.append((sfpi_root, "$KGEN_SFPI_ROOT"))
+        if tt_home := env_path("TT_METAL_HOME"):
+            roots.append((tt_home / "runtime" / "sfpi", "$TT_METAL_HOME/runtime/sfpi"))
         roots.append((Path("/opt/tenstorrent/sfpi"), "/opt/tenstorrent/sfpi"))
     for root, origin in roots:
         for rel in cfg["compilers"]:
@@ -124,9 +125,9 @@ def find_firmware(explicit: str | os.PathLike | None, headers: HeaderTree | None
     for elf in brisc, ncrisc, trisc0..2 (the layout of one TT-Metal firmware build per arch)."""
     candidates = []
     if explicit:
-        candidates.append(Path(explicit))
-    elif os.environ.get("KGEN_FIRMWARE_DIR"):
-        candidates.append(Path(os.environ["KGEN_FIRMWARE_DIR"]))
+        candidates.append(user_path(explicit))
+    elif fw_dir := env_path("KGEN_FIRMWARE_DIR"):
+        candidates.append(fw_dir)
     if headers is not None and headers.runtime_hw is not None and not explicit:
         candidates.append(headers.runtime_hw / "firmware")
     for path in candidates:
