@@ -198,6 +198,11 @@ def _resolve_user_paths(args: argparse.Namespace) -> None:
         setattr(args, attr, str(user_path(value)))
     if getattr(args, "trace", None):
         _check_trace_path(args.trace)
+    if args.command not in ("check", "ir"):
+        # Every other command uses kgen's cache: an unusable one is reported before anything runs
+        # or is written.
+        from kgen.resources import cache_root
+        cache_root()
 
 
 def _check_trace_path(trace: str) -> None:

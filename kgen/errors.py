@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
+
+MAX_SHOWN_LINE = 160       # characters of a source line shown under an error
 
 
 @dataclass(frozen=True)
@@ -41,14 +44,24 @@ class SpecError(KgenError):
         where = str(self.span) if self.span else self.path
         lines = [f"{where}: error: {self.message}" if where else f"error: {self.message}"]
         if self.span and self.span.source_line:
-            text = self.span.source_line.rstrip("\n").expandtabs(1)
-            gutter = f"{self.span.line:5d} | "
+            # One character shown per character of the line, so the caret stays under its column:
+            # a tab as one space, other control and line-separator characters as U+FFFD.
+            text = "".join(" " if c == "\t" else "\ufffd" if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c
+                           for c in self.span.source_line.rstrip("\n"))
+            column = self.span.column
             width = 1
             if self.span.end_line == self.span.line and self.span.end_column > self.span.column:
                 width = self.span.end_column - self.span.column
-            width = max(1, min(width, max(1, len(text) - self.span.column + 1)))
+            if len(text) > MAX_SHOWN_LINE:         # a window around the column keeps it one paragraph
+                first = 0 if column <= MAX_SHOWN_LINE * 3 // 4 else \
+                    max(0, min(column - 1 - MAX_SHOWN_LINE // 2, len(text) - MAX_SHOWN_LINE))
+                text = ("..." if first else "") + text[first:first + MAX_SHOWN_LINE] + \
+                       ("..." if first + MAX_SHOWN_LINE < len(text) else "")
+                column = column - first + (3 if first else 0)
+            width = max(1, min(width, max(1, len(text) - column + 1)))
+            gutter = f"{self.span.line:5d} | "
             lines.append(gutter + text)
-            lines.append(" " * (len(gutter) + self.span.column - 1) + "^" + "~" * (width - 1))
+            lines.append(" " * (len(gutter) + column - 1) + "^" + "~" * (width - 1))
         if self.hint:
             lines.append(f"hint: {self.hint}")
         return "\n".join(lines)

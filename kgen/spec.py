@@ -8,7 +8,9 @@ the text and suggest the nearest valid key or value.
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -22,6 +24,7 @@ from kgen.resources import data_dir
 from kgen.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
 
 MAX_SPEC_BYTES = 1 << 20
+MAX_INT_DIGITS = 12            # longer literals are rejected before int() (Python caps int() at 4300 digits)
 MAX_INT = 1 << 31              # any number above this is a typo, not a matmul
 MAX_DIM_ELEMENTS = 1 << 21     # per M/N/K dimension: 65536 tiles
 MAX_BATCH = 4096
@@ -123,7 +126,9 @@ class _Source:
     def __init__(self, path: str, text: str):
         self.path = path
         self.text = text
-        self.lines = text.splitlines() or [""]
+        # Lines as lark counts them: split at \n only (str.splitlines also splits at \f, \v, U+0085,
+        # U+2028, ..., which would put the caret under the wrong line).
+        self.lines = text.split("\n")
 
     def span(self, line: int, column: int, end_line: int | None = None, end_column: int | None = None) -> Span:
         line = max(1, min(line, len(self.lines)))
@@ -166,27 +171,50 @@ def read_source(path: str | Path) -> str:
         candidates = sorted(str(c) for c in p.glob("*.kspec"))[:3]
         hint = f"did you mean {', '.join(candidates)}?" if candidates else "pass a .kspec file, not a folder"
         raise SpecError(f"{shown} is a directory, not a spec file", path=shown, hint=hint)
-    try:
-        size = p.stat().st_size
-        if size > MAX_SPEC_BYTES:
-            raise SpecError(f"{shown} is {size} bytes; a spec is at most {MAX_SPEC_BYTES} bytes", path=shown)
-        data = p.read_bytes()
-    except PermissionError:
-        raise SpecError(f"cannot read {shown}: permission denied", path=shown) from None
-    except OSError as exc:
-        raise SpecError(f"cannot read {shown}: {exc.strerror or exc}", path=shown) from None
-    if b"\x00" in data:
-        raise SpecError(f"{shown} is a binary file, not a .kspec text file", path=shown)
+    data = _read_regular_file(p, shown)
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise SpecError("a NUL byte: this is a binary file, not a .kspec text file", _byte_span(shown, data, nul))
     try:
         text = data.decode("utf-8-sig")  # a leading byte-order mark is not part of the spec
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise SpecError(f"line {line}: the file is not UTF-8 text (byte 0x{data[exc.start]:02x})",
-                        path=shown) from None
+        raise SpecError(f"byte 0x{data[exc.start]:02x} is not UTF-8 text", _byte_span(shown, data, exc.start),
+                        hint="save the spec as UTF-8") from None
     if not text.strip() or all(not ln.strip() or ln.strip().startswith("#") for ln in text.splitlines()):
         raise SpecError(f"{shown} is empty: a spec needs a `matmul NAME {{ ... }}` block", path=shown,
                         hint="start from one of the files in examples/")
     return text
+
+
+def _read_regular_file(p: Path, shown: str) -> bytes:
+    """The bytes of a regular file, at most MAX_SPEC_BYTES of them. A FIFO would block in open()
+    and /dev/zero never ends (its st_size is 0), so both are refused before a byte is read."""
+    try:
+        if not stat.S_ISREG(p.stat().st_mode):
+            raise SpecError(f"{shown} is not a regular file (a device, FIFO or socket)", path=shown,
+                            hint="pass a .kspec text file")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):    # replaced since the first look
+                raise SpecError(f"{shown} is not a regular file", path=shown)
+            data = f.read(MAX_SPEC_BYTES + 1)
+    except PermissionError:
+        raise SpecError(f"cannot read {shown}: permission denied", path=shown) from None
+    except OSError as exc:
+        raise SpecError(f"cannot read {shown}: {exc.strerror or exc}", path=shown) from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"{shown} is larger than {MAX_SPEC_BYTES} bytes; a spec is at most {MAX_SPEC_BYTES} bytes", path=shown)
+    return data
+
+
+def _byte_span(shown: str, data: bytes, offset: int) -> Span:
+    """line:column of the byte at `offset` (columns count characters, as everywhere else)."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    end = data.find(b"\n", offset)
+    line_bytes = data[start:] if end < 0 else data[start:end]
+    column = len(data[start:offset].decode("utf-8", errors="replace")) + 1
+    shown_line = line_bytes.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    return Span(shown, data.count(b"\n", 0, offset) + 1, column, 0, 0, shown_line)
 
 
 _TOKEN_NAMES = {
@@ -293,8 +321,16 @@ def _suggest(word: str, options: list[str] | tuple[str, ...]) -> str | None:
 Checker = Callable[[RawValue, str], Any]
 
 
+def _literal_int(text: str, key: str, span: Span, hi: int) -> int:
+    """int() of a numeric literal whose digit count is checked first."""
+    digits = text.strip().lstrip("-").lstrip("0")
+    if len(digits) > MAX_INT_DIGITS:
+        raise SpecError(f"{key}: a {len(digits)}-digit number is far too large (at most {hi})", span)
+    return int(text)
+
+
 def _int_text(v: RawValue, key: str, lo: int, hi: int) -> int:
-    n = int(v.text)
+    n = _literal_int(v.text, key, v.span, hi)
     if n <= 0 and lo >= 1:
         raise SpecError(f"{key} = {v.text}: must be a positive number", v.span,
                         hint=f"use a value from {lo} to {hi}")
@@ -330,7 +366,7 @@ def _dims(count: int, allow_auto: bool, what: str, hi: int = MAX_INT) -> Checker
                             hint=f"write it like `{example}`")
         values = []
         for p in parts:
-            n = int(p)
+            n = _literal_int(p, key, v.span, hi)
             if n <= 0:
                 raise SpecError(f"{key} = {v.text}: every dimension must be positive", v.span)
             if n > hi:
@@ -479,6 +515,8 @@ def _compute_block(g: RawGroup) -> dict[str, RawEntry]:
 
 
 def parse_text(text: str, path: str = "<spec>") -> SpecFile:
+    # CRLF and CR-only line endings become \n, the one line break the grammar and spans count.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     src = _Source(path, text)
     tree = _parse_tree(text, src)
     groups = [_raw_group(child, src) for child in tree.children if child.data == "group"]
@@ -608,6 +646,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
             raise SpecError(f"shape {dim_name} = {value} is not a multiple of the {TILE_HW}-element tile",
                             spans["shape"], hint=f"nearest legal values for {dim_name}: {near} "
                             "(kgen emits no padded-tile path)")
+    _check_page_ids(m, n, k, vals.get("batch", 1), spans)
     block = BlockSpec(
         in0_block_w=vals.get("block.in0_block_w"),
         out_subblock=vals.get("block.out_subblock"),
@@ -624,6 +663,21 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         untilize_out=vals.get("untilize_out", False), variant=variant,
         variants=tuple(spec.variants), spans=MappingProxyType(spans),
     )
+
+
+MAX_PAGE_ID = (1 << 32) - 1    # kernels index DRAM pages with uint32_t (TensorAccessor, get_noc_addr)
+
+
+def _check_page_ids(m: int, n: int, k: int, batch: int, spans: Mapping[str, Span]) -> None:
+    """Every tile a kernel addresses must have a page id that fits in 32 bits. in0 is batch x M x K,
+    in1 is K x N (shared by the batch, which is fused into M), out is batch x M x N."""
+    mt, nt, kt = m // TILE_HW, n // TILE_HW, k // TILE_HW
+    for tensor, tiles in (("in0", batch * mt * kt), ("in1", kt * nt), ("out", batch * mt * nt)):
+        if tiles - 1 > MAX_PAGE_ID:
+            key = "batch" if "batch" in spans and tiles // batch - 1 <= MAX_PAGE_ID else "shape"
+            raise SpecError(f"{tensor} would have {tiles} tiles, but kernels address DRAM pages with 32-bit ids "
+                            f"(at most {MAX_PAGE_ID + 1} tiles per tensor)", spans[key],
+                            hint="split the matmul into smaller ones")
 
 
 def load_file(path: str | Path) -> SpecFile:

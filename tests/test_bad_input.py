@@ -637,7 +637,11 @@ def test_binary_file(capsys, tmp_path, data):
     path = tmp_path / "t.kspec"
     path.write_bytes(data)
     rc, out, err = check(capsys, path)
-    assert_file_error(rc, out, err, path, "binary")
+    # Located at the first NUL byte (issue #12 §4): its line, and its column in characters.
+    offset = data.index(b"\x00")
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    m = assert_spec_error(rc, out, err, path, line=data.count(b"\n", 0, offset) + 1, message=("binary", "NUL"))
+    assert int(m["col"]) == len(data[line_start:offset].decode("utf-8", errors="replace")) + 1, err
 
 
 @pytest.mark.parametrize("data", [BASE.encode().replace(b"grid", b"gr\xffid"), b"\xc3\x28", b"matmul t { } \xe2\x82",
@@ -647,7 +651,16 @@ def test_invalid_utf8(capsys, tmp_path, data):
     path = tmp_path / "t.kspec"
     path.write_bytes(data)
     rc, out, err = check(capsys, path)
-    assert_file_error(rc, out, err, path, "not UTF-8")
+    # Located at the first byte that is not UTF-8 (issue #12 §4).
+    try:
+        data.decode("utf-8")
+        raise AssertionError("the test data must not be UTF-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    m = assert_spec_error(rc, out, err, path, line=data.count(b"\n", 0, offset) + 1,
+                          message=("not UTF-8", f"0x{data[offset]:02x}"))
+    assert int(m["col"]) == len(data[line_start:offset].decode("utf-8")) + 1, err
 
 
 def test_directory_instead_of_a_file(capsys, tmp_path):
@@ -687,9 +700,13 @@ def test_unreadable_file(capsys, tmp_path, monkeypatch):
     path.chmod(0)
     if os.geteuid() == 0:
         # root reads a chmod-000 file anyway (as CI does): make the read fail as it would for a user
-        def denied(self):
-            raise PermissionError(13, "Permission denied", str(self))
-        monkeypatch.setattr(Path, "read_bytes", denied)
+        real_open = os.open
+
+        def denied(file, flags, *args, **kwargs):
+            if os.fspath(file) == str(path):
+                raise PermissionError(13, "Permission denied", str(file))
+            return real_open(file, flags, *args, **kwargs)
+        monkeypatch.setattr(os, "open", denied)
     try:
         rc, out, err = check(capsys, path)
     finally:
@@ -837,3 +854,207 @@ def test_mutated_examples_never_crash(text):
         c = caret(err)
         assert c is not None, f"no caret under line {line}:\n--- spec ---\n{text}\n--- stderr ---\n{err}"
         assert c[0] == col, err
+
+
+# ----------------------------------------------------------------------------------------------
+# Issue #12 §4: bad input that used to escape (each: one paragraph, exit 2, no traceback,
+# nothing half-written)
+# ----------------------------------------------------------------------------------------------
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = invoke(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("old,new", [("in0_block_w  = 4", "in0_block_w  = " + "9" * 5000),
+                                     ("batch    = 1", "batch    = 1" + "0" * 4400),
+                                     ("shape    = 256 x 256 x 1024", "shape    = 256 x " + "7" * 4301 + " x 1024")],
+                         ids=["in0_block_w", "batch", "shape"])
+def test_huge_integer_literal_is_a_located_error(capsys, tmp_path, old, new):
+    # Python's int() refuses more than 4,300 digits with a ValueError: kgen must never get there.
+    text = edit(BASE, (old, new))
+    path, rc, out, err = check_text(capsys, tmp_path, text)
+    assert_spec_error(rc, out, err, path, line=line_of(text, new[:12]), message=("too large",))
+    assert len(err) < 1000, f"one paragraph, not the whole literal:\n{err}"
+
+
+@pytest.mark.parametrize("command", ["emulate", "port-check", "fuzz"])
+def test_negative_seed_is_a_usage_error(capsys, tmp_path, command):
+    path = tmp_path / "t.kspec"
+    path.write_text(BASE)
+    args = [command, "--seed", "-1"] + ([] if command == "fuzz" else [str(path)])
+    rc, out, err = run_cli(capsys, *args)
+    assert rc == 2 and "Traceback" not in err and "--seed" in err, err
+
+
+def test_fifo_as_spec_is_refused_without_hanging(tmp_path):
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "t.kspec"
+    os.mkfifo(fifo)
+    # A subprocess with a time limit: a regression would block in open() forever.
+    proc = subprocess.run([sys.executable, "-m", "kgen", "check", str(fifo)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "not a regular file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_endless_device_as_spec_is_refused(capsys):
+    rc, out, err = check(capsys, "/dev/zero")
+    assert_file_error(rc, out, err, "/dev/zero", "not a regular file")
+
+
+def test_a_regular_file_is_read_only_up_to_the_limit(capsys, tmp_path, monkeypatch):
+    # st_size is not trusted: the read itself stops one byte past the limit.
+    import kgen.spec
+
+    path = tmp_path / "t.kspec"
+    path.write_text(BASE + "#" * 4096 + "\n")
+    monkeypatch.setattr(kgen.spec, "MAX_SPEC_BYTES", len(BASE))
+    rc, out, err = check(capsys, path)
+    assert_file_error(rc, out, err, path, "at most")
+
+
+@pytest.mark.parametrize("separator", ["\f", "\v", "\u0085", "\u2028", "\u2029", "\x1c"],
+                         ids=["formfeed", "vtab", "nel", "line-sep", "para-sep", "file-sep"])
+def test_caret_shows_the_right_line_despite_unicode_line_breaks(capsys, tmp_path, separator):
+    # str.splitlines() breaks at these characters, lark does not: the shown line must be lark's.
+    text = edit(BASE, ("    dataflow = mcast_2d\n", f"    dataflow = mcast_2d  # a{separator}b\n"),
+                ("    untilize_out = false", "    untilize_out = maybe"))
+    path, rc, out, err = check_text(capsys, tmp_path, text)
+    line = text[:text.index("untilize_out")].count("\n") + 1      # lines as \n ends them
+    assert_spec_error(rc, out, err, path, line=line, under="maybe")
+
+
+def test_cr_only_line_endings(capsys, tmp_path):
+    text = edit(BASE, ("    untilize_out = false", "    untilize_out = maybe")).replace("\n", "\r")
+    path = tmp_path / "t.kspec"
+    path.write_bytes(text.encode())
+    rc, out, err = check(capsys, path)
+    assert_spec_error(rc, out, err, path, line=line_of(text.replace("\r", "\n"), "untilize_out"), under="maybe")
+
+
+def test_cr_only_valid_spec_plans(capsys, tmp_path):
+    path = tmp_path / "t.kspec"
+    path.write_bytes(BASE.replace("\n", "\r").encode())
+    rc, out, err = check(capsys, path)
+    assert rc == 0, err
+
+
+PAGE_LIMIT = 1 << 32     # TensorAccessor page ids are uint32_t: at most 2^32 pages per tensor
+
+
+@pytest.mark.parametrize("shape,batch", [("2097152 x 2097152 x 2097152", 4096), ("2097152 x 32 x 2097152", 2),
+                                         ("2097152 x 2097152 x 32", 2)])
+def test_page_ids_beyond_32_bits_are_rejected(capsys, tmp_path, shape, batch):
+    text = edit(BASE, ("shape    = 256 x 256 x 1024", f"shape    = {shape}"), ("batch    = 1", f"batch    = {batch}"),
+                ("grid     = 2 x 2", "grid     = 8 x 8"))
+    m, n, k = (int(v) // 32 for v in shape.split(" x "))
+    assert max(batch * m * k, k * n, batch * m * n) > PAGE_LIMIT      # the oracle: a tensor has too many tiles
+    path, rc, out, err = check_text(capsys, tmp_path, text, name="big.kspec")
+    assert_spec_error(rc, out, err, path, message=("32-bit", str(PAGE_LIMIT)))
+
+
+def test_largest_indexable_shape_keeps_every_ir_index_in_uint32():
+    # 65536^2 tiles is exactly 2^32 pages: legal, and then every tile index the kernels compute,
+    # over every core and loop iteration, must fit in uint32 (an independent check over the IR).
+    from kgen.ir import Affine, Loop
+    from kgen.lower import lower
+    from kgen.plan import plan
+    from kgen.spec import parse_text, resolve
+
+    text = edit(BASE, ("shape    = 256 x 256 x 1024", "shape    = 2097152 x 2097152 x 2097152"))
+    program = lower(plan(resolve(parse_text(text, "big.kspec"))))
+    worst = 0
+
+    def walk(nodes, ranges):
+        nonlocal worst
+        for n in nodes:
+            if isinstance(n, Loop):
+                walk(n.body, {**ranges, n.var: n.stop})
+            else:
+                for _, v in n.args:
+                    if isinstance(v, Affine):
+                        worst = max(worst, v.max_over({**ranges, **cores}))
+    for kernel in program.kernels:
+        cores = {"core_x": kernel.cores.x1 + 1, "core_y": kernel.cores.y1 + 1}
+        walk(kernel.body, {})
+    assert 0 < worst < PAGE_LIMIT, worst
+
+
+def test_trace_problems_are_found_before_emulating(capsys, tmp_path, monkeypatch):
+    import kgen.emulate
+
+    def never(*a, **k):
+        raise AssertionError("emulated although the trace path was unusable")
+    monkeypatch.setattr(kgen.emulate, "emulate_folder", never)
+    path = tmp_path / "t.kspec"
+    path.write_text(BASE)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    for trace, needle in [("", "empty"), (str(tmp_path), "folder"), (str(tmp_path / "no" / "t.json"), "does not exist"),
+                          ("/proc/kgen-trace.json", "cannot write")]:
+        rc, out, err = run_cli(capsys, "emulate", str(path), "--trace", trace)
+        assert rc == 2 and needle in err and "Traceback" not in err, (trace, err)
+
+
+def test_ctrl_c_exits_130_without_a_traceback(capsys, monkeypatch):
+    import kgen.cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(kgen.cli, "_run", interrupted)
+    rc, out, err = run_cli(capsys, "check", "x.kspec")
+    assert rc == 130 and "Traceback" not in err and "interrupted" in err
+
+
+def test_fuzz_count_zero_says_so(capsys):
+    rc, out, err = run_cli(capsys, "fuzz", "--count", "0")
+    assert rc == 0 and "no cases" in out and "type-check" not in out, out
+
+
+def test_empty_output_folder_is_an_error(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.kspec").write_text(BASE)
+    rc, out, err = run_cli(capsys, "build", "t.kspec", "-o", "", "--no-compile")
+    assert rc == 2 and err.startswith("kgen: error: -o ''"), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.kspec"], "nothing may be written"
+
+
+def test_output_folder_that_is_a_file_keeps_the_error_format(capsys, tmp_path):
+    (tmp_path / "t.kspec").write_text(BASE)
+    (tmp_path / "afile").write_text("x")
+    rc, out, err = run_cli(capsys, "build", str(tmp_path / "t.kspec"), "-o", str(tmp_path / "afile"), "--no-compile")
+    assert rc == 2 and err.startswith("kgen: error: output folder") and err.count("\n") == 1, err
+
+
+def test_empty_home_is_an_error_not_a_root_cache(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", "")
+    monkeypatch.delenv("KGEN_CACHE_DIR", raising=False)
+    (tmp_path / "t.kspec").write_text(BASE)
+    rc, out, err = run_cli(capsys, "build", str(tmp_path / "t.kspec"), "-o", str(tmp_path / "out"))
+    assert rc == 2 and "HOME" in err and "KGEN_CACHE_DIR" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv", [["fuzz", "--count", "1"], ["build", "SPEC", "-o", "OUT"], ["doctor"],
+                                  ["emulate", "SPEC"]])
+def test_cache_dir_that_is_a_file_names_kgen_cache_dir(capsys, tmp_path, monkeypatch, argv):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    monkeypatch.setenv("KGEN_CACHE_DIR", str(afile))
+    (tmp_path / "t.kspec").write_text(BASE)
+    argv = [str(tmp_path / "t.kspec") if a == "SPEC" else str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    rc, out, err = run_cli(capsys, *argv)
+    assert rc == 2 and "KGEN_CACHE_DIR" in err and "FAIL" not in out and "Traceback" not in err, (out, err)
+
+
+def test_relative_cache_dir_is_taken_from_the_current_folder(tmp_path, monkeypatch):
+    from kgen.resources import cache_root
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KGEN_CACHE_DIR", "relcache")
+    assert cache_root() == tmp_path / "relcache"
