@@ -297,6 +297,58 @@ def test_a_moved_build_folder_still_hits_the_cache(host_toolchain, tmp_path):
     assert compile_folder(moved, host_toolchain, "check", cache=cache).compiled == 3
 
 
+def test_relative_paths_type_check_as_typed(host_toolchain, tmp_path, monkeypatch, capsys):
+    """Issue #12 §1: relative -o and KGEN_CACHE_DIR, as a user types them, after an absolute build
+    of the same spec filled the cache (which must not turn a broken command into a pass)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KGEN_CACHE_DIR", "relcache")
+    discover.cache_clear()
+    headers = ["--headers", str(host_toolchain.headers.root)]
+    spec = str(example("peak_small"))
+    assert main(["build", spec, "-o", str(tmp_path / "abs"), "--check", *headers]) == 0
+    capsys.readouterr()
+    for argv in (["-o", "out"], ["-o", "out", "--force"], ["-o", "./out/../out2"]):
+        assert main(["build", spec, "--check", *headers, *argv]) == 0, capsys.readouterr().err
+        assert "type-checked 7 kernel builds" in capsys.readouterr().out
+    assert (tmp_path / "relcache" / "compile").is_dir() and (tmp_path / "out2").is_dir()
+    discover.cache_clear()
+
+
+def test_a_relative_build_folder_never_reaches_the_cache_key(good_build, host_toolchain):
+    from kgen.compile import _job_key, plan_jobs
+    from kgen.errors import KgenBug
+
+    relative = Path(os.path.relpath(good_build))
+    job = plan_jobs(relative, host_toolchain, "check")[0]
+    with pytest.raises(KgenBug, match="relative build folder"):
+        _job_key(job)
+
+
+def test_repro_line_reproduces_from_any_folder(good_build, host_toolchain, tmp_path):
+    folder = tmp_path / "b"
+    shutil.copytree(good_build, folder)
+    source = folder / "kernels" / "compute.cpp"
+    source.write_text(source.read_text().replace("tile_regs_commit();", "tile_regs_comit();", 1))
+    report = compile_folder(Path(os.path.relpath(folder)), host_toolchain, "check", cache=tmp_path / "cache")
+    message = failure_text(report.failures[0], None)
+    repro = message.splitlines()[-1].removeprefix("repro: ")
+    proc = subprocess.run(["bash", "-c", repro], cwd="/", capture_output=True, text=True)
+    assert proc.returncode != 0 and "'tile_regs_comit' was not declared" in proc.stderr, proc.stderr
+
+
+def test_a_failed_type_check_does_not_claim_success(good_build, host_toolchain, tmp_path, capsys):
+    from kgen.cli import _build_parser, _compile
+
+    folder = tmp_path / "b"
+    shutil.copytree(good_build, folder)
+    source = folder / "kernels" / "compute.cpp"
+    source.write_text(source.read_text().replace("tile_regs_commit();", "tile_regs_comit();", 1))
+    args = _build_parser().parse_args(["build", "x.kspec", "--check", "--headers", str(host_toolchain.headers.root)])
+    assert _compile(folder, args) == 1
+    out = capsys.readouterr().out
+    assert "type-checked 7" not in out and "FAILED for 3 of 7 kernel builds" in out, out
+
+
 def test_an_unusable_cache_folder_is_a_clean_error(host_toolchain, tmp_path, monkeypatch, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
