@@ -112,6 +112,7 @@ class Plan:
     regions: tuple[L1Region, ...]
     warnings: tuple[str, ...]
     choices: tuple[str, ...]             # how each auto value was chosen
+    out_partials_sharing: str = ""       # whether c_4 and c_5 share one L1 region, and why
 
     # derived quantities of the compute kernel (ttmetal-matmul.md §1.1)
     @property
@@ -186,16 +187,41 @@ def dst_capacity(arch: ArchFacts, compute: ComputeConfig) -> int:
     return arch.dst_tiles(compute.dst_full_sync, compute.fp32_dest_acc)
 
 
+def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_num_subblocks: int,
+                       num_blocks: int, out_blocks_per_core: int) -> tuple[bool, str]:
+    """Whether out (c_4) and partials (c_5) share one L1 region, and why (ttmetal-matmul.md §2.3).
+
+    TT-Metal's factory shares them unless the formats differ, or untilize_out has more than one
+    subblock column, or `do_not_inplace_interm0_out_CB` (a sharded output whose c_4 holds more than
+    one output block). kgen also splits them whenever more than one output block passes through the
+    region on a core and partials are packed before a block's final result: the first partials
+    pack of block i+1 would land on pages c_4 still holds for block i until the writer (another
+    kernel) drains them. TT-Metal's compute kernel has no wait for that (its classic kernel had
+    one: cb_reserve_back(out_cb, ...) "since interm and output share memory"), so the plan must
+    keep the two apart for TT-Metal's kernel and kgen's alike (issue #12: reuse, per_core 2 x 2,
+    out_block 2 x 1 packed over undrained output)."""
+    if partials_fmt != out_fmt:
+        return False, f"separate: partials {partials_fmt} and out {out_fmt} differ in format"
+    if spec.untilize_out and in1_num_subblocks > 1:
+        return False, "separate: untilize_out with more than one subblock column (TT-Metal's factory rule)"
+    partials_first = num_blocks > 1 or spec.fuse_bias or spec.untilize_out
+    if out_blocks_per_core > 1 and partials_first:
+        return False, (f"separate: {out_blocks_per_core} output blocks per core pass through it and partials are "
+                       f"packed before each block's result, so sharing would overwrite output the writer has "
+                       f"not drained")
+    return True, "shared: one output block's pages are reused by partials and out in turn (TT-Metal's in-place rule)"
+
+
 def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_fmt: str, bias_fmt: str | None,
               partials_fmt: str, out_block: tuple[int, int], in0_block_w: int, num_blocks: int,
-              batch_ct: int, in1_num_subblocks: int) -> tuple[tuple[CircularBuffer, ...], tuple[L1Region, ...]]:
+              batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int
+              ) -> tuple[tuple[CircularBuffer, ...], tuple[L1Region, ...], str]:
     """CB sizing of the 2D factory (ttmetal-matmul.md §2.3)."""
     tb = arch.tile_bytes
     obh, obw = out_block
     depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
-    # out and interm0 share one region when their formats match, except with untilize_out and more
-    # than one subblock column (the factory then splits them).
-    share = partials_fmt == out_fmt and not (spec.untilize_out and in1_num_subblocks > 1)
+    share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
+                                        out_blocks_per_core)
     out_region = "out+partials" if share else "out"
     cbs = [
         CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0"),
@@ -210,7 +236,7 @@ def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out
     for c in cbs:
         regions.setdefault(c.region, []).append(c)
     return tuple(cbs), tuple(L1Region(name, tuple(c.index for c in members), max(c.total_bytes for c in members))
-                             for name, members in regions.items())
+                             for name, members in regions.items()), sharing
 
 
 def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
@@ -305,10 +331,12 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         nb = kt // w
         l1acc, _ = _policy(spec, c, nb)
         pf, _ = _partials_format(c, l1acc, out_fmt)
-        return _cb_table(spec, arch, in0_fmt, in1_fmt, out_fmt, bias_fmt, pf, ob, w, nb, batch_ct, ob[1] // sb[1])
+        out_blocks = batch_ct * (per_core_m // ob[0]) * (per_core_n // ob[1])
+        return _cb_table(spec, arch, in0_fmt, in1_fmt, out_fmt, bias_fmt, pf, ob, w, nb, batch_ct, ob[1] // sb[1],
+                         out_blocks)
 
     def fits(ob: tuple[int, int], w: int, sb: tuple[int, int]) -> bool:
-        _, regions = cbs_for(ob, w, sb)
+        _, regions, _ = cbs_for(ob, w, sb)
         return sum(r.bytes for r in regions) <= arch.usable_cb_bytes
 
     given_ob = spec.block.out_block
@@ -371,7 +399,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         raise PlanError("packer L1 accumulation format in PACK_L1_ACC_FORMATS",
                         f"partials format {partials_fmt} cannot be L1-accumulated", spec.span("compute"))
     policy = POLICY_L1_ACC if l1acc else (POLICY_SPILL if num_blocks > 1 else POLICY_DST)
-    cbs, regions = cbs_for((obh, obw), in0_block_w, (sbh, sbw))
+    cbs, regions, sharing = cbs_for((obh, obw), in0_block_w, (sbh, sbw))
     total = sum(r.bytes for r in regions)
     if total > arch.usable_cb_bytes:
         raise PlanError("CBs fit the usable L1 of the core",
@@ -426,7 +454,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         policy_reason=policy_reason, packer_l1_acc=l1acc, partials_format=partials_fmt,
         partials_reason=partials_reason, out_format=out_fmt, in0_format=in0_fmt, in1_format=in1_fmt,
         bias_format=bias_fmt, dst_sync=dst_sync, dst_capacity=capacity, dst_accum_format=dst_accum,
-        cbs=cbs, regions=regions, warnings=tuple(warnings), choices=tuple(choices),
+        cbs=cbs, regions=regions, warnings=tuple(warnings), choices=tuple(choices), out_partials_sharing=sharing,
     )
 
 

@@ -38,6 +38,7 @@ def plan_to_dict(p: Plan, variants: dict[str, str] | None = None) -> dict[str, A
         "formats": {"in0": p.in0_format, "in1": p.in1_format, "out": p.out_format, "bias": p.bias_format,
                     "partials": p.partials_format},
         "partials_reason": p.partials_reason,
+        "out_partials_sharing": p.out_partials_sharing,
         "fuse": {"bias": s.fuse_bias, "activation": s.activation},
         "untilize_out": s.untilize_out,
         "cbs": [
@@ -92,6 +93,7 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
                  f"untilize_out={str(s.untilize_out).lower()}"),
         ("policy", f"{p.policy}: {p.policy_reason}"),
         ("partials", f"{p.partials_format}: {p.partials_reason}"),
+        ("out/partials", p.out_partials_sharing),
         ("DST", f"{p.out_subblock_tiles} tiles per subblock of {p.dst_capacity} "
                 f"({p.dst_sync}, {p.dst_accum_format} accumulation), headroom {p.dst_capacity - p.out_subblock_tiles}"),
     ]
