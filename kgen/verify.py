@@ -266,6 +266,161 @@ def _static_checks(program: Program, kernel: Kernel) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
+# Shared L1 regions: no producer writes pages another CB of the region may still hold
+# ----------------------------------------------------------------------------------------------
+
+_PACKS = ("pack_block", "pack_tile", "pack_untilize_dest")
+_READS = {"copy_block": ("cb", "tile", "tiles"), "copy_tile": ("cb", "tile", None),
+          "add_bcast_rows": ("a", "a_tile", None)}
+
+
+class _RegionWalker:
+    """Abstract execution of one producing kernel over the CBs of one shared L1 region.
+
+    Per CB: its write and read pointers (pages, modulo its size), the pages written since the last
+    push, and the pages it may still hold: pushed, and not yet known consumed. What counts as
+    known, for every interleaving of the other kernels: pages this kernel itself has read (the
+    emulator's rule: TT-Metal's untilize stage packs over partials it has copied into DST) or
+    popped, and pages a cb_reserve_back of this kernel has waited to be free. A pop by another
+    kernel is never known here, so a page a writer drains is free only after a reserve covers it.
+    A write into pages another CB of the region may hold is the out/partials trap (issue #12)."""
+
+    def __init__(self, program: Program, kernel: Kernel, indices: tuple[int, ...], consumers: dict[int, set[str]]):
+        self.kernel = kernel
+        self.cbs = {i: program.plan.cb(i) for i in indices}
+        self.local = {i for i in indices if consumers.get(i) == {kernel.name}}   # read by this kernel only
+        self.wr = dict.fromkeys(indices, 0)
+        self.rd = dict.fromkeys(indices, 0)
+        self.written = dict.fromkeys(indices, 0)
+        self.reserved = dict.fromkeys(indices, 0)
+        self.held: dict[int, frozenset[int]] = dict.fromkeys(indices, frozenset())
+
+    def key(self) -> tuple:
+        return tuple((i, self.wr[i], self.rd[i], self.written[i], self.reserved[i], self.held[i]) for i in self.cbs)
+
+    def restore(self, key: tuple) -> None:
+        for i, wr, rd, written, reserved, held in key:
+            self.wr[i], self.rd[i], self.written[i], self.reserved[i], self.held[i] = wr, rd, written, reserved, held
+
+    def fail(self, message: str, n: Op) -> None:
+        raise IRVerificationError(self.kernel.name, message + f" at `{n.kind}`")
+
+    def pages(self, cb: int, first: int, count: int) -> list[int]:
+        size = self.cbs[cb].pages
+        return [(first + j) % size for j in range(count)]
+
+    def byte_range(self, cb: int, page: int) -> tuple[int, int]:
+        pb = self.cbs[cb].page_bytes
+        return page * pb, (page + 1) * pb
+
+    def write(self, cb: int, count: int, n: Op) -> None:
+        for page in self.pages(cb, self.wr[cb] + self.written[cb], count):
+            lo, hi = self.byte_range(cb, page)
+            for other in self.cbs:
+                if other == cb:
+                    continue
+                pb = self.cbs[other].page_bytes
+                clash = sorted(q for q in self.held[other] if q * pb < hi and (q + 1) * pb > lo)
+                if clash:
+                    self.fail(f"writes page {page} of c_{cb}, which shares L1 with c_{other}, while c_{other} may "
+                              f"still hold page(s) {clash} unconsumed (nothing in this kernel waited for them to be "
+                              f"drained): the out/partials trap", n)
+        self.written[cb] += count
+
+    def run(self, nodes: tuple[Node, ...], env: dict[str, int]) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                self.loop(n, env)
+            else:
+                self.step(n, env)
+
+    def loop(self, n: Loop, env: dict[str, int]) -> None:
+        # The state at the loop head repeats with a period (ring pointers wrap): once it does, the
+        # remaining iterations only replay states already checked, provided the loop variable
+        # does not move which pages an op touches.
+        periodic = not any(isinstance(v, Affine) and n.var in dict(v.terms)
+                           for op_ in _all_ops(n.body) for _, v in op_.args)
+        heads: list[tuple] = []
+        seen: dict[tuple, int] = {}
+        for i in range(n.start, n.stop):
+            key = self.key()
+            if periodic and key in seen:
+                first = seen[key]
+                period = len(heads) - first
+                self.restore(heads[first + (n.stop - n.start - first) % period])
+                break
+            seen[key] = len(heads)
+            heads.append(key)
+            env[n.var] = i
+            self.run(n.body, env)
+        env.pop(n.var, None)
+
+    def value(self, v, env: dict[str, int]) -> int:
+        return v.eval(env) if isinstance(v, Affine) else int(v)
+
+    def step(self, n: Op, env: dict[str, int]) -> None:
+        k = n.kind
+        cb = n.get("cb")
+        if k in _READS:
+            arg, tile_arg, count_arg = _READS[k]
+            cb = n[arg]
+            if cb in self.local:
+                count = n[count_arg] if count_arg else 1
+                read = set(self.pages(cb, self.rd[cb] + self.value(n[tile_arg], env), count))
+                self.held[cb] = self.held[cb] - read
+            return
+        if cb not in self.cbs:
+            return
+        if k == "cb_reserve_back":
+            self.reserved[cb] = max(self.reserved[cb], n["tiles"])
+            self.held[cb] = self.held[cb] - set(self.pages(cb, self.wr[cb], n["tiles"]))
+        elif k == "cb_push_back":
+            pushed = self.pages(cb, self.wr[cb], n["tiles"])
+            self.held[cb] = self.held[cb] | frozenset(pushed)
+            self.wr[cb] = (self.wr[cb] + n["tiles"]) % self.cbs[cb].pages
+            self.written[cb] = max(0, self.written[cb] - n["tiles"])
+            self.reserved[cb] = max(0, self.reserved[cb] - n["tiles"])
+        elif k == "cb_pop_front":
+            if cb in self.local:
+                self.held[cb] = self.held[cb] - set(self.pages(cb, self.rd[cb], n["tiles"]))
+            self.rd[cb] = (self.rd[cb] + n["tiles"]) % self.cbs[cb].pages
+        elif k in ("pack_block", "pack_tile"):
+            self.write(cb, n["tiles"] if k == "pack_block" else 1, n)
+        elif k == "pack_untilize_dest":
+            # Rows of a row-major block land across the whole reserved area: all of it is written.
+            saved = self.written[cb]
+            self.written[cb] = 0
+            self.write(cb, max(self.reserved[cb], 1), n)
+            self.written[cb] = saved
+        elif k in ("read_tiles",):
+            self.write(cb, n["rows"] * n["cols"], n)
+        elif k == "mcast_cb":
+            self.fail(f"multicasts into c_{cb}, which shares an L1 region: not modelled, so not provably safe", n)
+
+
+def _check_shared_regions(program: Program) -> None:
+    consumers: dict[int, set[str]] = {}
+    producers: dict[int, set[str]] = {}
+    for kernel in program.kernels:
+        for n in _all_ops(kernel.body):
+            if n.kind == "cb_pop_front":
+                consumers.setdefault(n["cb"], set()).add(kernel.name)
+            elif n.kind == "cb_push_back":
+                producers.setdefault(n["cb"], set()).add(kernel.name)
+    for region in program.plan.regions:
+        if len(region.cb_indices) < 2:
+            continue
+        kernels = set().union(*(producers.get(i, set()) for i in region.cb_indices))
+        if len(kernels) > 1:
+            # Producers in different kernels share no order at all: nothing can prove them apart.
+            raise IRVerificationError("+".join(sorted(kernels)), f"CBs {region.cb_indices} share L1 region "
+                                      f"{region.name} but are produced by different kernels")
+        for kernel in program.kernels:
+            if kernel.name in kernels:
+                _RegionWalker(program, kernel, region.cb_indices, consumers).run(kernel.body, {})
+
+
+# ----------------------------------------------------------------------------------------------
 
 def _check_balance(program: Program, totals: dict[str, Counter]) -> None:
     plan = program.plan
@@ -345,6 +500,7 @@ def verify(program: Program) -> Program:
         totals[kernel.name] = op_totals(kernel.body)
     _check_balance(program, totals)
     _check_semaphores(program)
+    _check_shared_regions(program)
     if plan.packer_l1_acc:
         pages = program.cb_pages[CB_PARTIALS]
         if pages != plan.out_block_tiles:

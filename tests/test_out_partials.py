@@ -73,3 +73,61 @@ def test_the_trap_specs_emulate_bit_exact_with_random_schedules(name, host_cxx, 
     result = emulate_folder(folder, p, seed=3, schedules=3)
     assert result.ok, result.summary()
     assert result.summary()["exact_match"] is True
+
+
+def shared_anyway(p):
+    """The plan as it was before the fix: c_4 and c_5 in one region (a hand-broken plan)."""
+    from dataclasses import replace
+
+    from kgen.plan import L1Region
+
+    cbs = tuple(replace(c, region="out+partials") if c.index in (CB_OUT, CB_PARTIALS) else c for c in p.cbs)
+    regions = tuple(r for r in p.regions if not set(r.cb_indices) & {CB_OUT, CB_PARTIALS})
+    out = p.cb(CB_OUT)
+    regions += (L1Region("out+partials", (CB_OUT, CB_PARTIALS), out.total_bytes),)
+    return replace(p, cbs=cbs, regions=regions)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_verifier_catches_the_trap_in_a_hand_broken_plan(name):
+    from kgen.lower import lower
+    from kgen.verify import IRVerificationError
+
+    p = plan(resolve(parse_text(CASES[name], "t.kspec")))
+    lower(p)                                     # the real plan verifies
+    with pytest.raises(IRVerificationError, match="out/partials trap"):
+        lower(shared_anyway(p))
+
+
+def test_kgen_check_fails_as_a_kgen_bug_on_the_trap(tmp_path, capsys, monkeypatch):
+    # Were the planner rule lost, `kgen check` stops with exit 3 before anything is emulated.
+    import kgen.plan
+    from kgen.cli import main
+
+    monkeypatch.setattr(kgen.plan, "out_partials_share", lambda *a: (True, "shared (rule disabled by the test)"))
+    path = tmp_path / "t.kspec"
+    path.write_text(CASES["issue: per_core 2x2, out_block 2x1"])
+    assert main(["check", str(path)]) == 3
+    assert "out/partials trap" in capsys.readouterr().err
+
+
+def test_verifier_accepts_every_example_and_its_variants():
+    from pathlib import Path
+
+    from kgen.lower import lower
+    from kgen.spec import load_file
+
+    for path in sorted((Path(__file__).parent.parent / "examples").glob("*.kspec")):
+        f = load_file(path)
+        for variant in (None, *f.variants):
+            lower(plan(resolve(f, variant)))
+
+
+def test_untilize_packing_over_partials_it_has_read_is_not_flagged():
+    # TT-Metal's untilize stage copies a row of partials into DST, then packs the row-major output
+    # into the same pages: read before written, so legal (the emulator's rule, commit 8a7a321).
+    from kgen.lower import lower
+
+    p = plan(resolve(parse_text(reuse_spec("2 x 1", "2 x 1", k=128, extra="untilize_out = true"), "t.kspec")))
+    assert region_of(p, CB_OUT) == region_of(p, CB_PARTIALS)
+    lower(p)

@@ -88,7 +88,13 @@ def test_plans_obey_tt_metal_rules_and_ir_verifies(text):
     expected_partials = "Float32" if c.fp32_dest_acc else ("Float16_b" if p.packer_l1_acc else p.out_format)
     assert p.partials_format == expected_partials
     shared = p.cb(4).region == p.cb(5).region
-    assert shared == (p.partials_format == p.out_format and not (p.untilize_out and p.in1_num_subblocks > 1))
+    # An independent restatement of the sharing rule (deliberately not kgen.plan.out_partials_share):
+    # TT-Metal's in-place condition, and kgen's split when several output blocks pass through a
+    # region that partials are packed into before each block's result (issue #12).
+    several_blocks = p.batch_ct * p.num_blocks_h_dim * p.num_blocks_w_dim > 1
+    partials_first = nb > 1 or p.fuse_bias or p.untilize_out
+    assert shared == (p.partials_format == p.out_format and not (p.untilize_out and p.in1_num_subblocks > 1)
+                      and not (several_blocks and partials_first))
     depth = 2 if nb > 1 else 1
     assert p.cb(0).pages == p.out_block_h * p.in0_block_w * depth
     assert p.cb(1).pages == p.out_block_w * p.in0_block_w * depth
