@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # stage modules are imported lazily, as cli.py does, so gener
     from kgen.plan import Plan
 
 MAX_GRID = 3                 # grids 1x1 .. 3x3: enough to exercise sender/receiver roles
+FULL_GRID_SHARE = 0.12       # ... and this share of cases on grids up to the arch's whole worker
+                             # grid (13 x 10 Blackhole, 8 x 8 Wormhole), one or two tiles per core
 MAX_MT = 8                   # batch*M in tiles (fused batch), <= 256 elements
 MAX_NT = 8                   # N in tiles, <= 256 elements
 MAX_KT = 16                  # K in tiles, <= 512 elements
@@ -153,7 +155,11 @@ def _cb_bytes(arch: ArchFacts, c: _Choice) -> int:
     depth = INPUT_BUFFERING_DEPTH if c.num_blocks > 1 else 1
     pf = _partials_format(c.fp32_dest_acc, _l1_acc(c.packer_l1_acc, c.bias, c.num_blocks), out_fmt)
     out, partials = obh * obw * tb[out_fmt], obh * obw * tb[pf]
-    share = pf == out_fmt and not (c.untilize and obw // c.subblock[1] > 1)
+    # An independent mirror of plan.out_partials_share: TT-Metal's in-place rule, and kgen's split
+    # when several output blocks per core pass through a region partials are packed into first.
+    several = (c.per_core[0] // obh) * (c.per_core[1] // obw) > 1    # batch is fused into M
+    partials_first = c.num_blocks > 1 or c.bias or c.untilize
+    share = pf == out_fmt and not (c.untilize and obw // c.subblock[1] > 1) and not (several and partials_first)
     total = obh * c.in0_block_w * depth * tb[in0_fmt] + obw * c.in0_block_w * depth * tb[in1_fmt]
     total += obw * tb[bias_fmt] if c.bias else 0
     return total + (max(out, partials) if share else out + partials)
@@ -170,7 +176,7 @@ def _dtype(rng: random.Random) -> str:
 def _blocking(rng: random.Random, mt: int, nt: int, auto_w: bool) -> tuple[int, int]:
     """(kt, in0_block_w) with Mt*Nt*Kt within the MAC budget. Explicit blocking draws the K-block
     count first, so that 1, 2 and > 2 K-blocks (the three accumulation regimes) all occur often."""
-    max_kt = min(MAX_KT, MAX_TILE_MACS // (mt * nt))
+    max_kt = max(1, min(MAX_KT, MAX_TILE_MACS // (mt * nt)))     # a full grid still gets one K tile
     if auto_w:
         kt = rng.randint(1, max_kt)
         return kt, _auto_in0_block_w(kt)
@@ -186,14 +192,22 @@ def _draw(rng: random.Random) -> _Choice:
     arch = rng.choice(ARCHS)
     dataflow = rng.choice(DATAFLOWS)
 
-    # Grid with work first, then per-core tiles, so that totals stay within MAX_MT x MAX_NT.
-    gx, gy = rng.randint(1, MAX_GRID), rng.randint(1, MAX_GRID)
-    pn, pm = rng.randint(1, MAX_NT // gx), rng.randint(1, MAX_MT // gy)
+    # Grid with work first, then per-core tiles, so that totals stay within MAX_MT x MAX_NT; a
+    # share of cases spreads one or two tiles per core over grids up to the whole worker grid.
+    full_x, full_y = load_arch(arch).worker_grid
+    if rng.random() < FULL_GRID_SHARE:
+        gx, gy = rng.randint(1, full_x), rng.randint(MAX_GRID + 1, full_y)
+        if rng.random() < 0.5:
+            gx, gy = gy if gy <= full_x else full_x, rng.randint(1, full_y)
+        pn, pm = rng.randint(1, 2), rng.randint(1, 2)
+    else:
+        gx, gy = rng.randint(1, MAX_GRID), rng.randint(1, MAX_GRID)
+        pn, pm = rng.randint(1, MAX_NT // gx), rng.randint(1, MAX_MT // gy)
     nt, mt = gx * pn, gy * pm
     # Sometimes ask for more cores than have work (the planner warns, the extra cores idle).
     grid_req = (gx, gy)
     if rng.random() < 0.2:
-        grid_req = (rng.randint(gx, MAX_GRID), rng.randint(gy, MAX_GRID))
+        grid_req = (rng.randint(gx, max(gx, MAX_GRID)), rng.randint(gy, max(gy, MAX_GRID)))
     # batch divides the fused M (each batch is a whole number of tile rows).
     batch = 1 if rng.random() < 0.6 else rng.choice(_divisors(mt))
 
