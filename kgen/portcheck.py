@@ -41,6 +41,21 @@ EXPLANATIONS = {
 }
 
 
+# The same for the data-movement kernels of TT-Metal's whole 2D multicast program
+# (reader_bmm_tile_layout_in0_sender_padding, _in0_receiver, _in1_sender_writer_padding,
+# _in1_receiver_writer_padding in the 0.81.1 wheel) against kgen's.
+DATAFLOW_EXPLANATIONS = {
+    "noc_semaphore_set": "TT-Metal's senders set their local VALID word once before the block loop; kgen sets it "
+                         "before every flag multicast (one per sender per K-block), so kgen counts more",
+    "cb_wait_front": "TT-Metal's writers also wait for the padded-tile skips (padded_block_tiles_w_skip / _h_skip), "
+                     "zero tiles when nothing is padded; kgen emits no padding path",
+    "cb_pop_front": "TT-Metal's writers also pop the padded-tile skips, zero tiles when nothing is padded",
+    "noc_async_atomic_barrier": "TT-Metal's in0 receiver and in1 sender/writer end with noc.async_atomic_barrier(); "
+                                "kgen's kernels return without one (to check on silicon)",
+    "noc_async_write_barrier": "TT-Metal's in0 sender and writers end with one more noc.async_write_barrier()",
+}
+
+
 class PortCheckError(KgenError):
     """The reference kernel cannot be used."""
 
@@ -66,8 +81,37 @@ class PortCheck:
         return None if self.program is None else _same_output(self.ours, self.program)
 
     @property
+    def failures(self) -> list[str]:
+        """Every condition that fails the port check (issue #12 §3): each program that ran must
+        finish, agree with the golden model (bit-exact, or within tolerance in fast numerics) and
+        show no hazard, and TT-Metal's outputs must be kgen's bit for bit. Op-count differences
+        must be explained."""
+        out = []
+        runs = [("kgen's program", self.ours), ("TT-Metal's compute kernel", self.theirs)]
+        if self.program is not None:
+            runs.append(("TT-Metal's whole program", self.program))
+        for name, e in runs:
+            if e.status != "ok":
+                out.append(f"{name} did not finish ({e.status})")
+            elif not (e.exact_match if e.numerics == "exact" else e.golden_close):
+                out.append(f"{name} is not the golden model's result ({e.mismatched} element(s) differ)")
+            if e.hazards:
+                out.append(f"{name} shows {len(e.hazards)} hazard(s)")
+            if not e.schedules_identical:
+                out.append(f"{name} gives different bits under different schedules")
+        if not self.bit_identical:
+            out.append("TT-Metal's compute kernel does not give kgen's bits")
+        if self.program_bit_identical is False:
+            out.append("TT-Metal's whole program does not give kgen's bits")
+        if self.unexplained:
+            out.append(f"unexplained compute op-count differences: {', '.join(self.unexplained)}")
+        if self.unexplained_dataflow:
+            out.append(f"unexplained data-movement op-count differences: {', '.join(self.unexplained_dataflow)}")
+        return out
+
+    @property
     def passed(self) -> bool:
-        return self.bit_identical and not self.unexplained and self.program_bit_identical is not False
+        return not self.failures
 
     def op_counts(self, which: Emulation) -> dict[str, int]:
         return op_totals(p for p in which.processors if p["processor"] in COMPUTE_PROCESSORS)
@@ -85,9 +129,21 @@ class PortCheck:
                              "explanation": EXPLANATIONS.get(name, "unexplained: a real difference in the kernels")}
         return out
 
+    def dataflow_differences(self) -> dict[str, dict[str, object]]:
+        if self.program is None:
+            return {}
+        ours, theirs = self.dataflow_op_counts(self.ours), self.dataflow_op_counts(self.program)
+        return {name: {"kgen": ours.get(name, 0), "tt_metal": theirs.get(name, 0),
+                       "explanation": DATAFLOW_EXPLANATIONS.get(name, "unexplained: a real difference in the kernels")}
+                for name in sorted(set(ours) | set(theirs)) if ours.get(name, 0) != theirs.get(name, 0)}
+
     @property
     def unexplained(self) -> list[str]:
         return [k for k, v in self.differences().items() if str(v["explanation"]).startswith("unexplained")]
+
+    @property
+    def unexplained_dataflow(self) -> list[str]:
+        return [k for k, v in self.dataflow_differences().items() if str(v["explanation"]).startswith("unexplained")]
 
     def summary(self) -> dict:
         return {
@@ -100,6 +156,8 @@ class PortCheck:
             "op_count_differences": self.differences(),
             "unexplained_differences": self.unexplained,
             "program": self._program_summary(),
+            "passed": self.passed,
+            "failures": self.failures,
         }
 
     def _program_summary(self) -> dict:
@@ -109,7 +167,8 @@ class PortCheck:
                 "status": self.program.status, "exact_match": self.program.exact_match,
                 "hazards": list(self.program.hazards),
                 "dataflow_op_counts": {"kgen": self.dataflow_op_counts(self.ours),
-                                       "tt_metal": self.dataflow_op_counts(self.program)}}
+                                       "tt_metal": self.dataflow_op_counts(self.program)},
+                "dataflow_op_count_differences": self.dataflow_differences()}
 
 
 def default_reference() -> Path:
@@ -156,7 +215,7 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
 def format_port_check(pc: PortCheck) -> str:
     lines = [f"kgen port-check: {pc.ours.kernel_id}",
              f"  reference  {pc.reference}",
-             f"  output     {'bit-identical' if pc.bit_identical else 'DIFFERENT'} "
+             f"  output     {'bit-identical to kgen' if pc.bit_identical else 'DIFFERENT from kgen'} "
              f"(kgen {pc.ours.status}, exact vs golden {pc.ours.exact_match}; "
              f"TT-Metal {pc.theirs.status}, exact vs golden {pc.theirs.exact_match})"]
     ours, theirs = pc.op_counts(pc.ours), pc.op_counts(pc.theirs)
@@ -175,8 +234,17 @@ def format_port_check(pc: PortCheck) -> str:
         lines.append(f"             {pc.program_note}")
         ours_dm, theirs_dm = pc.dataflow_op_counts(pc.ours), pc.dataflow_op_counts(pc.program)
         lines.append(f"  {'data-movement op':<28} {'kgen':>8} {'TT-Metal':>9}")
+        dm_diffs = pc.dataflow_differences()
         for name in sorted(set(ours_dm) | set(theirs_dm)):
-            lines.append(f"  {name:<28} {ours_dm.get(name, 0):>8} {theirs_dm.get(name, 0):>9}")
+            mark = "  *" if name in dm_diffs else ""
+            lines.append(f"  {name:<28} {ours_dm.get(name, 0):>8} {theirs_dm.get(name, 0):>9}{mark}")
+        for name, d in dm_diffs.items():
+            lines.append(f"  * {name}: {d['explanation']}")
     for h in [*pc.ours.hazards, *pc.theirs.hazards, *(pc.program.hazards if pc.program else ())]:
         lines.append(f"  HAZARD {h['kind']}: {h['file']}:{h['line']}: {h['message']}")
+    if pc.passed:
+        lines.append("  verdict    PASS: every program finished bit-exact against the golden model, without a hazard, "
+                     "and TT-Metal's output is kgen's bit for bit")
+    else:
+        lines += ["  verdict    FAIL:"] + [f"             - {f}" for f in pc.failures]
     return "\n".join(lines)
