@@ -442,6 +442,9 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     if c.dst_full_sync:
         warnings.append("dst_full_sync = true: TT-Metal's 2D factory drops dst_full_sync_en and compiles SyncHalf; "
                         f"kgen emits {dst_sync} as asked and limits subblocks to its {capacity}-tile DST")
+    if "dtype.bias" in spec.spans and not spec.fuse_bias:
+        warnings.append(f"dtype bias = {spec.dtype_bias} ({spec.span('dtype.bias')}) has no effect: there is no "
+                        f"bias without fuse {{ bias = true }}")
     if grid != grid_req:
         warnings.append(f"only {grid[0]} x {grid[1]} of the {_fmt_pair(grid_req)} grid have work "
                         f"(per_core {per_core_m} x {per_core_n} over Mt x Nt = {mt} x {nt})")

@@ -1058,3 +1058,11 @@ def test_relative_cache_dir_is_taken_from_the_current_folder(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("KGEN_CACHE_DIR", "relcache")
     assert cache_root() == tmp_path / "relcache"
+
+
+def test_bias_dtype_without_a_fused_bias_warns(capsys, tmp_path):
+    text = edit(BASE, ("out = bfloat16 }", "out = bfloat16  bias = bfloat8_b }"))
+    path, rc, out, err = check_text(capsys, tmp_path, text)
+    assert rc == 0, err
+    warning = next(ln for ln in out.splitlines() if "dtype bias" in ln)
+    assert "no effect" in warning and "fuse { bias = true }" in warning and f"{path}:{line_of(text, 'bias =')}" in warning
