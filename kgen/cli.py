@@ -283,8 +283,10 @@ def _emulate(args: argparse.Namespace, spec, the_plan) -> int:
     """`kgen emulate` / `kgen port-check`: build into kgen's cache, run, report. Exit 1 when the
     run shows a problem (a deadlock, a hazard, output that is not the golden model's)."""
     from kgen.build import build
+    from kgen.emulate import check_host_memory
     from kgen.resources import cache_root
 
+    check_host_memory(the_plan)          # before the build and any allocation
     folder = build(spec, cache_root() / "builds").path
     if args.command == "port-check":
         from kgen.portcheck import format_port_check, port_check

@@ -549,6 +549,43 @@ def _shorten_paths(text: str, folder: Path) -> str:
                   lambda m: _source_path(m.group(1), folder) + ":", text)
 
 
+def available_host_memory() -> int | None:
+    """Bytes the kernel says a new allocation can get (MemAvailable), or None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
+def host_memory_need(plan) -> int:
+    """A lower bound on the host memory one emulation needs, in bytes: the inputs as float32 with
+    their quantisation and tile-encoding copies (~20 B per input element), the output as tiles,
+    decoded, golden and float64 error terms (~44 B per output element), and every core's L1."""
+    tiles = 32 * 32
+    a = plan.mt * plan.kt * tiles            # batch is fused into mt
+    b = plan.kt * plan.nt * tiles
+    c = plan.mt * plan.nt * tiles
+    return (a + b) * 20 + c * 44 + plan.num_cores * plan.arch.l1_bytes
+
+
+def check_host_memory(plan) -> None:
+    """Refuse, before anything is allocated, an emulation this machine cannot hold."""
+    need, have = host_memory_need(plan), available_host_memory()
+    if have is not None and need > have:
+        gib = 1 << 30
+        raise KgenError(f"emulating {plan.spec.name} ({plan.mt * 32} x {plan.nt * 32} x {plan.kt * 32}, batch fused) "
+                        f"needs at least {need / gib:.1f} GiB of host memory (inputs, output, golden model and "
+                        f"{plan.num_cores} cores' L1), but {have / gib:.1f} GiB are available; emulate the same "
+                        f"blocking on fewer rows or columns (K sets the accumulation path), or use a larger machine")
+
+
 def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact", schedules: int = 0,
                    trace: Path | None = None, parallel: int = 2, inputs: Inputs | None = None) -> Emulation:
     """Run the build folder's kernels on every core and compare with the golden model.
@@ -559,6 +596,7 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
 
     if numerics not in ("exact", "fast"):
         raise KgenError(f"--numerics must be exact or fast, not {numerics!r}")
+    check_host_memory(plan)
     start = time.perf_counter()
     folder, manifest = load_manifest(folder)
     arch = load_arch(manifest["arch"])

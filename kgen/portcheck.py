@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgen.emulate import Emulation, emulate_folder, make_inputs, op_totals
+from kgen.emulate import Emulation, check_host_memory, emulate_folder, make_inputs, op_totals
 from kgen.errors import KgenError
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
@@ -189,6 +189,7 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
     from kgen.runtime import load_manifest
     from kgen.ttdataflow import tt_dataflow_dir, ttnn_include_dir, unsupported_reason, with_tt_dataflow
 
+    check_host_memory(plan)             # three emulations of this size follow
     ref = Path(reference) if reference is not None else default_reference()
     if not ref.is_file():
         raise PortCheckError(f"--reference {ref}: no such kernel source")

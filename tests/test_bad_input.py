@@ -1066,3 +1066,32 @@ def test_bias_dtype_without_a_fused_bias_warns(capsys, tmp_path):
     assert rc == 0, err
     warning = next(ln for ln in out.splitlines() if "dtype bias" in ln)
     assert "no effect" in warning and "fuse { bias = true }" in warning and f"{path}:{line_of(text, 'bias =')}" in warning
+
+
+def test_emulation_too_big_for_host_memory_is_refused_first(capsys, tmp_path, monkeypatch):
+    import kgen.build
+
+    def never(*a, **k):
+        raise AssertionError("built or emulated although the host cannot hold the emulation")
+    monkeypatch.setattr(kgen.build, "build", never)
+    text = edit(BASE, ("shape    = 256 x 256 x 1024", "shape    = 2097152 x 2097152 x 2097152"))
+    path = tmp_path / "huge.kspec"
+    path.write_text(text)
+    for command in ("emulate", "port-check"):
+        rc, out, err = run_cli(capsys, command, str(path), "--numerics", "fast")
+        assert rc == 2 and "GiB of host memory" in err and "available" in err and "Traceback" not in err, err
+
+
+def test_host_memory_estimate_counts_inputs_outputs_and_l1(monkeypatch, capsys, tmp_path):
+    import kgen.emulate
+    from kgen.plan import plan
+    from kgen.spec import parse_text, resolve
+
+    p = plan(resolve(parse_text(BASE, "t.kspec")))
+    elements = p.mt * p.kt * 1024 + p.kt * p.nt * 1024 + p.mt * p.nt * 1024
+    need = kgen.emulate.host_memory_need(p)
+    assert need >= 4 * elements + p.num_cores * p.arch.l1_bytes     # at least every tensor as float32 and L1
+    monkeypatch.setattr(kgen.emulate, "available_host_memory", lambda: need - 1)
+    (tmp_path / "t.kspec").write_text(BASE)
+    rc, out, err = run_cli(capsys, "emulate", str(tmp_path / "t.kspec"))
+    assert rc == 2 and "GiB of host memory" in err, err
