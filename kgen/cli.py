@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -287,23 +288,47 @@ def _emulate(args: argparse.Namespace, spec, the_plan) -> int:
     from kgen.resources import cache_root
 
     check_host_memory(the_plan)          # before the build and any allocation
-    folder = build(spec, cache_root() / "builds").path
-    if args.command == "port-check":
-        from kgen.portcheck import format_port_check, port_check
+    with _progress() as progress:
+        progress("building")
+        folder = build(spec, cache_root() / "builds").path
+        if args.command == "port-check":
+            from kgen.portcheck import port_check
 
-        pc = port_check(folder, the_plan, reference=args.reference, seed=args.seed, numerics=args.numerics,
-                        parallel=args.jobs)
+            pc = port_check(folder, the_plan, reference=args.reference, seed=args.seed, numerics=args.numerics,
+                            parallel=args.jobs, progress=progress)
+        else:
+            from kgen.emulate import emulate_folder
+
+            trace = Path(args.trace) if args.trace else None
+            result = emulate_folder(folder, the_plan, seed=args.seed, numerics=args.numerics,
+                                    schedules=args.schedules, trace=trace, parallel=args.jobs, progress=progress)
+    if args.command == "port-check":
+        from kgen.portcheck import format_port_check
+
         print(json.dumps(pc.summary(), indent=2) if args.json else format_port_check(pc))
         return 0 if pc.passed else 1
-    from kgen.emulate import emulate_folder, format_report
+    from kgen.emulate import format_report
 
-    trace = Path(args.trace) if args.trace else None
-    result = emulate_folder(folder, the_plan, seed=args.seed, numerics=args.numerics, schedules=args.schedules,
-                            trace=trace, parallel=args.jobs)
     print(json.dumps(result.summary(), indent=2) if args.json else format_report(result))
     if trace is not None and not args.json:
         print(f"  trace      {_shown(trace)} (open in https://ui.perfetto.dev or chrome://tracing)")
     return 0 if result.ok else 1
+
+
+@contextlib.contextmanager
+def _progress():
+    """A spinner on stderr with the phase and the time so far, for runs that take a while; nothing
+    when stderr is not a terminal (stdout may be --json, and logs stay clean)."""
+    if not sys.stderr.isatty():
+        yield lambda phase: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("kgen: {task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+        yield lambda phase: bar.update(task, description=phase)
 
 
 def _check_dir_flags(args: argparse.Namespace) -> None:

@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -587,7 +587,8 @@ def check_host_memory(plan) -> None:
 
 
 def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact", schedules: int = 0,
-                   trace: Path | None = None, parallel: int = 2, inputs: Inputs | None = None) -> Emulation:
+                   trace: Path | None = None, parallel: int = 2, inputs: Inputs | None = None,
+                   progress: Callable[[str], None] = lambda phase: None) -> Emulation:
     """Run the build folder's kernels on every core and compare with the golden model.
 
     ``schedules``: extra seeded random interleavings after the default (time-ordered) run; their
@@ -603,13 +604,16 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     hc = require_host_compiler()
     binary = emulator_binary(hc)
     builds = kernel_builds(folder, arch, hc)
+    progress("compiling the kernels for the host")
     compile_kernels(builds, parallel)
+    progress("generating the inputs")
     inputs = inputs or make_inputs(manifest, seed)
     runs: list[RunResult] = []
     with tempfile.TemporaryDirectory(prefix="kgen-emulate-") as tmp:
         work = Path(tmp)
         program = build_program(manifest, arch, builds, numerics=numerics, workdir=work, inputs=inputs)
         for i in range(schedules + 1):
+            progress(f"running {plan.num_cores} core(s)" + (f", schedule {i + 1} of {schedules + 1}" if schedules else ""))
             runs.append(run_program(binary, program, work, schedule="time" if i == 0 else "random",
                                     schedule_seed=seed * 1000 + i, trace=trace if i == 0 else None))
             if runs[-1].status != "ok" or runs[-1].raw["hazards"]:
@@ -618,6 +622,7 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     out = program.output
     identical = all(r.out_bytes == first.out_bytes and r.status == first.status for r in runs)
     if first.status == "ok":
+        progress(f"the {numerics} golden model")
         want = golden_bytes(plan, inputs, out, numerics)
         exact = want == first.out_bytes
         values = decode_output(out, first.out_bytes)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from kgen.emulate import Emulation, check_host_memory, emulate_folder, make_inputs, op_totals
@@ -182,7 +183,8 @@ def default_reference() -> Path:
 
 
 def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int = 0, numerics: str = "exact",
-               parallel: int = 2, ours: Emulation | None = None) -> PortCheck:
+               parallel: int = 2, ours: Emulation | None = None,
+               progress: Callable[[str], None] = lambda phase: None) -> PortCheck:
     """`ours`: kgen's own emulation of `folder` with the same seed and numerics, when already run."""
     from kgen.compile import with_compute_kernel
     from kgen.headers import find_headers
@@ -196,19 +198,21 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
     folder, manifest = load_manifest(folder)
     inputs = make_inputs(manifest, seed)
     if ours is None:
-        ours = emulate_folder(folder, plan, seed=seed, numerics=numerics, parallel=parallel, inputs=inputs)
+        ours = emulate_folder(folder, plan, seed=seed, numerics=numerics, parallel=parallel, inputs=inputs,
+                              progress=lambda phase: progress(f"kgen's program: {phase}"))
     tree, tree_note = find_headers()
     note = unsupported_reason(plan, manifest) or (None if tree else f"no TT-Metal headers ({tree_note})")
     program = None
     with tempfile.TemporaryDirectory(prefix="kgen-portcheck-") as tmp:
         ref_folder = with_compute_kernel(folder, ref, Path(tmp) / "compute" / folder.name)
-        theirs = emulate_folder(ref_folder, plan, seed=seed, numerics=numerics, parallel=parallel, inputs=inputs)
+        theirs = emulate_folder(ref_folder, plan, seed=seed, numerics=numerics, parallel=parallel, inputs=inputs,
+                                progress=lambda phase: progress(f"TT-Metal's compute kernel: {phase}"))
         if note is None:
             kernels = tt_dataflow_dir(tree)
             program_folder = with_tt_dataflow(ref_folder, plan, kernels, Path(tmp) / "program" / folder.name,
                                               ttnn_include=ttnn_include_dir(tree))
             program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
-                                     inputs=inputs)
+                                     inputs=inputs, progress=lambda phase: progress(f"TT-Metal's program: {phase}"))
             note = f"{ref.name} with TT-Metal's 2D multicast readers/writers from {kernels}"
     return PortCheck(ref, ours, theirs, program, note)
 

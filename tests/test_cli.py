@@ -91,3 +91,43 @@ def test_examples_cover_the_acceptance_matrix():
     assert any(p.fuse_bias for p in plans) and any(p.pack_relu for p in plans)
     assert {p.spec.dataflow for p in plans} == {"mcast_2d", "reuse"}
     assert any(p.grid_requested[0] * p.grid_requested[1] < p.arch.worker_grid[0] * p.arch.worker_grid[1] for p in plans)
+
+
+def test_emulate_shows_progress_on_a_terminal_and_nothing_otherwise(host_cxx, tmp_path):
+    """Long runs show their phase and elapsed time on stderr when it is a terminal (issue #12);
+    with stderr a pipe or a file, nothing is written there, and stdout keeps the --json."""
+    import json
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    spec = str(ROOT / "examples" / "peak_small.kspec")
+    argv = [sys.executable, "-m", "kgen", "emulate", spec, "--json"]
+    piped = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+    assert json.loads(piped.stdout)["exact_match"] is True
+    import threading
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def drain() -> None:             # read the terminal while the run writes to it (never block it)
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    out, _ = proc.communicate(timeout=600)
+    reader.join(timeout=10)
+    os.close(master)
+    seen = b"".join(chunks)
+    assert proc.returncode == 0 and json.loads(out)["exact_match"] is True
+    assert b"kgen: running 4 core(s)" in seen and b"golden model" in seen, seen[-500:]
