@@ -15,6 +15,7 @@ import pytest
 
 from conftest import ROOT
 from kgen import cli
+from kgen.arch import load_arch
 from kgen.errors import SpecError
 from kgen.fuzz import (MAX_GRID, MAX_TILE_MACS, CaseResult, FuzzCase, _generate, check_case, features,
                        generate_case, generate_cases, summarize)
@@ -88,11 +89,23 @@ def test_the_plan_is_the_drawn_configuration():
 
 
 def test_cases_are_small(results):
+    """Small cases on grids up to 3x3; the full-grid share has one or two tiles per core on grids
+    up to the arch's worker grid (load_arch, from configs/), and at least one K tile."""
+    full = 0
     for r in results:
         p = r.plan
-        assert p.mt * TILE_HW <= 256 and p.nt * TILE_HW <= 256 and p.kt * TILE_HW <= 512   # batch*M, N, K
-        assert p.mt * p.nt * p.kt <= MAX_TILE_MACS and features(p)["macs"] <= 16 * 2 ** 20
-        assert max(p.grid_requested) <= MAX_GRID and max(p.grid) <= MAX_GRID
+        wx, wy = load_arch(p.spec.arch).worker_grid
+        assert p.kt * TILE_HW <= 512                                                        # K
+        if max(p.grid) <= MAX_GRID:
+            assert p.mt * TILE_HW <= 256 and p.nt * TILE_HW <= 256                          # batch*M, N
+            assert p.mt * p.nt * p.kt <= MAX_TILE_MACS and features(p)["macs"] <= 16 * 2 ** 20
+            assert max(p.grid_requested) <= MAX_GRID
+        else:
+            full += 1
+            assert p.grid[0] <= wx and p.grid[1] <= wy and p.grid_requested == p.grid
+            assert p.per_core_m <= 2 and p.per_core_n <= 2
+            assert p.mt * p.nt * p.kt <= max(MAX_TILE_MACS, p.mt * p.nt)
+    assert 0 < full < len(results) // 4
 
 
 def test_coverage(results, cases):
@@ -116,8 +129,18 @@ def test_coverage(results, cases):
         assert {getattr(p.spec, attr) for p in plans} == {"bfloat16", "bfloat8_b", "bfloat4_b", "float32"}
     assert {p.partials_format for p in plans} >= {"Float32", "Float16_b", "Bfp8_b"}
     assert any(p.fuse_bias and p.spec.dtype_bias != p.spec.dtype_out for p in plans)
-    # grids 1x1 .. 3x3, idle cores, several output blocks per core, untilize with > 1 subblock column
-    assert set(s["grid"]) == {f"{x}x{y}" for x in range(1, 4) for y in range(1, 4)}
+    # every grid 1x1 .. 3x3, grids past 3 in each direction up to the worker grid of each arch (its
+    # last column or row among them), idle cores, several output blocks per core, untilize with > 1
+    # subblock column
+    grids = {(p.spec.arch, p.grid) for p in plans}
+    assert {g for _, g in grids} >= {(x, y) for x in range(1, 4) for y in range(1, 4)}
+    for arch in ("wormhole_b0", "blackhole"):
+        wx, wy = load_arch(arch).worker_grid
+        mine = [g for a, g in grids if a == arch]
+        assert all(x <= wx and y <= wy for x, y in mine)
+        assert any(x > MAX_GRID for x, _ in mine) and any(y > MAX_GRID for _, y in mine)
+    assert any(p.grid[0] == load_arch(p.spec.arch).worker_grid[0] for p in plans)
+    assert any(p.grid[1] == load_arch(p.spec.arch).worker_grid[1] for p in plans)
     assert any(p.grid != p.grid_requested for p in plans)
     assert any(p.num_blocks_h_dim * p.num_blocks_w_dim > 1 for p in plans)
     assert any(p.untilize_out and p.in1_num_subblocks > 1 for p in plans)
