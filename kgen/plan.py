@@ -114,6 +114,11 @@ class Plan:
     choices: tuple[str, ...]             # how each auto value was chosen
     out_partials_sharing: str = ""       # whether c_4 and c_5 share one L1 region, and why
 
+    @property
+    def factory_departures(self) -> tuple[str, ...]:
+        """Where this plan runs a kernel in a mode TT-Metal's 2D factory would not compile."""
+        return factory_departures(self.compute, self.dst_sync, self.dst_capacity)
+
     # derived quantities of the compute kernel (ttmetal-matmul.md §1.1)
     @property
     def in0_num_subblocks(self) -> int:
@@ -439,9 +444,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     if policy == POLICY_SPILL and not c.fp32_dest_acc:
         warnings.append(f"spill/reload without fp32 dest: partials round-trip through {partials_fmt} "
                         f"{num_blocks - 1} time(s); precision loss grows with K (tt-metal#5729, #8449)")
-    if c.dst_full_sync:
-        warnings.append("dst_full_sync = true: TT-Metal's 2D factory drops dst_full_sync_en and compiles SyncHalf; "
-                        f"kgen emits {dst_sync} as asked and limits subblocks to its {capacity}-tile DST")
+    warnings += factory_departures(c, dst_sync, capacity)
     if "dtype.bias" in spec.spans and not spec.fuse_bias:
         warnings.append(f"dtype bias = {spec.dtype_bias} ({spec.span('dtype.bias')}) has no effect: there is no "
                         f"bias without fuse {{ bias = true }}")
@@ -459,6 +462,15 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         bias_format=bias_fmt, dst_sync=dst_sync, dst_capacity=capacity, dst_accum_format=dst_accum,
         cbs=cbs, regions=regions, warnings=tuple(warnings), choices=tuple(choices), out_partials_sharing=sharing,
     )
+
+
+def factory_departures(c: ComputeConfig, dst_sync: str, capacity: int) -> tuple[str, ...]:
+    """The modes kgen emits as asked that TT-Metal's 2D factory would not compile. `kgen check` warns
+    of them; port-check says that TT-Metal's kernel ran in them."""
+    if c.dst_full_sync:
+        return ("dst_full_sync = true: TT-Metal's 2D factory drops dst_full_sync_en and compiles SyncHalf; "
+                f"kgen emits {dst_sync} as asked and limits subblocks to its {capacity}-tile DST",)
+    return ()
 
 
 def _policy(spec: MatmulSpec, c: ComputeConfig, num_blocks: int) -> tuple[bool, str]:

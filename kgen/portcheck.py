@@ -72,6 +72,7 @@ class PortCheck:
     theirs: Emulation                        # TT-Metal's compute kernel, kgen's data movement
     program: Emulation | None                # TT-Metal's compute and data-movement kernels
     program_note: str                        # where they come from, or why the program check did not run
+    departures: tuple[str, ...] = ()         # modes TT-Metal's factory would not compile its kernel in
 
     @property
     def bit_identical(self) -> bool:
@@ -157,6 +158,7 @@ class PortCheck:
             "op_count_differences": self.differences(),
             "unexplained_differences": self.unexplained,
             "program": self._program_summary(),
+            "factory_departures": list(self.departures),
             "passed": self.passed,
             "failures": self.failures,
         }
@@ -214,7 +216,7 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
             program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
                                      inputs=inputs, progress=lambda phase: progress(f"TT-Metal's program: {phase}"))
             note = f"{ref.name} with TT-Metal's 2D multicast readers/writers from {kernels}"
-    return PortCheck(ref, ours, theirs, program, note)
+    return PortCheck(ref, ours, theirs, program, note, plan.factory_departures)
 
 
 def format_port_check(pc: PortCheck) -> str:
@@ -223,6 +225,8 @@ def format_port_check(pc: PortCheck) -> str:
              f"  output     {'bit-identical to kgen' if pc.bit_identical else 'DIFFERENT from kgen'} "
              f"(kgen {pc.ours.status}, exact vs golden {pc.ours.exact_match}; "
              f"TT-Metal {pc.theirs.status}, exact vs golden {pc.theirs.exact_match})"]
+    for d in pc.departures:
+        lines.append(f"  mode       TT-Metal's kernel ran in a mode its 2D factory would not compile: {d}")
     ours, theirs = pc.op_counts(pc.ours), pc.op_counts(pc.theirs)
     diffs = pc.differences()
     lines.append(f"  {'compute op':<28} {'kgen':>8} {'TT-Metal':>9}")

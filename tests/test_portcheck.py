@@ -59,3 +59,26 @@ def test_port_check_fails_when_both_programs_are_wrong_alike(host_cxx, host_tool
     data = json.loads(capsys.readouterr().out)
     assert rc == 1 and data["bit_identical"] is True and data["passed"] is False
     assert any("kgen's program is not the golden model's result" in f for f in data["failures"]), data["failures"]
+
+
+def test_port_check_says_when_tt_metals_kernel_runs_in_a_mode_its_factory_would_not_compile(
+        host_cxx, host_toolchain, tmp_path, capsys):
+    """dst_full_sync: TT-Metal's 2D factory drops dst_full_sync_en and compiles SyncHalf
+    (ttmetal-matmul.md), so its kernel under SyncFull is a configuration TT-Metal never builds. The
+    check still runs it and passes on matching bits, but says so, as `kgen check` warns."""
+    text = example("peak_small").read_text()
+    spec = tmp_path / "full_sync.kspec"
+    preset = "compute = peak_hifi2"
+    assert preset in text
+    spec.write_text(text.replace(preset, preset + "\n    compute { dst_full_sync = true }", 1))
+    rc = main(["port-check", str(spec)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "mode       TT-Metal's kernel ran in a mode its 2D factory would not compile: dst_full_sync" in out
+    rc = main(["port-check", str(spec), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0 and len(data["factory_departures"]) == 1 and "SyncHalf" in data["factory_departures"][0]
+    main(["check", str(spec)])
+    assert data["factory_departures"][0] in capsys.readouterr().out      # the same words as `check`
+    rc = main(["port-check", str(example("peak_small")), "--json"])
+    assert json.loads(capsys.readouterr().out)["factory_departures"] == []
