@@ -201,46 +201,60 @@ def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", **overri
 # ---------------------------------------------------------------------------------------------
 # the TT-Metal flow (§7), shared by both modes
 
+class _Flow:
+    """The K-block flow for one set of output rows, one K-block at a time: ``step`` per block in
+    order, then ``finish``. Fast mode keeps one per row chunk and steps them all through each
+    block, so that one matmul per block serves every chunk and the conversions stay in cache."""
+
+    def __init__(self, cfg: MatmulConfig, bias_src19, bias_values):
+        self.cfg, self.bias_src19, self.bias_values = cfg, bias_src19, bias_values
+        self.partials: nx.L1Data | None = None
+        self.reload_next = False
+        self.dst = None
+
+    def _pack(self, dst, fmt, relu=False):
+        return nx.pack(dst, fmt, self.cfg.fp32_dest_acc, relu=relu, bfp_pack_src=self.cfg.bfp_pack_src)
+
+    def _reload(self, data):
+        return nx.reload_to_dst(data, self.cfg.fp32_dest_acc, self.cfg.reload_unpack_to_dest)
+
+    def step(self, blk: int, accumulate) -> None:
+        """``accumulate(dst)``: Dst after the block's MVMULs from ``dst`` (None: a cleared Dst);
+        Dst values are fp32 patterns."""
+        cfg = self.cfg
+        last = cfg.num_k_blocks - 1
+        dst = self._reload(self.partials) if blk > 0 and self.reload_next else None   # else cleared by the packer
+        dst = accumulate(dst)
+        if cfg.packer_l1_acc:                                    # §7.3
+            if blk < last or cfg.fused_bias:                     # the last block without bias packs to out below
+                packed = self._pack(dst, cfg.partials_format)
+                self.partials = packed if blk == 0 else nx.l1_accumulate(self.partials, packed)
+            self.reload_next = (not cfg.fused_bias) and blk + 1 == last
+        else:                                                    # §7.2
+            if blk < last:
+                self.partials = self._pack(dst, cfg.partials_format)
+            self.reload_next = True
+        self.dst = dst if blk == last else None
+
+    def finish(self) -> nx.L1Data:
+        cfg, dst = self.cfg, self.dst
+        if cfg.fused_bias:
+            if not cfg.packer_l1_acc:
+                self.partials = self._pack(dst, cfg.partials_format)   # last block packs into partials
+            dst = _bias_add(cfg, self.partials, self.bias_src19, self.bias_values)
+        if cfg.untilize_out:                                     # ttmetal-matmul §1.11
+            staged = self._pack(dst, cfg.partials_format, relu=cfg.relu)
+            return self._pack(self._reload(staged), cfg.out_format)
+        return self._pack(dst, cfg.out_format, relu=cfg.relu)
+
+
 def _flow(cfg: MatmulConfig, accumulate_block, bias_src19, bias_values) -> nx.L1Data:
     """Run the K-block flow for one set of output rows. ``accumulate_block(dst, block)`` returns Dst
     after the block's MVMULs; Dst values are fp32 patterns."""
-    fp32 = cfg.fp32_dest_acc
-    nb = cfg.num_k_blocks
-    last = nb - 1
-    bias = cfg.fused_bias
-
-    def pack(dst, fmt, relu=False):
-        return nx.pack(dst, fmt, fp32, relu=relu, bfp_pack_src=cfg.bfp_pack_src)
-
-    def reload(data):
-        return nx.reload_to_dst(data, fp32, cfg.reload_unpack_to_dest)
-
-    partials: nx.L1Data | None = None
-    reload_next = False
-    dst = None
-    for blk in range(nb):
-        if blk > 0 and reload_next:
-            dst = reload(partials)
-        else:
-            dst = None                                           # Dst cleared by the packer
-        dst = accumulate_block(dst, blk)
-        if cfg.packer_l1_acc:                                    # §7.3
-            if blk < last or bias:                               # the last block without bias packs to out below
-                packed = pack(dst, cfg.partials_format)
-                partials = packed if blk == 0 else nx.l1_accumulate(partials, packed)
-            reload_next = (not bias) and blk + 1 == last
-        else:                                                    # §7.2
-            if blk < last:
-                partials = pack(dst, cfg.partials_format)
-            reload_next = True
-    if bias:
-        if not cfg.packer_l1_acc:
-            partials = pack(dst, cfg.partials_format)            # last block packs into partials
-        dst = _bias_add(cfg, partials, bias_src19, bias_values)
-    if cfg.untilize_out:                                         # ttmetal-matmul §1.11
-        staged = pack(dst, cfg.partials_format, relu=cfg.relu)
-        return pack(reload(staged), cfg.out_format)
-    return pack(dst, cfg.out_format, relu=cfg.relu)
+    flow = _Flow(cfg, bias_src19, bias_values)
+    for blk in range(cfg.num_k_blocks):
+        flow.step(blk, lambda dst, blk=blk: accumulate_block(dst, blk))
+    return flow.finish()
 
 
 def _bias_add(cfg: MatmulConfig, partials: nx.L1Data, bias_src19, bias_values):
@@ -333,6 +347,9 @@ def _fidelity_operands(src_b19, src_a19, fidelity: str):
     return terms
 
 
+FAST_CHUNK_ELEMENTS = 1 << 18    # outputs per row chunk of the conversions: ~1 MB of uint32, in cache
+
+
 def _fast(a, b, bias_row, cfg: MatmulConfig) -> nx.L1Data:
     fp32 = cfg.fp32_dest_acc
     src_b = nx.values_to_src19(a, cfg.in0_format, fp32)
@@ -342,15 +359,23 @@ def _fast(a, b, bias_row, cfg: MatmulConfig) -> nx.L1Data:
     bias_vals = None
     if bias_row is not None:
         bias_vals = tl.bits_f32(nx.src19_to_fp32(_bias_operands(bias_row, cfg)))
-
-    def accumulate_block(dst, blk):
+    m, n = a.shape[0], b.shape[1]
+    rows = max(1, min(m, FAST_CHUNK_ELEMENTS // n))
+    chunks = [slice(r0, min(m, r0 + rows)) for r0 in range(0, m, rows)]
+    flows = [_Flow(cfg, None, bias_vals) for _ in chunks]
+    for blk in range(cfg.num_k_blocks):
+        # One float32 matmul per term over all rows (BLAS's summation order is that of the whole
+        # product; row chunks of the matmul itself could change bits), then the Dst rounding and
+        # the pack / L1-acc / reload conversions chunk by chunk.
         ks = slice(blk * kb, (blk + 1) * kb)
-        acc = None
+        product = None
         for x, y in terms:
             p = x[:, ks] @ y[ks, :]
-            acc = p if acc is None else acc + p
-        if dst is not None:
-            acc = acc + tl.bits_f32(dst)
-        return _round_dst(tl.f32_bits(acc), fp32)
-
-    return _flow(cfg, accumulate_block, None, bias_vals)
+            product = p if product is None else product + p
+        for rs, flow in zip(chunks, flows):
+            def accumulate(dst, acc=product[rs]):
+                if dst is not None:
+                    acc = acc + tl.bits_f32(dst)
+                return _round_dst(tl.f32_bits(acc), fp32)
+            flow.step(blk, accumulate)
+    return _concat_rows([flow.finish() for flow in flows])

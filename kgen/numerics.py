@@ -487,22 +487,29 @@ def pack_early(dst, fp32_dest_acc: bool, intermediate: str) -> np.ndarray:
     fp32 Dst -> Float32: identity. fp32 Dst -> Float16_b: NaN -> Inf, add 0x8000 to the
     sign-magnitude pattern and keep the top half (round half away), exponent 0 -> +0.
     bf16 Dst -> Float16_b: NaN -> Inf, exponent 0 -> +0. ``Bfp8_b`` (E8M6): fp32 Dst truncated to
-    bf16, or bf16 Dst, then the 7-bit mantissa rounded to 6 bits half-away (``(v + 1) & ~1``)."""
-    d = _i64(_u32(dst))
+    bf16, or bf16 Dst, then the 7-bit mantissa rounded to 6 bits half-away (``(v + 1) & ~1``).
+    All in uint32: after NaN -> Inf the magnitude is at most 0x7F800000, so adding 0x8000 never
+    carries into the sign."""
+    d = np.array(dst, dtype=np.uint32)                                # a copy, worked in place
     if intermediate == "Float32":
         if not fp32_dest_acc:
             raise ValueError("a Float32 pack intermediate needs fp32 Dst")
-        return d.astype(np.uint32)
-    nan = (d & 0x7FFFFFFF) > 0x7F800000
-    d = np.where(nan, (d & 0x80000000) | 0x7F800000, d)
-    flush = lambda v: np.where((v & 0x7FFF) < 0x80, 0, v & 0xFFFF)
-    if intermediate == "Float16_b":
-        v = flush((d + 0x8000) >> 16) if fp32_dest_acc else flush(d >> 16)
-    elif intermediate == "Bfp8_b":
-        v = flush(((d >> 16) + 1) & ~1) if fp32_dest_acc else (flush(d >> 16) + 1) & ~1
-    else:
+        return d
+    if intermediate not in ("Float16_b", "Bfp8_b"):
         raise ValueError(f"unsupported pack intermediate {intermediate!r}")
-    return (np.asarray(v, dtype=np.int64) << 16).astype(np.uint32)
+    nan = (d & 0x7FFFFFFF) > 0x7F800000
+    np.bitwise_and(d, 0xFF800000, out=d, where=nan)                     # NaN -> Inf of its sign
+    if intermediate == "Float16_b" and fp32_dest_acc:
+        d += 0x8000                                                     # round half away
+    elif intermediate == "Bfp8_b" and fp32_dest_acc:
+        d += 0x10000                                                    # truncate to bf16, then (v + 1)
+    d &= 0xFFFF0000
+    d[(d & 0x7F800000) == 0] = 0                                        # exponent 0 -> +0
+    if intermediate == "Bfp8_b":
+        if not fp32_dest_acc:
+            d += 0x10000                                                # (v + 1) after the flush
+        d &= 0xFFFE0000                                                 # & ~1
+    return d
 
 
 def relu_bits(bits32) -> np.ndarray:
@@ -555,21 +562,29 @@ def pack(dst, out_format: str, fp32_dest_acc: bool, relu: bool = False, bfp_pack
 
 def l1_acc_bf16(old_bits16, new_bits16) -> np.ndarray:
     """Packer L1 accumulation in bf16 (§7.4): denormal inputs -> signed zero, exact sum, rounded to
-    bf16 to nearest even; underflow -> signed zero, overflow -> signed Inf, +Inf + -Inf -> NaN."""
-    a = np.asarray(old_bits16, dtype=np.int64) & 0xFFFF
-    b = np.asarray(new_bits16, dtype=np.int64) & 0xFFFF
-    a = np.where((a & 0x7FFF) < 0x80, a & 0x8000, a)
-    b = np.where((b & 0x7FFF) < 0x80, b & 0x8000, b)
-    fa = bits_f32((a << 16).astype(np.uint32)).astype(np.float64)
-    fb = bits_f32((b << 16).astype(np.uint32)).astype(np.float64)
-    r = np.asarray(fa + fb, dtype=np.float64).view(np.int64)
-    s = (r >> 63) & 1
-    e = ((r >> 52) & 0x7FF) - 1023 + 127
-    m = r & ((1 << 52) - 1)
-    rounded = (e << 7) + ((m + (1 << 44) - 1 + ((m >> 45) & 1)) >> 45)
-    out = np.where(e <= 0, s << 15, np.where(e >= 255, (s << 15) | 0x7F80, (s << 15) | rounded))
-    infnan = ((a == 0x7F80) & (b == 0xFF80)) | ((a == 0xFF80) & (b == 0x7F80))
-    out = np.where(infnan, 0x7FC0, out)
+    bf16 to nearest even; underflow -> signed zero, overflow -> signed Inf, +Inf + -Inf -> NaN.
+
+    The sum is formed in float32. It is exact when the exponents differ by at most 16 (two 8-bit
+    significands); otherwise the smaller operand is below 2^-16 of the larger, far from a bf16
+    rounding tie, so float32's rounding cannot change the bf16 result. A float32 sum below 2^-126
+    is exact (subnormal sums are) and flushes to a signed zero; NaN and Inf keep their sign as Inf.
+    tests/test_numerics.py checks it against an exact float64 model over every exponent gap."""
+    a = np.asarray(old_bits16, dtype=np.uint16).astype(np.uint32) << 16
+    b = np.asarray(new_bits16, dtype=np.uint16).astype(np.uint32) << 16
+    for x in (a, b):                                                    # denormal in -> signed zero
+        np.bitwise_and(x, 0x80000000, out=x, where=(x & 0x7F800000) == 0)
+    infnan = ((a == 0x7F800000) & (b == 0xFF800000)) | ((a == 0xFF800000) & (b == 0x7F800000))
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = (a.view(np.float32) + b.view(np.float32)).view(np.uint32)
+    e = r & 0x7F800000
+    sign = (r >> 16) & 0x8000
+    mag = r & 0x7FFFFFFF
+    mag += 0x7FFF + ((mag >> 16) & 1)                                   # round to nearest even
+    out = sign | (mag >> 16)
+    out[e == 0] = sign[e == 0]                                          # underflow -> signed zero
+    full = e == 0x7F800000                                              # overflow, Inf, NaN -> Inf
+    out[full] = sign[full] | 0x7F80
+    out[infnan] = 0x7FC0
     return out.astype(np.uint16)
 
 

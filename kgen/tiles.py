@@ -117,9 +117,9 @@ def bits_f32(bits) -> np.ndarray:
 def bf16_bits_rne(values) -> np.ndarray:
     """Host float32 -> bfloat16 bits (uint16), round to nearest even (torch's ``.to(bfloat16)``);
     NaN stays a quiet NaN."""
-    b = f32_bits(values).astype(np.uint64)
+    b = f32_bits(values)
     nan = (b & 0x7FFFFFFF) > 0x7F800000
-    r = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    r = (b + np.uint32(0x7FFF) + ((b >> 16) & 1)) >> 16      # uint32: wraps only for NaNs, replaced below
     r = np.where(nan, (b >> 16) | 0x40, r)
     return r.astype(np.uint16)
 

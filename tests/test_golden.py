@@ -267,6 +267,27 @@ def test_fast_mode_close_to_float64(fidelity, fp32, l1acc):
     assert pcc(exact.values, ref) > 0.999
 
 
+@pytest.mark.parametrize("untilize,bias,l1acc,out", [(False, True, True, "Float16_b"), (True, False, False, "Float32"),
+                                                     (False, False, False, "Bfp8_b")])
+def test_fast_mode_row_chunks_do_not_change_bits(monkeypatch, untilize, bias, l1acc, out):
+    """Fast mode runs the conversions of each K-block chunk by chunk of output rows: any chunking
+    (one row, several rows, one chunk) gives the same bits, and the fast model still agrees with
+    numpy's float64 product."""
+    import kgen.golden as g
+    a, b = randn((96, 256)), randn((256, 64))
+    kw = dict(fidelity="HiFi2", fp32_dest_acc=out == "Float32", packer_l1_acc=l1acc, in0_block_w=2, out_format=out,
+              untilize_out=untilize, bias=randn((64,)) if bias else None, relu=True, mode="fast")
+    results = []
+    for chunk in (64, 3 * 64, 1 << 30):
+        monkeypatch.setattr(g, "FAST_CHUNK_ELEMENTS", chunk)
+        results.append(golden_matmul(a, b, **kw))
+    assert all(np.array_equal(r.bits, results[0].bits) for r in results)
+    if out == "Bfp8_b":
+        assert all(np.array_equal(r.data.exps, results[0].data.exps) for r in results)
+    ref = np.maximum(a.astype(np.float64) @ b + (kw["bias"] if bias else 0), 0)
+    assert pcc(results[0].values, ref) > 0.99
+
+
 def test_golden_from_plan_matches_explicit_call():
     p = plan(load(example("l1acc_two_blocks_bias")))          # bf16 x bfp8_b, bias, relu, L1 acc
     m, k, n = p.mt * 32, p.kt * 32, p.nt * 32

@@ -407,6 +407,75 @@ def test_l1_acc_bf16_is_round_to_nearest_even():
     assert list(out) == [1.0, 1.015625, -1.0, 0.0]
 
 
+def _l1_acc_bf16_oracle(a16, b16):
+    """An independent model of §7.4's bf16 L1 accumulation (a deliberate restatement, kept as an
+    oracle): the sum in float64 (exact for exponent gaps up to 45, and the larger operand beyond),
+    rounded to bf16 to nearest even with integer arithmetic on the float64 pattern."""
+    a = np.asarray(a16, dtype=np.int64) & 0xFFFF
+    b = np.asarray(b16, dtype=np.int64) & 0xFFFF
+    a = np.where((a & 0x7FFF) < 0x80, a & 0x8000, a)
+    b = np.where((b & 0x7FFF) < 0x80, b & 0x8000, b)
+    with np.errstate(invalid="ignore"):
+        fa = tl.bits_f32((a << 16).astype(np.uint32)).astype(np.float64)
+        fb = tl.bits_f32((b << 16).astype(np.uint32)).astype(np.float64)
+        r = (fa + fb).view(np.int64)
+    s = (r >> 63) & 1
+    e = ((r >> 52) & 0x7FF) - 1023 + 127
+    m = r & ((1 << 52) - 1)
+    rounded = (e << 7) + ((m + (1 << 44) - 1 + ((m >> 45) & 1)) >> 45)
+    out = np.where(e <= 0, s << 15, np.where(e >= 255, (s << 15) | 0x7F80, (s << 15) | rounded))
+    infnan = ((a == 0x7F80) & (b == 0xFF80)) | ((a == 0xFF80) & (b == 0x7F80))
+    return np.where(infnan, 0x7FC0, out).astype(np.uint16)
+
+
+def test_l1_acc_bf16_matches_an_exact_model_at_every_exponent_gap():
+    """kgen sums in float32 (fast); every bf16 pattern against partners at each exponent gap -26..26
+    (both orders, random sign and mantissa) and against the special values (zeros, denormals,
+    extremes, Inf, NaN) gives the exact model's bits."""
+    every = np.arange(1 << 16, dtype=np.uint32)
+    rng = np.random.default_rng(5)
+    for gap in range(-26, 27):
+        exp = np.clip(((every >> 7) & 0xFF).astype(np.int64) + gap, 0, 255).astype(np.uint32)
+        partner = (rng.integers(0, 2, every.size, dtype=np.uint32) << 15) | (exp << 7) | \
+            rng.integers(0, 128, every.size, dtype=np.uint32)
+        for x, y in ((every, partner), (partner, every)):
+            assert np.array_equal(nx.l1_acc_bf16(x, y), _l1_acc_bf16_oracle(x, y)), gap
+    specials = np.array([0, 0x8000, 0x0001, 0x807F, 0x0080, 0x8080, 0x3F80, 0xBF80, 0x7F7F, 0xFF7F, 0x7F80,
+                         0xFF80, 0x7FC0, 0xFFC0, 0x7F81, 0xFF81], np.uint32)
+    x, y = (g.ravel() for g in np.meshgrid(specials, every))
+    for p, q in ((x, y), (y, x)):
+        assert np.array_equal(nx.l1_acc_bf16(p, q), _l1_acc_bf16_oracle(p, q))
+
+
+def _pack_early_oracle(dst, fp32_dest_acc, intermediate):
+    """An independent restatement of §8.2's early packer conversion in int64 arithmetic (a
+    deliberate oracle for kgen's uint32 version)."""
+    d = np.asarray(dst, dtype=np.uint32).astype(np.int64)
+    nan = (d & 0x7FFFFFFF) > 0x7F800000
+    d = np.where(nan, (d & 0x80000000) | 0x7F800000, d)
+    flush = lambda v: np.where((v & 0x7FFF) < 0x80, 0, v & 0xFFFF)
+    if intermediate == "Float16_b":
+        v = flush((d + 0x8000) >> 16) if fp32_dest_acc else flush(d >> 16)
+    else:
+        v = flush(((d >> 16) + 1) & ~1) if fp32_dest_acc else (flush(d >> 16) + 1) & ~1
+    return (v << 16).astype(np.uint32)
+
+
+@pytest.mark.parametrize("fp32,intermediate", [(True, "Float16_b"), (False, "Float16_b"), (True, "Bfp8_b"),
+                                               (False, "Bfp8_b")])
+def test_pack_early_matches_an_independent_model(fp32, intermediate):
+    """Every low half of 256 random high halves (each rounding boundary), random patterns, and
+    the specials (zeros, denormals, the largest finite values, Inf, NaN of either sign)."""
+    rng = np.random.default_rng(6)
+    high = np.concatenate([rng.integers(0, 1 << 16, 256, dtype=np.uint32),
+                           np.array([0x0000, 0x8000, 0x007F, 0x0080, 0x7F7F, 0xFF7F, 0x7F80, 0xFF80, 0x7FC0, 0xFFFF],
+                                    np.uint32)])
+    d = ((high[:, None] << 16) | np.arange(1 << 16, dtype=np.uint32)[None, :]).ravel()
+    d = np.concatenate([d, rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32)])
+    assert np.array_equal(nx.pack_early(d, fp32, intermediate), _pack_early_oracle(d, fp32, intermediate))
+    assert np.array_equal(nx.pack_early(d, True, "Float32"), d)
+
+
 def test_l1_acc_fp32_is_ieee_with_daz():
     """§7.4: fp32 L1 accumulation = IEEE single add, denormals as zero in and out."""
     a = tl.f32_bits(np.array([1.0, 1e-40, 3.0], np.float32))

@@ -192,3 +192,24 @@ def test_format_names():
     assert tl.canonical_format("bfloat8_b") == "Bfp8_b"
     with pytest.raises(ValueError):
         tl.canonical_format("Bfp2_b")
+
+
+def test_bf16_bits_rne_matches_an_independent_model():
+    """Host float32 -> bfloat16, round to nearest even, NaN stays a quiet NaN: kgen's uint32 version
+    against a restatement in Python integers (a deliberate oracle) on every low half of 128 random
+    high halves and the special high halves (zeros, denormals, the largest finite, Inf, NaN)."""
+    rng = np.random.default_rng(8)
+    high = np.concatenate([rng.integers(0, 1 << 16, 128, dtype=np.uint32),
+                           np.array([0x0000, 0x8000, 0x007F, 0x7F7F, 0xFF7F, 0x7F80, 0xFF80, 0x7FC0, 0xFFFF], np.uint32)])
+    bits = ((high[:, None] << 16) | np.arange(1 << 16, dtype=np.uint32)[None, :]).ravel()
+
+    def oracle(b: int) -> int:
+        if b & 0x7FFFFFFF > 0x7F800000:
+            return (b >> 16) | 0x40
+        half, low = b >> 16, b & 0xFFFF
+        return half + (low > 0x8000 or (low == 0x8000 and half & 1))
+
+    sample = np.concatenate([bits[:: 97], bits[-(1 << 16) * 9:][:: 7]])    # ~100k + every 7th special
+    want = np.array([oracle(int(b)) for b in sample], dtype=np.uint16)
+    got = tl.bf16_bits_rne(sample.view(np.float32))
+    assert got.dtype == np.uint16 and np.array_equal(got, want)
