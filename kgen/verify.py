@@ -233,6 +233,22 @@ def _all_ops(nodes: tuple[Node, ...]):
             yield n
 
 
+UINT32_MAX = (1 << 32) - 1      # kernels compute page ids, tile indices, counts and offsets in uint32_t
+
+
+def _check_uint32(kernel: Kernel, n: Op, ranges: dict[str, int]) -> None:
+    """Every integer a kernel computes with fits uint32_t: an argument's constant, each coefficient
+    (printed as a literal times a loop variable or core coordinate) and its largest value over the
+    loops and cores. The spec's page-id rule should make this unreachable; it is the backstop."""
+    for name, v in n.args:
+        if isinstance(v, bool) or not isinstance(v, (int, Affine)):
+            continue
+        values = (v,) if isinstance(v, int) else (v.const, *(c for _, c in v.terms), v.max_over(ranges))
+        if max(values) > UINT32_MAX or min(values) < -UINT32_MAX:
+            raise IRVerificationError(kernel.name, f"`{n.kind}` argument {name} = {v} reaches {max(values, key=abs)}, "
+                                      f"beyond the 32-bit (uint32_t) arithmetic kernels index with")
+
+
 def _static_checks(program: Program, kernel: Kernel) -> None:
     """Index bounds over every loop iteration and every core (the sequential pass may skip repeated
     iterations): matmul tiles inside the CB, DRAM pages inside the tensor."""
@@ -244,7 +260,9 @@ def _static_checks(program: Program, kernel: Kernel) -> None:
         for n in nodes:
             if isinstance(n, Loop):
                 visit(n.body, {**ranges, n.var: n.stop})
-            elif n.kind in ("read_tiles", "write_tiles"):
+                continue
+            _check_uint32(kernel, n, {**ranges, **cores})
+            if n.kind in ("read_tiles", "write_tiles"):
                 last = n["start"].max_over({**ranges, **cores}) + (n["rows"] - 1) * n["row_stride"] + n["cols"] - 1
                 if last >= pages[n["tensor"]]:
                     raise IRVerificationError(kernel.name, f"`{n.kind}` touches page {last} of {n['tensor']}, "

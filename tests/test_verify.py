@@ -123,3 +123,25 @@ def test_writer_that_never_drains_is_caught():
                         once(lambda o: o.kind == "cb_pop_front" and o["cb"] == CB_OUT, lambda o: []))
     with pytest.raises(IRVerificationError, match="CB c_4"):
         verify(prog)
+
+
+def test_index_beyond_uint32_is_caught(monkeypatch):
+    """The backstop behind the spec's 32-bit page-id rule: with that rule switched off, a batch of
+    4096 2097152^3 matmuls lowers to a reader whose page index (coefficient 2^41 on core_y) does
+    not fit the kernels' uint32_t arithmetic, and the verifier refuses it. Within the rule (batch
+    1: 2^32 pages, the last id 2^32 - 1) the same shape verifies."""
+    import kgen.spec
+    from kgen.spec import parse_text, resolve
+
+    text = """matmul big {
+    arch  = wormhole_b0
+    shape = 2097152 x 2097152 x 2097152
+    batch = BATCH
+    dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+    grid  = 8 x 8
+}
+"""
+    lower(plan(resolve(parse_text(text.replace("BATCH", "1"), "big.kspec"))))
+    monkeypatch.setattr(kgen.spec, "MAX_PAGE_ID", 1 << 62)
+    with pytest.raises(IRVerificationError, match=r"uint32_t"):
+        lower(plan(resolve(parse_text(text.replace("BATCH", "4096"), "big.kspec"))))
