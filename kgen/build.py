@@ -1,4 +1,5 @@
-"""`kgen build`: spec -> plan -> IR -> rendered sources, written atomically to <root>/<kernel-id>/.
+"""`kgen build`: the stages' rendered files (kgen/pipeline.py), written atomically to
+<root>/<kernel-id>/.
 
 Everything is rendered in memory first; the files then go into a temporary folder beside the
 target, which is renamed into place. An error at any point leaves no half-written folder.
@@ -6,19 +7,16 @@ target, which is renamed into place. An error at any point leaves no half-writte
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from kgen.errors import KgenError
-from kgen.ir import format_program
-from kgen.lower import lower
-from kgen.plan import plan
-from kgen.render import SourceFile, kernel_id, manifest, manifest_body, render_readme, render_sources
-from kgen.report import plan_to_dict
+from kgen.pipeline import Artifacts, run
+from kgen.render import SourceFile
 from kgen.spec import MatmulSpec
 
 DEFAULT_ROOT = "build"
@@ -34,29 +32,6 @@ class BuildResult:
     path: Path
     files: tuple[str, ...]        # relative paths, in write order
     manifest: dict
-
-
-def _json(data: object) -> str:
-    return json.dumps(data, indent=2) + "\n"
-
-
-def render_build(spec: MatmulSpec, variants: dict[str, str] | None = None) -> tuple[str, tuple[SourceFile, ...], dict]:
-    """Everything a build folder holds, rendered in memory: (kernel id, files, manifest)."""
-    the_plan = plan(spec)
-    program = lower(the_plan)
-    sources = render_sources(program)
-    body = manifest_body(program)
-    kid = kernel_id(program, sources, body)
-    data = manifest(body, kid)
-    plan_json = plan_to_dict(the_plan, variants)
-    plan_json["spec"] = None     # the folder is content-addressed: it must not depend on where the spec lives
-    files = sources + (
-        SourceFile("manifest.json", _json(data)),
-        SourceFile("plan.json", _json(plan_json)),
-        SourceFile("ir.txt", format_program(program)),
-        SourceFile("README.md", render_readme(program, kid, data)),
-    )
-    return kid, files, data
 
 
 def _prepare_root(root: Path) -> Path:
@@ -113,7 +88,12 @@ def _same_content(target: Path, files: tuple[SourceFile, ...]) -> bool:
         return False
 
 
-def build(spec: MatmulSpec, root: Path | str = DEFAULT_ROOT, variants: dict[str, str] | None = None) -> BuildResult:
-    kid, files, data = render_build(spec, variants)
-    path = write_build(Path(root), kid, files)
-    return BuildResult(kid, path, tuple(f.path for f in files), data)
+def write_artifacts(artifacts: Artifacts, root: Path | str = DEFAULT_ROOT) -> BuildResult:
+    """Write the rendered stage of `artifacts` into root/<kernel id>."""
+    r = artifacts.rendered
+    path = write_build(Path(root), r.kernel_id, r.files)
+    return BuildResult(r.kernel_id, path, tuple(f.path for f in r.files), r.manifest)
+
+
+def build(spec: MatmulSpec, root: Path | str = DEFAULT_ROOT, variants: Mapping[str, str] | None = None) -> BuildResult:
+    return write_artifacts(run(spec, variants=variants), root)

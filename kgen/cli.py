@@ -231,8 +231,7 @@ def _check_trace_path(trace: str) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     # Stage modules are imported here, not at the top, so `kgen --help` starts instantly.
-    from kgen.lower import lower  # lowering verifies the IR: every check also proves the kernels balance
-    from kgen.plan import plan
+    from kgen.pipeline import run
     from kgen.spec import load_file, resolve
 
     _resolve_user_paths(args)
@@ -246,51 +245,52 @@ def _run(args: argparse.Namespace) -> int:
     spec_file = load_file(args.spec)
     spec = resolve(spec_file, args.variant)
     if args.command == "ir" and args.stage == "spec":
-        from dataclasses import asdict, replace
-        data = asdict(replace(spec, spans={}))  # spans print as file:line:col
-        data["spans"] = {k: str(v) for k, v in spec.spans.items()}
-        print(json.dumps(data, indent=2))
+        from kgen.pipeline import dump_files
+        sys.stdout.write(dump_files("spec", spec)["spec.json"])
         return 0
-    if args.command == "build":
-        from kgen.build import build
-        result = build(spec, args.output, _variant_summaries(spec_file, args.variant))
-        sys.stdout.write(_build_summary(result))
-        if args.no_compile:
-            return 0
-        return _compile(result.path, args)
-    the_plan = plan(spec)
-    program = lower(the_plan)
-    if args.command in ("emulate", "port-check"):
-        return _emulate(args, spec, the_plan)
+    if args.command in ("build", "emulate", "port-check"):
+        # plan.json lists the variants (build); the emulated folder is the same content-addressed build
+        variants = _variant_summaries(spec_file, args.variant) if args.command == "build" else None
+        artifacts = run(spec, "rendered", variants=variants)
+        if args.command == "build":
+            from kgen.build import write_artifacts
+            result = write_artifacts(artifacts, args.output)
+            sys.stdout.write(_build_summary(result))
+            return 0 if args.no_compile else _compile(result.path, args)
+        return _emulate(args, artifacts)
+    # check and ir verify the IR: every check also proves the kernels balance
+    artifacts = run(spec, "verified")
     if args.command == "check":
         from kgen.report import format_plan, plan_to_dict
 
         variants = _variant_summaries(spec_file, args.variant)
         if args.json:
-            print(json.dumps(plan_to_dict(the_plan, variants), indent=2))
+            print(json.dumps(plan_to_dict(artifacts.plan, variants), indent=2))
         else:
-            sys.stdout.write(format_plan(the_plan, variants))
+            sys.stdout.write(format_plan(artifacts.plan, variants))
         return 0
     if args.stage == "plan":
         from kgen.report import format_plan
-        sys.stdout.write(format_plan(the_plan))
+        sys.stdout.write(format_plan(artifacts.plan))
         return 0
     from kgen.ir import format_program
-    sys.stdout.write(format_program(program))
+    sys.stdout.write(format_program(artifacts.verified))
     return 0
 
 
-def _emulate(args: argparse.Namespace, spec, the_plan) -> int:
-    """`kgen emulate` / `kgen port-check`: build into kgen's cache, run, report. Exit 1 when the
-    run shows a problem (a deadlock, a hazard, output that is not the golden model's)."""
-    from kgen.build import build
+def _emulate(args: argparse.Namespace, artifacts) -> int:
+    """`kgen emulate` / `kgen port-check`: write the rendered build into kgen's cache, run, report.
+    Exit 1 when the run shows a problem (a deadlock, a hazard, output that is not the golden
+    model's)."""
+    from kgen.build import write_artifacts
     from kgen.emulate import check_host_memory
     from kgen.resources import cache_root
 
+    the_plan = artifacts.plan
     check_host_memory(the_plan)          # before the build and any allocation
     with _progress() as progress:
         progress("building")
-        folder = build(spec, cache_root() / "builds").path
+        folder = write_artifacts(artifacts, cache_root() / "builds").path
         if args.command == "port-check":
             from kgen.portcheck import port_check
 

@@ -24,6 +24,7 @@ from kgen.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDE
 
 if TYPE_CHECKING:  # stage modules are imported lazily, as cli.py does, so generation stays cheap
     from kgen.ir import Program
+    from kgen.pipeline import Artifacts
     from kgen.plan import Plan
 
 MAX_GRID = 3                 # grids 1x1 .. 3x3: enough to exercise sender/receiver roles
@@ -70,8 +71,9 @@ class CaseResult:
     case: FuzzCase
     plan: Plan | None
     program: Program | None
-    stage: str | None                      # parse | plan | lower (lower also verifies) | verify
+    stage: str | None                      # parse, or the pipeline stage that raised: plan | ir | verified | rendered
     error: KgenError | KgenBug | None
+    artifacts: Artifacts | None = None     # what the stages made (all of them when ok)
 
     @property
     def ok(self) -> bool:
@@ -374,26 +376,21 @@ def generate_cases(count: int, seed: int) -> list[FuzzCase]:
 # ----------------------------------------------------------------------------------------------
 
 def check_case(case: FuzzCase) -> CaseResult:
-    """parse -> plan -> lower -> verify in-process, as `kgen check` does. A kgen error (user-level
-    or bug) is returned with the stage that raised it; any other exception propagates."""
-    from kgen.lower import lower
-    from kgen.plan import plan
+    """parse, then the stages through `rendered` in-process (kgen/pipeline.py). A kgen error
+    (user-level or bug) is returned with the stage that raised it; any other exception propagates."""
+    from kgen.pipeline import Artifacts, run
     from kgen.spec import parse_text, resolve
-    from kgen.verify import verify
 
-    stage = "parse"
-    the_plan = program = None
     try:
         spec = resolve(parse_text(case.text, case.filename))
-        stage = "plan"
-        the_plan = plan(spec)
-        stage = "lower"
-        program = lower(the_plan)      # lower verifies too; verify again so the stage is explicit
-        stage = "verify"
-        verify(program)
     except (KgenError, KgenBug) as exc:
-        return CaseResult(case, the_plan, program, stage, exc)
-    return CaseResult(case, the_plan, program, None, None)
+        return CaseResult(case, None, None, "parse", exc)
+    try:
+        a = run(spec)
+    except (KgenError, KgenBug) as exc:
+        a = getattr(exc, "artifacts", None) or Artifacts(spec)
+        return CaseResult(case, a.plan, a.verified, getattr(exc, "stage", None), exc, a)
+    return CaseResult(case, a.plan, a.verified, None, None, a)
 
 
 def features(p: Plan) -> dict[str, object]:
@@ -456,7 +453,7 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
     import time
     from pathlib import Path
 
-    from kgen.build import build
+    from kgen.build import write_artifacts
     from kgen.emulate import emulate_folder
     from kgen.resources import cache_root, writable_dir
 
@@ -484,7 +481,7 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
             if result.error is not None:
                 raise _CaseFailure(result.stage or "check", str(result.error))
             stage = "build"
-            folder = build(result.plan.spec, cache_root() / "builds").path
+            folder = write_artifacts(result.artifacts, cache_root() / "builds").path
             note = None
             if typecheck:
                 stage = "type-check"

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import jinja2
@@ -22,7 +23,7 @@ import jinja2
 from kgen import TT_METAL_VERSION, __version__
 from kgen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.errors import KgenBug
-from kgen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym
+from kgen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym, format_program
 from kgen.lower import COMPUTE_DEFINE_NAMES
 from kgen.resources import cache_root, data_dir
 
@@ -349,3 +350,26 @@ def manifest(body: dict[str, Any], kid: str) -> dict[str, Any]:
 def render_readme(program: Program, kid: str, manifest_data: dict[str, Any]) -> str:
     return render_template("report/README.md.j2", kid=kid, plan=program.plan, manifest=manifest_data,
                    kernels=program.kernels, tt_metal_version=TT_METAL_VERSION)
+
+
+def render_folder(program: Program, variants: Mapping[str, str] | None = None) -> tuple[str, tuple[SourceFile, ...], dict]:
+    """Everything a build folder holds, rendered in memory: (kernel id, files, manifest)."""
+    from kgen.report import plan_to_dict
+
+    sources = render_sources(program)
+    body = manifest_body(program)
+    kid = kernel_id(program, sources, body)
+    data = manifest(body, kid)
+    plan_json = plan_to_dict(program.plan, dict(variants) if variants is not None else None)
+    plan_json["spec"] = None     # the folder is content-addressed: it must not depend on where the spec lives
+    files = sources + (
+        SourceFile("manifest.json", _json(data)),
+        SourceFile("plan.json", _json(plan_json)),
+        SourceFile("ir.txt", format_program(program)),
+        SourceFile("README.md", render_readme(program, kid, data)),
+    )
+    return kid, files, data
+
+
+def _json(data: object) -> str:
+    return json.dumps(data, indent=2) + "\n"

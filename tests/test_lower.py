@@ -11,6 +11,7 @@ from kgen.ir import format_program, unroll
 from kgen.lower import lower
 from kgen.plan import CB_BIAS, CB_IN0, CB_OUT, CB_PARTIALS, plan
 from kgen.spec import load, load_file
+from kgen.verify import verify
 
 
 def program(name, variant=None):
@@ -162,6 +163,6 @@ def test_reuse_reader_tile_ids():
 def test_every_example_and_variant_lowers_and_verifies(path):
     spec_file = load_file(path)
     for variant in (None, *spec_file.variants):
-        prog = lower(plan(load(path, variant)))
+        prog = verify(lower(plan(load(path, variant))))
         text = format_program(prog)
         assert "kernel compute" in text

@@ -91,12 +91,12 @@ def shared_anyway(p):
 @pytest.mark.parametrize("name", list(CASES))
 def test_verifier_catches_the_trap_in_a_hand_broken_plan(name):
     from kgen.lower import lower
-    from kgen.verify import IRVerificationError
+    from kgen.verify import IRVerificationError, verify
 
     p = plan(resolve(parse_text(CASES[name], "t.kspec")))
-    lower(p)                                     # the real plan verifies
+    verify(lower(p))                             # the real plan verifies
     with pytest.raises(IRVerificationError, match="out/partials trap"):
-        lower(shared_anyway(p))
+        verify(lower(shared_anyway(p)))
 
 
 def test_kgen_check_fails_as_a_kgen_bug_on_the_trap(tmp_path, capsys, monkeypatch):
@@ -116,18 +116,20 @@ def test_verifier_accepts_every_example_and_its_variants():
 
     from kgen.lower import lower
     from kgen.spec import load_file
+    from kgen.verify import verify
 
     for path in sorted((Path(__file__).parent.parent / "examples").glob("*.kspec")):
         f = load_file(path)
         for variant in (None, *f.variants):
-            lower(plan(resolve(f, variant)))
+            verify(lower(plan(resolve(f, variant))))
 
 
 def test_untilize_packing_over_partials_it_has_read_is_not_flagged():
     # TT-Metal's untilize stage copies a row of partials into DST, then packs the row-major output
     # into the same pages: read before written, so legal (the emulator's rule, commit 8a7a321).
     from kgen.lower import lower
+    from kgen.verify import verify
 
     p = plan(resolve(parse_text(reuse_spec("2 x 1", "2 x 1", k=128, extra="untilize_out = true"), "t.kspec")))
     assert region_of(p, CB_OUT) == region_of(p, CB_PARTIALS)
-    lower(p)
+    verify(lower(p))

@@ -36,10 +36,10 @@ def _builds() -> list[tuple[str, Path, str | None]]:
 
 
 def _hashes(path: Path, variant: str | None) -> dict[str, str]:
-    from kgen.build import render_build
+    from kgen.pipeline import run
     from kgen.spec import load
 
-    _, files, _ = render_build(load(path, variant))
+    files = run(load(path, variant)).rendered.files
     return {f.path: hashlib.sha256(f.text.encode()).hexdigest() for f in files if f.path not in UNPINNED}
 
 

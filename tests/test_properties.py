@@ -11,6 +11,7 @@ from kgen.lower import lower
 from kgen.plan import plan
 from kgen.spec import parse_text, resolve
 from kgen.types import DTYPE_TO_FORMAT
+from kgen.verify import verify
 
 dims = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
 maybe = lambda strat: st.one_of(st.just("auto"), strat)
@@ -100,4 +101,4 @@ def test_plans_obey_tt_metal_rules_and_ir_verifies(text):
     assert p.cb(1).pages == p.out_block_w * p.in0_block_w * depth
     assert p.cb(5).pages == p.cb(4).pages == p.out_block_tiles
     # and the IR of every legal plan verifies
-    lower(p)
+    verify(lower(p))

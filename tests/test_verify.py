@@ -141,7 +141,7 @@ def test_index_beyond_uint32_is_caught(monkeypatch):
     grid  = 8 x 8
 }
 """
-    lower(plan(resolve(parse_text(text.replace("BATCH", "1"), "big.kspec"))))
+    verify(lower(plan(resolve(parse_text(text.replace("BATCH", "1"), "big.kspec")))))
     monkeypatch.setattr(kgen.spec, "MAX_PAGE_ID", 1 << 62)
     with pytest.raises(IRVerificationError, match=r"uint32_t"):
-        lower(plan(resolve(parse_text(text.replace("BATCH", "4096"), "big.kspec"))))
+        verify(lower(plan(resolve(parse_text(text.replace("BATCH", "4096"), "big.kspec")))))
