@@ -552,25 +552,3 @@ def _copy_outputs(folder: Path, results: list[JobResult]) -> None:
         if r.elf_path is not None:
             elf = role_config(r.job.role)["elf"]
             _atomic_copy(r.elf_path, folder / "elf" / r.job.kernel.name / f"{elf}.elf")
-
-
-def with_compute_kernel(folder: Path, source: Path, into: Path) -> Path:
-    """A copy of a build folder whose compute kernel is `source` (e.g. TT-Metal's reference
-    kernel), built with the same CT args, named args, defines and CB descriptors. The kernel is
-    included from where it lives, so its own relative includes resolve."""
-    _, kernels = read_kernels(folder)
-    computes = [k for k in kernels if k.processor == "TRISC"]
-    if len(computes) != 1:
-        raise CompileError(f"{folder} has {len(computes)} compute kernels; expected one")
-    if not source.is_file():
-        raise CompileError(f"{source}: no such kernel source")
-    shutil.copytree(folder, into, ignore=shutil.ignore_patterns("obj", "elf", "compile.json"))
-    gen = into / "jit" / computes[0].name
-    for role in computes[0].roles:
-        path = gen / f"chlkc_{role}.cpp"
-        text = path.read_text()
-        swapped = re.sub(r'#include "[^"]*kernels/[^"]+\.cpp"', f'#include "{source.resolve()}"', text)
-        if swapped == text:
-            raise CompileError(f"{path} does not include a kernel source kgen can replace")
-        path.write_text(swapped)
-    return into

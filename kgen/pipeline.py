@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -75,6 +76,39 @@ def _render(a: Artifacts) -> Rendered:
 
 Stage = Callable[[Artifacts], Any]
 STAGES: dict[str, Stage] = {"plan": _plan, "ir": _lower, "verified": _verify, "rendered": _render}
+
+
+class KernelSourceError(KgenError):
+    """A replacement kernel source cannot be used."""
+
+
+def with_compute_kernel(source: Path) -> Stage:
+    """A `rendered` override: kgen's build with `source` (TT-Metal's reference kernel, or a kernel
+    the user edited) as its compute kernel, with the same CT args, named args, defines and CB
+    descriptors. Each TRISC thread's JIT file includes the source from where it lives, so that its
+    own relative includes resolve."""
+    from kgen.render import TRISC_THREADS
+
+    source = Path(source).resolve()
+    if not source.is_file():
+        raise KernelSourceError(f"{source}: no such kernel source")
+
+    def rendered(a: Artifacts) -> Rendered:
+        r = _render(a)
+        computes = [k["name"] for k in r.manifest["kernels"] if k["processor"] == "TRISC"]
+        if len(computes) != 1:
+            raise KgenBug(f"the build has {len(computes)} compute kernels; expected one")
+        threads = {f"jit/{computes[0]}/chlkc_{thread}.cpp" for thread, _ in TRISC_THREADS}
+        files = []
+        for f in r.files:
+            if f.path in threads:
+                text = re.sub(r'#include "[^"]*kernels/[^"]+\.cpp"', f'#include "{source}"', f.text)
+                if text == f.text:
+                    raise KgenBug(f"{f.path} does not include a kernel source kgen can replace")
+                f = replace(f, text=text)
+            files.append(f)
+        return Rendered(r.kernel_id, tuple(files), r.manifest)
+    return rendered
 
 
 class DumpError(KgenError):

@@ -4,7 +4,7 @@ Two comparisons, each emulated with the same inputs as kgen's own program:
 
 - **compute**: the reference compute kernel (default: 0.81.1's
   ``bmm_large_block_zm_fused_bias_activation.cpp`` from the fetched headers) in place of kgen's
-  (:func:`kgen.compile.with_compute_kernel`): same compile-time args, named args, defines and CB
+  (the `rendered` override :func:`kgen.pipeline.with_compute_kernel`): same compile-time args, named args, defines and CB
   table, kgen's data-movement kernels. Reports bit-identity and the compute op counts per kind.
 - **program** (mcast_2d plans): TT-Metal's whole program: that compute kernel plus TT-Metal's four
   2D-multicast readers/writers with the args TT-Metal's factory gives them
@@ -188,8 +188,9 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                parallel: int = 2, ours: Emulation | None = None,
                progress: Callable[[str], None] = lambda phase: None) -> PortCheck:
     """`ours`: kgen's own emulation of `folder` with the same seed and numerics, when already run."""
-    from kgen.compile import with_compute_kernel
+    from kgen.build import write_artifacts
     from kgen.headers import find_headers
+    from kgen.pipeline import run, with_compute_kernel
     from kgen.runtime import load_manifest
     from kgen.ttdataflow import tt_dataflow_dir, ttnn_include_dir, unsupported_reason, with_tt_dataflow
 
@@ -206,7 +207,8 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
     note = unsupported_reason(plan, manifest) or (None if tree else f"no TT-Metal headers ({tree_note})")
     program = None
     with tempfile.TemporaryDirectory(prefix="kgen-portcheck-") as tmp:
-        ref_folder = with_compute_kernel(folder, ref, Path(tmp) / "compute" / folder.name)
+        swap = with_compute_kernel(ref)              # kgen's build, TT-Metal's compute kernel
+        ref_folder = write_artifacts(run(plan.spec, overrides={"rendered": swap}), Path(tmp) / "compute").path
         theirs = emulate_folder(ref_folder, plan, seed=seed, numerics=numerics, parallel=parallel, inputs=inputs,
                                 progress=lambda phase: progress(f"TT-Metal's compute kernel: {phase}"))
         if note is None:

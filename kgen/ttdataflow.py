@@ -12,7 +12,7 @@ TT-Metal's 2D multicast matmul factory (ttmetal-matmul.md §2.4):
 headers, unchanged) in those places, with the compile-time args, named args, defines and per-core
 runtime args the factory computes for the same blocking (§2.5; the index layout is the kernels' own,
 the values the legacy 2D builder's, `create_program_mcast_in0_in1`). With TT-Metal's compute
-kernel swapped in too (:func:`kgen.compile.with_compute_kernel`) the folder is TT-Metal's whole
+kernel swapped in too (:func:`kgen.pipeline.with_compute_kernel`) the folder is TT-Metal's whole
 program on kgen's plan, CB table and inputs, which `kgen port-check` runs beside kgen's.
 
 Only what kgen's plans use is reproduced: interleaved DRAM tensors in tile layout, no sharding,

@@ -16,11 +16,12 @@ import pytest
 
 from conftest import EXAMPLES, ROOT, example, need_tool
 from kgen.arch import load_arch
-from kgen.build import build
+from kgen.build import build, write_artifacts
 from kgen.cli import main
 from kgen.compile import (KernelInfo, compile_folder, failure_text, host_check_command, jit_defines,
-                          read_kernels, sfpi_compile_command, sfpi_link_command, with_compute_kernel)
+                          read_kernels, sfpi_compile_command, sfpi_link_command)
 from kgen.headers import HeaderTree
+from kgen.pipeline import run, with_compute_kernel
 from kgen.spec import load, load_file, resolve
 from kgen.toolchain import HostChecker, Sfpi, discover
 
@@ -169,8 +170,8 @@ def test_tt_metals_reference_kernel_type_checks_in_every_kgen_manifest(path, hos
     """bmm_large_block_zm_fused_bias_activation.cpp from the fetched headers, with kgen's CT args,
     named args, defines and CB descriptors: proof that the checker is real and that kgen's
     interface is the one TT-Metal's kernel expects."""
-    result = build(load(path), tmp_path / "b")
-    folder = with_compute_kernel(result.path, host_toolchain.headers.reference_kernel, tmp_path / "ref")
+    swap = with_compute_kernel(host_toolchain.headers.reference_kernel)
+    folder = write_artifacts(run(load(path), overrides={"rendered": swap}), tmp_path / "ref").path
     report = compile_folder(folder, host_toolchain, "check", parallel=2, cache=tmp_path / "cache")
     failures = [failure_text(r, str(path)) for r in report.failures]
     assert not failures, "\n".join(failures)

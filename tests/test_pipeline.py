@@ -116,3 +116,20 @@ def test_errors_keep_the_user_error_type():
     with pytest.raises(KgenError):
         run(resolve(parse_text(example("peak_small").read_text().replace("grid     = 2 x 2", "grid     = 99 x 2"),
                                "t.kspec")))
+
+
+def test_with_compute_kernel_swaps_only_the_compute_threads(tmp_path):
+    """Port-check's reference kernel (or a user-edited kernel) as a `rendered` override: each TRISC
+    thread's JIT file includes the new source by its absolute path; every other byte is kgen's."""
+    from kgen.pipeline import KernelSourceError, with_compute_kernel
+
+    source = tmp_path / "my_compute.cpp"
+    source.write_text("// a kernel\n")
+    spec = load(example("peak_small"))
+    ours, theirs = run(spec).rendered, run(spec, overrides={"rendered": with_compute_kernel(source)}).rendered
+    assert theirs.kernel_id == ours.kernel_id and theirs.manifest == ours.manifest
+    changed = {a.path for a, b in zip(ours.files, theirs.files) if a.text != b.text}
+    assert changed == {f"jit/compute/chlkc_{t}.cpp" for t in ("unpack", "math", "pack")}
+    assert all(f'#include "{source}"' in f.text for f in theirs.files if f.path in changed)
+    with pytest.raises(KernelSourceError):
+        with_compute_kernel(tmp_path / "missing.cpp")
