@@ -49,10 +49,9 @@ from kgen.arch import ArchFacts, load_arch
 from kgen.compile import KernelInfo, jit_defines, read_kernels, toolchain_config
 from kgen.errors import KgenError
 from kgen.resources import cache_root, data_dir, writable_dir
+from kgen.types import DATA_FORMAT_VALUE, MATH_FIDELITY_VALUE, TILE_HW
 
 EMU_DIR = Path(__file__).resolve().parent / "emu"
-FORMAT_NUMBERS = {"Float32": 0, "Float16_b": 5, "Bfp8_b": 6, "Bfp4_b": 7}
-FIDELITY_NUMBERS = {"LoFi": 0, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 ROLE_SOURCES = {"unpack": "chlkc_unpack.cpp", "math": "chlkc_math.cpp", "pack": "chlkc_pack.cpp"}
 # The emulator's flags: -O3 -march=native for its arithmetic (the emulator is built on the machine
 # that runs it; the cache key includes the CPU, and tensix_math's bits do not depend on the flags,
@@ -283,8 +282,8 @@ def tensors_of(manifest: dict) -> list[Tensor]:
         cols = shape[-1]
         fmt = t["data_format"]
         if t["layout"] == "TILE":
-            rows = round_up(rows, 32)
-            pages = rows // 32 * (cols // 32)
+            rows = round_up(rows, TILE_HW)
+            pages = rows // TILE_HW * (cols // TILE_HW)
         else:
             pages = rows
         out.append(Tensor(t["name"], shape, fmt, t["layout"], int(t["page_size"]), pages))
@@ -311,7 +310,7 @@ def _tensor_bytes(t: Tensor, inputs: Inputs) -> bytes:
     elif t.name == "in1":
         m = inputs.in1
     elif t.name == "bias":
-        m = np.zeros((32, inputs.bias.shape[0]), np.float32)   # [1, N] padded to a tile row
+        m = np.zeros((TILE_HW, inputs.bias.shape[0]), np.float32)   # [1, N] padded to a tile row
         m[0] = inputs.bias
     else:
         raise ValueError(t.name)
@@ -354,7 +353,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
              f"numerics {numerics}",
              f"dst_tiles {arch.dst_tiles(True, False)}",
              f"clock_mhz {arch.clock_mhz}",
-             f"compute {FIDELITY_NUMBERS[compute['math_fidelity']]} {int(compute['fp32_dest_acc_en'])} "
+             f"compute {MATH_FIDELITY_VALUE[compute['math_fidelity']]} {int(compute['fp32_dest_acc_en'])} "
              f"{int(compute['dst_full_sync_en'])}",
              "cycles " + " ".join(f"{k} {v}" for k, v in cfg["cycles"].items())]
     for (x, y), i in core_id.items():
@@ -366,7 +365,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
         for c in cores_of(cb["core_ranges"]):
             for fd in cb["format_descriptors"]:
                 pages = cb["total_size"] // fd["page_size"]
-                lines.append(f"cb {core_id[c]} {fd['buffer_index']} {FORMAT_NUMBERS[fd['data_format']]} "
+                lines.append(f"cb {core_id[c]} {fd['buffer_index']} {DATA_FORMAT_VALUE[fd['data_format']]} "
                              f"{fd['page_size']} {pages} {address}")
         address = round_up(address + cb["total_size"], align)
     if address > arch.l1_bytes:

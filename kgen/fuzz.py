@@ -12,6 +12,8 @@ Size: the emulator runs every core, so the cost is the whole matmul. Batch*M and
 
 from __future__ import annotations
 
+import functools
+
 import random
 import shutil
 from collections import Counter
@@ -42,14 +44,6 @@ DTYPES: tuple[str, ...] = tuple(DTYPE_TO_FORMAT)
 FIDELITIES: tuple[str, ...] = tuple(MATH_FIDELITY_VALUE)
 # bfloat16 dominates real use; the others still appear in a good share of cases.
 DTYPE_WEIGHTS: dict[str, int] = {"bfloat16": 4, "bfloat8_b": 3, "bfloat4_b": 1, "float32": 2}
-PRESETS: dict[str, dict[str, object]] = {   # configs/compute/*.kspec, to write `compute = NAME` + overrides
-    "ttnn_default": {"math_fidelity": "LoFi", "fp32_dest_acc": False, "packer_l1_acc": False,
-                     "math_approx": True, "dst_full_sync": False},
-    "peak_hifi2": {"math_fidelity": "HiFi2", "fp32_dest_acc": False, "packer_l1_acc": True,
-                   "math_approx": True, "dst_full_sync": False},
-    "precise_fp32": {"math_fidelity": "HiFi4", "fp32_dest_acc": True, "packer_l1_acc": False,
-                     "math_approx": False, "dst_full_sync": False},
-}
 
 
 @dataclass(frozen=True)
@@ -136,11 +130,14 @@ def _auto_in0_block_w(kt: int) -> int:
 
 
 def _l1_acc(packer_l1_acc: bool, bias: bool, num_blocks: int) -> bool:
-    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2)."""
+    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2). A deliberate
+    independent restatement of plan._policy's rule (TT-Metal's 2D factory), as the fuzzer's oracle."""
     return packer_l1_acc and num_blocks > (1 if bias else 2)
 
 
 def _partials_format(fp32_dest_acc: bool, l1acc: bool, out_fmt: str) -> str:
+    """interm0_data_format: a deliberate independent restatement of plan._partials_format (TT-Metal's
+    2D factory rule), as the fuzzer's oracle."""
     if fp32_dest_acc:
         return "Float32"
     return "Float16_b" if l1acc else out_fmt
@@ -287,6 +284,13 @@ def _dims(rng: random.Random, *values: int) -> str:
     return (" x " if rng.random() < 0.8 else "x").join(str(v) for v in values)
 
 
+@functools.cache
+def _presets() -> dict[str, dict[str, object]]:
+    """The shipped compute presets (configs/compute/*.kspec), to write `compute = NAME` + overrides."""
+    from kgen.spec import preset_computes, preset_values
+    return {name: preset_values(name) for name in preset_computes()}
+
+
 def _compute_lines(rng: random.Random, c: _Choice) -> tuple[list[str], list[str]]:
     """(top-level compute block, matmul lines): inline only, a shipped preset plus overrides of the
     fields that differ, or a named block in the file."""
@@ -298,8 +302,9 @@ def _compute_lines(rng: random.Random, c: _Choice) -> tuple[list[str], list[str]
         body = "\n".join(f"    {k:<13} = {v}" for k, v in text.items())
         return [f"compute cfg {{\n{body}\n}}", ""], ["compute  = cfg"]
     if style == "preset":
-        preset = rng.choice(sorted(PRESETS))
-        diff = [f"{k} = {text[k]}" for k, v in fields.items() if PRESETS[preset][k] != v]
+        presets = _presets()
+        preset = rng.choice(sorted(presets))
+        diff = [f"{k} = {text[k]}" for k, v in fields.items() if presets[preset][k] != v]
         line = f"compute  = {preset}"
         if diff:  # one item, so the shuffle keeps the overrides right after their preset
             line += "\n    compute { " + "  ".join(diff) + " }"

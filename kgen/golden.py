@@ -101,7 +101,8 @@ class MatmulConfig:
 
 def default_partials_format(out_format: str, fp32_dest_acc: bool, packer_l1_acc: bool) -> str:
     """interm0_data_format of the matmul factories (§7.1): Float32 with fp32 dest, else Float16_b
-    with packer L1 acc, else the output format."""
+    with packer L1 acc, else the output format. A deliberate independent restatement of
+    plan._partials_format: the golden model takes its rules from tensix-numerics.md, not the planner."""
     if fp32_dest_acc:
         return "Float32"
     if packer_l1_acc:

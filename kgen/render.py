@@ -26,6 +26,7 @@ from kgen.errors import KgenBug
 from kgen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym, format_program
 from kgen.lower import COMPUTE_DEFINE_NAMES
 from kgen.resources import cache_root, data_dir
+from kgen.types import TILE_HW
 
 MANIFEST_FORMAT_VERSION = 1
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -315,7 +316,7 @@ def manifest_body(program: Program) -> dict[str, Any]:
             "total_size": region.bytes,
             "core_ranges": all_cores,
             "format_descriptors": [{"buffer_index": cb.index, "data_format": cb.data_format,
-                                    "page_size": cb.page_bytes, "tile": {"height": 32, "width": 32, "transpose": False}}
+                                    "page_size": cb.page_bytes, "tile": {"height": TILE_HW, "width": TILE_HW, "transpose": False}}
                                    for cb in members],
         })
     semaphores = [{"id": s.id, "name": s.name, "core_type": "WORKER", "core_ranges": _core_ranges(s.cores),

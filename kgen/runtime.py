@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from kgen.errors import KgenError
+from kgen.types import DTYPE_TO_FORMAT
 
 SUPPORTED_FORMAT_VERSION = 1
 # tt::DataFormat of a manifest -> the ttnn.DataType that ttnn converts to it (ttnn/core/tensor/types.cpp).
-DATA_FORMAT_TO_DTYPE = {"Float16_b": "bfloat16", "Bfp8_b": "bfloat8_b", "Bfp4_b": "bfloat4_b", "Float32": "float32"}
+DATA_FORMAT_TO_DTYPE = {fmt: dtype for dtype, fmt in DTYPE_TO_FORMAT.items()}     # the inverse of types.py's table
 
 
 class ManifestError(KgenError):

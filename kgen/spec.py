@@ -36,14 +36,15 @@ MAX_BATCH = 4096
 
 @dataclass(frozen=True)
 class ComputeConfig:
-    """TTNN ComputeKernelConfig fields (compute_kernel_config.hpp); defaults are TTNN's."""
+    """TTNN ComputeKernelConfig fields (compute_kernel_config.hpp). A field a compute block leaves
+    out takes TTNN's default, from configs/compute/ttnn_default.kspec (DEFAULT_COMPUTE)."""
 
-    math_fidelity: str = "LoFi"
-    fp32_dest_acc: bool = False
-    packer_l1_acc: bool = False
-    math_approx: bool = True
-    dst_full_sync: bool = False
-    preset: str = "ttnn_default"
+    math_fidelity: str
+    fp32_dest_acc: bool
+    packer_l1_acc: bool
+    math_approx: bool
+    dst_full_sync: bool
+    preset: str
 
 
 @dataclass(frozen=True)
@@ -592,6 +593,14 @@ def preset_computes() -> Mapping[str, Mapping[str, RawEntry]]:
     return MappingProxyType(found)
 
 
+DEFAULT_COMPUTE = "ttnn_default"     # the preset of a matmul with no `compute = ...` line
+
+
+def preset_values(name: str) -> dict[str, Any]:
+    """A shipped preset's fields (configs/compute/NAME.kspec), checked as a spec's are."""
+    return {key: COMPUTE_KEYS[key](entry.value, key) for key, entry in preset_computes()[name].items()}
+
+
 def _compute_config(name: str, name_span: Span | None, spec: SpecFile,
                     overrides: Mapping[str, RawEntry], spans: dict[str, Span]) -> ComputeConfig:
     presets = preset_computes()
@@ -603,7 +612,7 @@ def _compute_config(name: str, name_span: Span | None, spec: SpecFile,
         known = sorted(set(spec.computes) | set(presets))
         raise SpecError(f"no compute config named `{name}`", name_span,
                         hint=_suggest(name, known) or f"defined here or in configs/compute/: {', '.join(known)}")
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = preset_values(DEFAULT_COMPUTE)       # TTNN's defaults under every block
     for key, entry in base.items():
         values[key] = COMPUTE_KEYS[key](entry.value, key)
         spans[f"compute.{key}"] = entry.value.span
@@ -635,7 +644,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         if key != "compute" and not key.startswith("compute."):
             vals[key] = MATMUL_KEYS[key](entry.value, key)
     preset_entry = entries.get("compute")
-    preset = MATMUL_KEYS["compute"](preset_entry.value, "compute") if preset_entry else "ttnn_default"
+    preset = MATMUL_KEYS["compute"](preset_entry.value, "compute") if preset_entry else DEFAULT_COMPUTE
     compute = _compute_config(preset, preset_entry.value.span if preset_entry else spec.matmul_span, spec,
                               {k: e for k, e in entries.items() if k.startswith("compute.")}, spans)
     m, n, k = vals["shape"]

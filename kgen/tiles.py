@@ -32,19 +32,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from kgen.types import DTYPE_TO_FORMAT
+from kgen.types import DTYPE_TO_FORMAT, TILE_HW
 
-TILE = 32
+TILE = TILE_HW                     # the tile edge, types.TILE_HW, under this module's short name
 FACE = 16
 TILE_DATUMS = TILE * TILE
 FACE_ROWS_PER_TILE = TILE_DATUMS // FACE          # 64 shared exponents per block-float tile
 BFP_EXP_BYTES = FACE_ROWS_PER_TILE
 
 FORMATS = ("Float32", "Float16_b", "Bfp8_b", "Bfp4_b")
-# bytes of one 32x32 tile in L1 (§9)
-TILE_BYTES: dict[str, int] = {"Float32": 4096, "Float16_b": 2048, "Bfp8_b": 1088, "Bfp4_b": 576}
 # magnitude bits of a block-float datum (the sign is one more bit)
 BFP_MAG_BITS: dict[str, int] = {"Bfp8_b": 7, "Bfp4_b": 3}
+# bytes of one 32x32 tile in L1 (§9), from its layout: 4 or 2 bytes a datum, or a block-float
+# datum of sign + magnitude bits plus one shared exponent byte per 16 datums. The arch configs'
+# [tile_bytes] (TT-Metal's tile.cpp) must agree: tests/test_tiles.py checks both archs.
+TILE_BYTES: dict[str, int] = {
+    "Float32": TILE_DATUMS * 4, "Float16_b": TILE_DATUMS * 2,
+    **{f: TILE_DATUMS * (bits + 1) // 8 + BFP_EXP_BYTES for f, bits in BFP_MAG_BITS.items()},
+}
 
 
 def canonical_format(fmt: str) -> str:

@@ -60,6 +60,9 @@ def test_tile_sizes(fmt, size):
     b = tl.encode_tiles(np.zeros((4, 32, 32), np.float32), fmt)
     assert b.shape == (4, size) and b.dtype == np.uint8
     assert tl.TILE_BYTES[fmt] == size
+    from kgen.arch import load_arch
+    for arch in ("wormhole_b0", "blackhole"):                 # configs/arch, from TT-Metal's tile.cpp
+        assert load_arch(arch).tile_bytes[fmt] == size
 
 
 @pytest.mark.parametrize("fmt", tl.FORMATS)
