@@ -13,6 +13,33 @@ from kgen.types import TILE_HW
 
 
 @dataclass(frozen=True)
+class ArchToolchain:
+    """How TT-Metal's JIT builds kernels for one arch ([toolchain] of configs/arch/NAME.toml)."""
+
+    arch_define: str                 # -DARCH_WORMHOLE / -DARCH_BLACKHOLE
+    ckernels_dir: str                # folder names in the wheel's tt_metal/ and runtime/hw/ trees
+    llk_dir: str
+    hw_dir: str
+    hw_defines_dir: str
+    runtime_dir: str
+    num_dram_banks: int              # device defines (the soc descriptor)
+    num_l1_banks: int
+    pcie_noc: tuple[int, int]
+    sfpi_mcpu_compute: str           # SFPI -mcpu per kind of processor
+    sfpi_mcpu_dm: str
+
+
+@dataclass(frozen=True)
+class ArchBehaviour:
+    """Where the arch changes what kgen emits or models ([behaviour] of configs/arch/NAME.toml):
+    code reads these facts, never the arch's name."""
+
+    flush_mcast_before_flag: bool    # data multicast flushed before the flag multicast (mcast readers)
+    fpu_renormalisation_quirk: bool  # Wormhole's FPU accumulation quirk (tensix-numerics.md §4 step 8)
+    hifi4_fp32_dest_accuracy_bug: bool   # HiFi4 + fp32 dest worse than HiFi3 (tt-metal#38306)
+
+
+@dataclass(frozen=True)
 class ArchFacts:
     name: str
     short: str
@@ -30,7 +57,8 @@ class ArchFacts:
     noc_count: int
     noc_max_burst_bytes: int
     max_cbs: int
-    toolchain: Mapping[str, object]          # how the JIT builds for this arch ([toolchain])
+    toolchain: ArchToolchain                 # how the JIT builds for this arch ([toolchain])
+    behaviour: ArchBehaviour                 # what the arch changes in kgen's output ([behaviour])
     processors: Mapping[str, Mapping[str, int]]   # per ELF name: text_bytes, local_bytes
 
     def dst_tiles(self, full_sync: bool, fp32_dest_acc: bool) -> int:
@@ -58,6 +86,8 @@ def load_arch(name: str) -> ArchFacts:
         tile_bytes=MappingProxyType(dict(raw["tile_bytes"])), dram_alignment=raw["dram_alignment"],
         l1_alignment=raw["l1_alignment"], noc_count=raw["noc_count"],
         noc_max_burst_bytes=raw["noc_max_burst_bytes"],
-        max_cbs=raw["max_cbs"], toolchain=MappingProxyType(dict(raw["toolchain"])),
+        max_cbs=raw["max_cbs"],
+        toolchain=ArchToolchain(**{**raw["toolchain"], "pcie_noc": tuple(raw["toolchain"]["pcie_noc"])}),
+        behaviour=ArchBehaviour(**raw["behaviour"]),
         processors=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in raw["processors"].items()}),
     )

@@ -126,11 +126,11 @@ def _pow2_define(kind: str, count: int) -> str:
 def jit_defines(arch: ArchFacts, role: str, kernel: KernelInfo) -> list[str]:
     """-D values for one (kernel, role), in the JIT's order: arch, global, device, per-kernel, role."""
     tc = arch.toolchain
-    pcie_x, pcie_y = tc["pcie_noc"]
-    defines = [str(tc["arch_define"]), *toolchain_config()["jit"]["defines"],
+    pcie_x, pcie_y = tc.pcie_noc
+    defines = [tc.arch_define, *toolchain_config()["jit"]["defines"],
                f"NOC_INDEX={kernel.noc_index}",
-               f"NUM_DRAM_BANKS={tc['num_dram_banks']}", f"NUM_L1_BANKS={tc['num_l1_banks']}",
-               _pow2_define("DRAM", int(tc["num_dram_banks"])), _pow2_define("L1", int(tc["num_l1_banks"])),
+               f"NUM_DRAM_BANKS={tc.num_dram_banks}", f"NUM_L1_BANKS={tc.num_l1_banks}",
+               _pow2_define("DRAM", tc.num_dram_banks), _pow2_define("L1", tc.num_l1_banks),
                f"PCIE_NOC_X={pcie_x}", f"PCIE_NOC_Y={pcie_y}",
                "KERNEL_COMPILE_TIME_ARGS=" + ",".join(str(v) for v in kernel.compile_time_args),
                *role_config(role)["defines"]]
@@ -143,8 +143,8 @@ def jit_defines(arch: ArchFacts, role: str, kernel: KernelInfo) -> list[str]:
 
 def include_dirs(tree: HeaderTree, arch: ArchFacts, role: str) -> list[Path]:
     jit = toolchain_config()["jit"]
-    names = {"ck": arch.toolchain["ckernels_dir"], "llk": arch.toolchain["llk_dir"],
-             "hw": arch.toolchain["hw_dir"], "hwdefs": arch.toolchain["hw_defines_dir"]}
+    tc = arch.toolchain
+    names = {"ck": tc.ckernels_dir, "llk": tc.llk_dir, "hw": tc.hw_dir, "hwdefs": tc.hw_defines_dir}
     rels = list(jit["includes"])
     if role_config(role)["processor"] == "TRISC":
         rels += jit["compute_only_includes"]
@@ -179,8 +179,8 @@ def host_check_command(host: HostChecker, tree: HeaderTree, stubs: Path, overlay
 def _sfpi_arch_flags(arch: ArchFacts, role: str) -> list[str]:
     cfg = toolchain_config()["sfpi"]
     if role_config(role)["processor"] == "TRISC":
-        return [cfg["opt_compute"], f"-mcpu={arch.toolchain['sfpi_mcpu_compute']}", *cfg["cxxflags"]]
-    return [cfg["opt_dm"], f"-mcpu={arch.toolchain['sfpi_mcpu_dm']}", *cfg["cxxflags"], *cfg["dm_cxxflags"]]
+        return [cfg["opt_compute"], f"-mcpu={arch.toolchain.sfpi_mcpu_compute}", *cfg["cxxflags"]]
+    return [cfg["opt_dm"], f"-mcpu={arch.toolchain.sfpi_mcpu_dm}", *cfg["cxxflags"], *cfg["dm_cxxflags"]]
 
 
 def sfpi_compile_command(sfpi: Sfpi, tree: HeaderTree, arch: ArchFacts, role: str, kernel: KernelInfo,
@@ -198,7 +198,7 @@ def link_inputs(runtime_hw: Path, firmware: Path, arch: ArchFacts, role: str) ->
     """(linker script, weakened firmware ELF, extra objects) for one role."""
     cfg = toolchain_config()["sfpi"]
     elf = role_config(role)["elf"]
-    rdir = str(arch.toolchain["runtime_dir"])
+    rdir = arch.toolchain.runtime_dir
     objs = list(cfg["link_objects"]) + (cfg["brisc_link_objects"] if role == "brisc" else [])
     return (runtime_hw / "toolchain" / rdir / f"kernel_{elf}.ld", firmware / elf / f"{elf}_weakened.elf",
             [runtime_hw / "lib" / rdir / o for o in objs])
@@ -274,7 +274,7 @@ def plan_jobs(folder: Path, tc: Toolchain, mode: Mode) -> list[Job]:
         return jobs
     if tc.sfpi is None:
         raise ToolchainMissing(f"no SFPI compiler: {tc.note('sfpi')}")
-    link = tc.link_dirs(str(arch.toolchain["runtime_dir"]))
+    link = tc.link_dirs(arch.toolchain.runtime_dir)
     for k in kernels:
         for role in k.roles:
             obj = Path("@OBJ@")              # placeholder: the real path is inside the cache entry

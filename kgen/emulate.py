@@ -348,7 +348,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
     cores = sorted({c for k in manifest["kernels"] for c in cores_of(k["core_ranges"])}, key=lambda c: (c[1], c[0]))
     core_id = {c: i for i, c in enumerate(cores)}
     lines = ["kgen-emu 1",
-             f"arch {arch.name} {1 if arch.name == 'wormhole_b0' else 0}",
+             f"arch {arch.name} {int(arch.behaviour.fpu_renormalisation_quirk)}",
              f"l1 {arch.l1_bytes}",
              f"numerics {numerics}",
              f"dst_tiles {arch.dst_tiles(True, False)}",
@@ -378,7 +378,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
                 lines.append(f"sem {core_id[c]} {s['id']} {sem_base + layout['semaphore_bytes'] * s['id']} "
                              f"{s['initial_value']}")
     # DRAM: every tensor at one base address in all banks.
-    banks = int(arch.toolchain["num_dram_banks"])
+    banks = arch.toolchain.num_dram_banks
     addr = layout["dram_first_address"]
     tensors = []
     for t in tensors_of(manifest):

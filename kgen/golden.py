@@ -32,6 +32,7 @@ import numpy as np
 
 from kgen import numerics as nx
 from kgen import tiles as tl
+from kgen.arch import load_arch
 
 _FORMAT_ARGS = ("in0_format", "in1_format", "out_format", "partials_format", "bias_format")
 
@@ -129,7 +130,7 @@ def golden_matmul(in0, in1, *, fidelity: str, fp32_dest_acc: bool, packer_l1_acc
     rule (§7.1). ``in0_block_w``: K-tiles per K-block (default: all of K in one block);
     ``num_k_blocks``, if given, must equal Kt / in0_block_w. ``bias``: (N,) row added by the fused
     bias stage (``bias_format`` defaults to ``out_format``). ``relu``: packer ReLU on the final pack.
-    ``arch``: ``wormhole_b0`` enables Wormhole's renormalisation quirk (§4 step 8).
+    ``arch``: its ``fpu_renormalisation_quirk`` (Wormhole's, §4 step 8) is modelled when set.
     ``reload_unpack_to_dest``: Float32 partials reload losslessly (newest TT-Metal kernels) instead
     of through TF32 SrcA. ``bfp_pack_src``: packer intermediate for block-float outputs,
     ``Float16_b`` (§8.1) or ``Bfp8_b`` (E8M6). ``mode``: ``exact`` or ``fast``.
@@ -159,7 +160,7 @@ def golden_matmul(in0, in1, *, fidelity: str, fp32_dest_acc: bool, packer_l1_acc
         default_partials_format(out_format, fp32_dest_acc, packer_l1_acc),
         bias_format=tl.canonical_format(bias_format) if bias_format else out_format,
         in0_block_w=w, num_k_blocks=nb, relu=bool(relu), fused_bias=bias is not None,
-        untilize_out=bool(untilize_out), wormhole_bug=(arch == "wormhole_b0"),
+        untilize_out=bool(untilize_out), wormhole_bug=load_arch(arch).behaviour.fpu_renormalisation_quirk,
         reload_unpack_to_dest=bool(reload_unpack_to_dest), bfp_pack_src=bfp_pack_src)
     nx.phases_of(fidelity)
     if cfg.packer_l1_acc and cfg.partials_format not in ("Float32", "Float16_b"):

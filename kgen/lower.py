@@ -478,9 +478,8 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
             ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),
                     op("sem_set", sender_sem, 0),
                     op("mcast_cb", cb, tiles, tiles * p.cb(cb).page_bytes, *rect, num_dests)]
-            if p.arch.name == "blackhole":
-                # BH: flush the data multicast before the flag multicast that releases the receivers
-                # (TT-Metal's mcast readers do the same under ARCH_BLACKHOLE).
+            if p.arch.behaviour.flush_mcast_before_flag:
+                # flush the data multicast before the flag multicast that releases the receivers
                 ops.append(op("noc_writes_flushed"))
             ops += [op("sem_set", receiver_sem, VALID, note="the local word the flag multicast copies"),
                     op("mcast_sem_set", receiver_sem, VALID, *rect, num_dests)]

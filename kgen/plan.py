@@ -432,7 +432,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
                         "partials format is the output format (see `kgen check`: partials)")
 
     # --- warnings (each cites its source) ------------------------------------------------------
-    if arch.name == "wormhole_b0" and c.fp32_dest_acc and c.math_fidelity == "HiFi4":
+    if arch.behaviour.hifi4_fp32_dest_accuracy_bug and c.fp32_dest_acc and c.math_fidelity == "HiFi4":
         warnings.append("Wormhole + HiFi4 + fp32 dest accumulation: output accuracy can be worse with HiFi4 "
                         "than HiFi3 due to a hardware bug; prefer HiFi3 (TT-Metal verify_numerical_configuration, "
                         "tt-metal#38306)")

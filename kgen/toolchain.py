@@ -114,9 +114,9 @@ def _firmware_archs(path: Path) -> list[str]:
     found = []
     for arch in ("wormhole_b0", "blackhole"):
         facts = load_arch(arch)
-        rdir = path / str(facts.toolchain["runtime_dir"])
+        rdir = path / facts.toolchain.runtime_dir
         if all((rdir / elf / f"{elf}_weakened.elf").is_file() for elf in facts.processors):
-            found.append(str(facts.toolchain["runtime_dir"]))
+            found.append(facts.toolchain.runtime_dir)
     return found
 
 

@@ -190,7 +190,7 @@ def _macro_bytes(text: str, name: str, macros: dict[str, str]) -> int:
 @pytest.mark.parametrize("arch", ["wormhole_b0", "blackhole"])
 def test_processor_regions_in_configs_match_dev_mem_map(arch, host_toolchain):
     facts = load_arch(arch)
-    header = (host_toolchain.headers.tt_metal / "hw/inc/internal/tt-1xx" / facts.toolchain["hw_dir"]
+    header = (host_toolchain.headers.tt_metal / "hw/inc/internal/tt-1xx" / facts.toolchain.hw_dir
               / "dev_mem_map.h").read_text()
     macros = dict(re.findall(r"#define\s+(MEM_[A-Z0-9_]+)\s+(.+?)\s*(?://.*)?$", header, re.M))
     for elf, (kernel_macro, local_macro) in {
@@ -204,16 +204,16 @@ def test_processor_regions_in_configs_match_dev_mem_map(arch, host_toolchain):
     # The include folders and linker scripts the command lines name exist in the tree.
     root = host_toolchain.headers.root
     for key in ("ckernels_dir",):
-        assert (root / "tt_metal/hw/ckernels" / facts.toolchain[key] / "metal/llk_api").is_dir()
-    assert (root / "tt_metal/tt-llk" / facts.toolchain["llk_dir"] / "llk_lib").is_dir()
-    if facts.toolchain["hw_defines_dir"]:
-        assert (root / "tt_metal/hw/inc/internal/tt-1xx" / facts.toolchain["hw_defines_dir"]).is_dir()
+        assert (root / "tt_metal/hw/ckernels" / getattr(facts.toolchain, key) / "metal/llk_api").is_dir()
+    assert (root / "tt_metal/tt-llk" / facts.toolchain.llk_dir / "llk_lib").is_dir()
+    if facts.toolchain.hw_defines_dir:
+        assert (root / "tt_metal/hw/inc/internal/tt-1xx" / facts.toolchain.hw_defines_dir).is_dir()
     hw = host_toolchain.headers.runtime_hw
     assert hw is not None
     for elf in facts.processors:
-        assert (hw / "toolchain" / facts.toolchain["runtime_dir"] / f"kernel_{elf}.ld").is_file()
+        assert (hw / "toolchain" / facts.toolchain.runtime_dir / f"kernel_{elf}.ld").is_file()
     for obj in ("substitutes.o", "noc.o"):
-        assert (hw / "lib" / facts.toolchain["runtime_dir"] / obj).is_file()
+        assert (hw / "lib" / facts.toolchain.runtime_dir / obj).is_file()
 
 
 def test_fetched_tree_is_0_81_1_and_pins_the_sfpi_kgen_names(host_toolchain):

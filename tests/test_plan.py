@@ -254,3 +254,16 @@ def test_untilize_with_bias_needs_partials_in_the_output_format():
     fp32 = text.replace("fp32_dest_acc = false", "fp32_dest_acc = true").replace("7 x 1", "1 x 1")
     ok = plan(resolve(parse_text(fp32, "t.kspec")))
     assert ok.partials_format == ok.out_format == "Float32"
+
+
+def test_arch_behaviour_is_data_with_the_values_tt_metal_gives():
+    """What each arch changes in kgen's output comes from configs/arch/ (no code branches on the
+    arch's name): Blackhole flushes the data multicast before the flag, Wormhole has the FPU
+    renormalisation quirk and the HiFi4 + fp32 dest accuracy bug."""
+    from kgen.arch import load_arch
+
+    bh, wh = load_arch("blackhole").behaviour, load_arch("wormhole_b0").behaviour
+    assert bh.flush_mcast_before_flag and not wh.flush_mcast_before_flag
+    assert wh.fpu_renormalisation_quirk and not bh.fpu_renormalisation_quirk
+    assert wh.hifi4_fp32_dest_accuracy_bug and not bh.hifi4_fp32_dest_accuracy_bug
+    assert load_arch("wormhole_b0").toolchain.pcie_noc == (0, 3) and load_arch("blackhole").toolchain.num_dram_banks == 8
