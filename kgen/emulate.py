@@ -318,7 +318,10 @@ def _tensor_bytes(t: Tensor, inputs: Inputs) -> bytes:
 
 
 @dataclass(frozen=True)
-class Program:
+class ProgramFile:
+    """The emulator's input: the machine, cores, CBs, semaphores, tensors and kernels as text (not
+    kgen's IR `ir.Program`)."""
+
     text: str
     tensors: tuple[Tensor, ...]
     output: Tensor
@@ -338,7 +341,7 @@ def _resolve_arg(v: Any, addresses: dict[str, int], noc: dict) -> int:
 
 
 def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *, numerics: str, workdir: Path,
-                  inputs: Inputs) -> Program:
+                  inputs: Inputs) -> ProgramFile:
     """The program file (all but the schedule and trace lines, which run_program adds per run);
     writes the input tensors into `workdir`."""
     cfg = emulator_config()
@@ -409,7 +412,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
             for role in roles:
                 lines.append(f"run {core_id[c]} {kid[(k['name'], role)]} {len(args)} {' '.join(map(str, args))} "
                              f"{len(common)} {' '.join(map(str, common))}")
-    return Program("\n".join(lines) + "\n", tuple(tensors), output)
+    return ProgramFile("\n".join(lines) + "\n", tuple(tensors), output)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -423,7 +426,7 @@ class RunResult:
     raw: dict
 
 
-def run_program(binary: Path, program: Program, workdir: Path, *, schedule: str = "time", schedule_seed: int = 0,
+def run_program(binary: Path, program: ProgramFile, workdir: Path, *, schedule: str = "time", schedule_seed: int = 0,
                 trace: Path | None = None) -> RunResult:
     prog = workdir / "program.txt"
     prog.write_text(program.text + f"schedule {schedule} {schedule_seed}\n" + (f"trace {trace}\n" if trace else ""))
@@ -647,7 +650,9 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
 # ----------------------------------------------------------------------------------------------
 # text report
 
-def op_totals(processors) -> dict[str, int]:
+def emulated_op_totals(processors) -> dict[str, int]:
+    """Op name -> calls, summed over the emulated processors' reports (not verify.op_totals, which
+    counts the IR)."""
     totals: dict[str, int] = {}
     for p in processors:
         for k, v in p["ops"].items():
@@ -683,5 +688,6 @@ def format_report(e: Emulation, *, per_processor: bool = True) -> str:
         for p in e.processors:
             lines.append(f"  ({p['core'][0]},{p['core'][1]})  {p['processor']:<14} {p['kernel']:<20} "
                          f"{sum(p['ops'].values()):>6} {p['stalls']:>8} {p['stall_cycles']:>13} {p['cycles']:>7}")
-        lines.append("  op counts (all cores): " + ", ".join(f"{k} {v}" for k, v in op_totals(e.processors).items()))
+        totals = emulated_op_totals(e.processors)
+        lines.append("  op counts (all cores): " + ", ".join(f"{k} {v}" for k, v in totals.items()))
     return "\n".join(lines)

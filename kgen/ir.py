@@ -267,6 +267,25 @@ class Program:
 VALID, INVALID = 1, 0   # semaphore values of the multicast handshake
 
 
+def walk(nodes: tuple[Node, ...], loops: tuple[Loop, ...] = ()) -> Iterator[tuple[Op, tuple[Loop, ...]]]:
+    """Every op of a tree once, in order, with the loops around it (outermost first); loop bodies
+    are not repeated. The one walker of the op tree: totals multiply the loops' counts, bounds
+    take their ranges (see `unroll` for every iteration)."""
+    for n in nodes:
+        if isinstance(n, Loop):
+            yield from walk(n.body, loops + (n,))
+        else:
+            yield n, loops
+
+
+def trips(loops: tuple[Loop, ...]) -> int:
+    """How often an op under these loops runs."""
+    count = 1
+    for loop in loops:
+        count *= loop.count
+    return count
+
+
 def unroll(nodes: tuple[Node, ...], env: dict[str, int] | None = None) -> Iterator[tuple[Op, dict[str, int]]]:
     """Every op in execution order with the loop variables it runs under (fully unrolled)."""
     env = {} if env is None else env

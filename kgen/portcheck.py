@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 from pathlib import Path
 
-from kgen.emulate import Emulation, check_host_memory, emulate_folder, make_inputs, op_totals
+from kgen.emulate import Emulation, check_host_memory, emulate_folder, emulated_op_totals, make_inputs
 from kgen.errors import KgenError
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
@@ -116,10 +116,10 @@ class PortCheck:
         return not self.failures
 
     def op_counts(self, which: Emulation) -> dict[str, int]:
-        return op_totals(p for p in which.processors if p["processor"] in COMPUTE_PROCESSORS)
+        return emulated_op_totals(p for p in which.processors if p["processor"] in COMPUTE_PROCESSORS)
 
     def dataflow_op_counts(self, which: Emulation) -> dict[str, int]:
-        return op_totals(p for p in which.processors if p["processor"] in DATAFLOW_PROCESSORS)
+        return emulated_op_totals(p for p in which.processors if p["processor"] in DATAFLOW_PROCESSORS)
 
     def differences(self) -> dict[str, dict[str, object]]:
         ours, theirs = self.op_counts(self.ours), self.op_counts(self.theirs)

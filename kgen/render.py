@@ -23,7 +23,7 @@ import jinja2
 from kgen import TT_METAL_VERSION, __version__
 from kgen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.errors import KgenBug
-from kgen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym, format_program
+from kgen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym, format_program, walk
 from kgen.lower import COMPUTE_DEFINE_NAMES
 from kgen.resources import cache_root, data_dir
 from kgen.types import TILE_HW
@@ -107,15 +107,7 @@ def cxx(value: Any) -> str:
 
 
 def _uses_var(nodes: tuple[Node, ...], var: str) -> bool:
-    for n in nodes:
-        if isinstance(n, Loop):
-            if _uses_var(n.body, var):
-                return True
-        else:
-            for _, v in n.args:
-                if isinstance(v, Affine) and any(t == var for t, _ in v.terms):
-                    return True
-    return False
+    return any(isinstance(v, Affine) and any(t == var for t, _ in v.terms) for n, _ in walk(nodes) for _, v in n.args)
 
 
 def flatten(nodes: tuple[Node, ...], depth: int = 0) -> list[Line]:

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kgen.errors import KgenBug
-from kgen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RuntimeArg
+from kgen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RuntimeArg, trips, walk
 from kgen.plan import CB_OUT, CB_PARTIALS
 from kgen.types import TILE_HW
 
@@ -34,14 +34,12 @@ class IRVerificationError(KgenBug):
 # Totals with loop multiplicities
 # ----------------------------------------------------------------------------------------------
 
-def op_totals(nodes: tuple[Node, ...], mult: int = 1, into: Counter | None = None) -> Counter:
+def op_totals(nodes: tuple[Node, ...]) -> Counter:
     """(op kind, cb) -> pages (CB ops) or count (other ops), multiplied through loop trip counts."""
-    totals = into if into is not None else Counter()
-    for n in nodes:
-        if isinstance(n, Loop):
-            if n.count:
-                op_totals(n.body, mult * n.count, totals)
-        elif n.kind in COMPUTE_CB_OPS:
+    totals: Counter = Counter()
+    for n, loops in walk(nodes):
+        mult = trips(loops)
+        if n.kind in COMPUTE_CB_OPS:
             totals[(n.kind, n["cb"])] += mult * n["tiles"]
         else:
             totals[(n.kind, None)] += mult
@@ -213,7 +211,7 @@ def _check_interface(program: Program, kernel: Kernel) -> None:
         sem = name.removesuffix("_semaphore_id")
         if sem != name and sem_ids.get(sem) != value:
             raise IRVerificationError(kernel.name, f"CT arg {name} = {value}, semaphore {sem} has id {sem_ids.get(sem)}")
-    for n in _all_ops(kernel.body):
+    for n, _ in walk(kernel.body):
         for key, v in n.args:
             if isinstance(v, RuntimeArg) and v not in declared:
                 raise IRVerificationError(kernel.name, f"`{n.kind}` uses runtime arg {v.name}, not declared")
@@ -222,15 +220,6 @@ def _check_interface(program: Program, kernel: Kernel) -> None:
         if n.kind.startswith("sem_") or n.kind == "mcast_sem_set":
             if n["sem"] not in sem_ids or f"{n['sem']}_semaphore_id" not in dict(kernel.compile_time_args):
                 raise IRVerificationError(kernel.name, f"`{n.kind}` uses semaphore {n['sem']} without its id CT arg")
-
-
-def _all_ops(nodes: tuple[Node, ...]):
-    """Every op of a tree once (loop bodies not repeated)."""
-    for n in nodes:
-        if isinstance(n, Loop):
-            yield from _all_ops(n.body)
-        else:
-            yield n
 
 
 UINT32_MAX = (1 << 32) - 1      # kernels compute page ids, tile indices, counts and offsets in uint32_t
@@ -256,31 +245,27 @@ def _static_checks(program: Program, kernel: Kernel) -> None:
     cores = {"core_x": kernel.cores.x1 + 1, "core_y": kernel.cores.y1 + 1}
     tensors = {t.name: t for t in kernel.tensors}
 
-    def visit(nodes: tuple[Node, ...], ranges: dict[str, int]) -> None:
-        for n in nodes:
-            if isinstance(n, Loop):
-                visit(n.body, {**ranges, n.var: n.stop})
-                continue
-            _check_uint32(kernel, n, {**ranges, **cores})
-            if n.kind in ("read_tiles", "write_tiles"):
-                last = n["start"].max_over({**ranges, **cores}) + (n["rows"] - 1) * n["row_stride"] + n["cols"] - 1
-                if last >= pages[n["tensor"]]:
-                    raise IRVerificationError(kernel.name, f"`{n.kind}` touches page {last} of {n['tensor']}, "
-                                              f"which has {pages[n['tensor']]}")
-            elif n.kind == "write_rows":
-                last = n["start_row"].max_over({**ranges, **cores}) + n["rows"] - 1
-                end = n["offset_bytes"].max_over({**ranges, **cores}) + n["row_bytes"]
-                if last >= pages[n["tensor"]] or end > tensors[n["tensor"]].page_bytes:
-                    raise IRVerificationError(kernel.name, f"`write_rows` reaches row {last} / byte {end} of "
-                                              f"{n['tensor']} ({pages[n['tensor']]} rows of "
-                                              f"{tensors[n['tensor']].page_bytes} bytes)")
-            elif n.kind == "matmul_block":
-                for key, cb in (("in0_tile", n["in0"]), ("in1_tile", n["in1"])):
-                    hi = n[key].max_over(ranges)
-                    if hi >= program.cb_pages[cb]:
-                        raise IRVerificationError(kernel.name, f"matmul_block reads tile {hi} of c_{cb} "
-                                                  f"beyond its {program.cb_pages[cb]} pages")
-    visit(kernel.body, {})
+    for n, loops in walk(kernel.body):
+        ranges = {loop.var: loop.stop for loop in loops}
+        _check_uint32(kernel, n, {**ranges, **cores})
+        if n.kind in ("read_tiles", "write_tiles"):
+            last = n["start"].max_over({**ranges, **cores}) + (n["rows"] - 1) * n["row_stride"] + n["cols"] - 1
+            if last >= pages[n["tensor"]]:
+                raise IRVerificationError(kernel.name, f"`{n.kind}` touches page {last} of {n['tensor']}, "
+                                          f"which has {pages[n['tensor']]}")
+        elif n.kind == "write_rows":
+            last = n["start_row"].max_over({**ranges, **cores}) + n["rows"] - 1
+            end = n["offset_bytes"].max_over({**ranges, **cores}) + n["row_bytes"]
+            if last >= pages[n["tensor"]] or end > tensors[n["tensor"]].page_bytes:
+                raise IRVerificationError(kernel.name, f"`write_rows` reaches row {last} / byte {end} of "
+                                          f"{n['tensor']} ({pages[n['tensor']]} rows of "
+                                          f"{tensors[n['tensor']].page_bytes} bytes)")
+        elif n.kind == "matmul_block":
+            for key, cb in (("in0_tile", n["in0"]), ("in1_tile", n["in1"])):
+                hi = n[key].max_over(ranges)
+                if hi >= program.cb_pages[cb]:
+                    raise IRVerificationError(kernel.name, f"matmul_block reads tile {hi} of c_{cb} "
+                                              f"beyond its {program.cb_pages[cb]} pages")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -357,7 +342,7 @@ class _RegionWalker:
         # remaining iterations only replay states already checked, provided the loop variable
         # does not move which pages an op touches.
         periodic = not any(isinstance(v, Affine) and n.var in dict(v.terms)
-                           for op_ in _all_ops(n.body) for _, v in op_.args)
+                           for op_, _ in walk(n.body) for _, v in op_.args)
         heads: list[tuple] = []
         seen: dict[tuple, int] = {}
         for i in range(n.start, n.stop):
@@ -420,7 +405,7 @@ def _check_shared_regions(program: Program) -> None:
     consumers: dict[int, set[str]] = {}
     producers: dict[int, set[str]] = {}
     for kernel in program.kernels:
-        for n in _all_ops(kernel.body):
+        for n, _ in walk(kernel.body):
             if n.kind == "cb_pop_front":
                 consumers.setdefault(n["cb"], set()).add(kernel.name)
             elif n.kind == "cb_push_back":
@@ -470,11 +455,11 @@ def _check_semaphores(program: Program) -> None:
     arriving: Counter = Counter()    # (sem, x, y) -> increments / valid-sets arriving
     waited: Counter = Counter()
 
-    def walk_counts(nodes: tuple[Node, ...], mult: int, env: dict[str, int], kernel: Kernel, core: tuple[int, int]):
-        for n in nodes:
-            if isinstance(n, Loop):
-                walk_counts(n.body, mult * n.count, env, kernel, core)
-            elif n.kind == "sem_inc":
+    def count(kernel: Kernel, core: tuple[int, int]) -> None:
+        env = {"core_x": core[0], "core_y": core[1]}
+        for n, loops in walk(kernel.body):
+            mult = trips(loops)
+            if n.kind == "sem_inc":
                 tx, ty = n["noc_x"].logical(env), n["noc_y"].logical(env)
                 arriving[(n["sem"], tx, ty)] += mult * n["value"]
             elif n.kind == "mcast_sem_set":
@@ -498,7 +483,7 @@ def _check_semaphores(program: Program) -> None:
         for core in kernel.cores.cores():
             if core[0] >= nx or core[1] >= ny:
                 raise IRVerificationError(kernel.name, f"core {core} is outside the {nx} x {ny} grid with work")
-            walk_counts(kernel.body, 1, {"core_x": core[0], "core_y": core[1]}, kernel, core)
+            count(kernel, core)
     for key in sorted(set(arriving) | set(waited)):
         if arriving[key] != waited[key]:
             sem, x, y = key
