@@ -125,7 +125,7 @@ def golden_matmul(in0, in1, *, fidelity: str, fp32_dest_acc: bool, packer_l1_acc
     they are not representable, :func:`kgen.tiles.quantize`); M, N, K multiples of 32.
     ``fidelity``: LoFi | HiFi2 | HiFi3 | HiFi4. ``fp32_dest_acc``: Dst in fp32 (else bf16).
     ``packer_l1_acc``: TT-Metal's ``packer_l1_acc_en`` (PACKER_L1_ACC defined), already decided
-    (``Plan.packer_l1_acc``); without it K-blocks spill/reload. Formats are TT-Metal DataFormat names
+    (``Plan.l1_acc_enabled``); without it K-blocks spill/reload. Formats are TT-Metal DataFormat names
     (Float32, Float16_b, Bfp8_b, Bfp4_b) or ttnn dtypes; ``partials_format`` defaults to the factory
     rule (§7.1). ``in0_block_w``: K-tiles per K-block (default: all of K in one block);
     ``num_k_blocks``, if given, must equal Kt / in0_block_w. ``bias``: (N,) row added by the fused
@@ -191,7 +191,7 @@ def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", **overri
         raise ValueError("the plan fuses a bias: pass bias")
     kw = dict(
         fidelity=plan.compute.math_fidelity, fp32_dest_acc=plan.compute.fp32_dest_acc,
-        packer_l1_acc=plan.packer_l1_acc, in0_format=plan.in0_format, in1_format=plan.in1_format,
+        packer_l1_acc=plan.l1_acc_enabled, in0_format=plan.in0_format, in1_format=plan.in1_format,
         out_format=plan.out_format, partials_format=plan.partials_format,
         in0_block_w=plan.in0_block_w, num_k_blocks=plan.num_blocks,
         bias=bias if plan.fuse_bias else None, bias_format=plan.bias_format, relu=plan.pack_relu,

@@ -94,7 +94,7 @@ def compute_defines(p: Plan) -> tuple[tuple[str, str], ...]:
         defines.append(("FUSE_BIAS", "1"))
     if p.pack_relu:
         defines.append(("PACK_RELU", "1"))
-    if p.packer_l1_acc:
+    if p.l1_acc_enabled:
         defines.append(("PACKER_L1_ACC", "1"))
     if p.compute.fp32_dest_acc:
         defines.append(("FP32_DEST_ACC_EN", "1"))
@@ -105,7 +105,7 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
     ct = {name: Sym(value, name) for name, value in compute_compile_time_args(p)}
     nb = p.num_blocks
     last = nb - 1
-    bias, relu, l1acc, untilize = p.fuse_bias, p.pack_relu, p.packer_l1_acc, p.untilize_out
+    bias, relu, l1acc, untilize = p.fuse_bias, p.pack_relu, p.l1_acc_enabled, p.untilize_out
     fp32 = p.compute.fp32_dest_acc
     sb = ct["out_subblock_num_tiles"]
     sbh, sbw = ct["out_subblock_h"], ct["out_subblock_w"]

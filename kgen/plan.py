@@ -98,7 +98,8 @@ class Plan:
     num_blocks_w_dim: int
     policy: str
     policy_reason: str
-    packer_l1_acc: bool                  # packer_l1_acc_en: PACKER_L1_ACC is defined
+    l1_acc_enabled: bool                 # the decision, TT-Metal's packer_l1_acc_en: PACKER_L1_ACC is defined
+                                         # (the request is compute.packer_l1_acc, TTNN's field)
     partials_format: str
     partials_reason: str
     out_format: str
@@ -457,7 +458,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         grid=grid, per_core_m=per_core_m, per_core_n=per_core_n, out_block_h=obh, out_block_w=obw,
         in0_block_w=in0_block_w, out_subblock_h=sbh, out_subblock_w=sbw, num_blocks=num_blocks,
         num_blocks_h_dim=per_core_m // obh, num_blocks_w_dim=per_core_n // obw, policy=policy,
-        policy_reason=policy_reason, packer_l1_acc=l1acc, partials_format=partials_fmt,
+        policy_reason=policy_reason, l1_acc_enabled=l1acc, partials_format=partials_fmt,
         partials_reason=partials_reason, out_format=out_fmt, in0_format=in0_fmt, in1_format=in1_fmt,
         bias_format=bias_fmt, dst_sync=dst_sync, dst_capacity=capacity, dst_accum_format=dst_accum,
         cbs=cbs, regions=regions, warnings=tuple(warnings), choices=tuple(choices), out_partials_sharing=sharing,

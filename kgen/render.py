@@ -28,7 +28,7 @@ from kgen.lower import COMPUTE_DEFINE_NAMES
 from kgen.resources import cache_root, data_dir
 from kgen.types import TILE_HW
 
-MANIFEST_FORMAT_VERSION = 1
+MANIFEST_FORMAT_VERSION = 2    # 2: compute_config.packer_l1_acc (the decision) renamed l1_acc_enabled
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # TT-Metal's JIT: one TRISC source per compute thread (genfiles jit_build_genfiles_triscs_src).
@@ -297,7 +297,7 @@ def manifest_body(program: Program) -> dict[str, Any]:
             entry["compute_config"] = {
                 "math_fidelity": c.math_fidelity, "fp32_dest_acc_en": c.fp32_dest_acc,
                 "math_approx_mode": c.math_approx, "dst_full_sync_en": c.dst_full_sync,
-                "packer_l1_acc": plan.packer_l1_acc,
+                "l1_acc_enabled": plan.l1_acc_enabled,
             }
         kernels.append(entry)
     cbs = []

@@ -34,7 +34,7 @@ def plan_to_dict(p: Plan, variants: dict[str, str] | None = None) -> dict[str, A
         },
         "policy": p.policy,
         "policy_reason": p.policy_reason,
-        "packer_l1_acc_enabled": p.packer_l1_acc,
+        "packer_l1_acc_enabled": p.l1_acc_enabled,
         "formats": {"in0": p.in0_format, "in1": p.in1_format, "out": p.out_format, "bias": p.bias_format,
                     "partials": p.partials_format},
         "partials_reason": p.partials_reason,

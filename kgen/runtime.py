@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from kgen.errors import KgenError
 from kgen.types import DTYPE_TO_FORMAT
 
-SUPPORTED_FORMAT_VERSION = 1
+SUPPORTED_FORMAT_VERSION = 2
 # tt::DataFormat of a manifest -> the ttnn.DataType that ttnn converts to it (ttnn/core/tensor/types.cpp).
 DATA_FORMAT_TO_DTYPE = {fmt: dtype for dtype, fmt in DTYPE_TO_FORMAT.items()}     # the inverse of types.py's table
 
@@ -84,9 +84,9 @@ def _resolve(value: Any, noc: Callable[[str, int], int], addresses: Mapping[str,
 
 def _check_compute_config(kernel: Mapping[str, Any]) -> None:
     # ttnn's ComputeConfigDescriptor has no packer_l1_acc field: the define carries it, so they must agree.
-    l1acc = bool(kernel["compute_config"].get("packer_l1_acc"))
+    l1acc = bool(kernel["compute_config"].get("l1_acc_enabled"))
     if l1acc != ("PACKER_L1_ACC" in kernel["defines"]):
-        raise ManifestError(f"kernel {kernel['name']}: compute_config.packer_l1_acc = {l1acc} but "
+        raise ManifestError(f"kernel {kernel['name']}: compute_config.l1_acc_enabled = {l1acc} but "
                             f"PACKER_L1_ACC is {'not ' if l1acc else ''}defined")
     fp32 = bool(kernel["compute_config"]["fp32_dest_acc_en"])
     if fp32 != ("FP32_DEST_ACC_EN" in kernel["defines"]):

@@ -504,7 +504,7 @@ def verify(program: Program) -> Program:
     _check_balance(program, totals)
     _check_semaphores(program)
     _check_shared_regions(program)
-    if plan.packer_l1_acc:
+    if plan.l1_acc_enabled:
         pages = program.cb_pages[CB_PARTIALS]
         if pages != plan.out_block_tiles:
             raise IRVerificationError("compute", f"with packer L1 accumulation the partials CB must hold exactly "

@@ -37,7 +37,7 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
     assert folder.parent == tmp_path
     plan_json = json.loads((folder / "plan.json").read_text())
     m = json.loads((folder / "manifest.json").read_text())
-    assert m["format_version"] == 1 and m["kernel_id"] == folder.name
+    assert m["format_version"] == 2 and m["kernel_id"] == folder.name
     assert isinstance(m["custom_program_hash"], int) and 0 <= m["custom_program_hash"] < 2 ** 64
     assert set(m) >= {"format_version", "kernel_id", "custom_program_hash", "kernels", "cbs", "semaphores"}
     spec = load(path)
@@ -65,7 +65,7 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
     cc = spec.compute
     assert compute["compute_config"] == {
         "math_fidelity": cc.math_fidelity, "fp32_dest_acc_en": cc.fp32_dest_acc, "math_approx_mode": cc.math_approx,
-        "dst_full_sync_en": cc.dst_full_sync, "packer_l1_acc": plan_json["packer_l1_acc_enabled"]}
+        "dst_full_sync_en": cc.dst_full_sync, "l1_acc_enabled": plan_json["packer_l1_acc_enabled"]}
     assert ("PACKER_L1_ACC" in compute["defines"]) == plan_json["packer_l1_acc_enabled"]
     assert ("FP32_DEST_ACC_EN" in compute["defines"]) == cc.fp32_dest_acc
     assert compute["core_ranges"] == [{"start": [0, 0], "end": [nx - 1, ny - 1]}]

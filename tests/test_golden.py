@@ -296,7 +296,7 @@ def test_golden_from_plan_matches_explicit_call():
     bias = randn((n,))
     r = golden_from_plan(p, a, b, bias)
     again = golden_matmul(a, b, fidelity=p.compute.math_fidelity, fp32_dest_acc=p.compute.fp32_dest_acc,
-                          packer_l1_acc=p.packer_l1_acc, in0_format=p.in0_format, in1_format=p.in1_format,
+                          packer_l1_acc=p.l1_acc_enabled, in0_format=p.in0_format, in1_format=p.in1_format,
                           out_format=p.out_format, in0_block_w=p.in0_block_w, num_k_blocks=p.num_blocks,
                           bias=bias, relu=True, arch=p.arch.name)
     assert np.array_equal(r.bits, again.bits)

@@ -5,7 +5,7 @@ This is the guard of the refactors of issue #13 (one stage driver, an IR that ca
 printed, subpackages): they must change no byte a kernel or its loader sees. It is no oracle of
 correctness; the emulation, port-check and type-check tests are. A deliberate change of output
 (a manifest key renamed with its format version bumped) repins with
-`python3 tests/test_pins.py --repin` and says why in its commit. ir.txt and the build README
+`PYTHONPATH=. python3 tests/test_pins.py --repin` and says why in its commit. ir.txt and the build README
 describe the IR for people and are not pinned.
 """
 
@@ -46,7 +46,7 @@ def _hashes(path: Path, variant: str | None) -> dict[str, str]:
 @pytest.mark.parametrize("name,path,variant", _builds(), ids=[b[0] for b in _builds()])
 def test_example_builds_to_its_pinned_bytes(name, path, variant):
     pins = json.loads(PINS.read_text())
-    assert name in pins, f"{name} has no pins: python3 tests/test_pins.py --repin"
+    assert name in pins, f"{name} has no pins: PYTHONPATH=. python3 tests/test_pins.py --repin"
     got, want = _hashes(path, variant), pins[name]
     assert sorted(got) == sorted(want), "the set of files changed"
     changed = [p for p in got if got[p] != want[p]]
@@ -59,8 +59,12 @@ def test_every_pin_is_an_example():
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--repin"]:
-        sys.exit("usage: python3 tests/test_pins.py --repin   (after a deliberate change of output)")
+        sys.exit("usage: PYTHONPATH=. python3 tests/test_pins.py --repin   (after a deliberate change of output)")
     sys.path.insert(0, str(ROOT))
+    import kgen
+    if Path(kgen.__file__).resolve().parent != ROOT / "kgen":
+        sys.exit(f"this imports kgen from {Path(kgen.__file__).parent}, not {ROOT / 'kgen'}: "
+                 f"run it as PYTHONPATH={ROOT} python3 tests/test_pins.py --repin")
     PINS.parent.mkdir(exist_ok=True)
     PINS.write_text(json.dumps({name: _hashes(p, v) for name, p, v in _builds()}, indent=1, sort_keys=True) + "\n")
     print(f"wrote {PINS.relative_to(ROOT)}")

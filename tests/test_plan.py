@@ -43,7 +43,7 @@ def test_peak_bf16_blackhole():
     assert (p.out_subblock_h, p.out_subblock_w) == (4, 2)
     assert p.num_blocks == 32                                        # Kt / in0_block_w
     # bias and num_blocks = 32 > 1 -> PACKER_L1_ACC; partials Float16_b (no fp32 dest)
-    assert p.policy == "packer_l1_acc" and p.packer_l1_acc
+    assert p.policy == "packer_l1_acc" and p.l1_acc_enabled
     assert p.partials_format == "Float16_b"
     cbs = cb_table(p)
     # in0: out_block_h * in0_block_w * 2 (B*num_blocks > 1) = 16*4*2 = 128 pages

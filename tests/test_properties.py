@@ -85,8 +85,8 @@ def test_plans_obey_tt_metal_rules_and_ir_verifies(text):
     # the 2D factory's decisions (§2.2, §2.3)
     nb = p.kt // p.in0_block_w
     assert p.num_blocks == nb
-    assert p.packer_l1_acc == (c.packer_l1_acc and ((p.fuse_bias and nb > 1) or nb > 2))
-    expected_partials = "Float32" if c.fp32_dest_acc else ("Float16_b" if p.packer_l1_acc else p.out_format)
+    assert p.l1_acc_enabled == (c.packer_l1_acc and ((p.fuse_bias and nb > 1) or nb > 2))
+    expected_partials = "Float32" if c.fp32_dest_acc else ("Float16_b" if p.l1_acc_enabled else p.out_format)
     assert p.partials_format == expected_partials
     shared = p.cb(4).region == p.cb(5).region
     # An independent restatement of the sharing rule (deliberately not kgen.plan.out_partials_share):

@@ -89,7 +89,11 @@ def test_manifest_errors_are_clean(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(runtime.ManifestError, match="format_version 99"):
         runtime.load_manifest(result.path)
-    data["format_version"] = 1
+    data["format_version"] = 1                   # before compute_config.l1_acc_enabled: rebuild
+    path.write_text(json.dumps(data))
+    with pytest.raises(runtime.ManifestError, match="format_version 1"):
+        runtime.load_manifest(result.path)
+    data["format_version"] = 2
     data["kernels"][0]["defines"].pop("PACKER_L1_ACC")
     path.write_text(json.dumps(data))
     with pytest.raises(runtime.ManifestError, match="PACKER_L1_ACC"):
