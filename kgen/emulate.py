@@ -49,7 +49,7 @@ from kgen.arch import ArchFacts, load_arch
 from kgen.compile import KernelInfo, jit_defines, read_kernels, toolchain_config
 from kgen.errors import KgenError
 from kgen.resources import cache_root, data_dir, writable_dir
-from kgen.types import DATA_FORMAT_VALUE, MATH_FIDELITY_VALUE, TILE_HW
+from kgen.types import DATA_FORMAT_VALUE, TILE_HW
 
 EMU_DIR = Path(__file__).resolve().parent / "emu"
 ROLE_SOURCES = {"unpack": "chlkc_unpack.cpp", "math": "chlkc_math.cpp", "pack": "chlkc_pack.cpp"}
@@ -343,11 +343,12 @@ def _resolve_arg(v: Any, addresses: dict[str, int], noc: dict) -> int:
 def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *, numerics: str, workdir: Path,
                   inputs: Inputs) -> ProgramFile:
     """The program file (all but the schedule and trace lines, which run_program adds per run);
-    writes the input tensors into `workdir`."""
+    writes the input tensors into `workdir`. The math configuration (fidelity, fp32 Dst, sync mode)
+    is not in it: each core takes it from its compiled compute kernel (chlkc_descriptors.h, as
+    hw_startup configures the hardware), its one source."""
     cfg = emulator_config()
     noc = cfg["noc"]
     layout = cfg["layout"]
-    compute = next(k for k in manifest["kernels"] if k["processor"] == "TRISC")["compute_config"]
     cores = sorted({c for k in manifest["kernels"] for c in cores_of(k["core_ranges"])}, key=lambda c: (c[1], c[0]))
     core_id = {c: i for i, c in enumerate(cores)}
     lines = ["kgen-emu 1",
@@ -356,8 +357,6 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
              f"numerics {numerics}",
              f"dst_tiles {arch.dst_tiles(True, False)}",
              f"clock_mhz {arch.clock_mhz}",
-             f"compute {MATH_FIDELITY_VALUE[compute['math_fidelity']]} {int(compute['fp32_dest_acc_en'])} "
-             f"{int(compute['dst_full_sync_en'])}",
              "cycles " + " ".join(f"{k} {v}" for k, v in cfg["cycles"].items())]
     for (x, y), i in core_id.items():
         lines.append(f"core {i} {x} {y} {x + noc['worker_x_offset']} {y + noc['worker_y_offset']}")

@@ -143,6 +143,7 @@ struct Core {
     // compute state
     MathConfig math{};
     bool dst_full_sync = false;
+    bool dst_configured = false;    // a TRISC has set fp32_dest_acc / dst_full_sync (cfg_math, cfg_fp32)
     DataFormat srca_fmt = DataFormat::Invalid, srcb_fmt = DataFormat::Invalid, pack_fmt = DataFormat::Invalid;
     int srca_cb = -1, srcb_cb = -1, pack_cb = -1;
     bool l1_acc = false, relu = false;
@@ -916,19 +917,25 @@ void cfg_pack(uint32_t cb, int l1_format, Where at) {
     p->core->pack_cb = static_cast<int>(cb);
     work("reconfig_pack", "cfg_op", at, 1, cb);
 }
+// The Dst mode (fp32, sync) comes from the compiled kernels, the first TRISC to configure it sets it
+// and the others must agree, in whatever order they run.
+static void configure_dst(Core *c, bool fp32_dest_acc, bool dst_full_sync, Where at) {
+    if (c->dst_configured && (fp32_dest_acc != c->math.fp32_dest_acc || dst_full_sync != c->dst_full_sync))
+        hazard("configuration", at, "the TRISCs of one core disagree on fp32_dest_acc / dst sync mode");
+    c->math.fp32_dest_acc = fp32_dest_acc;
+    c->dst_full_sync = dst_full_sync;
+    c->dst_configured = true;
+}
 void cfg_math(int fidelity, bool fp32_dest_acc, bool dst_full_sync, bool wormhole, Where at) {
     Proc *p = cur(at);
     Core *c = p->core;
     c->math.fidelity = static_cast<Fidelity>(fidelity);
-    c->math.fp32_dest_acc = fp32_dest_acc;
     c->math.wormhole_quirk = wormhole;
-    c->dst_full_sync = dst_full_sync;
+    configure_dst(c, fp32_dest_acc, dst_full_sync, at);
     work("hw_configure_math", "cfg_op", at);
 }
 void cfg_fp32(bool fp32_dest_acc, bool dst_full_sync, Where at) {
-    Proc *p = cur(at);
-    if (fp32_dest_acc != p->core->math.fp32_dest_acc || dst_full_sync != p->core->dst_full_sync)
-        hazard("configuration", at, "the TRISCs of one core disagree on fp32_dest_acc / dst sync mode");
+    configure_dst(cur(at)->core, fp32_dest_acc, dst_full_sync, at);
     work("hw_configure", "cfg_op", at);
 }
 void pack_l1_acc(bool on, Where at) {
@@ -1361,8 +1368,6 @@ int run(const std::string &program_path, const std::string &result_path) {
         std::string file;
     };
     std::vector<InputLine> inputs;
-    int default_fidelity = 0;
-    bool default_fp32 = false, default_full = false;
     std::vector<std::array<int, 5>> core_lines;
     while (std::getline(in, line)) {
         std::istringstream ls(line);
@@ -1391,11 +1396,6 @@ int run(const std::string &program_path, const std::string &result_path) {
             ls >> M.dst_tiles_full;
         } else if (key == "clock_mhz") {
             ls >> M.clock_mhz;
-        } else if (key == "compute") {
-            int fp32, full;
-            ls >> default_fidelity >> fp32 >> full;
-            default_fp32 = fp32 != 0;
-            default_full = full != 0;
         } else if (key == "cycles") {
             std::string k;
             uint64_t v;
@@ -1466,10 +1466,7 @@ int run(const std::string &program_path, const std::string &result_path) {
         if (c->id != int(M.cores.size())) die("core ids must be 0..n-1 in order");
         c->l1 = M.l1_region + size_t(c->id) * L1_SLOT;
         c->l1_base = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(c->l1));
-        c->math.fidelity = static_cast<Fidelity>(default_fidelity);
-        c->math.fp32_dest_acc = default_fp32;
         c->math.wormhole_quirk = M.wormhole;
-        c->dst_full_sync = default_full;
         c->dst.assign(size_t(M.dst_tiles_full) * TILE_DATUMS, 0u);
         M.by_noc[{c->noc_x, c->noc_y}] = c.get();
         M.cores.push_back(std::move(c));
