@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgen.errors import KgenBug
-from kgen.plan import Plan
+from kgen.ir import Program
 from kgen.types import DATA_FORMAT_VALUE, MATH_FIDELITY_VALUE, TILE_HW
 
 FACE_HW = 16
@@ -100,18 +100,20 @@ def _pack_src(fmt: str, fp32_dest_acc: bool, conditional: str) -> str:
     return fmt
 
 
-def hlk_descriptor(p: Plan) -> HlkDescriptor:
-    fp32 = p.compute.fp32_dest_acc
-    formats = [cb.data_format for cb in p.cbs]
+def hlk_descriptor(program: Program) -> HlkDescriptor:
+    """The JIT descriptor of the compute kernel, from the IR's CB table and compute flags."""
+    flags = program.compute
+    fp32 = flags.fp32_dest_acc
+    formats = [cb.data_format for cb in program.cbs]
     if len({_is_exp_b(f) for f in formats if f != "Float32"}) > 1:
         # TT-Metal: "All input data-formats must have the same exponent format" (data_format.cpp)
         raise KgenBug(f"mixed exponent widths in the CB table: {formats}")
     conditional = _register_format(formats, fp32)
-    cbs = [UNUSED] * p.arch.max_cbs
-    for cb in p.cbs:
+    cbs = [UNUSED] * program.plan.arch.max_cbs
+    for cb in program.cbs:
         cbs[cb.index] = CBDescriptor(
             unpack_src=cb.data_format, unpack_dst=_unpack_dst(cb.data_format, conditional),
             pack_src=_pack_src(cb.data_format, fp32, conditional), pack_dst=cb.data_format,
             tile_size=cb.page_bytes)
-    return HlkDescriptor(tuple(cbs), MATH_FIDELITY_VALUE[p.compute.math_fidelity], p.compute.math_approx,
-                         fp32, p.dst_sync)
+    return HlkDescriptor(tuple(cbs), MATH_FIDELITY_VALUE[flags.math_fidelity], flags.math_approx,
+                         fp32, flags.dst_sync)

@@ -1,16 +1,20 @@
 """The block-lifecycle IR: per kernel, an explicit tree of ops and counted loops.
 
 The IR is the single source of truth: the verifier, the renderer and the emulator all read it.
+Besides the kernels it carries what is printed around them: the compute flags (`ComputeFlags`:
+fidelity, fp32 Dst, sync mode, the L1-accumulation decision) and the CB table with its L1
+regions, so `math_fidelity` runs spec -> plan -> `Program.compute` -> descriptor header, manifest
+and template, and the emulator reads it back from the compiled descriptor.
 Op arguments are ints, bools, names, or `Affine` expressions over loop variables and the core
 coordinates (`core_x`, `core_y`), so per-core values (tile ids, multicast targets) stay symbolic.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Union
 
-from kgen.plan import Plan
+from kgen.plan import CircularBuffer, L1Region, Plan
 
 
 @dataclass(frozen=True)
@@ -254,11 +258,35 @@ class Semaphore:
 
 
 @dataclass(frozen=True)
+class ComputeFlags:
+    """What the compute kernel is compiled with: TT-Metal's ComputeConfigDescriptor fields and the
+    L1-accumulation decision. The descriptor header, the manifest and the templates print these,
+    the emulator takes them from the compiled header, and the verifier checks them against the ops."""
+
+    math_fidelity: str               # LoFi | HiFi2 | HiFi3 | HiFi4
+    fp32_dest_acc: bool              # FP32_DEST_ACC_EN, DST_ACCUM_MODE
+    math_approx: bool
+    dst_full_sync: bool              # dst_full_sync_en as the spec asks it
+    dst_sync: str                    # SyncHalf | SyncFull, as emitted
+    l1_acc_enabled: bool             # PACKER_L1_ACC
+
+
+@dataclass(frozen=True)
 class Program:
     plan: Plan
     kernels: tuple[Kernel, ...]
     semaphores: tuple[Semaphore, ...]
-    cb_pages: Mapping[int, int] = field(compare=False)   # CB index -> pages (from the plan)
+    compute: ComputeFlags
+    cbs: tuple[CircularBuffer, ...]                      # the CB table: index, format, page size, pages
+    regions: tuple[L1Region, ...]                        # the L1 allocations the CBs share
+
+    @property
+    def cb_pages(self) -> Mapping[int, int]:
+        """CB index -> pages."""
+        return {cb.index: cb.pages for cb in self.cbs}
+
+    def cb(self, index: int) -> CircularBuffer:
+        return next(cb for cb in self.cbs if cb.index == index)
 
     def kernel(self, name: str) -> Kernel:
         return next(k for k in self.kernels if k.name == name)

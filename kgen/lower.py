@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kgen.ir import (INVALID, VALID, Affine, CoreRange, Kernel, Loop, Node, Program, RuntimeArg, Semaphore, Sym,
+from kgen.ir import (INVALID, VALID, Affine, ComputeFlags, CoreRange, Kernel, Loop, Node, Program, RuntimeArg, Semaphore, Sym,
                      TensorArg, op)
 from kgen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan
 from kgen.types import TILE_HW
@@ -558,4 +558,7 @@ def lower(p: Plan) -> Program:
     else:
         dm = _mcast_kernels(p, all_cores)
         sems = tuple(Semaphore(name, i, INVALID, all_cores) for name, i in SEMAPHORE_IDS.items())
-    return Program(p, (compute,) + dm, sems, {c.index: c.pages for c in p.cbs})
+    flags = ComputeFlags(math_fidelity=p.compute.math_fidelity, fp32_dest_acc=p.compute.fp32_dest_acc,
+                         math_approx=p.compute.math_approx, dst_full_sync=p.compute.dst_full_sync,
+                         dst_sync=p.dst_sync, l1_acc_enabled=p.l1_acc_enabled)
+    return Program(p, (compute,) + dm, sems, flags, p.cbs, p.regions)

@@ -158,7 +158,7 @@ def render_template(template: str, **context: Any) -> str:
 
 
 def _cb_names(program: Program) -> dict[int, str]:
-    return {cb.index: identifier(cb.name) for cb in program.plan.cbs}
+    return {cb.index: identifier(cb.name) for cb in program.cbs}
 
 
 def _used_cbs(lines: list[Line], cb_names: dict[int, str]) -> list[tuple[str, int]]:
@@ -178,7 +178,8 @@ def _kernel_context(program: Program, kernel: Kernel) -> dict[str, Any]:
     lines = flatten(kernel.body)
     return {
         "kernel": kernel,
-        "plan": plan,
+        "plan": plan,                      # comment lines only: code reads the IR (kernel, compute)
+        "compute": program.compute,
         "spec_name": identifier(spec.name),
         "variant": identifier(spec.variant) if spec.variant else "",
         "kgen_version": __version__,
@@ -209,7 +210,7 @@ def _descriptor_context(desc: HlkDescriptor) -> dict[str, Any]:
 
 def render_sources(program: Program) -> tuple[SourceFile, ...]:
     """Every kernel's source and its JIT genfiles, in a fixed order."""
-    desc_text = render_template("jit/chlkc_descriptors.h.j2", **_descriptor_context(hlk_descriptor(program.plan)))
+    desc_text = render_template("jit/chlkc_descriptors.h.j2", **_descriptor_context(hlk_descriptor(program)))
     files: list[SourceFile] = []
     for kernel in program.kernels:
         name = identifier(kernel.name)
@@ -271,7 +272,7 @@ def _runtime_value(arg: RuntimeArg, env: dict[str, int]) -> Any:
 def manifest_body(program: Program) -> dict[str, Any]:
     """The manifest without its id fields (the id hashes this)."""
     plan = program.plan
-    c = plan.compute
+    c = program.compute
     all_cores = _core_ranges(program.kernels[0].cores)
     kernels = []
     for k in program.kernels:
@@ -297,12 +298,12 @@ def manifest_body(program: Program) -> dict[str, Any]:
             entry["compute_config"] = {
                 "math_fidelity": c.math_fidelity, "fp32_dest_acc_en": c.fp32_dest_acc,
                 "math_approx_mode": c.math_approx, "dst_full_sync_en": c.dst_full_sync,
-                "l1_acc_enabled": plan.l1_acc_enabled,
+                "l1_acc_enabled": c.l1_acc_enabled,
             }
         kernels.append(entry)
     cbs = []
-    for region in plan.regions:
-        members = [plan.cb(i) for i in region.cb_indices]
+    for region in program.regions:
+        members = [program.cb(i) for i in region.cb_indices]
         cbs.append({
             "name": region.name,
             "total_size": region.bytes,

@@ -202,7 +202,7 @@ def _check_interface(program: Program, kernel: Kernel) -> None:
     """What the kernel uses is what it declares: runtime args, tensors, semaphore ids, CB names."""
     declared = set(kernel.runtime_args)
     tensors = {t.name for t in kernel.tensors}
-    cb_names = {cb.name: cb.index for cb in program.plan.cbs}
+    cb_names = {cb.name: cb.index for cb in program.cbs}
     for name, index in kernel.named_compile_time_args:
         if name in cb_names and cb_names[name] != index:
             raise IRVerificationError(kernel.name, f"named CT arg {name} = {index}, the CB table says {cb_names[name]}")
@@ -290,7 +290,7 @@ class _RegionWalker:
 
     def __init__(self, program: Program, kernel: Kernel, indices: tuple[int, ...], consumers: dict[int, set[str]]):
         self.kernel = kernel
-        self.cbs = {i: program.plan.cb(i) for i in indices}
+        self.cbs = {i: program.cb(i) for i in indices}
         self.local = {i for i in indices if consumers.get(i) == {kernel.name}}   # read by this kernel only
         self.wr = dict.fromkeys(indices, 0)
         self.rd = dict.fromkeys(indices, 0)
@@ -410,7 +410,7 @@ def _check_shared_regions(program: Program) -> None:
                 consumers.setdefault(n["cb"], set()).add(kernel.name)
             elif n.kind == "cb_push_back":
                 producers.setdefault(n["cb"], set()).add(kernel.name)
-    for region in program.plan.regions:
+    for region in program.regions:
         if len(region.cb_indices) < 2:
             continue
         kernels = set().union(*(producers.get(i, set()) for i in region.cb_indices))
@@ -491,6 +491,27 @@ def _check_semaphores(program: Program) -> None:
                                       f"{waited[key]} awaited")
 
 
+def _check_compute_flags(program: Program) -> None:
+    """The compute flags the descriptor, manifest and emulator read agree with the compute kernel's
+    defines and ops, and with the DST the checker allowed."""
+    flags = program.compute
+    compute = next(k for k in program.kernels if k.processor == "TRISC")
+    defines = dict(compute.defines)
+    for define, on, what in (("PACKER_L1_ACC", flags.l1_acc_enabled, "l1_acc_enabled"),
+                             ("FP32_DEST_ACC_EN", flags.fp32_dest_acc, "fp32_dest_acc")):
+        if (define in defines) != on:
+            raise IRVerificationError(compute.name, f"{what} = {on} but {define} is "
+                                      f"{'not ' if on else ''}defined")
+    sets_l1_acc = any(n.kind == "pack_l1_acc" and n["enable"] for n, _ in walk(compute.body))
+    if sets_l1_acc != flags.l1_acc_enabled:
+        raise IRVerificationError(compute.name, f"l1_acc_enabled = {flags.l1_acc_enabled} but the compute kernel "
+                                  f"{'never turns' if flags.l1_acc_enabled else 'turns'} L1 accumulation on")
+    capacity = program.plan.arch.dst_tiles(flags.dst_sync == "SyncFull", flags.fp32_dest_acc)
+    if capacity != program.plan.dst_capacity:
+        raise IRVerificationError(compute.name, f"{flags.dst_sync} with fp32_dest_acc = {flags.fp32_dest_acc} gives "
+                                  f"{capacity} DST tiles; the kernel was checked against {program.plan.dst_capacity}")
+
+
 def verify(program: Program) -> Program:
     plan = program.plan
     totals: dict[str, Counter] = {}
@@ -504,14 +525,12 @@ def verify(program: Program) -> Program:
     _check_balance(program, totals)
     _check_semaphores(program)
     _check_shared_regions(program)
-    if plan.l1_acc_enabled:
+    if program.compute.l1_acc_enabled:
         pages = program.cb_pages[CB_PARTIALS]
         if pages != plan.out_block_tiles:
             raise IRVerificationError("compute", f"with packer L1 accumulation the partials CB must hold exactly "
                                       f"one output block ({plan.out_block_tiles} tiles), it holds {pages}")
-        compute = totals.get("compute", Counter())
-        if compute[("pack_l1_acc", None)] == 0:
-            raise IRVerificationError("compute", "PACKER_L1_ACC plan but the compute kernel never sets L1 accumulation")
+    _check_compute_flags(program)
     if CB_OUT not in program.cb_pages:
         raise IRVerificationError("compute", "the CB table has no output CB")
     return program

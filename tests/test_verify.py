@@ -105,10 +105,28 @@ def test_dst_protocol_order_is_caught():
 
 def test_partials_not_one_block_under_l1_acc_is_caught():
     prog = program()
-    pages = dict(prog.cb_pages)
-    pages[CB_PARTIALS] *= 2
+    cbs = tuple(replace(cb, pages=cb.pages * 2) if cb.index == CB_PARTIALS else cb for cb in prog.cbs)
     with pytest.raises(IRVerificationError, match="exactly one output block"):
-        verify(replace(prog, cb_pages=pages))
+        verify(replace(prog, cbs=cbs))
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(l1_acc_enabled=False), "PACKER_L1_ACC is defined"),
+    (dict(fp32_dest_acc=True), "FP32_DEST_ACC_EN is not defined"),
+    (dict(dst_sync="SyncFull"), "DST tiles"),
+])
+def test_compute_flags_that_disagree_with_the_kernel_are_caught(change, match):
+    """The flags the descriptor, the manifest and the emulator read must be the kernel's."""
+    prog = program()                                   # peak_small: L1 acc on, bf16 Dst, SyncHalf
+    with pytest.raises(IRVerificationError, match=match):
+        verify(replace(prog, compute=replace(prog.compute, **change)))
+
+
+def test_l1_acc_flag_without_the_op_is_caught():
+    prog = program()
+    broken = break_kernel(prog, "compute", lambda n: [] if n.kind == "pack_l1_acc" else [n])
+    with pytest.raises(IRVerificationError, match="never turns L1 accumulation on"):
+        verify(broken)
 
 
 def test_semaphore_imbalance_is_caught():
