@@ -55,10 +55,10 @@ def numpy_seconds(m: int, n: int, k: int, repeat: int) -> float:
 
 
 def kgen_run(numerics: str, m: int, n: int, k: int, grid, repeat: int, root: Path) -> dict:
-    from kgen.build import build
-    from kgen.emulate import emulate_folder
-    from kgen.plan import plan
-    from kgen.spec import parse_text, resolve
+    from kgen.gen.build import build
+    from kgen.proof.emulate import emulate_folder
+    from kgen.gen.plan import plan
+    from kgen.gen.spec import parse_text, resolve
 
     spec = resolve(parse_text(SPEC.format(name=numerics, m=m, n=n, k=k, gx=grid[0], gy=grid[1]), f"bench_{numerics}.kspec"))
     p = plan(spec)

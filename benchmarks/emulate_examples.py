@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(names: list[str]) -> int:
-    from kgen.build import build
-    from kgen.emulate import emulate_folder
-    from kgen.plan import plan
-    from kgen.spec import load_file, resolve
+    from kgen.gen.build import build
+    from kgen.proof.emulate import emulate_folder
+    from kgen.gen.plan import plan
+    from kgen.gen.spec import load_file, resolve
 
     names = names or sorted(p.stem for p in (ROOT / "examples").glob("*.kspec"))
     failed = 0

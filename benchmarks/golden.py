@@ -33,10 +33,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    from kgen.golden import golden_from_plan
-    from kgen.plan import plan as make_plan
-    from kgen.spec import load as load_spec
-    from kgen.tiles import quantize
+    from kgen.proof.golden import golden_from_plan
+    from kgen.gen.plan import plan as make_plan
+    from kgen.gen.spec import load as load_spec
+    from kgen.proof.tiles import quantize
 
     spec = load_spec(args.spec, variant=args.variant)
     p = make_plan(spec)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Single-thread speed of the emulator's tile matmul (kgen/emu/src/tensix_math.cpp, matmul_tile).
+"""Single-thread speed of the emulator's tile matmul (kgen/proof/emu/src/tensix_math.cpp, matmul_tile).
 
 Builds the library with the host g++ (-O2 by default, no -march) into a temporary folder and times
 matmul_tile on prepared random bf16 operands (in0 x in1, one 32x32x32 tile product = 32768
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from test_tensix_math import FIDELITY, Emu, build  # noqa: E402
 
-from kgen import numerics as nx  # noqa: E402
+from kgen.proof import numerics as nx  # noqa: E402
 
 MACS_PER_TILE = 32 * 32 * 32
 

@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kgen.build import build  # noqa: E402
-from kgen.compile import compile_folder  # noqa: E402
-from kgen.spec import load  # noqa: E402
-from kgen.toolchain import build_mode_text, discover  # noqa: E402
+from kgen.gen.build import build  # noqa: E402
+from kgen.toolchain.compile import compile_folder  # noqa: E402
+from kgen.gen.spec import load  # noqa: E402
+from kgen.toolchain.discovery import build_mode_text, discover  # noqa: E402
 
 
 def timed(folder: Path, tc, jobs: int, cache: Path) -> tuple[float, int]:

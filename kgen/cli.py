@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from kgen import __version__
-from kgen.errors import KgenBug, KgenError
+from kgen.core.errors import KgenBug, KgenError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,8 +140,8 @@ def _toolchain_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _variant_summaries(spec_file, current: str | None) -> dict[str, str]:
-    from kgen.plan import plan
-    from kgen.spec import resolve
+    from kgen.gen.plan import plan
+    from kgen.gen.spec import resolve
 
     out: dict[str, str] = {}
     for name in spec_file.variants:
@@ -173,7 +173,7 @@ def _build_summary(result) -> str:
                                           for f in cb["format_descriptors"]))
     lines.append(f"  policy   {m['policy']}")
     tensors = ", ".join(f'"{t["name"]}": {t["name"]}_tensor' for t in m["io_tensors"])
-    lines.append(f'  run      kgen.runtime.run("{_shown(result.path)}", device, {{{tensors}}})   # on a machine with a card')
+    lines.append(f'  run      kgen.device.runtime.run("{_shown(result.path)}", device, {{{tensors}}})   # on a machine with a card')
     return "\n".join(lines) + "\n"
 
 
@@ -187,8 +187,8 @@ _PATH_FLAGS = {"output": ("-o", "an output folder"), "trace": ("--trace", "a tra
 
 
 def _resolve_user_paths(args: argparse.Namespace) -> None:
-    from kgen.errors import SpecError
-    from kgen.resources import user_path
+    from kgen.core.errors import SpecError
+    from kgen.core.resources import user_path
 
     for attr, (flag, what) in _PATH_FLAGS.items():
         value = getattr(args, attr, None)
@@ -202,13 +202,13 @@ def _resolve_user_paths(args: argparse.Namespace) -> None:
     if args.command not in ("check", "ir"):
         # Every other command uses kgen's cache: an unusable one is reported before anything runs
         # or is written.
-        from kgen.resources import cache_root
+        from kgen.core.resources import cache_root
         cache_root()
 
 
 def _check_trace_path(trace: str) -> None:
     """Before a long emulation: the trace must be a file kgen can create or replace."""
-    from kgen.errors import SpecError
+    from kgen.core.errors import SpecError
 
     path, parent = Path(trace), Path(trace).parent
     if path.is_dir():
@@ -231,21 +231,21 @@ def _check_trace_path(trace: str) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     # Stage modules are imported here, not at the top, so `kgen --help` starts instantly.
-    from kgen.pipeline import run
-    from kgen.spec import load_file, resolve
+    from kgen.gen.pipeline import run
+    from kgen.gen.spec import load_file, resolve
 
     _resolve_user_paths(args)
     if args.command in ("doctor", "headers"):
         return _run_toolchain(args)
     if args.command == "fuzz":
-        from kgen.fuzz import run_fuzz
+        from kgen.proof.fuzz import run_fuzz
         return run_fuzz(count=args.count, seed=args.seed, start=args.start, keep=args.keep,
                         typecheck=not args.no_typecheck, port_check=args.port_check, parallel=args.jobs,
                         out=sys.stdout)
     spec_file = load_file(args.spec)
     spec = resolve(spec_file, args.variant)
     if args.command == "ir" and args.stage == "spec":
-        from kgen.pipeline import dump_files
+        from kgen.gen.pipeline import dump_files
         sys.stdout.write(dump_files("spec", spec)["spec.json"])
         return 0
     if args.command in ("build", "emulate", "port-check"):
@@ -253,7 +253,7 @@ def _run(args: argparse.Namespace) -> int:
         variants = _variant_summaries(spec_file, args.variant) if args.command == "build" else None
         artifacts = run(spec, "rendered", variants=variants)
         if args.command == "build":
-            from kgen.build import write_artifacts
+            from kgen.gen.build import write_artifacts
             result = write_artifacts(artifacts, args.output)
             sys.stdout.write(_build_summary(result))
             return 0 if args.no_compile else _compile(result.path, args)
@@ -261,7 +261,7 @@ def _run(args: argparse.Namespace) -> int:
     # check and ir verify the IR: every check also proves the kernels balance
     artifacts = run(spec, "verified")
     if args.command == "check":
-        from kgen.report import format_plan, plan_to_dict
+        from kgen.gen.report import format_plan, plan_to_dict
 
         variants = _variant_summaries(spec_file, args.variant)
         if args.json:
@@ -270,10 +270,10 @@ def _run(args: argparse.Namespace) -> int:
             sys.stdout.write(format_plan(artifacts.plan, variants))
         return 0
     if args.stage == "plan":
-        from kgen.report import format_plan
+        from kgen.gen.report import format_plan
         sys.stdout.write(format_plan(artifacts.plan))
         return 0
-    from kgen.ir import format_program
+    from kgen.gen.ir import format_program
     sys.stdout.write(format_program(artifacts.verified))
     return 0
 
@@ -282,9 +282,9 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
     """`kgen emulate` / `kgen port-check`: write the rendered build into kgen's cache, run, report.
     Exit 1 when the run shows a problem (a deadlock, a hazard, output that is not the golden
     model's)."""
-    from kgen.build import write_artifacts
-    from kgen.emulate import check_host_memory
-    from kgen.resources import cache_root
+    from kgen.gen.build import write_artifacts
+    from kgen.proof.emulate import check_host_memory
+    from kgen.core.resources import cache_root
 
     the_plan = artifacts.plan
     check_host_memory(the_plan)          # before the build and any allocation
@@ -292,22 +292,22 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
         progress("building")
         folder = write_artifacts(artifacts, cache_root() / "builds").path
         if args.command == "port-check":
-            from kgen.portcheck import port_check
+            from kgen.proof.portcheck import port_check
 
             pc = port_check(folder, the_plan, reference=args.reference, seed=args.seed, numerics=args.numerics,
                             parallel=args.jobs, progress=progress)
         else:
-            from kgen.emulate import emulate_folder
+            from kgen.proof.emulate import emulate_folder
 
             trace = Path(args.trace) if args.trace else None
             result = emulate_folder(folder, the_plan, seed=args.seed, numerics=args.numerics,
                                     schedules=args.schedules, trace=trace, parallel=args.jobs, progress=progress)
     if args.command == "port-check":
-        from kgen.portcheck import format_port_check
+        from kgen.proof.portcheck import format_port_check
 
         print(json.dumps(pc.summary(), indent=2) if args.json else format_port_check(pc))
         return 0 if pc.passed else 1
-    from kgen.emulate import format_report
+    from kgen.proof.emulate import format_report
 
     print(json.dumps(result.summary(), indent=2) if args.json else format_report(result))
     if trace is not None and not args.json:
@@ -332,7 +332,7 @@ def _progress():
 
 
 def _check_dir_flags(args: argparse.Namespace) -> None:
-    from kgen.errors import SpecError
+    from kgen.core.errors import SpecError
 
     for flag in ("sfpi", "headers", "firmware"):
         value = getattr(args, flag, None)
@@ -341,8 +341,8 @@ def _check_dir_flags(args: argparse.Namespace) -> None:
 
 
 def _run_toolchain(args: argparse.Namespace) -> int:
-    from kgen.headers import fetch_headers, find_headers
-    from kgen.toolchain import discover, doctor_text
+    from kgen.toolchain.headers import fetch_headers, find_headers
+    from kgen.toolchain.discovery import discover, doctor_text
 
     if args.command == "doctor":
         _check_dir_flags(args)
@@ -351,7 +351,7 @@ def _run_toolchain(args: argparse.Namespace) -> int:
     if args.headers_command == "path":
         tree, note = find_headers()
         if tree is None:
-            from kgen.headers import HeadersError
+            from kgen.toolchain.headers import HeadersError
             raise HeadersError(f"no TT-Metal headers ({note}); get them with: kgen headers fetch")
         print(tree.root)
         return 0
@@ -362,8 +362,8 @@ def _run_toolchain(args: argparse.Namespace) -> int:
 
 def _compile(folder, args: argparse.Namespace) -> int:
     """Compile (SFPI) or type-check the kernels of a build folder and report."""
-    from kgen.compile import ToolchainMissing, compile_folder, failure_text, write_compile_report
-    from kgen.toolchain import discover
+    from kgen.toolchain.compile import ToolchainMissing, compile_folder, failure_text, write_compile_report
+    from kgen.toolchain.discovery import discover
 
     _check_dir_flags(args)
     tc = discover(args.sfpi, args.headers, args.firmware)

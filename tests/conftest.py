@@ -35,7 +35,7 @@ def need_tool(what: str, how: str) -> None:
 @pytest.fixture(scope="session")
 def host_toolchain():
     """The toolchain kgen discovers here, required to have TT-Metal headers and the host checker."""
-    from kgen.toolchain import discover
+    from kgen.toolchain.discovery import discover
 
     tc = discover()
     if tc.headers is None:
@@ -48,7 +48,7 @@ def host_toolchain():
 @pytest.fixture(scope="session")
 def host_cxx():
     """The host C++ compiler the emulator builds kernels with."""
-    from kgen.emulate import find_host_compiler
+    from kgen.proof.emulate import find_host_compiler
 
     if find_host_compiler() is None:
         need_tool("host g++", "apt-get install g++")

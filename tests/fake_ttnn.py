@@ -1,4 +1,4 @@
-"""A stand-in for the parts of ttnn 0.81.1 that kgen.runtime uses, strict where ttnn is strict.
+"""A stand-in for the parts of ttnn 0.81.1 that kgen.device.runtime uses, strict where ttnn is strict.
 
 Field names, required arguments, accepted types and enum values follow the 0.81.1 nanobind
 bindings as introspected from the wheel's `_ttnn` extension (see the issue #3 notes): for example

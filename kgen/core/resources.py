@@ -1,0 +1,68 @@
+"""Locate kgen's data folders: the repository's configs/ and templates/, or their copies in the wheel."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent.parent      # kgen/ (this module is kgen/core/resources.py)
+
+
+@cache
+def data_dir(name: str) -> Path:
+    """`configs` or `templates`: the top-level folder of a source checkout, else the wheel's copy."""
+    for candidate in (_PACKAGE.parent / name, _PACKAGE / "_data" / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"kgen installation is missing its {name}/ folder")
+
+
+def user_path(text: str | os.PathLike[str]) -> Path:
+    """A path the user typed, made absolute against the folder kgen was started in. Every path
+    from a flag or an environment variable goes through here once, so that nothing downstream
+    (a compiler run in another folder, a cache key) ever sees a relative path."""
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(text))))
+
+
+def env_path(name: str) -> Path | None:
+    """The folder an environment variable names (absolute), or None when it is unset or empty."""
+    value = os.environ.get(name)
+    return user_path(value) if value else None
+
+
+def cache_root() -> Path:
+    """kgen's cache folder: $KGEN_CACHE_DIR, else ~/.cache/kgen (templates, headers, builds).
+    Always absolute; a cache that can never be a folder is the user's error (exit 2)."""
+    from kgen.core.errors import KgenError
+
+    root = env_path("KGEN_CACHE_DIR")
+    source = "KGEN_CACHE_DIR"
+    if root is None:
+        home = os.environ.get("HOME")
+        if home is not None and not os.path.isabs(home):
+            # HOME='' would put the cache at /.cache/kgen (or under the current folder).
+            raise KgenError(f"HOME is {home!r}, not an absolute folder, so kgen has no cache folder; "
+                            f"set HOME, or set KGEN_CACHE_DIR to a folder kgen may write to")
+        root, source = Path(home or Path.home()) / ".cache" / "kgen", "HOME"
+    for parent in (root, *root.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise KgenError(f"kgen's cache folder {root} cannot be created: {parent} is not a folder "
+                                f"(from {source}); set KGEN_CACHE_DIR to a folder kgen may write to")
+            break
+    return root
+
+
+def writable_dir(path: Path) -> Path:
+    """Create a folder of kgen's cache, or say clearly (exit 2) that the cache is unusable."""
+    from kgen.core.errors import KgenError
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise KgenError(f"cannot use kgen's cache folder {path}: {exc.strerror or exc}; "
+                        f"set KGEN_CACHE_DIR to a writable folder") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise KgenError(f"kgen's cache folder {path} is not writable; set KGEN_CACHE_DIR to a writable folder")
+    return path

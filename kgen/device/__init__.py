@@ -1,0 +1,1 @@
+"""Loading a build folder onto a card through ttnn (runtime)."""

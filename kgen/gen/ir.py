@@ -1,0 +1,373 @@
+"""The block-lifecycle IR: per kernel, an explicit tree of ops and counted loops.
+
+The IR is the single source of truth: the verifier, the renderer and the emulator all read it.
+Besides the kernels it carries what is printed around them: the compute flags (`ComputeFlags`:
+fidelity, fp32 Dst, sync mode, the L1-accumulation decision) and the CB table with its L1
+regions, so `math_fidelity` runs spec -> plan -> `Program.compute` -> descriptor header, manifest
+and template, and the emulator reads it back from the compiled descriptor.
+Op arguments are ints, bools, names, or `Affine` expressions over loop variables and the core
+coordinates (`core_x`, `core_y`), so per-core values (tile ids, multicast targets) stay symbolic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Union
+
+from kgen.gen.plan import CircularBuffer, L1Region, Plan
+
+
+@dataclass(frozen=True)
+class Affine:
+    """const + sum(coeff * var)."""
+
+    const: int = 0
+    terms: tuple[tuple[str, int], ...] = ()
+
+    @staticmethod
+    def of(const: int = 0, **terms: int) -> "Affine":
+        return Affine(const, tuple((k, v) for k, v in terms.items() if v))
+
+    def __add__(self, other: "Affine | int") -> "Affine":
+        if isinstance(other, int):
+            return Affine(self.const + other, self.terms)
+        merged: dict[str, int] = dict(self.terms)
+        for k, v in other.terms:
+            merged[k] = merged.get(k, 0) + v
+        return Affine(self.const + other.const, tuple((k, v) for k, v in merged.items() if v))
+
+    def eval(self, env: Mapping[str, int]) -> int:
+        return self.const + sum(c * env[v] for v, c in self.terms)
+
+    def max_over(self, ranges: Mapping[str, int], env: Mapping[str, int] | None = None) -> int:
+        """Largest value when each loop var v runs 0..ranges[v]-1 (vars in env are fixed)."""
+        total = self.const
+        for v, c in self.terms:
+            if env is not None and v in env and v not in ranges:
+                total += c * env[v]
+            else:
+                total += c * (ranges.get(v, 1) - 1) if c > 0 else 0
+        return total
+
+    def __str__(self) -> str:
+        parts = [(v if c == 1 else f"{c}*{v}") for v, c in self.terms]
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts)
+
+
+class Sym(int):
+    """An int that a rendered kernel prints by name: a compile-time-arg constant such as
+    `in0_block_num_tiles`. It compares, hashes and computes as the plain int it is."""
+
+    name: str
+
+    def __new__(cls, value: int, name: str) -> "Sym":
+        obj = super().__new__(cls, value)
+        obj.name = name
+        return obj
+
+    def __reduce__(self):
+        return (Sym, (int(self), self.name))
+
+
+@dataclass(frozen=True)
+class RuntimeArg:
+    """One runtime argument of a data-movement kernel and where its value comes from:
+    `core_x`/`core_y` (this core's logical coordinate), `noc_x`/`noc_y` (the NoC coordinate of the
+    logical column/row `coord`, known only on the device, so the loader translates it), or
+    `buffer_address` (the DRAM address of `tensor`, known only when the tensors are allocated)."""
+
+    name: str
+    source: str
+    coord: Affine | None = None
+    tensor: str = ""
+
+    def logical(self, env: Mapping[str, int]) -> int:
+        """The logical coordinate this argument stands for on the core described by env."""
+        if self.source in ("core_x", "core_y"):
+            return env[self.source]
+        if self.coord is None:
+            raise TypeError(f"runtime arg {self.name} ({self.source}) has no coordinate")
+        return self.coord.eval(env)
+
+
+RUNTIME_ARG_SOURCES = ("core_x", "core_y", "noc_x", "noc_y", "buffer_address")
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """A DRAM tensor a data-movement kernel reads or writes through a TensorAccessor."""
+
+    name: str            # in0, in1, bias, out
+    data_format: str     # tt::DataFormat name of its pages
+    page_bytes: int      # one tile, or one row of an untilized (row-major) output
+    layout: str          # TILE | ROW_MAJOR
+
+
+Arg = Union[int, bool, str, Affine, RuntimeArg, tuple]
+
+
+# Every op kind with its argument names, in print order. Compute-kernel ops mirror TT-Metal 0.81.1's
+# compute API calls; data-movement ops mirror the dataflow API. Lowering may only build these.
+OP_KINDS: dict[str, tuple[str, ...]] = {
+    # compute: init and reconfiguration
+    "hw_startup": ("in0", "in1", "out"),                 # compute_kernel_hw_startup<SrcOrder::Reverse>
+    "matmul_init": ("in0", "in1", "transpose", "ct", "rt", "kt"),
+    "reconfig_srca": ("old", "new"),                     # reconfig_data_format_srca
+    "reconfig_srcab": ("srca_old", "srca_new", "srcb_old", "srcb_new"),
+    "pack_reconfig_format": ("cb",),                     # pack_reconfig_data_format
+    "pack_l1_acc": ("enable",),                          # pack_reconfig_l1_acc
+    "pack_relu": ("mode",),                              # pack_relu_config: none | zero
+    "copy_init": ("cb",),
+    "add_bcast_rows_init": ("a", "b"),
+    "pack_untilize_init": ("cb", "block_ct", "full_ct"),
+    "pack_untilize_uninit": ("cb",),
+    # compute: DST protocol
+    "tile_regs_acquire": (), "tile_regs_commit": (), "tile_regs_wait": (), "tile_regs_release": (),
+    # compute: math and pack
+    "matmul_block": ("in0", "in1", "in0_tile", "in1_tile", "dst", "transpose", "ct", "rt", "kt"),
+    "copy_block": ("cb", "tile", "dst", "tiles"),       # reload partials -> DST
+    "copy_tile": ("cb", "tile", "dst"),
+    "add_bcast_rows": ("a", "b", "a_tile", "b_tile", "dst"),
+    "pack_block": ("cb", "dst", "tiles"),
+    "pack_tile": ("dst", "cb"),
+    "pack_untilize_dest": ("cb", "block_ct", "full_ct", "rows", "block_index"),
+    # CB protocol (all kernels)
+    "cb_wait_front": ("cb", "tiles"), "cb_pop_front": ("cb", "tiles"),
+    "cb_reserve_back": ("cb", "tiles"), "cb_push_back": ("cb", "tiles"),
+    # data movement
+    "read_tiles": ("tensor", "cb", "start", "rows", "cols", "row_stride"),   # DRAM -> CB write ptr
+    "write_tiles": ("tensor", "cb", "start", "rows", "cols", "row_stride"),  # CB read ptr -> DRAM
+    # Row-major (untilized) output: `rows` pages from `start_row`, each `row_bytes` long, written at
+    # byte `offset_bytes` within the page; the CB holds the rows back to back.
+    "write_rows": ("tensor", "cb", "start_row", "rows", "row_bytes", "offset_bytes"),
+    "noc_read_barrier": (), "noc_write_barrier": (),
+    "noc_writes_flushed": (),   # Blackhole: data multicast flushed before the flag multicast
+    "sem_wait": ("sem", "value"),
+    "sem_set": ("sem", "value"),
+    # Remote cores are named by RuntimeArgs (NoC coordinates reach the kernel at run time).
+    "sem_inc": ("sem", "noc_x", "noc_y", "value"),                            # remote increment
+    # Multicast rectangles in NoC order: on NOC 1 start is the far corner (TT-Metal swaps start and
+    # end for NOC 1 in its mcast factories, ttmetal-matmul.md §2.5).
+    "mcast_cb": ("cb", "tiles", "bytes", "start_x", "start_y", "end_x", "end_y", "num_dests"),
+    # copies this core's word of `sem` (set to `value` just before) to the same semaphore on the rectangle
+    "mcast_sem_set": ("sem", "value", "start_x", "start_y", "end_x", "end_y", "num_dests"),
+}
+
+# Arguments that name a circular buffer (printed by CB name).
+CB_ARGS = frozenset({"cb", "in0", "in1", "out", "old", "new", "a", "b",
+                     "srca_old", "srca_new", "srcb_old", "srcb_new"})
+
+COMPUTE_CB_OPS = ("cb_wait_front", "cb_pop_front", "cb_reserve_back", "cb_push_back")
+
+
+@dataclass(frozen=True)
+class Op:
+    kind: str
+    args: tuple[tuple[str, Arg], ...]
+    note: str = ""
+
+    def __getitem__(self, name: str) -> Arg:
+        for k, v in self.args:
+            if k == name:
+                return v
+        raise KeyError(f"{self.kind} has no argument {name}")
+
+    def get(self, name: str, default: Arg | None = None) -> Arg | None:
+        return next((v for k, v in self.args if k == name), default)
+
+
+def op(kind: str, *values: Arg, note: str = "") -> Op:
+    names = OP_KINDS[kind]
+    if len(values) != len(names):
+        raise TypeError(f"{kind} takes {names}, got {values}")
+    return Op(kind, tuple(zip(names, values)), note)
+
+
+@dataclass(frozen=True)
+class Loop:
+    var: str
+    start: int
+    stop: int
+    body: tuple["Node", ...]
+    note: str = ""
+
+    @property
+    def count(self) -> int:
+        return max(0, self.stop - self.start)
+
+
+Node = Union[Op, Loop]
+
+
+@dataclass(frozen=True)
+class CoreRange:
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+
+    def cores(self) -> Iterator[tuple[int, int]]:
+        for y in range(self.y0, self.y1 + 1):
+            for x in range(self.x0, self.x1 + 1):
+                yield x, y
+
+    def __contains__(self, core: tuple[int, int]) -> bool:
+        return self.x0 <= core[0] <= self.x1 and self.y0 <= core[1] <= self.y1
+
+    def __str__(self) -> str:
+        return f"({self.x0},{self.y0})-({self.x1},{self.y1})"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    role: str              # compute, reader, writer, in0_sender, in0_receiver, in1_sender_writer, ...
+    processor: str         # TRISC (unpack+math+pack), BRISC (RISCV_0), NCRISC (RISCV_1)
+    noc: int | None
+    cores: CoreRange
+    body: tuple[Node, ...]
+    # The kernel's interface to the host program, printed verbatim into the manifest.
+    compile_time_args: tuple[tuple[str, int], ...] = ()          # (name, value) in index order
+    named_compile_time_args: tuple[tuple[str, int], ...] = ()
+    defines: tuple[tuple[str, str], ...] = ()
+    runtime_args: tuple[RuntimeArg, ...] = ()                    # per core
+    common_runtime_args: tuple[RuntimeArg, ...] = ()             # the same on every core
+    tensors: tuple[TensorArg, ...] = ()
+
+    def runs_on(self, core: tuple[int, int]) -> bool:
+        return core in self.cores
+
+    def ct_index(self, name: str) -> int:
+        for i, (n, _) in enumerate(self.compile_time_args):
+            if n == name:
+                return i
+        raise KeyError(f"kernel {self.name} has no compile-time arg {name}")
+
+    def named(self, name: str) -> int:
+        return dict(self.named_compile_time_args)[name]
+
+
+@dataclass(frozen=True)
+class Semaphore:
+    name: str
+    id: int
+    initial: int
+    cores: CoreRange
+
+
+@dataclass(frozen=True)
+class ComputeFlags:
+    """What the compute kernel is compiled with: TT-Metal's ComputeConfigDescriptor fields and the
+    L1-accumulation decision. The descriptor header, the manifest and the templates print these,
+    the emulator takes them from the compiled header, and the verifier checks them against the ops."""
+
+    math_fidelity: str               # LoFi | HiFi2 | HiFi3 | HiFi4
+    fp32_dest_acc: bool              # FP32_DEST_ACC_EN, DST_ACCUM_MODE
+    math_approx: bool
+    dst_full_sync: bool              # dst_full_sync_en as the spec asks it
+    dst_sync: str                    # SyncHalf | SyncFull, as emitted
+    l1_acc_enabled: bool             # PACKER_L1_ACC
+
+
+@dataclass(frozen=True)
+class Program:
+    plan: Plan
+    kernels: tuple[Kernel, ...]
+    semaphores: tuple[Semaphore, ...]
+    compute: ComputeFlags
+    cbs: tuple[CircularBuffer, ...]                      # the CB table: index, format, page size, pages
+    regions: tuple[L1Region, ...]                        # the L1 allocations the CBs share
+
+    @property
+    def cb_pages(self) -> Mapping[int, int]:
+        """CB index -> pages."""
+        return {cb.index: cb.pages for cb in self.cbs}
+
+    def cb(self, index: int) -> CircularBuffer:
+        return next(cb for cb in self.cbs if cb.index == index)
+
+    def kernel(self, name: str) -> Kernel:
+        return next(k for k in self.kernels if k.name == name)
+
+
+VALID, INVALID = 1, 0   # semaphore values of the multicast handshake
+
+
+def walk(nodes: tuple[Node, ...], loops: tuple[Loop, ...] = ()) -> Iterator[tuple[Op, tuple[Loop, ...]]]:
+    """Every op of a tree once, in order, with the loops around it (outermost first); loop bodies
+    are not repeated. The one walker of the op tree: totals multiply the loops' counts, bounds
+    take their ranges (see `unroll` for every iteration)."""
+    for n in nodes:
+        if isinstance(n, Loop):
+            yield from walk(n.body, loops + (n,))
+        else:
+            yield n, loops
+
+
+def trips(loops: tuple[Loop, ...]) -> int:
+    """How often an op under these loops runs."""
+    count = 1
+    for loop in loops:
+        count *= loop.count
+    return count
+
+
+def unroll(nodes: tuple[Node, ...], env: dict[str, int] | None = None) -> Iterator[tuple[Op, dict[str, int]]]:
+    """Every op in execution order with the loop variables it runs under (fully unrolled)."""
+    env = {} if env is None else env
+    for n in nodes:
+        if isinstance(n, Loop):
+            for i in range(n.start, n.stop):
+                env[n.var] = i
+                yield from unroll(n.body, env)
+            env.pop(n.var, None)
+        else:
+            yield n, dict(env)
+
+
+def _fmt_arg(v: Any, cb_names: Mapping[int, str], key: str) -> str:
+    if key in CB_ARGS and isinstance(v, int) and not isinstance(v, bool):
+        return cb_names.get(v, f"c_{v}")
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, RuntimeArg):
+        return f"{v.source}({v.coord})" if v.coord is not None else v.source
+    return str(int(v)) if isinstance(v, int) else str(v)
+
+
+def format_node(node: Node, cb_names: Mapping[int, str], indent: int = 0) -> list[str]:
+    pad = "  " * indent
+    if isinstance(node, Loop):
+        rng = f"{node.start}..{node.stop - 1}" if node.count != 1 else f"{node.start}"
+        head = f"{pad}for {node.var} in {rng}:" if node.count != 1 else f"{pad}with {node.var} = {rng}:"
+        if node.note:
+            head += f"    # {node.note}"
+        lines = [head]
+        for child in node.body:
+            lines.extend(format_node(child, cb_names, indent + 1))
+        return lines
+    args = " ".join(f"{k}={_fmt_arg(v, cb_names, k)}" for k, v in node.args)
+    line = f"{pad}{node.kind}" + (f" {args}" if args else "")
+    if node.note:
+        line += f"    # {node.note}"
+    return [line]
+
+
+def format_program(program: Program) -> str:
+    plan = program.plan
+    cb_names = {c.index: f"c_{c.index}:{c.role}" for c in plan.cbs}
+    out = [f"# block-lifecycle IR of {plan.spec.name}"
+           + (f" (variant {plan.spec.variant})" if plan.spec.variant else "")
+           + f": policy {plan.policy}, {plan.num_blocks} K-block(s), {plan.num_blocks_h_dim} x "
+             f"{plan.num_blocks_w_dim} out block(s) per core"]
+    for s in program.semaphores:
+        out.append(f"semaphore {s.name} id={s.id} initial={s.initial} cores {s.cores}")
+    for k in program.kernels:
+        noc = f" noc={k.noc}" if k.noc is not None else ""
+        out.append("")
+        out.append(f"kernel {k.name} role={k.role} processor={k.processor}{noc} cores {k.cores}")
+        for node in k.body:
+            out.extend(format_node(node, cb_names, 1))
+    return "\n".join(out) + "\n"

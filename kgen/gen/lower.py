@@ -1,0 +1,564 @@
+"""Stage 3, lower: `Plan` -> `Program` (the block-lifecycle IR of every kernel).
+
+The compute kernel reproduces the lifecycle of TT-Metal 0.81.1's
+`bmm_large_block_zm_fused_bias_activation.cpp` op by op (ttmetal-matmul.md §1.5-§1.11). Where
+that kernel branches on the K-block index (block 0, block 1, the penultimate and the last block)
+or on the output-block index (bias held resident), the IR is split into explicit loops over index
+ranges whose bodies are identical, so that every op the hardware executes is visible in the tree.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kgen.gen.ir import (INVALID, VALID, Affine, ComputeFlags, CoreRange, Kernel, Loop, Node, Program, RuntimeArg, Semaphore, Sym,
+                     TensorArg, op)
+from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan
+from kgen.core.types import TILE_HW
+
+A = Affine.of
+
+
+def _ranges_by_body(count: int, special: set[int], body_of: Callable[[int], tuple[Node, ...]],
+                    var: str, note_of: Callable[[int, int], str]) -> tuple[Node, ...]:
+    """Loops over [0, count) grouped into maximal runs of identical bodies. Indices outside
+    `special` between two special indices share one body, so only a few bodies are built."""
+    cuts = sorted({i for i in special if 0 <= i < count} | {0, count})
+    runs: list[tuple[int, int, tuple[Node, ...]]] = []
+    for lo, hi in zip(cuts, cuts[1:]):
+        pieces = [(lo, lo + 1, body_of(lo))]
+        if hi > lo + 1:
+            pieces.append((lo + 1, hi, body_of(lo + 1)))
+        for start, stop, body in pieces:
+            if runs and runs[-1][2] == body and runs[-1][1] == start:
+                runs[-1] = (runs[-1][0], stop, body)
+            else:
+                runs.append((start, stop, body))
+    return tuple(Loop(var, s, e, b, note_of(s, e)) for s, e, b in runs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Compute kernel
+# ----------------------------------------------------------------------------------------------
+
+def compute_compile_time_args(p: Plan) -> tuple[tuple[str, int], ...]:
+    """The positional CT args of TT-Metal's matmul compute kernel, in its order and with its names
+    (ttmetal-matmul.md §1.1), so kgen's compute kernel and TT-Metal's are interchangeable."""
+    args = [
+        ("in0_block_w", p.in0_block_w),
+        ("in0_num_subblocks", p.in0_num_subblocks),
+        ("in0_block_num_tiles", p.in0_block_tiles),
+        ("in0_subblock_num_tiles", p.out_subblock_h * p.in0_block_w),
+        ("in1_num_subblocks", p.in1_num_subblocks),
+        ("in1_block_num_tiles", p.in1_block_tiles),
+        ("in1_block_w", p.out_block_w),
+        ("num_blocks_inner_dim", p.num_blocks),
+        ("num_blocks_w_dim", p.num_blocks_w_dim),
+        ("num_blocks_h_dim", p.num_blocks_h_dim),
+        ("out_subblock_h", p.out_subblock_h),
+        ("out_subblock_w", p.out_subblock_w),
+        ("out_subblock_num_tiles", p.out_subblock_tiles),
+        ("batch", p.batch_ct),
+        ("out_block_num_tiles", p.out_block_tiles),
+        ("untilize_out", int(p.untilize_out)),
+        ("get_batch_from_reader", 0),     # sparsity path: not used
+        ("in0_transpose_tile", 0),        # in0 tiles are never transposed by kgen
+    ]
+    if p.fuse_bias:
+        args.append(("row_broadcast_bias", 1))   # read only under FUSE_BIAS: one bias row, broadcast
+    return tuple(args)
+
+
+# Named CT args of the compute kernel: the CB indices TT-Metal's 2D factory passes (§1.2, §2.6),
+# including the ones only its reader paths use, so TT-Metal's kernel drops into kgen's manifest.
+TT_COMPUTE_NAMED_CBS = (("cb_in0", 0), ("cb_in1", 1), ("cb_bias", 3), ("cb_out", 4), ("cb_intermed0", 5),
+                        ("cb_in0_intermediate", 8), ("cb_in1_intermediate", 9), ("cb_in0_transposed", 10))
+
+
+def compute_named_args(p: Plan) -> tuple[tuple[str, int], ...]:
+    named = list(TT_COMPUTE_NAMED_CBS)
+    if p.fuse_bias:
+        named.append(("bias_ntiles", p.out_block_w))   # one bias row of the output block
+    return tuple(named)
+
+
+# Every define TT-Metal's matmul compute kernel reads that kgen plans for (§1.3); the rendered kernel
+# refuses to build when the program's defines disagree with the plan it was generated for.
+COMPUTE_DEFINE_NAMES = ("FUSE_BIAS", "PACK_RELU", "PACKER_L1_ACC", "FP32_DEST_ACC_EN")
+
+
+def compute_defines(p: Plan) -> tuple[tuple[str, str], ...]:
+    """The compute defines TT-Metal's factory sets (§2.6), exactly when the plan needs them."""
+    defines = []
+    if p.fuse_bias:
+        defines.append(("FUSE_BIAS", "1"))
+    if p.pack_relu:
+        defines.append(("PACK_RELU", "1"))
+    if p.l1_acc_enabled:
+        defines.append(("PACKER_L1_ACC", "1"))
+    if p.compute.fp32_dest_acc:
+        defines.append(("FP32_DEST_ACC_EN", "1"))
+    return tuple(defines)
+
+
+def _compute_kernel(p: Plan) -> tuple[Node, ...]:
+    ct = {name: Sym(value, name) for name, value in compute_compile_time_args(p)}
+    nb = p.num_blocks
+    last = nb - 1
+    bias, relu, l1acc, untilize = p.fuse_bias, p.pack_relu, p.l1_acc_enabled, p.untilize_out
+    fp32 = p.compute.fp32_dest_acc
+    sb = ct["out_subblock_num_tiles"]
+    sbh, sbw = ct["out_subblock_h"], ct["out_subblock_w"]
+    kt = ct["in0_block_w"]
+    out_block_w = ct["in1_block_w"]
+    in0_tiles, in1_tiles = ct["in0_block_num_tiles"], ct["in1_block_num_tiles"]
+    in0_sbs, in1_sbs = ct["in0_num_subblocks"], ct["in1_num_subblocks"]
+    in0_cb, in1_cb, partials = CB_IN0, CB_IN1, CB_PARTIALS
+    untilize_out_cb = partials if untilize else CB_OUT           # untilize_mode_out_cb_id
+    mm_out = partials if bias else untilize_out_cb                # where the last K-block packs
+    multi = p.batch_ct > 1 or p.num_blocks_w_dim > 1 or p.num_blocks_h_dim > 1
+    init = op("matmul_init", in0_cb, in1_cb, False, sbw, sbh, kt)
+
+    def reload_ops() -> list[Node]:
+        return [
+            op("reconfig_srca", in1_cb, partials, note="SrcA: in1 -> partials format"),
+            op("copy_init", partials),
+            op("cb_wait_front", partials, sb),
+            op("copy_block", partials, 0, 0, sb, note="reload partials into DST"),
+            op("cb_pop_front", partials, sb),
+            op("reconfig_srca", partials, in1_cb, note="SrcA back to in1"),
+            init,
+        ]
+
+    def enable_reload(block: int) -> bool:
+        if l1acc:
+            return not bias and block == last          # armed at block n-2: one reload, last block
+        return block >= 1                              # spill: every later block reloads
+
+    def subblock_ops(block: int) -> tuple[Node, ...]:
+        ops: list[Node] = [op("tile_regs_acquire")]
+        if enable_reload(block):
+            ops += reload_ops()
+        ops.append(Loop("k", 0, kt, (
+            op("matmul_block", in0_cb, in1_cb, A(0, in0_sb=ct["in0_subblock_num_tiles"], k=1),
+               A(0, in1_sb=sbw, k=out_block_w), 0, False, sbw, sbh, kt),)))
+        if block == last:
+            ops += [op("tile_regs_commit"), op("cb_reserve_back", mm_out, sb), op("tile_regs_wait")]
+            if fp32 or l1acc:
+                ops.append(op("pack_reconfig_format", mm_out, note="partials format -> final pack format"))
+            if l1acc:
+                if bias:
+                    ops.append(op("pack_l1_acc", block != 0, note="bias: last block accumulates into partials"))
+                else:
+                    ops.append(op("pack_l1_acc", False, note="final pack to out overwrites"))
+            ops += [op("pack_block", mm_out, 0, sb), op("tile_regs_release"), op("cb_push_back", mm_out, sb)]
+        else:
+            ops += [op("tile_regs_commit"), op("cb_reserve_back", partials, sb), op("tile_regs_wait")]
+            if l1acc and block == 0:
+                ops.append(op("pack_l1_acc", False, note="block 0 overwrites the partials"))
+            elif l1acc and block == 1:
+                ops.append(op("pack_l1_acc", True, note="from block 1 the packer adds into L1"))
+            ops += [op("pack_block", partials, 0, sb), op("tile_regs_release"), op("cb_push_back", partials, sb)]
+        return tuple(ops)
+
+    def block_body(block: int) -> tuple[Node, ...]:
+        ops: list[Node] = []
+        if relu and not bias and block == last:
+            ops.append(op("pack_relu", "zero", note="ReLU on the final pack only"))
+        ops += [op("cb_wait_front", in0_cb, in0_tiles), op("cb_wait_front", in1_cb, in1_tiles)]
+        ops.append(Loop("in0_sb", 0, in0_sbs, (Loop("in1_sb", 0, in1_sbs, subblock_ops(block)),)))
+        drain = (bias and block < last) or (not bias and block < last - 1)
+        if l1acc and drain:
+            # Popping the whole block rewinds the partials FIFO, so the next block packs onto the same
+            # L1 addresses and the packer accumulates (the CB holds exactly one block).
+            ops.append(Loop("s", 0, p.out_block_tiles // sb, (
+                op("cb_wait_front", partials, sb), op("cb_pop_front", partials, sb)),
+                "rewind the partials for L1 accumulation"))
+        ops += [op("cb_pop_front", in0_cb, in0_tiles), op("cb_pop_front", in1_cb, in1_tiles)]
+        return tuple(ops)
+
+    def block_note(start: int, stop: int) -> str:
+        if nb == 1:
+            return "the only K-block: accumulate in DST, pack to the output"
+        names = []
+        if l1acc:
+            if start == 0:
+                names.append("L1 acc off, overwrite partials")
+            elif start == 1:
+                names.append("L1 acc on")
+            if not bias and start == last - 1 and stop == last:
+                names.append("partials left for the one reload")
+            if start == last:
+                names.append("last: " + ("pack into partials, bias stage follows" if bias else
+                                         "reload once, pack to out with L1 acc off"))
+        else:
+            names.append("first: pack partials" if start == 0 else
+                         ("last: reload, pack the result" if start == last else "reload, accumulate, spill"))
+        return "; ".join(names)
+
+    k_loops = _ranges_by_body(nb, {0, 1, last - 1, last}, block_body, "block", block_note)
+
+    bias_ntiles = Sym(p.out_block_w, "bias_ntiles")
+
+    def bias_stage(first_out_block: bool) -> list[Node]:
+        ops: list[Node] = []
+        if relu:
+            ops.append(op("pack_relu", "zero"))
+        if fp32 or l1acc:
+            ops.append(op("pack_reconfig_format", CB_OUT))
+        if l1acc:
+            ops.append(op("pack_l1_acc", False))
+        ops += [op("reconfig_srcab", in1_cb, partials, in0_cb, CB_BIAS, note="SrcA -> partials, SrcB -> bias"),
+                op("add_bcast_rows_init", partials, CB_BIAS)]
+        if first_out_block or p.num_blocks_w_dim > 1:
+            ops.append(op("cb_wait_front", CB_BIAS, bias_ntiles,
+                          note="bias stays resident" if p.num_blocks_w_dim == 1 else ""))
+        ops.append(Loop("in0_sb", 0, in0_sbs, (Loop("in1_sb", 0, in1_sbs, (
+            op("cb_wait_front", partials, sb),
+            op("tile_regs_acquire"),
+            Loop("r", 0, sbh, (Loop("c", 0, sbw, (
+                op("add_bcast_rows", partials, CB_BIAS, A(0, r=sbw, c=1), A(0, in1_sb=sbw, c=1), A(0, r=sbw, c=1)),)),)),
+            op("tile_regs_commit"),
+            op("cb_pop_front", partials, sb),
+            op("cb_reserve_back", untilize_out_cb, sb),
+            op("tile_regs_wait"),
+            Loop("i", 0, sb, (op("pack_tile", A(0, i=1), untilize_out_cb),)),
+            op("tile_regs_release"),
+            op("cb_push_back", untilize_out_cb, sb),
+        )),)))
+        if p.num_blocks_w_dim > 1:
+            ops.append(op("cb_pop_front", CB_BIAS, bias_ntiles))
+        return ops
+
+    def untilize_stage() -> list[Node]:
+        ops: list[Node] = []
+        if relu:
+            ops.append(op("pack_relu", "none"))
+        if not bias:
+            ops.append(op("reconfig_srca", in1_cb, partials))
+            if fp32 or l1acc:
+                ops.append(op("pack_reconfig_format", CB_OUT))
+            if l1acc:
+                ops.append(op("pack_l1_acc", False))
+        row_tiles = p.in1_num_subblocks * sb
+        ops += [op("pack_untilize_init", CB_OUT, sbw, out_block_w), op("copy_init", partials)]
+        ops.append(Loop("in0_sb", 0, in0_sbs, (
+            op("cb_wait_front", partials, row_tiles, note="reblock: one row of subblocks"),
+            Loop("h", 0, sbh, (
+                op("cb_reserve_back", CB_OUT, out_block_w),
+                Loop("n", 0, in1_sbs, (
+                    op("tile_regs_acquire"),
+                    Loop("w", 0, sbw, (op("copy_tile", partials, A(0, n=sb, h=sbw, w=1), A(0, w=1)),)),
+                    op("tile_regs_commit"),
+                    op("tile_regs_wait"),
+                    op("pack_untilize_dest", CB_OUT, sbw, out_block_w, 1, A(0, n=1)),
+                    op("tile_regs_release"),
+                )),
+                op("cb_push_back", CB_OUT, out_block_w),
+            )),
+            op("cb_pop_front", partials, row_tiles),
+        )))
+        ops.append(op("pack_untilize_uninit", partials))
+        return ops
+
+    def out_block_body(first: bool) -> tuple[Node, ...]:
+        ops: list[Node] = []
+        if relu and multi:
+            ops.append(op("pack_relu", "none", note="intermediate packs without ReLU"))
+        if multi:
+            ops.append(op("pack_reconfig_format", partials))
+        ops += list(k_loops)
+        if bias:
+            ops += bias_stage(first)
+        if untilize:
+            ops += untilize_stage()
+        if multi:
+            if bias:
+                ops.append(op("reconfig_srcab", partials, in1_cb, CB_BIAS, in0_cb))
+            else:
+                ops.append(op("reconfig_srca", partials, in1_cb))
+            ops.append(init)
+        return tuple(ops)
+
+    # The bias wait happens on the first output block only when num_blocks_w_dim == 1, so the
+    # output-block loops split into (bh == 0, bw == 0) and the rest.
+    body_first, body_rest = out_block_body(True), out_block_body(False)
+    bw_n, bh_n = p.num_blocks_w_dim, p.num_blocks_h_dim
+    if body_first == body_rest:
+        out_loops: tuple[Node, ...] = (Loop("bh", 0, bh_n, (Loop("bw", 0, bw_n, body_first),)),)
+    else:
+        first_row: list[Node] = [Loop("bw", 0, 1, body_first, "first output block: wait for the bias")]
+        if bw_n > 1:
+            first_row.append(Loop("bw", 1, bw_n, body_rest))
+        out_loops = (Loop("bh", 0, 1, tuple(first_row)),)
+        if bh_n > 1:
+            out_loops += (Loop("bh", 1, bh_n, (Loop("bw", 0, bw_n, body_rest),)),)
+
+    body: list[Node] = [
+        op("hw_startup", in0_cb, in1_cb, partials, note="SrcOrder::Reverse: in0 -> SrcB, in1 -> SrcA"),
+        init,
+        Loop("b", 0, p.batch_ct, out_loops, "batch (fused into M)"),
+    ]
+    if bias and p.num_blocks_w_dim == 1:
+        body.append(op("cb_pop_front", CB_BIAS, bias_ntiles, note="release the resident bias"))
+    return tuple(body)
+
+
+# ----------------------------------------------------------------------------------------------
+# Data-movement kernels
+# ----------------------------------------------------------------------------------------------
+
+class _Tiles:
+    """Tile-id expressions of one core's blocks (row-major interleaved tensors)."""
+
+    def __init__(self, p: Plan):
+        self.p = p
+
+    def in0_block(self) -> Affine:
+        p = self.p
+        # row = core_y*per_core_M + bh*out_block_h; col = block*in0_block_w
+        return A(0, core_y=p.per_core_m * p.kt, bh=p.out_block_h * p.kt, block=p.in0_block_w)
+
+    def in1_block(self) -> Affine:
+        p = self.p
+        # row = block*in0_block_w; col = core_x*per_core_N + bw*out_block_w
+        return A(0, block=p.in0_block_w * p.nt, core_x=p.per_core_n, bw=p.out_block_w)
+
+    def bias_block(self) -> Affine:
+        p = self.p
+        return A(0, core_x=p.per_core_n, bw=p.out_block_w)
+
+    def out_subblock(self) -> Affine:
+        p = self.p
+        return A(0, core_y=p.per_core_m * p.nt, bh=p.out_block_h * p.nt, in0_sb=p.out_subblock_h * p.nt,
+                 core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w)
+
+
+def _read(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int) -> list[Node]:
+    return [op("cb_reserve_back", cb, tiles), op("read_tiles", tensor, cb, start, rows, cols, stride),
+            op("noc_read_barrier"), op("cb_push_back", cb, tiles)]
+
+
+def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
+    """The output writer of one output block: de-scatters subblock-major tiles (ttmetal-matmul.md §2.7)."""
+    if p.untilize_out:
+        tile_row_bytes = _row_bytes_per_tile(p)
+        return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("h", 0, p.out_subblock_h, (
+            op("cb_wait_front", CB_OUT, p.out_block_w),
+            op("write_rows", "out", CB_OUT,
+               A(0, core_y=TILE_HW * p.per_core_m, bh=TILE_HW * p.out_block_h, in0_sb=TILE_HW * p.out_subblock_h,
+                 h=TILE_HW),
+               TILE_HW, p.out_block_w * tile_row_bytes,
+               A(0, core_x=p.per_core_n * tile_row_bytes, bw=p.out_block_w * tile_row_bytes)),
+            op("noc_write_barrier"),
+            op("cb_pop_front", CB_OUT, p.out_block_w),
+        )),))]
+    sb = p.out_subblock_tiles
+    return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("in1_sb", 0, p.in1_num_subblocks, (
+        op("cb_wait_front", CB_OUT, sb),
+        op("write_tiles", "out", CB_OUT, t.out_subblock(), p.out_subblock_h, p.out_subblock_w, p.nt),
+        op("noc_write_barrier"),
+        op("cb_pop_front", CB_OUT, sb),
+    )),))]
+
+
+def _out_block_loops(p: Plan, body_of: Callable[[bool], tuple[Node, ...]]) -> tuple[Node, ...]:
+    """Loops over output blocks; the body may differ on the very first block (bias read once)."""
+    first, rest = body_of(True), body_of(False)
+    if first == rest:
+        return (Loop("b", 0, p.batch_ct, (Loop("bh", 0, p.num_blocks_h_dim, (
+            Loop("bw", 0, p.num_blocks_w_dim, first),)),)),)
+    row0: list[Node] = [Loop("bw", 0, 1, first, "first output block: read the bias")]
+    if p.num_blocks_w_dim > 1:
+        row0.append(Loop("bw", 1, p.num_blocks_w_dim, rest))
+    loops: list[Node] = [Loop("bh", 0, 1, tuple(row0))]
+    if p.num_blocks_h_dim > 1:
+        loops.append(Loop("bh", 1, p.num_blocks_h_dim, (Loop("bw", 0, p.num_blocks_w_dim, rest),)))
+    return (Loop("b", 0, p.batch_ct, tuple(loops)),)
+
+
+def _needs_bias_read(p: Plan, first: bool) -> bool:
+    # The compute kernel holds the bias resident when num_blocks_w_dim == 1 (one push in total).
+    return p.fuse_bias and (first or p.num_blocks_w_dim > 1)
+
+
+# TensorAccessorArgs of an interleaved DRAM tensor: two CT words, the ArgsConfig flags
+# (tensor_accessor::ArgConfig::IsDram = 1 << 1, hostdevcommon/tensor_accessor/arg_config.hpp) and the
+# aligned page size (tensor_accessor_args.h: AlignedPageSize at CTA_OFFSET + 1).
+ACCESSOR_INTERLEAVED_DRAM = 1 << 1
+
+CORE_X, CORE_Y = RuntimeArg("core_x", "core_x"), RuntimeArg("core_y", "core_y")
+
+
+def _row_bytes_per_tile(p: Plan) -> int:
+    """Bytes of one tile's width of one row of the (untilized) output."""
+    return TILE_HW * (p.arch.tile_bytes[p.out_format] // (TILE_HW * TILE_HW))
+
+
+def _tensors(p: Plan) -> dict[str, TensorArg]:
+    tile = p.arch.tile_bytes
+    out = (TensorArg("out", p.out_format, p.nt * _row_bytes_per_tile(p), "ROW_MAJOR")
+           if p.untilize_out else TensorArg("out", p.out_format, tile[p.out_format], "TILE"))
+    tensors = {"in0": TensorArg("in0", p.in0_format, tile[p.in0_format], "TILE"),
+               "in1": TensorArg("in1", p.in1_format, tile[p.in1_format], "TILE"),
+               "out": out}
+    if p.fuse_bias and p.bias_format:
+        tensors["bias"] = TensorArg("bias", p.bias_format, tile[p.bias_format], "TILE")
+    return tensors
+
+
+def _accessor_args(tensors: tuple[TensorArg, ...]) -> list[tuple[str, int]]:
+    args: list[tuple[str, int]] = []
+    for t in tensors:
+        args += [(f"{t.name}_accessor_config", ACCESSOR_INTERLEAVED_DRAM), (f"{t.name}_page_bytes", t.page_bytes)]
+    return args
+
+
+def _dm_kernel(name: str, processor: str, noc: int, cores: CoreRange, body: tuple[Node, ...],
+               tensors: tuple[TensorArg, ...], cbs: tuple[tuple[str, int], ...],
+               semaphores: tuple[tuple[str, int], ...] = (), coords: tuple[RuntimeArg, ...] = ()) -> Kernel:
+    """A data-movement kernel and its host interface: semaphore ids then one TensorAccessorArgs per
+    tensor as positional CT args, CB indices as named CT args, this core's logical coordinate and
+    the NoC coordinates it talks to as per-core runtime args, buffer addresses as common ones."""
+    return Kernel(
+        name, name, processor, noc, cores, body,
+        compile_time_args=tuple((f"{sem}_semaphore_id", i) for sem, i in semaphores) + tuple(_accessor_args(tensors)),
+        named_compile_time_args=cbs,
+        runtime_args=(CORE_X, CORE_Y) + coords,
+        common_runtime_args=tuple(RuntimeArg(f"{t.name}_addr", "buffer_address", tensor=t.name) for t in tensors),
+        tensors=tensors,
+    )
+
+
+def _reuse_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
+    t = _Tiles(p)
+    tensors = _tensors(p)
+    k_block = Loop("block", 0, p.num_blocks, tuple(
+        _read(CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles)
+        + _read(CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles)))
+
+    def reader_body(first: bool) -> tuple[Node, ...]:
+        ops: list[Node] = [k_block]
+        if _needs_bias_read(p, first):
+            ops += _read(CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w)
+        return tuple(ops)
+
+    read_tensors = tuple(tensors[n] for n in ("in0", "in1", "bias") if n in tensors)
+    read_cbs = (("cb_in0", CB_IN0), ("cb_in1", CB_IN1)) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ())
+    reader = _dm_kernel("reader", "NCRISC", 1, all_cores, _out_block_loops(p, reader_body), read_tensors, read_cbs)
+    writer = _dm_kernel("writer", "BRISC", 0, all_cores, _out_block_loops(p, lambda first: tuple(_writer_ops(p, t))),
+                        (tensors["out"],), (("cb_out", CB_OUT),))
+    return reader, writer
+
+
+SEMAPHORE_IDS = {"in0_sender": 0, "in0_receiver": 1, "in1_sender": 2, "in1_receiver": 3}
+
+
+def _noc_rect(noc: int, x0: Affine, y0: Affine, x1: Affine, y1: Affine) -> tuple[RuntimeArg, ...]:
+    """Multicast start and end as NoC-coordinate runtime args. NOC 1 runs the other way round the
+    torus, so its rectangle starts at the far corner (TT-Metal swaps start/end for NOC 1)."""
+    if noc == 1:
+        x0, y0, x1, y1 = x1, y1, x0, y0
+    return (RuntimeArg("mcast_start_x", "noc_x", x0), RuntimeArg("mcast_start_y", "noc_y", y0),
+            RuntimeArg("mcast_end_x", "noc_x", x1), RuntimeArg("mcast_end_y", "noc_y", y1))
+
+
+def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
+    t = _Tiles(p)
+    tensors = _tensors(p)
+    nx, ny = p.grid
+    in0_noc, in1_noc = 1, 0     # in0 on NCRISC/NOC 1, in1 + writer on BRISC/NOC 0 (ttmetal-matmul.md §2.4)
+    kernels: list[Kernel] = []
+
+    def sender_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
+                     sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...]) -> list[Node]:
+        ops: list[Node] = [op("cb_reserve_back", cb, tiles), op("read_tiles", tensor, cb, start, rows, cols, stride),
+                           op("noc_read_barrier")]
+        if num_dests:
+            ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),
+                    op("sem_set", sender_sem, 0),
+                    op("mcast_cb", cb, tiles, tiles * p.cb(cb).page_bytes, *rect, num_dests)]
+            if p.arch.behaviour.flush_mcast_before_flag:
+                # flush the data multicast before the flag multicast that releases the receivers
+                ops.append(op("noc_writes_flushed"))
+            ops += [op("sem_set", receiver_sem, VALID, note="the local word the flag multicast copies"),
+                    op("mcast_sem_set", receiver_sem, VALID, *rect, num_dests)]
+        ops.append(op("cb_push_back", cb, tiles))
+        return ops
+
+    def receiver_block(cb: int, tiles: int, sender_sem: str, receiver_sem: str,
+                       sender: tuple[RuntimeArg, RuntimeArg]) -> list[Node]:
+        return [op("cb_reserve_back", cb, tiles), op("sem_set", receiver_sem, INVALID),
+                op("sem_inc", sender_sem, *sender, 1), op("sem_wait", receiver_sem, VALID),
+                op("cb_push_back", cb, tiles)]
+
+    # in0 travels along its row; in1 and the bias down their column.
+    row_rect = _noc_rect(in0_noc, A(1), A(0, core_y=1), A(nx - 1), A(0, core_y=1))
+    col_rect = _noc_rect(in1_noc, A(0, core_x=1), A(1), A(0, core_x=1), A(ny - 1))
+    in0_sems = (("in0_sender", SEMAPHORE_IDS["in0_sender"]), ("in0_receiver", SEMAPHORE_IDS["in0_receiver"]))
+    in1_sems = (("in1_sender", SEMAPHORE_IDS["in1_sender"]), ("in1_receiver", SEMAPHORE_IDS["in1_receiver"]))
+
+    in0_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
+        CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles,
+        "in0_sender", "in0_receiver", nx - 1, row_rect)))
+    kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, CoreRange(0, 0, 0, ny - 1),
+                              _out_block_loops(p, lambda first: (in0_send,)), (tensors["in0"],),
+                              (("cb_in0", CB_IN0),), in0_sems, row_rect if nx > 1 else ()))
+    if nx > 1:
+        in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", A(0)), RuntimeArg("in0_sender_noc_y", "noc_y", A(0, core_y=1)))
+        in0_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
+            CB_IN0, p.in0_block_tiles, "in0_sender", "in0_receiver", in0_sender_core)))
+        kernels.append(_dm_kernel("in0_receiver", "NCRISC", in0_noc, CoreRange(1, 0, nx - 1, ny - 1),
+                                  _out_block_loops(p, lambda first: (in0_recv,)), (), (("cb_in0", CB_IN0),),
+                                  in0_sems, in0_sender_core))
+
+    in1_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
+        CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles,
+        "in1_sender", "in1_receiver", ny - 1, col_rect)))
+
+    def in1_sender_body(first: bool) -> tuple[Node, ...]:
+        ops: list[Node] = [in1_send]
+        if _needs_bias_read(p, first):
+            ops += sender_block(CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
+                                "in1_sender", "in1_receiver", ny - 1, col_rect)
+        return tuple(ops + _writer_ops(p, t))
+
+    writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
+    send_tensors = tuple(tensors[n] for n in ("in1", "bias", "out") if n in tensors)
+    kernels.append(_dm_kernel("in1_sender_writer", "BRISC", in1_noc, CoreRange(0, 0, nx - 1, 0),
+                              _out_block_loops(p, in1_sender_body), send_tensors, writer_cbs, in1_sems,
+                              col_rect if ny > 1 else ()))
+    if ny > 1:
+        in1_sender_core = (RuntimeArg("in1_sender_noc_x", "noc_x", A(0, core_x=1)), RuntimeArg("in1_sender_noc_y", "noc_y", A(0)))
+        in1_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
+            CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", in1_sender_core)))
+
+        def in1_receiver_body(first: bool) -> tuple[Node, ...]:
+            ops: list[Node] = [in1_recv]
+            if _needs_bias_read(p, first):
+                ops += receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", in1_sender_core)
+            return tuple(ops + _writer_ops(p, t))
+
+        kernels.append(_dm_kernel("in1_receiver_writer", "BRISC", in1_noc, CoreRange(0, 1, nx - 1, ny - 1),
+                                  _out_block_loops(p, in1_receiver_body), (tensors["out"],), writer_cbs,
+                                  in1_sems, in1_sender_core))
+    return tuple(kernels)
+
+
+def lower(p: Plan) -> Program:
+    """Build the IR of every kernel. The stage driver verifies it next (kgen/gen/pipeline.py)."""
+    nx, ny = p.grid
+    all_cores = CoreRange(0, 0, nx - 1, ny - 1)
+    compute = Kernel("compute", "compute", "TRISC", None, all_cores, _compute_kernel(p),
+                     compile_time_args=compute_compile_time_args(p), named_compile_time_args=compute_named_args(p),
+                     defines=compute_defines(p))
+    if p.spec.dataflow == "reuse":
+        dm = _reuse_kernels(p, all_cores)
+        sems: tuple[Semaphore, ...] = ()
+    else:
+        dm = _mcast_kernels(p, all_cores)
+        sems = tuple(Semaphore(name, i, INVALID, all_cores) for name, i in SEMAPHORE_IDS.items())
+    flags = ComputeFlags(math_fidelity=p.compute.math_fidelity, fp32_dest_acc=p.compute.fp32_dest_acc,
+                         math_approx=p.compute.math_approx, dst_full_sync=p.compute.dst_full_sync,
+                         dst_sync=p.dst_sync, l1_acc_enabled=p.l1_acc_enabled)
+    return Program(p, (compute,) + dm, sems, flags, p.cbs, p.regions)

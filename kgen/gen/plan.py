@@ -1,0 +1,520 @@
+"""Stage 2, plan: `MatmulSpec` + arch facts -> `Plan`.
+
+Fills every `auto`, checks every rule TT-Metal's matmul validation checks
+(matmul_device_operation.cpp; ttmetal-matmul.md §2.2, §2.8, §3.3) plus the L1 budget, and takes
+the accumulation-policy and CB decisions exactly as the 2D multicast factory does
+(matmul_multicore_reuse_mcast_2d_program_factory.cpp).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from kgen.core.arch import ArchFacts, load_arch
+from kgen.core.errors import SpecError, Span
+from kgen.gen.spec import ComputeConfig, MatmulSpec
+from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
+
+# SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
+# bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (ttmetal-matmul.md §3.4).
+SUBBLOCK_HW_CHOICES: tuple[tuple[int, int], ...] = (
+    (4, 2), (2, 4), (8, 1), (1, 8),
+    (7, 1), (1, 7),
+    (3, 2), (2, 3), (6, 1), (1, 6),
+    (5, 1), (1, 5),
+    (2, 2), (4, 1), (1, 4),
+    (3, 1), (1, 3),
+    (2, 1), (1, 2),
+    (1, 1),
+)
+# in0/in1 CBs are double-buffered when more than one K-block flows (MCAST_INPUT_BUFFERING_DEPTH).
+INPUT_BUFFERING_DEPTH = 2
+# Upper bound of the auto in0_block_w search: deeper K-blocks buy little once the matrix engine is
+# fed and cost L1 twice (double buffering).
+AUTO_IN0_BLOCK_W_MAX = 8
+
+# TT-Metal CB indices and named compile-time args of the matmul compute kernel (ttmetal-matmul.md §1.2).
+CB_IN0, CB_IN1, CB_BIAS, CB_OUT, CB_PARTIALS = 0, 1, 3, 4, 5
+
+POLICY_L1_ACC = "packer_l1_acc"
+POLICY_SPILL = "spill_reload"
+POLICY_DST = "dst_only"
+
+
+class PlanError(SpecError):
+    """A spec that breaks one of TT-Metal's rules (or kgen's): names the rule, the values, and the
+    nearest legal values."""
+
+    def __init__(self, rule: str, message: str, span: Span | None, nearest: str | None = None):
+        super().__init__(f"{message} [rule: {rule}]", span,
+                         hint=f"nearest legal values: {nearest}" if nearest else None)
+        self.rule = rule
+
+
+@dataclass(frozen=True)
+class CircularBuffer:
+    index: int            # CB index c_<index>
+    name: str             # TT-Metal named compile-time arg
+    role: str
+    data_format: str      # tt::DataFormat name
+    page_bytes: int
+    pages: int
+    region: str           # CBs with the same region share one L1 allocation
+
+    @property
+    def total_bytes(self) -> int:
+        return self.page_bytes * self.pages
+
+
+@dataclass(frozen=True)
+class L1Region:
+    name: str
+    cb_indices: tuple[int, ...]
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: MatmulSpec
+    arch: ArchFacts
+    compute: ComputeConfig
+    # problem in tiles; batch is fused into M (fuse_batch, as TT's 2D multicast path does)
+    mt: int
+    nt: int
+    kt: int
+    batch_ct: int
+    grid_requested: tuple[int, int]      # x, y
+    grid: tuple[int, int]                # cores with work: x = num_blocks_x, y = num_blocks_y
+    per_core_m: int
+    per_core_n: int
+    out_block_h: int
+    out_block_w: int
+    in0_block_w: int
+    out_subblock_h: int
+    out_subblock_w: int
+    num_blocks: int                      # K-blocks (num_blocks_inner_dim)
+    num_blocks_h_dim: int
+    num_blocks_w_dim: int
+    policy: str
+    policy_reason: str
+    l1_acc_enabled: bool                 # the decision, TT-Metal's packer_l1_acc_en: PACKER_L1_ACC is defined
+                                         # (the request is compute.packer_l1_acc, TTNN's field)
+    partials_format: str
+    partials_reason: str
+    out_format: str
+    in0_format: str
+    in1_format: str
+    bias_format: str | None
+    dst_sync: str                        # SyncHalf | SyncFull, as emitted
+    dst_capacity: int
+    dst_accum_format: str
+    cbs: tuple[CircularBuffer, ...]
+    regions: tuple[L1Region, ...]
+    warnings: tuple[str, ...]
+    choices: tuple[str, ...]             # how each auto value was chosen
+    out_partials_sharing: str = ""       # whether c_4 and c_5 share one L1 region, and why
+
+    @property
+    def factory_departures(self) -> tuple[str, ...]:
+        """Where this plan runs a kernel in a mode TT-Metal's 2D factory would not compile."""
+        return factory_departures(self.compute, self.dst_sync, self.dst_capacity)
+
+    # derived quantities of the compute kernel (ttmetal-matmul.md §1.1)
+    @property
+    def in0_num_subblocks(self) -> int:
+        return self.out_block_h // self.out_subblock_h
+
+    @property
+    def in1_num_subblocks(self) -> int:
+        return self.out_block_w // self.out_subblock_w
+
+    @property
+    def out_subblock_tiles(self) -> int:
+        return self.out_subblock_h * self.out_subblock_w
+
+    @property
+    def out_block_tiles(self) -> int:
+        return self.out_block_h * self.out_block_w
+
+    @property
+    def in0_block_tiles(self) -> int:
+        return self.out_block_h * self.in0_block_w
+
+    @property
+    def in1_block_tiles(self) -> int:
+        return self.out_block_w * self.in0_block_w
+
+    @property
+    def fuse_bias(self) -> bool:
+        return self.spec.fuse_bias
+
+    @property
+    def pack_relu(self) -> bool:
+        return self.spec.activation == "relu"
+
+    @property
+    def untilize_out(self) -> bool:
+        return self.spec.untilize_out
+
+    @property
+    def num_cores(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+    @property
+    def cb_bytes(self) -> int:
+        return sum(r.bytes for r in self.regions)
+
+    @property
+    def l1_margin(self) -> int:
+        return self.arch.usable_cb_bytes - self.cb_bytes
+
+    def cb(self, index: int) -> CircularBuffer:
+        return next(c for c in self.cbs if c.index == index)
+
+
+# ----------------------------------------------------------------------------------------------
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def _nearest(values: Iterable[int], target: int, count: int = 4) -> str:
+    ordered = sorted(set(values), key=lambda v: (abs(v - target), v))[:count]
+    return ", ".join(str(v) for v in sorted(ordered)) if ordered else "none"
+
+
+def _fmt_pair(p: tuple[int, int]) -> str:
+    return f"{p[0]} x {p[1]}"
+
+
+def dst_capacity(arch: ArchFacts, compute: ComputeConfig) -> int:
+    return arch.dst_tiles(compute.dst_full_sync, compute.fp32_dest_acc)
+
+
+def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_num_subblocks: int,
+                       num_blocks: int, out_blocks_per_core: int) -> tuple[bool, str]:
+    """Whether out (c_4) and partials (c_5) share one L1 region, and why (ttmetal-matmul.md §2.3).
+
+    TT-Metal's factory shares them unless the formats differ, or untilize_out has more than one
+    subblock column, or `do_not_inplace_interm0_out_CB` (a sharded output whose c_4 holds more than
+    one output block). kgen also splits them whenever more than one output block passes through the
+    region on a core and partials are packed before a block's final result: the first partials
+    pack of block i+1 would land on pages c_4 still holds for block i until the writer (another
+    kernel) drains them. TT-Metal's compute kernel has no wait for that (its classic kernel had
+    one: cb_reserve_back(out_cb, ...) "since interm and output share memory"), so the plan must
+    keep the two apart for TT-Metal's kernel and kgen's alike (issue #12: reuse, per_core 2 x 2,
+    out_block 2 x 1 packed over undrained output)."""
+    if partials_fmt != out_fmt:
+        return False, f"separate: partials {partials_fmt} and out {out_fmt} differ in format"
+    if spec.untilize_out and in1_num_subblocks > 1:
+        return False, "separate: untilize_out with more than one subblock column (TT-Metal's factory rule)"
+    partials_first = num_blocks > 1 or spec.fuse_bias or spec.untilize_out
+    if out_blocks_per_core > 1 and partials_first:
+        return False, (f"separate: {out_blocks_per_core} output blocks per core pass through it and partials are "
+                       f"packed before each block's result, so sharing would overwrite output the writer has "
+                       f"not drained")
+    return True, "shared: one output block's pages are reused by partials and out in turn (TT-Metal's in-place rule)"
+
+
+def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_fmt: str, bias_fmt: str | None,
+              partials_fmt: str, out_block: tuple[int, int], in0_block_w: int, num_blocks: int,
+              batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int
+              ) -> tuple[tuple[CircularBuffer, ...], tuple[L1Region, ...], str]:
+    """CB sizing of the 2D factory (ttmetal-matmul.md §2.3)."""
+    tb = arch.tile_bytes
+    obh, obw = out_block
+    depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
+    share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
+                                        out_blocks_per_core)
+    out_region = "out+partials" if share else "out"
+    cbs = [
+        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0"),
+        CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], obw * in0_block_w * depth, "in1"),
+    ]
+    if bias_fmt is not None:
+        cbs.append(CircularBuffer(CB_BIAS, "cb_bias", "bias", bias_fmt, tb[bias_fmt], obw, "bias"))
+    cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], obh * obw, out_region))
+    cbs.append(CircularBuffer(CB_PARTIALS, "cb_intermed0", "partials", partials_fmt, tb[partials_fmt], obh * obw,
+                              out_region if share else "partials"))
+    regions: dict[str, list[CircularBuffer]] = {}
+    for c in cbs:
+        regions.setdefault(c.region, []).append(c)
+    return tuple(cbs), tuple(L1Region(name, tuple(c.index for c in members), max(c.total_bytes for c in members))
+                             for name, members in regions.items()), sharing
+
+
+def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
+    arch = arch or load_arch(spec.arch)
+    c = spec.compute
+    choices: list[str] = []
+    warnings: list[str] = []
+
+    mt, nt, kt = spec.batch * spec.m // TILE_HW, spec.n // TILE_HW, spec.k // TILE_HW
+    batch_ct = 1
+
+    in0_fmt, in1_fmt, out_fmt = (DTYPE_TO_FORMAT[d] for d in (spec.dtype_in0, spec.dtype_in1, spec.dtype_out))
+    bias_fmt = DTYPE_TO_FORMAT[spec.dtype_bias] if spec.fuse_bias else None
+
+    # --- grid ------------------------------------------------------------------------------
+    gx, gy = arch.worker_grid
+    if spec.grid is None:
+        grid_req = (gx, gy)
+        choices.append(f"grid auto -> {_fmt_pair(grid_req)}: the whole {arch.name} worker grid")
+    else:
+        grid_req = spec.grid
+        if grid_req[0] > gx or grid_req[1] > gy:
+            raise PlanError("grid within compute_with_storage_grid_size",
+                            f"grid {_fmt_pair(grid_req)} exceeds the {arch.name} worker grid {gx} x {gy}",
+                            spec.span("grid"), f"{min(grid_req[0], gx)} x {min(grid_req[1], gy)}")
+
+    # --- per-core M/N --------------------------------------------------------------------------
+    def per_core(dim: str, tiles: int, cores: int, given: int | None) -> int:
+        axis = "y" if dim == "M" else "x"
+        legal = [d for d in _divisors(tiles) if tiles // d <= cores]
+        if given is None:
+            value = min(legal)
+            choices.append(f"per_core_{dim} auto -> {value}: {dim}t = {tiles} over {tiles // value} of "
+                           f"{cores} grid {axis} cores")
+            return value
+        if tiles % given:
+            raise PlanError(f"{dim}t % per_core_{dim} == 0 (kgen emits no padded last block)",
+                            f"per_core_{dim} = {given} does not divide {dim}t = {tiles}",
+                            spec.span("block.per_core"), _nearest(legal, given))
+        if tiles // given > cores:
+            raise PlanError(f"num_blocks_{axis} <= grid.{axis}",
+                            f"per_core_{dim} = {given} needs {tiles // given} cores along {axis}, "
+                            f"the grid has {cores}", spec.span("block.per_core"), _nearest(legal, given))
+        return given
+
+    pc = spec.block.per_core
+    per_core_m = per_core("M", mt, grid_req[1], pc[0] if pc else None)
+    per_core_n = per_core("N", nt, grid_req[0], pc[1] if pc else None)
+    grid = (nt // per_core_n, mt // per_core_m)
+
+    # --- DST capacity of the sync mode and accumulation format kgen emits ----------------------
+    capacity = dst_capacity(arch, c)
+    dst_sync = "SyncFull" if c.dst_full_sync else "SyncHalf"
+    dst_accum = "Float32" if c.fp32_dest_acc else "Float16_b"
+
+    # --- out_block, in0_block_w, subblock ------------------------------------------------------
+    def check_out_block(ob: tuple[int, int]) -> None:
+        for i, (dim, per) in enumerate((("h", per_core_m), ("w", per_core_n))):
+            if per % ob[i]:
+                legal = _divisors(per)
+                raise PlanError(f"per_core_{'MN'[i]} % out_block_{dim} == 0",
+                                f"out_block_{dim} = {ob[i]} does not divide per_core_{'MN'[i]} = {per}",
+                                spec.span("block.out_block"), _nearest(legal, ob[i]))
+
+    def check_in0_block_w(w: int) -> None:
+        if kt % w:
+            raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {kt}",
+                            spec.span("block.in0_block_w"), _nearest(_divisors(kt), w))
+
+    def subblock_for(ob: tuple[int, int]) -> tuple[int, int] | None:
+        for h, w in SUBBLOCK_HW_CHOICES:
+            if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= capacity:
+                return h, w
+        return None
+
+    def check_subblock(sb: tuple[int, int], ob: tuple[int, int]) -> None:
+        for i, dim in enumerate("hw"):
+            if ob[i] % sb[i]:
+                legal = _divisors(ob[i])
+                raise PlanError(f"out_block_{dim} % out_subblock_{dim} == 0",
+                                f"out_subblock_{dim} = {sb[i]} does not divide out_block_{dim} = {ob[i]}",
+                                spec.span("block.out_subblock"), _nearest(legal, sb[i]))
+        if sb[0] * sb[1] > capacity:
+            legal = [f"{h} x {w}" for h, w in SUBBLOCK_HW_CHOICES
+                     if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= capacity][:4]
+            raise PlanError("out_subblock_h * out_subblock_w <= get_dest_reg_count",
+                            f"out_subblock {_fmt_pair(sb)} = {sb[0] * sb[1]} tiles, but DST holds {capacity} "
+                            f"tiles in {dst_sync} with {dst_accum} accumulation",
+                            spec.span("block.out_subblock"), ", ".join(legal) or "none")
+
+    def cbs_for(ob: tuple[int, int], w: int, sb: tuple[int, int]):
+        nb = kt // w
+        l1acc, _ = _policy(spec, c, nb)
+        pf, _ = _partials_format(c, l1acc, out_fmt)
+        out_blocks = batch_ct * (per_core_m // ob[0]) * (per_core_n // ob[1])
+        return _cb_table(spec, arch, in0_fmt, in1_fmt, out_fmt, bias_fmt, pf, ob, w, nb, batch_ct, ob[1] // sb[1],
+                         out_blocks)
+
+    def fits(ob: tuple[int, int], w: int, sb: tuple[int, int]) -> bool:
+        _, regions, _ = cbs_for(ob, w, sb)
+        return sum(r.bytes for r in regions) <= arch.usable_cb_bytes
+
+    given_ob = spec.block.out_block
+    given_w = spec.block.in0_block_w
+    given_sb = spec.block.out_subblock
+    if given_ob is not None:
+        check_out_block(given_ob)
+    if given_w is not None:
+        check_in0_block_w(given_w)
+
+    ob_candidates = [given_ob] if given_ob else sorted(
+        ((h, w) for h in _divisors(per_core_m) for w in _divisors(per_core_n)),
+        key=lambda p: (-(p[0] * p[1]), -p[1]))
+    w_candidates = [given_w] if given_w else [d for d in reversed(_divisors(kt)) if d <= AUTO_IN0_BLOCK_W_MAX]
+
+    chosen: tuple[tuple[int, int], int, tuple[int, int]] | None = None
+    first_legal: tuple[tuple[int, int], int, tuple[int, int]] | None = None
+    for ob in ob_candidates:
+        sb = given_sb or subblock_for(ob)
+        if sb is None:
+            continue
+        if given_sb:
+            try:
+                check_subblock(sb, ob)
+            except PlanError:
+                if given_ob:
+                    raise
+                continue
+        for w in w_candidates:
+            first_legal = first_legal or (ob, w, sb)
+            if fits(ob, w, sb):
+                chosen = (ob, w, sb)
+                break
+        if chosen:
+            break
+    if chosen is None:
+        if first_legal is None:
+            if given_sb:
+                check_subblock(given_sb, given_ob or (per_core_m, per_core_n))
+            raise PlanError("a subblock from SUBBLOCK_HW_CHOICES fits the out block and DST",
+                            "no out_block has a legal subblock", spec.span("block"))
+        chosen = first_legal  # report its L1 overflow below with suggestions
+    (obh, obw), in0_block_w, (sbh, sbw) = chosen
+    if given_ob is None:
+        choices.append(f"out_block auto -> {obh} x {obw}: the largest block dividing per_core "
+                       f"{per_core_m} x {per_core_n} whose CBs fit L1")
+    if given_w is None:
+        choices.append(f"in0_block_w auto -> {in0_block_w}: the largest divisor of Kt = {kt} up to "
+                       f"{AUTO_IN0_BLOCK_W_MAX} whose CBs fit L1")
+    if given_sb is None:
+        choices.append(f"out_subblock auto -> {sbh} x {sbw}: first of TT-Metal's SUBBLOCK_HW_CHOICES (h, w) "
+                       f"dividing out_block {obh} x {obw} within DST capacity {capacity}")
+    else:
+        check_subblock(given_sb, (obh, obw))
+
+    num_blocks = kt // in0_block_w
+    l1acc, policy_reason = _policy(spec, c, num_blocks)
+    partials_fmt, partials_reason = _partials_format(c, l1acc, out_fmt)
+    if l1acc and partials_fmt not in arch.packer_l1_acc_formats:
+        raise PlanError("packer L1 accumulation format in PACK_L1_ACC_FORMATS",
+                        f"partials format {partials_fmt} cannot be L1-accumulated", spec.span("compute"))
+    policy = POLICY_L1_ACC if l1acc else (POLICY_SPILL if num_blocks > 1 else POLICY_DST)
+    cbs, regions, sharing = cbs_for((obh, obw), in0_block_w, (sbh, sbw))
+    total = sum(r.bytes for r in regions)
+    if total > arch.usable_cb_bytes:
+        raise PlanError("CBs fit the usable L1 of the core",
+                        f"CBs need {total} bytes per core but {arch.name} has {arch.usable_cb_bytes} "
+                        f"usable L1 bytes (over by {total - arch.usable_cb_bytes})",
+                        spec.span("block"), _l1_suggestions(kt, per_core_m, per_core_n, (obh, obw), in0_block_w,
+                                                            (sbh, sbw), fits))
+
+    if spec.untilize_out and out_fmt.startswith("Bfp"):
+        raise PlanError("row-major (untilized) output needs a non-block-float dtype",
+                        f"untilize_out with out = {spec.dtype_out}: block-float formats exist only as tiles",
+                        spec.span("untilize_out"), "dtype out = bfloat16 or float32")
+
+    # The bias stage packs into the partials CB when the output is untilized, after the kernel has
+    # set the packer to the output format (bmm_large_block_zm_fused_bias_activation.cpp:
+    # pack_reconfig_data_format(out) then pack_tile(i, untilize_mode_out = mm_partials)): the two
+    # formats must agree, or the packer writes output-format tiles into partials-sized pages.
+    # Found by `kgen fuzz` (seed 1, case 47) through the emulator's format-mismatch diagnosis.
+    if spec.untilize_out and spec.fuse_bias and partials_fmt != out_fmt:
+        raise PlanError("with a fused bias, untilize_out needs the partials in the output format",
+                        f"untilize_out with a fused bias packs the biased result into the partials CB "
+                        f"({partials_fmt}: {partials_reason}) with the packer set to the output format {out_fmt}",
+                        spec.span("untilize_out"),
+                        "untilize_out = false, dtype out = the partials' dtype, or a compute config whose "
+                        "partials format is the output format (see `kgen check`: partials)")
+
+    # --- warnings (each cites its source) ------------------------------------------------------
+    if arch.behaviour.hifi4_fp32_dest_accuracy_bug and c.fp32_dest_acc and c.math_fidelity == "HiFi4":
+        warnings.append("Wormhole + HiFi4 + fp32 dest accumulation: output accuracy can be worse with HiFi4 "
+                        "than HiFi3 due to a hardware bug; prefer HiFi3 (TT-Metal verify_numerical_configuration, "
+                        "tt-metal#38306)")
+    if l1acc and c.fp32_dest_acc:
+        warnings.append("packer L1 accumulation with fp32 dest accumulation: known hardware limitation "
+                        "tt-metal#28800 (format conversion ordering around the L1-acc adder); TT-Metal's "
+                        "DRAM-sharded factory turns L1 acc off here (PR #38066), the 2D factory kgen mirrors "
+                        "does not")
+    if policy == POLICY_SPILL and not c.fp32_dest_acc:
+        warnings.append(f"spill/reload without fp32 dest: partials round-trip through {partials_fmt} "
+                        f"{num_blocks - 1} time(s); precision loss grows with K (tt-metal#5729, #8449)")
+    warnings += factory_departures(c, dst_sync, capacity)
+    if "dtype.bias" in spec.spans and not spec.fuse_bias:
+        warnings.append(f"dtype bias = {spec.dtype_bias} ({spec.span('dtype.bias')}) has no effect: there is no "
+                        f"bias without fuse {{ bias = true }}")
+    if grid != grid_req:
+        warnings.append(f"only {grid[0]} x {grid[1]} of the {_fmt_pair(grid_req)} grid have work "
+                        f"(per_core {per_core_m} x {per_core_n} over Mt x Nt = {mt} x {nt})")
+
+    return Plan(
+        spec=spec, arch=arch, compute=c, mt=mt, nt=nt, kt=kt, batch_ct=batch_ct, grid_requested=grid_req,
+        grid=grid, per_core_m=per_core_m, per_core_n=per_core_n, out_block_h=obh, out_block_w=obw,
+        in0_block_w=in0_block_w, out_subblock_h=sbh, out_subblock_w=sbw, num_blocks=num_blocks,
+        num_blocks_h_dim=per_core_m // obh, num_blocks_w_dim=per_core_n // obw, policy=policy,
+        policy_reason=policy_reason, l1_acc_enabled=l1acc, partials_format=partials_fmt,
+        partials_reason=partials_reason, out_format=out_fmt, in0_format=in0_fmt, in1_format=in1_fmt,
+        bias_format=bias_fmt, dst_sync=dst_sync, dst_capacity=capacity, dst_accum_format=dst_accum,
+        cbs=cbs, regions=regions, warnings=tuple(warnings), choices=tuple(choices), out_partials_sharing=sharing,
+    )
+
+
+def factory_departures(c: ComputeConfig, dst_sync: str, capacity: int) -> tuple[str, ...]:
+    """The modes kgen emits as asked that TT-Metal's 2D factory would not compile. `kgen check` warns
+    of them; port-check says that TT-Metal's kernel ran in them."""
+    if c.dst_full_sync:
+        return ("dst_full_sync = true: TT-Metal's 2D factory drops dst_full_sync_en and compiles SyncHalf; "
+                f"kgen emits {dst_sync} as asked and limits subblocks to its {capacity}-tile DST",)
+    return ()
+
+
+def _policy(spec: MatmulSpec, c: ComputeConfig, num_blocks: int) -> tuple[bool, str]:
+    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2) (2D factory)."""
+    threshold = 1 if spec.fuse_bias else 2
+    why_threshold = ("TT-Metal turns L1 accumulation on only when num_blocks > 1 with a fused bias "
+                     "(the last block stays in the partials for the bias add)" if spec.fuse_bias else
+                     "TT-Metal turns L1 accumulation on only when num_blocks > 2, or > 1 with a fused bias "
+                     "(the last K-block is always a spill/reload, so 2 blocks gain nothing)")
+    fallback = "spill/reload" if num_blocks > 1 else "no spill: one K-block accumulates in DST"
+    if not c.packer_l1_acc:
+        if num_blocks > 1:
+            return False, f"packer_l1_acc = false -> spill/reload: each of the {num_blocks} K-blocks after the " \
+                          "first reloads the partials into DST"
+        return False, "packer_l1_acc = false, num_blocks = 1 -> no spill: one K-block accumulates in DST"
+    if num_blocks > threshold:
+        extra = ("; the last K-block packs into the partials with L1 acc and the bias stage consumes them"
+                 if spec.fuse_bias else
+                 "; blocks 0..n-2 accumulate in L1, the last block reloads once and packs to out with L1 acc off")
+        return True, f"packer_l1_acc requested and num_blocks = {num_blocks} > {threshold} -> packer L1 accumulation" + extra
+    return False, f"packer_l1_acc requested, but num_blocks = {num_blocks}: {why_threshold} -> {fallback}"
+
+
+def _partials_format(c: ComputeConfig, l1acc: bool, out_fmt: str) -> tuple[str, str]:
+    """interm0_data_format (2D factory): Float32 with fp32 dest, else Float16_b with L1 acc, else out."""
+    if c.fp32_dest_acc:
+        return "Float32", "fp32_dest_acc = true -> partials in Float32"
+    if l1acc:
+        return "Float16_b", "packer L1 accumulation without fp32 dest -> partials in Float16_b (L1 acc cannot add into block-float)"
+    return out_fmt, f"no fp32 dest and no L1 accumulation -> partials in the output format {out_fmt}"
+
+
+def _l1_suggestions(kt: int, pm: int, pn: int, ob: tuple[int, int], w: int, sb: tuple[int, int], fits) -> str:
+    options: list[str] = []
+    for d in reversed(_divisors(kt)):
+        if d < w and fits(ob, d, sb):
+            options.append(f"in0_block_w = {d}")
+            break
+    for h in reversed(_divisors(pm)):
+        for ww in reversed(_divisors(pn)):
+            if h * ww < ob[0] * ob[1] and h % sb[0] == 0 and ww % sb[1] == 0 and fits((h, ww), w, sb):
+                options.append(f"out_block = {h} x {ww}")
+                break
+        if len(options) >= 2:
+            break
+    return "; ".join(options) or "a smaller per_core block or a larger grid"

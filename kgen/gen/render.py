@@ -1,0 +1,369 @@
+"""Stage 5, render: `Program` (verified IR) -> source files, JIT genfiles and the program manifest.
+
+Templates in templates/ print; this module only shapes the IR into what they print (the op tree
+flattened into indented lines, values spelled as C++) and checks that every value reaching C++ is
+a number, a known enum or an identifier. Nothing here decides anything about the kernels: CT args,
+defines, runtime args and CB formats all come from the IR and the plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from collections.abc import Mapping
+from typing import Any
+
+import jinja2
+
+from kgen import TT_METAL_VERSION, __version__
+from kgen.gen.descriptors import HlkDescriptor, hlk_descriptor
+from kgen.core.errors import KgenBug
+from kgen.gen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym, format_program, walk
+from kgen.gen.lower import COMPUTE_DEFINE_NAMES
+from kgen.core.resources import cache_root, data_dir
+from kgen.core.types import TILE_HW
+
+MANIFEST_FORMAT_VERSION = 2    # 2: compute_config.packer_l1_acc (the decision) renamed l1_acc_enabled
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+# TT-Metal's JIT: one TRISC source per compute thread (genfiles jit_build_genfiles_triscs_src).
+TRISC_THREADS = (("unpack", "TRISC_UNPACK"), ("math", "TRISC_MATH"), ("pack", "TRISC_PACK"))
+PROCESSOR_ENUM = {"BRISC": "RISCV_0", "NCRISC": "RISCV_1", "TRISC": "TRISC"}
+POLICY_SHORT = {"packer_l1_acc": "l1acc", "spill_reload": "spill", "dst_only": "dst"}
+DTYPE_SHORT = {"Float16_b": "bf16", "Bfp8_b": "bfp8", "Bfp4_b": "bfp4", "Float32": "fp32"}
+# Headers of the compute API each op needs (0.81.1 api/compute/).
+COMPUTE_OP_HEADERS = {
+    "hw_startup": "api/compute/compute_kernel_hw_startup.h",
+    "matmul_init": "api/compute/matmul.h", "matmul_block": "api/compute/matmul.h",
+    "copy_init": "api/compute/tile_move_copy.h", "copy_block": "api/compute/tile_move_copy.h",
+    "copy_tile": "api/compute/tile_move_copy.h",
+    "reconfig_srca": "api/compute/reconfig_data_format.h", "reconfig_srcab": "api/compute/reconfig_data_format.h",
+    "pack_reconfig_format": "api/compute/reconfig_data_format.h",
+    "pack_block": "api/compute/pack.h", "pack_tile": "api/compute/pack.h", "pack_l1_acc": "api/compute/pack.h",
+    "pack_relu": "api/compute/pack.h",
+    "add_bcast_rows_init": "api/compute/bcast.h", "add_bcast_rows": "api/compute/bcast.h",
+    "pack_untilize_init": "api/compute/pack_untilize.h", "pack_untilize_dest": "api/compute/pack_untilize.h",
+    "pack_untilize_uninit": "api/compute/pack_untilize.h",
+}
+
+
+@dataclass(frozen=True)
+class Line:
+    """One printed line of a kernel body: a loop header (`loop`), its closing brace (`end`), or an op."""
+    depth: int
+    kind: str
+    node: Node | None = None
+    binds: bool = False       # a single-iteration loop whose variable the body uses
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str       # relative to the build folder, POSIX separators
+    text: str
+
+
+# ----------------------------------------------------------------------------------------------
+# Values -> C++ (the only way IR values reach a template)
+# ----------------------------------------------------------------------------------------------
+
+def identifier(name: str) -> str:
+    if not isinstance(name, str) or not IDENTIFIER.match(name):
+        raise KgenBug(f"refusing to print {name!r} into C++: not an identifier")
+    return name
+
+
+def macro_value(value: str) -> str:
+    """A define's value: a decimal number or an identifier, nothing else."""
+    if isinstance(value, str) and (value.isdigit() or IDENTIFIER.match(value)):
+        return value
+    raise KgenBug(f"refusing to print define value {value!r} into C++")
+
+
+def cxx(value: Any) -> str:
+    """A checked C++ spelling of an IR value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Sym):
+        return identifier(value.name)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, Affine):
+        parts = []
+        for var, coeff in value.terms:
+            parts.append(identifier(var) if coeff == 1 else f"{cxx(coeff)} * {identifier(var)}")
+        if value.const or not parts:
+            parts.append(str(int(value.const)))
+        return " + ".join(parts)
+    if isinstance(value, RuntimeArg):
+        return identifier(value.name)
+    if isinstance(value, str):
+        return identifier(value)
+    raise KgenBug(f"refusing to print {value!r} ({type(value).__name__}) into C++")
+
+
+def _uses_var(nodes: tuple[Node, ...], var: str) -> bool:
+    return any(isinstance(v, Affine) and any(t == var for t, _ in v.terms) for n, _ in walk(nodes) for _, v in n.args)
+
+
+def flatten(nodes: tuple[Node, ...], depth: int = 0) -> list[Line]:
+    lines: list[Line] = []
+    for n in nodes:
+        if isinstance(n, Loop):
+            lines.append(Line(depth, "loop", n, n.count == 1 and _uses_var(n.body, n.var)))
+            lines += flatten(n.body, depth + 1)
+            lines.append(Line(depth, "end", n))
+        else:
+            lines.append(Line(depth, "op", n))
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------
+# Templates
+# ----------------------------------------------------------------------------------------------
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates cached under $KGEN_CACHE_DIR (else ~/.cache/kgen): jinja2 keys each entry
+    by the template's source checksum, so an edited template is recompiled. Without a writable
+    cache folder templates are simply compiled each run."""
+    root = cache_root() / "jinja"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(root)) if os.access(root, os.W_OK) else None
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        autoescape=False, bytecode_cache=_bytecode_cache())
+    env.filters["cxx"] = cxx
+    env.filters["ident"] = identifier
+    env.filters["macro_value"] = macro_value
+    env.filters["rstrip"] = str.rstrip
+    return env
+
+
+def render_template(template: str, **context: Any) -> str:
+    """Render one template of templates/ (StrictUndefined: a missing value is an error)."""
+    return _environment().get_template(template).render(**context)
+
+
+
+def _cb_names(program: Program) -> dict[int, str]:
+    return {cb.index: identifier(cb.name) for cb in program.cbs}
+
+
+def _used_cbs(lines: list[Line], cb_names: dict[int, str]) -> list[tuple[str, int]]:
+    used = set()
+    for line in lines:
+        if line.kind == "op":
+            for key, v in line.node.args:
+                if key in CB_ARGS and isinstance(v, int) and not isinstance(v, bool):
+                    used.add(v)
+    return [(cb_names[i], i) for i in sorted(used)]
+
+
+def _kernel_context(program: Program, kernel: Kernel) -> dict[str, Any]:
+    plan = program.plan
+    cb_names = _cb_names(program)
+    spec = plan.spec
+    lines = flatten(kernel.body)
+    return {
+        "kernel": kernel,
+        "plan": plan,                      # comment lines only: code reads the IR (kernel, compute)
+        "compute": program.compute,
+        "spec_name": identifier(spec.name),
+        "variant": identifier(spec.variant) if spec.variant else "",
+        "kgen_version": __version__,
+        "tt_metal_version": TT_METAL_VERSION,
+        "lines": lines,
+        "cb": cb_names,
+        "used_cbs": _used_cbs(lines, cb_names),
+        # named CT args that are not CB indices (bias_ntiles)
+        "named_scalars": [(identifier(n), v) for n, v in kernel.named_compile_time_args if not n.startswith("cb_")],
+        "ct_args": [(identifier(n), v) for n, v in kernel.compile_time_args],
+        "defines": [(identifier(n), v) for n, v in kernel.defines],
+        "absent_defines": [d for d in COMPUTE_DEFINE_NAMES if d not in dict(kernel.defines)],
+        "runtime_args": [identifier(a.name) for a in kernel.runtime_args],
+        "common_runtime_args": [identifier(a.name) for a in kernel.common_runtime_args],
+        "semaphores": [(identifier(n.removesuffix("_semaphore_id")), identifier(n))
+                       for n, _ in kernel.compile_time_args if n.endswith("_semaphore_id")],
+        "tensors": [(identifier(t.name), kernel.ct_index(f"{t.name}_accessor_config"), identifier(f"{t.name}_page_bytes"),
+                     identifier(f"{t.name}_addr")) for t in kernel.tensors],
+        "headers": sorted({COMPUTE_OP_HEADERS[line.node.kind] for line in lines
+                           if line.kind == "op" and line.node.kind in COMPUTE_OP_HEADERS}),
+    }
+
+
+def _descriptor_context(desc: HlkDescriptor) -> dict[str, Any]:
+    return {"desc": desc, "unpack_arrays": desc.arrays("unpack"), "pack_arrays": desc.arrays("pack"),
+            "n": len(desc.cbs)}
+
+
+def render_sources(program: Program) -> tuple[SourceFile, ...]:
+    """Every kernel's source and its JIT genfiles, in a fixed order."""
+    desc_text = render_template("jit/chlkc_descriptors.h.j2", **_descriptor_context(hlk_descriptor(program)))
+    files: list[SourceFile] = []
+    for kernel in program.kernels:
+        name = identifier(kernel.name)
+        ctx = _kernel_context(program, kernel)
+        template = "compute/matmul.cpp.j2" if kernel.processor == "TRISC" else "dataflow/kernel.cpp.j2"
+        source = f"kernels/{name}.cpp"
+        files.append(SourceFile(source, render_template(template, **ctx)))
+        jit = f"jit/{name}"
+        include = f"../../{source}"      # relative to jit/<kernel>/: the folder can move
+        files.append(SourceFile(f"{jit}/chlkc_descriptors.h", desc_text))
+        files.append(SourceFile(f"{jit}/defines_generated.h", render_template("jit/defines_generated.h.j2", **ctx)))
+        files.append(SourceFile(f"{jit}/named_ct_arg_map_generated.h",
+                                render_template("jit/named_ct_arg_map_generated.h.j2",
+                                        named=sorted(kernel.named_compile_time_args))))
+        if kernel.processor == "TRISC":
+            for thread, define in TRISC_THREADS:
+                files.append(SourceFile(f"{jit}/chlkc_{thread}.cpp",
+                                        render_template("jit/chlkc_trisc.cpp.j2", define=define, include=include)))
+        else:
+            files.append(SourceFile(f"{jit}/kernel_includes.hpp",
+                                    render_template("jit/kernel_includes.hpp.j2", include=include)))
+    return tuple(files)
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernel id and manifest
+# ----------------------------------------------------------------------------------------------
+
+def kernel_id(program: Program, sources: tuple[SourceFile, ...], body: dict[str, Any]) -> str:
+    """Readable and content-addressed: the plan's headline values, then a hash over every
+    generated byte and the host interface (so templates, kgen and TT-Metal versions all count)."""
+    p = program.plan
+    h = hashlib.sha256()
+    h.update(f"kgen {__version__} tt-metal {TT_METAL_VERSION}\0".encode())
+    for f in sources:
+        h.update(f.path.encode() + b"\0" + f.text.encode() + b"\0")
+    h.update(json.dumps(body, sort_keys=True).encode())
+    readable = (f"mm_{DTYPE_SHORT[p.in0_format]}_{p.arch.short}_m{p.per_core_m}n{p.per_core_n}k{p.in0_block_w}"
+                f"_sb{p.out_subblock_h}x{p.out_subblock_w}_{POLICY_SHORT[p.policy]}_{p.compute.math_fidelity.lower()}")
+    return f"{readable}_{h.hexdigest()[:8]}"
+
+
+def _core_ranges(kernel_or_range) -> list[dict[str, list[int]]]:
+    r = kernel_or_range
+    return [{"start": [r.x0, r.y0], "end": [r.x1, r.y1]}]
+
+
+def _runtime_value(arg: RuntimeArg, env: dict[str, int]) -> Any:
+    """A runtime arg as the manifest stores it: an int, or what the loader must look up."""
+    if arg.source in ("core_x", "core_y"):
+        return env[arg.source]
+    if arg.source in ("noc_x", "noc_y"):
+        return {arg.source: arg.logical(env)}
+    if arg.source == "buffer_address":
+        return {"buffer_address": arg.tensor}
+    raise KgenBug(f"unknown runtime arg source {arg.source}")
+
+
+def manifest_body(program: Program) -> dict[str, Any]:
+    """The manifest without its id fields (the id hashes this)."""
+    plan = program.plan
+    c = program.compute
+    all_cores = _core_ranges(program.kernels[0].cores)
+    kernels = []
+    for k in program.kernels:
+        entry: dict[str, Any] = {
+            "name": k.name,
+            "role": k.role,
+            "source": f"kernels/{k.name}.cpp",
+            "processor": PROCESSOR_ENUM[k.processor],
+            "noc": None if k.noc is None else f"NOC_{k.noc}",
+            "core_ranges": _core_ranges(k.cores),
+            "compile_time_args": [int(v) for _, v in k.compile_time_args],
+            "compile_time_arg_names": [n for n, _ in k.compile_time_args],
+            "named_compile_time_args": {n: int(v) for n, v in k.named_compile_time_args},
+            "defines": {n: v for n, v in k.defines},
+            "runtime_arg_names": [a.name for a in k.runtime_args],
+            "runtime_args": [{"core": [x, y], "args": [_runtime_value(a, {"core_x": x, "core_y": y})
+                                                        for a in k.runtime_args]}
+                             for x, y in k.cores.cores()],
+            "common_runtime_arg_names": [a.name for a in k.common_runtime_args],
+            "common_runtime_args": [_runtime_value(a, {}) for a in k.common_runtime_args],
+        }
+        if k.processor == "TRISC":
+            entry["compute_config"] = {
+                "math_fidelity": c.math_fidelity, "fp32_dest_acc_en": c.fp32_dest_acc,
+                "math_approx_mode": c.math_approx, "dst_full_sync_en": c.dst_full_sync,
+                "l1_acc_enabled": c.l1_acc_enabled,
+            }
+        kernels.append(entry)
+    cbs = []
+    for region in program.regions:
+        members = [program.cb(i) for i in region.cb_indices]
+        cbs.append({
+            "name": region.name,
+            "total_size": region.bytes,
+            "core_ranges": all_cores,
+            "format_descriptors": [{"buffer_index": cb.index, "data_format": cb.data_format,
+                                    "page_size": cb.page_bytes, "tile": {"height": TILE_HW, "width": TILE_HW, "transpose": False}}
+                                   for cb in members],
+        })
+    semaphores = [{"id": s.id, "name": s.name, "core_type": "WORKER", "core_ranges": _core_ranges(s.cores),
+                   "initial_value": s.initial} for s in program.semaphores]
+    tensors = {}
+    for k in program.kernels:
+        for t in k.tensors:
+            tensors[t.name] = {"data_format": t.data_format, "layout": t.layout, "page_size": t.page_bytes}
+    s = plan.spec
+    shapes = {"in0": [s.batch, s.m, s.k], "in1": [s.k, s.n], "bias": [1, s.n], "out": [s.batch, s.m, s.n]}
+    io = [name for name in ("in0", "in1", "bias", "out") if name in tensors]
+    return {
+        "arch": plan.arch.name,
+        "tt_metal_version": TT_METAL_VERSION,
+        "kgen_version": __version__,
+        "spec": {"name": s.name, "variant": s.variant},
+        "policy": plan.policy,
+        "io_tensors": [{"name": n, "shape": shapes[n], **tensors[n]} for n in io],
+        "kernels": kernels,
+        "cbs": cbs,
+        "semaphores": semaphores,
+    }
+
+
+def manifest(body: dict[str, Any], kid: str) -> dict[str, Any]:
+    # ttnn's ProgramDescriptor.custom_program_hash is a uint64: the id's full digest, truncated.
+    digest = hashlib.sha256(kid.encode()).digest()
+    return {"format_version": MANIFEST_FORMAT_VERSION, "kernel_id": kid,
+            "custom_program_hash": int.from_bytes(digest[:8], "big"), **body}
+
+
+def render_readme(program: Program, kid: str, manifest_data: dict[str, Any]) -> str:
+    return render_template("report/README.md.j2", kid=kid, plan=program.plan, manifest=manifest_data,
+                   kernels=program.kernels, tt_metal_version=TT_METAL_VERSION)
+
+
+def render_folder(program: Program, variants: Mapping[str, str] | None = None) -> tuple[str, tuple[SourceFile, ...], dict]:
+    """Everything a build folder holds, rendered in memory: (kernel id, files, manifest)."""
+    from kgen.gen.report import plan_to_dict
+
+    sources = render_sources(program)
+    body = manifest_body(program)
+    kid = kernel_id(program, sources, body)
+    data = manifest(body, kid)
+    plan_json = plan_to_dict(program.plan, dict(variants) if variants is not None else None)
+    plan_json["spec"] = None     # the folder is content-addressed: it must not depend on where the spec lives
+    files = sources + (
+        SourceFile("manifest.json", _json(data)),
+        SourceFile("plan.json", _json(plan_json)),
+        SourceFile("ir.txt", format_program(program)),
+        SourceFile("README.md", render_readme(program, kid, data)),
+    )
+    return kid, files, data
+
+
+def _json(data: object) -> str:
+    return json.dumps(data, indent=2) + "\n"

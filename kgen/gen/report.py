@@ -1,0 +1,124 @@
+"""The plan as a readable table (`kgen check`) and as JSON (`kgen check --json`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgen.gen.plan import Plan
+
+
+def plan_to_dict(p: Plan, variants: dict[str, str] | None = None) -> dict[str, Any]:
+    s = p.spec
+    c = p.compute
+    return {
+        "name": s.name,
+        "variant": s.variant,
+        "spec": s.path,
+        "arch": p.arch.name,
+        "shape_elements": {"M": s.m, "N": s.n, "K": s.k, "batch": s.batch},
+        "tiles": {"Mt": p.mt, "Nt": p.nt, "Kt": p.kt},
+        "dataflow": s.dataflow,
+        "grid_requested": {"x": p.grid_requested[0], "y": p.grid_requested[1]},
+        "grid": {"x": p.grid[0], "y": p.grid[1], "cores": p.num_cores},
+        "per_core": {"M": p.per_core_m, "N": p.per_core_n},
+        "out_block": {"h": p.out_block_h, "w": p.out_block_w},
+        "in0_block_w": p.in0_block_w,
+        "out_subblock": {"h": p.out_subblock_h, "w": p.out_subblock_w},
+        "num_blocks": p.num_blocks,
+        "num_blocks_h_dim": p.num_blocks_h_dim,
+        "num_blocks_w_dim": p.num_blocks_w_dim,
+        "compute_config": {
+            "preset": c.preset, "math_fidelity": c.math_fidelity, "fp32_dest_acc_en": c.fp32_dest_acc,
+            "packer_l1_acc": c.packer_l1_acc, "math_approx_mode": c.math_approx,
+            "dst_full_sync_en": c.dst_full_sync,
+        },
+        "policy": p.policy,
+        "policy_reason": p.policy_reason,
+        "packer_l1_acc_enabled": p.l1_acc_enabled,
+        "formats": {"in0": p.in0_format, "in1": p.in1_format, "out": p.out_format, "bias": p.bias_format,
+                    "partials": p.partials_format},
+        "partials_reason": p.partials_reason,
+        "out_partials_sharing": p.out_partials_sharing,
+        "fuse": {"bias": s.fuse_bias, "activation": s.activation},
+        "untilize_out": s.untilize_out,
+        "cbs": [
+            {"index": cb.index, "name": cb.name, "role": cb.role, "data_format": cb.data_format,
+             "page_bytes": cb.page_bytes, "pages": cb.pages, "total_bytes": cb.total_bytes,
+             "region": cb.region}
+            for cb in p.cbs
+        ],
+        "l1_regions": [{"name": r.name, "cb_indices": list(r.cb_indices), "bytes": r.bytes} for r in p.regions],
+        "l1": {"cb_bytes": p.cb_bytes, "usable_bytes": p.arch.usable_cb_bytes, "margin_bytes": p.l1_margin},
+        "dst": {"tiles_per_subblock": p.out_subblock_tiles, "capacity_tiles": p.dst_capacity,
+                "sync_mode": p.dst_sync, "accumulation_format": p.dst_accum_format},
+        "choices": list(p.choices),
+        "warnings": list(p.warnings),
+        "variants": variants or {},
+    }
+
+
+def _table(rows: list[list[str]], header: list[str]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    fmt = "  ".join("{:<%d}" % w for w in widths)
+    lines = [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip()]
+    lines += [fmt.format(*r).rstrip() for r in rows]
+    return ["  " + ln for ln in lines]
+
+
+def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
+    s = p.spec
+    c = p.compute
+    title = f"kgen plan: {s.name}" + (f" (variant {s.variant})" if s.variant else "") + f"  [{s.path}]"
+    kv = [
+        ("arch", p.arch.name),
+        ("shape", f"M x N x K = {s.m} x {s.n} x {s.k} elements, batch {s.batch} "
+                  f"-> Mt x Nt x Kt = {p.mt} x {p.nt} x {p.kt} tiles (batch fused into M)"),
+        ("dtypes", f"in0 {s.dtype_in0} ({p.in0_format}), in1 {s.dtype_in1} ({p.in1_format}), "
+                   f"out {s.dtype_out} ({p.out_format})"
+                   + (f", bias {s.dtype_bias} ({p.bias_format})" if p.bias_format else "")),
+        ("dataflow", s.dataflow),
+        ("grid", f"{p.grid[0]} x {p.grid[1]} cores with work (x by y, {p.num_cores} cores) of "
+                 f"{p.grid_requested[0]} x {p.grid_requested[1]} requested"),
+        ("per core", f"per_core_M x per_core_N = {p.per_core_m} x {p.per_core_n} tiles"),
+        ("out block", f"out_block_h x out_block_w = {p.out_block_h} x {p.out_block_w} tiles "
+                      f"({p.num_blocks_h_dim} x {p.num_blocks_w_dim} per core)"),
+        ("in0_block_w", f"{p.in0_block_w} tiles"),
+        ("out subblock", f"out_subblock_h x out_subblock_w = {p.out_subblock_h} x {p.out_subblock_w} "
+                         f"({p.in0_num_subblocks} x {p.in1_num_subblocks} per out block)"),
+        ("K-blocks", f"num_blocks = Kt / in0_block_w = {p.num_blocks}"),
+        ("compute", f"{c.preset}: math_fidelity={c.math_fidelity} fp32_dest_acc={str(c.fp32_dest_acc).lower()} "
+                    f"packer_l1_acc={str(c.packer_l1_acc).lower()} math_approx={str(c.math_approx).lower()} "
+                    f"dst_full_sync={str(c.dst_full_sync).lower()}"),
+        ("fuse", f"bias={str(s.fuse_bias).lower()} activation={s.activation} "
+                 f"untilize_out={str(s.untilize_out).lower()}"),
+        ("policy", f"{p.policy}: {p.policy_reason}"),
+        ("partials", f"{p.partials_format}: {p.partials_reason}"),
+        ("out/partials", p.out_partials_sharing),
+        ("DST", f"{p.out_subblock_tiles} tiles per subblock of {p.dst_capacity} "
+                f"({p.dst_sync}, {p.dst_accum_format} accumulation), headroom {p.dst_capacity - p.out_subblock_tiles}"),
+    ]
+    width = max(len(k) for k, _ in kv)
+    lines = [title, ""] + [f"  {k:<{width}}  {v}" for k, v in kv]
+    lines += ["", "circular buffers (per core):"]
+    shared = {r.name: r for r in p.regions}
+    rows = []
+    for cb in p.cbs:
+        region = shared[cb.region]
+        note = ("shares L1 with " + ", ".join(f"c_{i}" for i in region.cb_indices if i != cb.index)
+                if len(region.cb_indices) > 1 else "")
+        rows.append([f"c_{cb.index}", cb.name, cb.role, cb.data_format, str(cb.page_bytes), str(cb.pages),
+                     str(cb.total_bytes), note])
+    lines += _table(rows, ["CB", "name", "role", "format", "page B", "pages", "total B", "L1 region"])
+    pct = 100.0 * p.cb_bytes / p.arch.usable_cb_bytes
+    lines += ["", f"L1: {p.cb_bytes} B of CBs in {len(p.regions)} region(s) vs {p.arch.usable_cb_bytes} B usable "
+                  f"on {p.arch.name} ({pct:.1f}%), margin {p.l1_margin} B"]
+    if p.choices:
+        lines += ["", "auto choices:"] + [f"  - {ch}" for ch in p.choices]
+    if variants:
+        lines += ["", "variants:"] + [f"  - {name}: {summary}" for name, summary in variants.items()]
+    lines += [""]
+    if p.warnings:
+        lines += ["warnings:"] + [f"  - {w}" for w in p.warnings]
+    else:
+        lines += ["warnings: none"]
+    return "\n".join(lines) + "\n"

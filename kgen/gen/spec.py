@@ -1,0 +1,698 @@
+"""Stage 1, parse: .kspec text -> `MatmulSpec` (frozen dataclasses that keep source spans).
+
+The lark grammar (kspec.lark) accepts a generic tree of groups and assignments; this module checks
+every key, type and range against the schema below, so that an error can name the key, point at
+the text and suggest the nearest valid key or value.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import lark
+
+from kgen.core.errors import SpecError, Span
+from kgen.core.resources import data_dir
+from kgen.core.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
+
+MAX_SPEC_BYTES = 1 << 20
+MAX_INT_DIGITS = 12            # longer literals are rejected before int() (Python caps int() at 4300 digits)
+MAX_INT = 1 << 31              # any number above this is a typo, not a matmul
+MAX_DIM_ELEMENTS = 1 << 21     # per M/N/K dimension: 65536 tiles
+MAX_BATCH = 4096
+
+
+# ----------------------------------------------------------------------------------------------
+# Values that flow to the planner
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ComputeConfig:
+    """TTNN ComputeKernelConfig fields (compute_kernel_config.hpp). A field a compute block leaves
+    out takes TTNN's default, from configs/compute/ttnn_default.kspec (DEFAULT_COMPUTE)."""
+
+    math_fidelity: str
+    fp32_dest_acc: bool
+    packer_l1_acc: bool
+    math_approx: bool
+    dst_full_sync: bool
+    preset: str
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    """Blocking in tiles; None means `auto` (the planner chooses)."""
+
+    in0_block_w: int | None = None
+    out_subblock: tuple[int, int] | None = None   # h x w
+    per_core: tuple[int, int] | None = None       # M x N
+    out_block: tuple[int, int] | None = None      # h x w
+
+
+@dataclass(frozen=True)
+class MatmulSpec:
+    name: str
+    path: str
+    arch: str
+    m: int                      # elements
+    n: int
+    k: int
+    batch: int
+    dtype_in0: str              # ttnn names
+    dtype_in1: str
+    dtype_out: str
+    dtype_bias: str
+    grid: tuple[int, int] | None  # x (columns), y (rows); None = auto
+    dataflow: str
+    block: BlockSpec
+    compute: ComputeConfig
+    fuse_bias: bool
+    activation: str
+    untilize_out: bool
+    variant: str | None
+    variants: tuple[str, ...]
+    spans: Mapping[str, Span] = field(compare=False, repr=False)
+
+    def span(self, key: str) -> Span:
+        """The span of a key, else of its group, else of the matmul header."""
+        while key:
+            if key in self.spans:
+                return self.spans[key]
+            key = key.rpartition(".")[0]
+        return self.spans["matmul"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Raw parse tree
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RawValue:
+    kind: str   # dims | int | decimal | word | string
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class RawEntry:
+    key: str          # dotted path
+    key_span: Span
+    value: RawValue
+
+
+@dataclass(frozen=True)
+class RawGroup:
+    kind: str
+    name: str | None
+    span: Span
+    entries: tuple[RawEntry, ...]
+    groups: tuple["RawGroup", ...]
+
+
+@cache
+def _parser() -> lark.Lark:
+    grammar = (Path(__file__).parent / "kspec.lark").read_text()
+    return lark.Lark(grammar, parser="lalr", propagate_positions=True)
+
+
+class _Source:
+    def __init__(self, path: str, text: str):
+        self.path = path
+        self.text = text
+        # Lines as lark counts them: split at \n only (str.splitlines also splits at \f, \v, U+0085,
+        # U+2028, ..., which would put the caret under the wrong line).
+        self.lines = text.split("\n")
+
+    def span(self, line: int, column: int, end_line: int | None = None, end_column: int | None = None) -> Span:
+        line = max(1, min(line, len(self.lines)))
+        text = self.lines[line - 1] if self.lines else ""
+        return Span(self.path, line, max(1, column), end_line or line, end_column or column + 1, text)
+
+    def at(self, offset: int, length: int) -> Span:
+        """The span of `length` characters starting at character `offset` of the text."""
+        line = self.text.count("\n", 0, offset) + 1
+        column = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return self.span(line, column, line, column + length)
+
+    def end(self) -> Span:
+        """The end of the last non-blank line (where a missing closing brace belongs)."""
+        line = len(self.lines)
+        while line > 1 and not self.lines[line - 1].strip():
+            line -= 1
+        return self.span(line, len(self.lines[line - 1].rstrip()) + 1)
+
+    def of(self, node: Any) -> Span:
+        meta = getattr(node, "meta", None)
+        if meta is not None and not getattr(meta, "empty", False):
+            return self.span(meta.line, meta.column, meta.end_line, meta.end_column)
+        return self.span(node.line, node.column, node.end_line, node.end_column)
+
+
+def read_source(path: str | Path) -> str:
+    """Read a spec file, turning every way it can be unreadable into a SpecError."""
+    shown = str(path)
+    if not shown:
+        raise SpecError("no spec path given (an empty string)", hint="pass the path of a .kspec file")
+    p = Path(path)
+    try:
+        exists, is_dir = p.exists(), p.is_dir()
+    except OSError as exc:  # e.g. a name longer than the OS allows
+        raise SpecError(f"cannot use this path: {exc.strerror or exc}", path=shown[:200]) from None
+    if not exists:
+        raise SpecError(f"no such file: {shown}", path=shown, hint="check the path; specs end in .kspec")
+    if is_dir:
+        candidates = sorted(str(c) for c in p.glob("*.kspec"))[:3]
+        hint = f"did you mean {', '.join(candidates)}?" if candidates else "pass a .kspec file, not a folder"
+        raise SpecError(f"{shown} is a directory, not a spec file", path=shown, hint=hint)
+    data = _read_regular_file(p, shown)
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise SpecError("a NUL byte: this is a binary file, not a .kspec text file", _byte_span(shown, data, nul))
+    try:
+        text = data.decode("utf-8-sig")  # a leading byte-order mark is not part of the spec
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"byte 0x{data[exc.start]:02x} is not UTF-8 text", _byte_span(shown, data, exc.start),
+                        hint="save the spec as UTF-8") from None
+    if not text.strip() or all(not ln.strip() or ln.strip().startswith("#") for ln in text.splitlines()):
+        raise SpecError(f"{shown} is empty: a spec needs a `matmul NAME {{ ... }}` block", path=shown,
+                        hint="start from one of the files in examples/")
+    return text
+
+
+def _read_regular_file(p: Path, shown: str) -> bytes:
+    """The bytes of a regular file, at most MAX_SPEC_BYTES of them. A FIFO would block in open()
+    and /dev/zero never ends (its st_size is 0), so both are refused before a byte is read."""
+    try:
+        if not stat.S_ISREG(p.stat().st_mode):
+            raise SpecError(f"{shown} is not a regular file (a device, FIFO or socket)", path=shown,
+                            hint="pass a .kspec text file")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):    # replaced since the first look
+                raise SpecError(f"{shown} is not a regular file", path=shown)
+            data = f.read(MAX_SPEC_BYTES + 1)
+    except PermissionError:
+        raise SpecError(f"cannot read {shown}: permission denied", path=shown) from None
+    except OSError as exc:
+        raise SpecError(f"cannot read {shown}: {exc.strerror or exc}", path=shown) from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"{shown} is larger than {MAX_SPEC_BYTES} bytes; a spec is at most {MAX_SPEC_BYTES} bytes", path=shown)
+    return data
+
+
+def _byte_span(shown: str, data: bytes, offset: int) -> Span:
+    """line:column of the byte at `offset` (columns count characters, as everywhere else)."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    end = data.find(b"\n", offset)
+    line_bytes = data[start:] if end < 0 else data[start:end]
+    column = len(data[start:offset].decode("utf-8", errors="replace")) + 1
+    shown_line = line_bytes.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    return Span(shown, data.count(b"\n", 0, offset) + 1, column, 0, 0, shown_line)
+
+
+_TOKEN_NAMES = {
+    "LBRACE": "'{'", "RBRACE": "'}'", "EQUAL": "'='", "DOT": "'.'", "NAME": "a name",
+    "INT": "a number", "SIGNED_INT": "a number", "DIMS": "dimensions like 4 x 2", "DECIMAL": "a number",
+    "STRING": "a string", "$END": "end of file",
+}
+
+
+def _describe_expected(expected: set[str]) -> str:
+    names = sorted({_TOKEN_NAMES.get(e, e.lower()) for e in expected})
+    return ", ".join(names) if names else "something else"
+
+
+def _parse_tree(text: str, src: _Source) -> lark.Tree:
+    try:
+        return _parser().parse(text)
+    except lark.exceptions.UnexpectedCharacters as exc:
+        span = src.span(exc.line, exc.column)
+        ch = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else "?"
+        raise SpecError(f"unexpected character {ch!r}", span,
+                        hint="keys and values are names, numbers or `H x W` dimensions; comments start with #") from None
+    except lark.exceptions.UnexpectedEOF as exc:
+        raise _early_end(src, exc.expected) from None
+    except lark.exceptions.UnexpectedToken as exc:
+        tok = exc.token
+        if tok.type == "$END":
+            raise _early_end(src, exc.expected) from None
+        if "LBRACE" in exc.expected and "EQUAL" not in exc.expected:
+            # `key word` then something other than `{`: a `key = value` that lost its `=`.
+            prev = _previous_words(text, tok.start_pos, 2)
+            if len(prev) == 2:
+                (k, _), (word, pos) = prev
+                raise SpecError(f"missing `=` between `{k}` and `{word}`", src.at(pos, len(word)),
+                                hint=f"write `{k} = {word}`, or `{k} {word} {{ ... }}` for a named block") from None
+        span = src.span(tok.line, tok.column, tok.end_line, tok.end_column)
+        hint = None
+        if "EQUAL" in exc.expected and tok.type in ("NAME", "INT", "DIMS"):
+            hint = "write `key = value`"
+        elif tok.type == "RBRACE":
+            hint = "is there a '}' too many, or a value missing?"
+        raise SpecError(f"unexpected {tok.value!r}: expected {_describe_expected(set(exc.expected))}",
+                        span, hint=hint) from None
+    except lark.exceptions.LarkError as exc:  # any other parser failure is still the user's text
+        raise SpecError(f"cannot parse: {exc}", src.span(1, 1)) from None
+
+
+def _early_end(src: _Source, expected: Any) -> SpecError:
+    return SpecError(f"the file ends too early: expected {_describe_expected(set(expected))}", src.end(),
+                     hint="is a closing '}' missing?")
+
+
+def _previous_words(text: str, pos: int, count: int) -> list[tuple[str, int]]:
+    """The `count` names before `pos` (comments skipped), with their offsets, oldest first."""
+    words: list[tuple[str, int]] = []
+    code = re.sub(r"#[^\n]*", lambda m: " " * len(m.group()), text[:pos])
+    for m in reversed(list(re.finditer(r"[A-Za-z_][A-Za-z0-9_]*|\S", code))):
+        if not re.match(r"[A-Za-z_]", m.group()):
+            break
+        words.append((m.group(), m.start()))
+        if len(words) == count:
+            break
+    return list(reversed(words))
+
+
+MAX_GROUP_DEPTH = 8
+
+
+def _raw_group(tree: lark.Tree, src: _Source, depth: int = 0) -> RawGroup:
+    if depth > MAX_GROUP_DEPTH:
+        raise SpecError(f"groups nest more than {MAX_GROUP_DEPTH} deep", src.of(tree.children[0]),
+                        hint="a spec nests at most matmul { variants { NAME { ... } } }")
+    children = list(tree.children)
+    kind_tok = children.pop(0)
+    name_tok = children.pop(0) if children and isinstance(children[0], lark.Token) else None
+    entries: list[RawEntry] = []
+    groups: list[RawGroup] = []
+    for child in children:
+        if child.data == "group":
+            groups.append(_raw_group(child, src, depth + 1))
+        else:
+            path_tree, value_tree = child.children
+            key = ".".join(str(t) for t in path_tree.children)
+            tok = value_tree.children[0]
+            entries.append(RawEntry(key, src.of(path_tree), RawValue(value_tree.data, str(tok), src.of(tok))))
+    span = src.of(kind_tok)
+    return RawGroup(str(kind_tok), str(name_tok) if name_tok is not None else None, span,
+                    tuple(entries), tuple(groups))
+
+
+def _suggest(word: str, options: list[str] | tuple[str, ...]) -> str | None:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.5)
+    if not close:
+        close = difflib.get_close_matches(word.lower(), [o.lower() for o in options], n=1, cutoff=0.5)
+        if close:
+            close = [next(o for o in options if o.lower() == close[0])]
+    return f"did you mean `{close[0]}`?" if close else None
+
+
+# ----------------------------------------------------------------------------------------------
+# Schema: one checker per key
+# ----------------------------------------------------------------------------------------------
+
+Checker = Callable[[RawValue, str], Any]
+
+
+def _literal_int(text: str, key: str, span: Span, hi: int) -> int:
+    """int() of a numeric literal whose digit count is checked first."""
+    digits = text.strip().lstrip("-").lstrip("0")
+    if len(digits) > MAX_INT_DIGITS:
+        raise SpecError(f"{key}: a {len(digits)}-digit number is far too large (at most {hi})", span)
+    return int(text)
+
+
+def _int_text(v: RawValue, key: str, lo: int, hi: int) -> int:
+    n = _literal_int(v.text, key, v.span, hi)
+    if n <= 0 and lo >= 1:
+        raise SpecError(f"{key} = {v.text}: must be a positive number", v.span,
+                        hint=f"use a value from {lo} to {hi}")
+    if n > hi:
+        raise SpecError(f"{key} = {v.text} is too large (at most {hi})", v.span)
+    if n < lo:
+        raise SpecError(f"{key} = {v.text} is too small (at least {lo})", v.span)
+    return n
+
+
+def _positive_int(hi: int = MAX_INT, allow_auto: bool = False) -> Checker:
+    def check(v: RawValue, key: str) -> int | None:
+        if allow_auto and v.kind == "word" and v.text == "auto":
+            return None
+        if v.kind == "int":
+            return _int_text(v, key, 1, hi)
+        expected = "a positive whole number" + (" or auto" if allow_auto else "")
+        raise SpecError(f"{key} = {v.text}: expected {expected}", v.span, hint=_type_hint(v))
+    return check
+
+
+def _dims(count: int, allow_auto: bool, what: str, hi: int = MAX_INT) -> Checker:
+    def check(v: RawValue, key: str) -> tuple[int, ...] | None:
+        if allow_auto and v.kind == "word" and v.text == "auto":
+            return None
+        example = " x ".join(["4"] * count)
+        if v.kind != "dims" and not (count == 1 and v.kind == "int"):
+            raise SpecError(f"{key} = {v.text}: expected {what} written like `{example}`"
+                            + (" or auto" if allow_auto else ""), v.span, hint=_type_hint(v))
+        parts = [p.strip() for p in v.text.split("x")]
+        if len(parts) != count:
+            raise SpecError(f"{key} = {v.text}: expected {count} numbers ({what}), found {len(parts)}", v.span,
+                            hint=f"write it like `{example}`")
+        values = []
+        for p in parts:
+            n = _literal_int(p, key, v.span, hi)
+            if n <= 0:
+                raise SpecError(f"{key} = {v.text}: every dimension must be positive", v.span)
+            if n > hi:
+                raise SpecError(f"{key} = {v.text}: {n} is too large (at most {hi})", v.span)
+            values.append(n)
+        return tuple(values)
+    return check
+
+
+def _enum(options: tuple[str, ...], allow_auto: bool = False) -> Checker:
+    def check(v: RawValue, key: str) -> str | None:
+        if allow_auto and v.kind == "word" and v.text == "auto":
+            return None
+        if v.kind == "word" and v.text in options:
+            return v.text
+        hint = _suggest(v.text, options) or f"one of: {', '.join(options)}"
+        raise SpecError(f"{key} = {v.text}: expected one of {', '.join(options)}", v.span, hint=hint)
+    return check
+
+
+def _bool(v: RawValue, key: str) -> bool:
+    if v.kind == "word" and v.text in ("true", "false"):
+        return v.text == "true"
+    hint = _suggest(v.text, ("true", "false")) or "write true or false"
+    raise SpecError(f"{key} = {v.text}: expected true or false", v.span, hint=hint)
+
+
+def _name(v: RawValue, key: str) -> str:
+    if v.kind == "word":
+        return v.text
+    raise SpecError(f"{key} = {v.text}: expected the name of a compute config", v.span, hint=_type_hint(v))
+
+
+def _type_hint(v: RawValue) -> str | None:
+    if v.kind == "string":
+        return "values are written without quotes"
+    if v.kind == "decimal":
+        return "whole numbers only"
+    return None
+
+
+COMPUTE_KEYS: dict[str, Checker] = {
+    "math_fidelity": _enum(tuple(MATH_FIDELITY_VALUE)),
+    "fp32_dest_acc": _bool,
+    "packer_l1_acc": _bool,
+    "math_approx": _bool,
+    "dst_full_sync": _bool,
+}
+
+_DTYPES = tuple(DTYPE_TO_FORMAT)
+
+MATMUL_KEYS: dict[str, Checker] = {
+    "arch": _enum(ARCHS),
+    "shape": _dims(3, False, "M x N x K in elements", MAX_DIM_ELEMENTS),
+    "batch": _positive_int(MAX_BATCH),
+    "dtype.in0": _enum(_DTYPES),
+    "dtype.in1": _enum(_DTYPES),
+    "dtype.out": _enum(_DTYPES),
+    "dtype.bias": _enum(_DTYPES),
+    "grid": _dims(2, True, "x (columns) by y (rows)", 1024),
+    "dataflow": _enum(DATAFLOWS),
+    "block.in0_block_w": _positive_int(65536, allow_auto=True),
+    "block.out_subblock": _dims(2, True, "h x w tiles", 65536),
+    "block.per_core": _dims(2, True, "M x N tiles", 65536),
+    "block.out_block": _dims(2, True, "h x w tiles", 65536),
+    "compute": _name,
+    **{f"compute.{k}": c for k, c in COMPUTE_KEYS.items()},
+    "fuse.bias": _bool,
+    "fuse.activation": _enum(ACTIVATIONS),
+    "untilize_out": _bool,
+}
+REQUIRED_MATMUL_KEYS = ("arch", "shape", "dtype.in0", "dtype.in1", "dtype.out")
+MATMUL_GROUPS = ("dtype", "block", "compute", "fuse", "variants")
+
+
+def _check_key(key: str, span: Span, schema: Mapping[str, Checker], where: str) -> None:
+    if key in schema:
+        return
+    hint = _suggest(key, sorted(schema))
+    head = key.split(".")[0]
+    if hint is None and head in {k.split(".")[0] for k in schema if "." in k}:
+        keys = sorted(k for k in schema if k.startswith(head + "."))
+        hint = f"{head} takes: {', '.join(k.split('.', 1)[1] for k in keys)}"
+    raise SpecError(f"unknown key `{key}` in {where}", span, hint=hint)
+
+
+def _flatten(group: RawGroup, prefix: str, out: list[RawEntry], allowed_groups: tuple[str, ...],
+             group_spans: dict[str, Span] | None = None) -> None:
+    for e in group.entries:
+        out.append(RawEntry(prefix + e.key, e.key_span, e.value))
+    for g in group.groups:
+        if g.name is not None:
+            raise SpecError(f"unexpected name `{g.name}` after `{g.kind}`", g.span,
+                            hint=f"write `{g.kind} {{ ... }}`")
+        if not allowed_groups:
+            raise SpecError(f"a group cannot nest inside `{prefix.rstrip('.')}`", g.span,
+                            hint=f"write `key = value` lines directly inside {prefix.rstrip('.')} {{ }}")
+        if g.kind not in allowed_groups:
+            hint = _suggest(g.kind, allowed_groups) or f"groups here: {', '.join(allowed_groups)}"
+            raise SpecError(f"unknown group `{g.kind}`", g.span, hint=hint)
+        if group_spans is not None:
+            group_spans.setdefault(prefix + g.kind, g.span)
+        _flatten(g, prefix + g.kind + ".", out, (), group_spans)
+
+
+def _collect(entries: list[RawEntry], schema: Mapping[str, Checker], where: str) -> dict[str, RawEntry]:
+    seen: dict[str, RawEntry] = {}
+    for e in sorted(entries, key=lambda e: (e.key_span.line, e.key_span.column)):  # source order
+        _check_key(e.key, e.key_span, schema, where)
+        if e.key in seen:
+            first = seen[e.key].key_span
+            raise SpecError(f"`{e.key}` is given twice (first at line {first.line})", e.key_span,
+                            hint="keep one; use variants { ... } for alternatives")
+        seen[e.key] = e
+    return seen
+
+
+# ----------------------------------------------------------------------------------------------
+# Files
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SpecFile:
+    """A parsed .kspec file before variant selection and compute-preset resolution."""
+
+    path: str
+    matmul_name: str
+    matmul_span: Span
+    entries: Mapping[str, RawEntry]
+    variants: Mapping[str, Mapping[str, RawEntry]]
+    variant_spans: Mapping[str, Span]
+    computes: Mapping[str, Mapping[str, RawEntry]]
+    compute_spans: Mapping[str, Span]
+    group_spans: Mapping[str, Span]       # `block { }`, `dtype { }`, ... of the matmul body
+
+
+def _compute_block(g: RawGroup) -> dict[str, RawEntry]:
+    if g.name is None:
+        raise SpecError("a compute config needs a name: `compute NAME { ... }`", g.span)
+    if g.groups:
+        raise SpecError(f"unexpected group `{g.groups[0].kind}` inside compute {g.name}", g.groups[0].span)
+    entries = _collect(list(g.entries), COMPUTE_KEYS, f"compute {g.name}")
+    for key, entry in entries.items():  # type errors surface even if no matmul uses this config
+        COMPUTE_KEYS[key](entry.value, key)
+    return entries
+
+
+def parse_text(text: str, path: str = "<spec>") -> SpecFile:
+    # CRLF and CR-only line endings become \n, the one line break the grammar and spans count.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    src = _Source(path, text)
+    tree = _parse_tree(text, src)
+    groups = [_raw_group(child, src) for child in tree.children if child.data == "group"]
+    for child in tree.children:
+        if child.data != "group":
+            span = src.of(child)
+            raise SpecError("assignments must be inside a `matmul NAME { ... }` block", span)
+    computes: dict[str, dict[str, RawEntry]] = {}
+    compute_spans: dict[str, Span] = {}
+    matmuls: list[RawGroup] = []
+    for g in groups:
+        if g.kind == "compute":
+            entries = _compute_block(g)
+            if g.name in computes:
+                raise SpecError(f"compute config `{g.name}` is defined twice", g.span)
+            computes[g.name] = entries
+            compute_spans[g.name] = g.span
+        elif g.kind == "matmul":
+            if g.name is None:
+                raise SpecError("a matmul needs a name: `matmul NAME { ... }`", g.span)
+            matmuls.append(g)
+        else:
+            hint = _suggest(g.kind, ("matmul", "compute")) or "top-level blocks are `matmul NAME { }` and `compute NAME { }`"
+            raise SpecError(f"unknown block `{g.kind}`", g.span, hint=hint)
+    if not matmuls:
+        raise SpecError("no `matmul NAME { ... }` block in the file", src.span(1, 1), path=path,
+                        hint="a spec describes one matmul; see examples/")
+    if len(matmuls) > 1:
+        raise SpecError(f"more than one matmul block (`{matmuls[0].name}` and `{matmuls[1].name}`)",
+                        matmuls[1].span, hint="put each matmul in its own file")
+    mm = matmuls[0]
+    variants_groups = [g for g in mm.groups if g.kind == "variants"]
+    body = RawGroup(mm.kind, mm.name, mm.span, mm.entries, tuple(g for g in mm.groups if g.kind != "variants"))
+    flat: list[RawEntry] = []
+    group_spans: dict[str, Span] = {}
+    _flatten(body, "", flat, tuple(g for g in MATMUL_GROUPS if g != "variants"), group_spans)
+    entries = _collect(flat, MATMUL_KEYS, f"matmul {mm.name}")
+    variants: dict[str, dict[str, RawEntry]] = {}
+    variant_spans: dict[str, Span] = {}
+    if len(variants_groups) > 1:
+        raise SpecError("`variants` is given twice", variants_groups[1].span, hint="put every variant in one block")
+    for vg in variants_groups:
+        if vg.name is not None or vg.entries:
+            span = vg.entries[0].key_span if vg.entries else vg.span
+            raise SpecError("variants holds named groups: `variants { NAME { key = value } }`", span)
+        for v in vg.groups:
+            if v.name is not None:
+                raise SpecError(f"unexpected name `{v.name}` after variant `{v.kind}`", v.span)
+            if v.kind in variants:
+                raise SpecError(f"variant `{v.kind}` is defined twice", v.span)
+            flat_v: list[RawEntry] = []
+            _flatten(v, "", flat_v, tuple(g for g in MATMUL_GROUPS if g != "variants"))
+            variants[v.kind] = _collect(flat_v, MATMUL_KEYS, f"variant {v.kind}")
+            for key, entry in variants[v.kind].items():  # type errors fail `check` of the base too
+                MATMUL_KEYS[key](entry.value, key)
+            variant_spans[v.kind] = v.span
+    return SpecFile(path, mm.name, mm.span, MappingProxyType(entries), MappingProxyType(variants),
+                    MappingProxyType(variant_spans), MappingProxyType(computes), MappingProxyType(compute_spans),
+                    MappingProxyType(group_spans))
+
+
+@cache
+def preset_computes() -> Mapping[str, Mapping[str, RawEntry]]:
+    """Named compute configs shipped in configs/compute/*.kspec."""
+    found: dict[str, Mapping[str, RawEntry]] = {}
+    for p in sorted((data_dir("configs") / "compute").glob("*.kspec")):
+        text = p.read_text()
+        src = _Source(str(p), text)
+        for child in _parse_tree(text, src).children:
+            g = _raw_group(child, src)
+            if g.kind == "compute" and g.name:
+                found[g.name] = _compute_block(g)
+    return MappingProxyType(found)
+
+
+DEFAULT_COMPUTE = "ttnn_default"     # the preset of a matmul with no `compute = ...` line
+
+
+def preset_values(name: str) -> dict[str, Any]:
+    """A shipped preset's fields (configs/compute/NAME.kspec), checked as a spec's are."""
+    return {key: COMPUTE_KEYS[key](entry.value, key) for key, entry in preset_computes()[name].items()}
+
+
+def _compute_config(name: str, name_span: Span | None, spec: SpecFile,
+                    overrides: Mapping[str, RawEntry], spans: dict[str, Span]) -> ComputeConfig:
+    presets = preset_computes()
+    if name in spec.computes:
+        base = spec.computes[name]
+    elif name in presets:
+        base = presets[name]
+    else:
+        known = sorted(set(spec.computes) | set(presets))
+        raise SpecError(f"no compute config named `{name}`", name_span,
+                        hint=_suggest(name, known) or f"defined here or in configs/compute/: {', '.join(known)}")
+    values: dict[str, Any] = preset_values(DEFAULT_COMPUTE)       # TTNN's defaults under every block
+    for key, entry in base.items():
+        values[key] = COMPUTE_KEYS[key](entry.value, key)
+        spans[f"compute.{key}"] = entry.value.span
+    for key, entry in overrides.items():
+        short = key.split(".", 1)[1]
+        values[short] = COMPUTE_KEYS[short](entry.value, key)
+        spans[key] = entry.value.span
+    return ComputeConfig(preset=name, **values)
+
+
+def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
+    """Apply a variant's overrides and the compute preset; check every value."""
+    entries = dict(spec.entries)
+    if variant is not None:
+        if variant not in spec.variants:
+            known = sorted(spec.variants)
+            raise SpecError(f"no variant named `{variant}` in {spec.path}", path=spec.path,
+                            hint=(_suggest(variant, known) or f"variants: {', '.join(known)}") if known
+                            else "this spec defines no variants")
+        entries.update(spec.variants[variant])
+    for key in REQUIRED_MATMUL_KEYS:
+        if key not in entries:
+            raise SpecError(f"matmul {spec.matmul_name} is missing the required key `{key}`", spec.matmul_span,
+                            hint=f"add `{key.split('.')[-1]} = ...`" + (" inside dtype { }" if "." in key else ""))
+    spans: dict[str, Span] = {"matmul": spec.matmul_span, **spec.group_spans}
+    vals: dict[str, Any] = {}
+    for key, entry in entries.items():
+        spans[key] = entry.value.span
+        if key != "compute" and not key.startswith("compute."):
+            vals[key] = MATMUL_KEYS[key](entry.value, key)
+    preset_entry = entries.get("compute")
+    preset = MATMUL_KEYS["compute"](preset_entry.value, "compute") if preset_entry else DEFAULT_COMPUTE
+    compute = _compute_config(preset, preset_entry.value.span if preset_entry else spec.matmul_span, spec,
+                              {k: e for k, e in entries.items() if k.startswith("compute.")}, spans)
+    m, n, k = vals["shape"]
+    for dim_name, value in (("M", m), ("N", n), ("K", k)):
+        if value % TILE_HW:
+            lo, hi = value // TILE_HW * TILE_HW, (value // TILE_HW + 1) * TILE_HW
+            near = f"{lo} or {hi}" if lo else f"{hi}"
+            raise SpecError(f"shape {dim_name} = {value} is not a multiple of the {TILE_HW}-element tile",
+                            spans["shape"], hint=f"nearest legal values for {dim_name}: {near} "
+                            "(kgen emits no padded-tile path)")
+    _check_page_ids(m, n, k, vals.get("batch", 1), spans)
+    block = BlockSpec(
+        in0_block_w=vals.get("block.in0_block_w"),
+        out_subblock=vals.get("block.out_subblock"),
+        per_core=vals.get("block.per_core"),
+        out_block=vals.get("block.out_block"),
+    )
+    return MatmulSpec(
+        name=spec.matmul_name, path=spec.path, arch=vals["arch"], m=m, n=n, k=k,
+        batch=vals.get("batch", 1),
+        dtype_in0=vals["dtype.in0"], dtype_in1=vals["dtype.in1"], dtype_out=vals["dtype.out"],
+        dtype_bias=vals.get("dtype.bias", vals["dtype.out"]),
+        grid=vals.get("grid"), dataflow=vals.get("dataflow", "mcast_2d"), block=block, compute=compute,
+        fuse_bias=vals.get("fuse.bias", False), activation=vals.get("fuse.activation", "none"),
+        untilize_out=vals.get("untilize_out", False), variant=variant,
+        variants=tuple(spec.variants), spans=MappingProxyType(spans),
+    )
+
+
+MAX_PAGE_ID = (1 << 32) - 1    # kernels index DRAM pages with uint32_t (TensorAccessor, get_noc_addr)
+
+
+def _check_page_ids(m: int, n: int, k: int, batch: int, spans: Mapping[str, Span]) -> None:
+    """Every tile a kernel addresses must have a page id that fits in 32 bits. in0 is batch x M x K,
+    in1 is K x N (shared by the batch, which is fused into M), out is batch x M x N."""
+    mt, nt, kt = m // TILE_HW, n // TILE_HW, k // TILE_HW
+    for tensor, tiles in (("in0", batch * mt * kt), ("in1", kt * nt), ("out", batch * mt * nt)):
+        if tiles - 1 > MAX_PAGE_ID:
+            key = "batch" if "batch" in spans and tiles // batch - 1 <= MAX_PAGE_ID else "shape"
+            raise SpecError(f"{tensor} would have {tiles} tiles, but kernels address DRAM pages with 32-bit ids "
+                            f"(at most {MAX_PAGE_ID + 1} tiles per tensor)", spans[key],
+                            hint="split the matmul into smaller ones")
+
+
+def load_file(path: str | Path) -> SpecFile:
+    return parse_text(read_source(path), str(path))
+
+
+def load(path: str | Path, variant: str | None = None) -> MatmulSpec:
+    """Parse a .kspec file and resolve it (optionally as one of its variants)."""
+    return resolve(load_file(path), variant)

@@ -1,0 +1,536 @@
+"""Stage 4, verify: checks every IR kgen builds. A violation is a bug in kgen (`IRVerificationError`).
+
+Checks (issue #2 §6, TT-Metal's CB API contract from PR #42427):
+- per core and per CB, pages pushed by producers == pages popped by consumers over the program;
+- every wait/reserve/push/pop step is <= the CB's pages and divides them;
+- in each kernel, in order: a pop never exceeds what was waited, a push never exceeds what was
+  reserved, waited-but-unpopped and reserved-but-unpushed pages never exceed the CB;
+- DST protocol order acquire -> commit -> wait -> release, and tiles touched per acquire <= capacity;
+- packs only into reserved pages, only while the packer owns DST;
+- with packer L1 accumulation the partials CB holds exactly one output block; L1 accumulation is
+  off when the compute kernel ends;
+- multicast semaphores: increments and multicast sets that reach a core balance its waits.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kgen.core.errors import KgenBug
+from kgen.gen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RuntimeArg, trips, walk
+from kgen.gen.plan import CB_OUT, CB_PARTIALS
+from kgen.core.types import TILE_HW
+
+
+class IRVerificationError(KgenBug):
+    def __init__(self, kernel: str, message: str):
+        super().__init__(f"IR verification failed in kernel `{kernel}`: {message}")
+        self.kernel = kernel
+        self.detail = message
+
+
+# ----------------------------------------------------------------------------------------------
+# Totals with loop multiplicities
+# ----------------------------------------------------------------------------------------------
+
+def op_totals(nodes: tuple[Node, ...]) -> Counter:
+    """(op kind, cb) -> pages (CB ops) or count (other ops), multiplied through loop trip counts."""
+    totals: Counter = Counter()
+    for n, loops in walk(nodes):
+        mult = trips(loops)
+        if n.kind in COMPUTE_CB_OPS:
+            totals[(n.kind, n["cb"])] += mult * n["tiles"]
+        else:
+            totals[(n.kind, None)] += mult
+    return totals
+
+
+# ----------------------------------------------------------------------------------------------
+# Sequential abstract execution of one kernel
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class _State:
+    waited: dict[int, int] = field(default_factory=dict)      # pages waited for and not yet popped
+    reserved: dict[int, int] = field(default_factory=dict)    # pages reserved and not yet pushed
+    regs: str = "released"      # released -> acquired -> committed -> waited -> released
+    dst_used: int = 0           # tiles touched in DST by math since acquire
+    l1_acc: bool = False
+
+    def key(self) -> tuple:
+        return (tuple(sorted(self.waited.items())), tuple(sorted(self.reserved.items())), self.regs,
+                self.dst_used, self.l1_acc)
+
+
+class _Checker:
+    def __init__(self, program: Program, kernel: Kernel):
+        self.program = program
+        self.kernel = kernel
+        self.pages = program.cb_pages
+        self.capacity = program.plan.dst_capacity
+        self.state = _State()
+
+    def fail(self, message: str, node: Op | None = None) -> None:
+        where = f" at `{node.kind}`" if node is not None else ""
+        raise IRVerificationError(self.kernel.name, message + where)
+
+    def value(self, v, env: dict[str, int]) -> int:
+        return v.eval(env) if isinstance(v, Affine) else int(v)
+
+    def run(self, nodes: tuple[Node, ...], env: dict[str, int]) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                for i in range(n.start, n.stop):
+                    before = self.state.key()
+                    env[n.var] = i
+                    self.run(n.body, env)
+                    # Deterministic body, unchanged state: every later iteration repeats this one.
+                    # (Index bounds of later iterations are checked statically in `static_checks`.)
+                    if self.state.key() == before:
+                        break
+                env.pop(n.var, None)
+            else:
+                self.step(n, env)
+
+    def cb_step(self, n: Op) -> tuple[int, int]:
+        cb, tiles = n["cb"], n["tiles"]
+        if cb not in self.pages:
+            self.fail(f"CB c_{cb} is not in the CB table", n)
+        pages = self.pages[cb]
+        if tiles <= 0 or tiles > pages or pages % tiles:
+            self.fail(f"step of {tiles} tiles on c_{cb} must be > 0, <= its {pages} pages and divide them", n)
+        return cb, tiles
+
+    def step(self, n: Op, env: dict[str, int]) -> None:
+        s = self.state
+        k = n.kind
+        if k == "cb_wait_front":
+            cb, t = self.cb_step(n)
+            # wait_front(t) asks for t pages at the front, counted from the last pop.
+            s.waited[cb] = max(s.waited.get(cb, 0), t)
+        elif k == "cb_pop_front":
+            cb, t = self.cb_step(n)
+            if s.waited.get(cb, 0) < t:
+                self.fail(f"pops {t} pages of c_{cb} but only {s.waited.get(cb, 0)} were waited for", n)
+            s.waited[cb] -= t
+        elif k == "cb_reserve_back":
+            cb, t = self.cb_step(n)
+            s.reserved[cb] = max(s.reserved.get(cb, 0), t)
+        elif k == "cb_push_back":
+            cb, t = self.cb_step(n)
+            if s.reserved.get(cb, 0) < t:
+                self.fail(f"pushes {t} pages of c_{cb} but only {s.reserved.get(cb, 0)} were reserved", n)
+            s.reserved[cb] -= t
+        elif k == "tile_regs_acquire":
+            if s.regs != "released":
+                self.fail(f"tile_regs_acquire while DST is {s.regs}", n)
+            s.regs, s.dst_used = "acquired", 0
+        elif k == "tile_regs_commit":
+            if s.regs != "acquired":
+                self.fail(f"tile_regs_commit while DST is {s.regs}", n)
+            s.regs = "committed"
+        elif k == "tile_regs_wait":
+            if s.regs != "committed":
+                self.fail(f"tile_regs_wait while DST is {s.regs}", n)
+            s.regs = "waited"
+        elif k == "tile_regs_release":
+            if s.regs != "waited":
+                self.fail(f"tile_regs_release while DST is {s.regs}", n)
+            s.regs = "released"
+        elif k in ("matmul_block", "copy_block", "copy_tile", "add_bcast_rows"):
+            if s.regs != "acquired":
+                self.fail(f"{k} writes DST while it is {s.regs} (needs tile_regs_acquire)", n)
+            dst = self.value(n["dst"], env)
+            if k == "matmul_block":
+                end = dst + n["ct"] * n["rt"]
+                self.need_front(n["in0"], self.value(n["in0_tile"], env) + 1, n)
+                self.need_front(n["in1"], self.value(n["in1_tile"], env) + 1, n)
+            elif k == "copy_block":
+                end = dst + n["tiles"]
+                self.need_front(n["cb"], self.value(n["tile"], env) + n["tiles"], n)
+            elif k == "copy_tile":
+                end = dst + 1
+                self.need_front(n["cb"], self.value(n["tile"], env) + 1, n)
+            else:
+                end = dst + 1
+                self.need_front(n["a"], self.value(n["a_tile"], env) + 1, n)
+                self.need_front(n["b"], self.value(n["b_tile"], env) + 1, n)
+            s.dst_used = max(s.dst_used, end)
+            if s.dst_used > self.capacity:
+                self.fail(f"{s.dst_used} tiles in DST exceed its capacity of {self.capacity} "
+                          f"({self.program.plan.dst_sync}, {self.program.plan.dst_accum_format})", n)
+        elif k in ("pack_block", "pack_tile", "pack_untilize_dest"):
+            if s.regs != "waited":
+                self.fail(f"{k} while DST is {s.regs} (needs tile_regs_wait)", n)
+            if k == "pack_block":
+                cb, tiles, last_dst = n["cb"], n["tiles"], n["dst"] + n["tiles"]
+            elif k == "pack_tile":
+                cb, tiles, last_dst = n["cb"], 1, self.value(n["dst"], env) + 1
+            else:
+                cb, tiles, last_dst = n["cb"], n["block_ct"], n["block_ct"]
+            if last_dst > s.dst_used:
+                self.fail(f"packs DST tile {last_dst - 1} which math never wrote", n)
+            if s.reserved.get(cb, 0) < tiles:
+                self.fail(f"packs into c_{cb} without {tiles} reserved page(s)", n)
+        elif k == "pack_l1_acc":
+            s.l1_acc = bool(n["enable"])
+
+    def need_front(self, cb: int, upto: int, n: Op) -> None:
+        if self.state.waited.get(cb, 0) < upto:
+            self.fail(f"reads tile {upto - 1} of c_{cb} but only {self.state.waited.get(cb, 0)} page(s) were waited for", n)
+
+    def finish(self) -> None:
+        s = self.state
+        if s.regs != "released":
+            self.fail(f"kernel ends with DST {s.regs}")
+        if self.kernel.role == "compute" and s.l1_acc:
+            self.fail("packer L1 accumulation is still on when the compute kernel ends "
+                      "(packer state persists across programs on Blackhole, tt-mlir #7026)")
+        for cb, n in s.reserved.items():
+            if n:
+                self.fail(f"kernel ends with {n} reserved page(s) of c_{cb} never pushed")
+
+
+def _tensor_pages(program: Program) -> dict[str, int]:
+    p = program.plan
+    return {"in0": p.mt * p.kt, "in1": p.kt * p.nt, "bias": p.nt,
+            "out": p.mt * TILE_HW if p.untilize_out else p.mt * p.nt}
+
+
+def _check_interface(program: Program, kernel: Kernel) -> None:
+    """What the kernel uses is what it declares: runtime args, tensors, semaphore ids, CB names."""
+    declared = set(kernel.runtime_args)
+    tensors = {t.name for t in kernel.tensors}
+    cb_names = {cb.name: cb.index for cb in program.cbs}
+    for name, index in kernel.named_compile_time_args:
+        if name in cb_names and cb_names[name] != index:
+            raise IRVerificationError(kernel.name, f"named CT arg {name} = {index}, the CB table says {cb_names[name]}")
+    sem_ids = {s.name: s.id for s in program.semaphores}
+    for name, value in kernel.compile_time_args:
+        sem = name.removesuffix("_semaphore_id")
+        if sem != name and sem_ids.get(sem) != value:
+            raise IRVerificationError(kernel.name, f"CT arg {name} = {value}, semaphore {sem} has id {sem_ids.get(sem)}")
+    for n, _ in walk(kernel.body):
+        for key, v in n.args:
+            if isinstance(v, RuntimeArg) and v not in declared:
+                raise IRVerificationError(kernel.name, f"`{n.kind}` uses runtime arg {v.name}, not declared")
+        if n.kind in ("read_tiles", "write_tiles", "write_rows") and n["tensor"] not in tensors:
+            raise IRVerificationError(kernel.name, f"`{n.kind}` uses tensor {n['tensor']} without an accessor")
+        if n.kind.startswith("sem_") or n.kind == "mcast_sem_set":
+            if n["sem"] not in sem_ids or f"{n['sem']}_semaphore_id" not in dict(kernel.compile_time_args):
+                raise IRVerificationError(kernel.name, f"`{n.kind}` uses semaphore {n['sem']} without its id CT arg")
+
+
+UINT32_MAX = (1 << 32) - 1      # kernels compute page ids, tile indices, counts and offsets in uint32_t
+
+
+def _check_uint32(kernel: Kernel, n: Op, ranges: dict[str, int]) -> None:
+    """Every integer a kernel computes with fits uint32_t: an argument's constant, each coefficient
+    (printed as a literal times a loop variable or core coordinate) and its largest value over the
+    loops and cores. The spec's page-id rule should make this unreachable; it is the backstop."""
+    for name, v in n.args:
+        if isinstance(v, bool) or not isinstance(v, (int, Affine)):
+            continue
+        values = (v,) if isinstance(v, int) else (v.const, *(c for _, c in v.terms), v.max_over(ranges))
+        if max(values) > UINT32_MAX or min(values) < -UINT32_MAX:
+            raise IRVerificationError(kernel.name, f"`{n.kind}` argument {name} = {v} reaches {max(values, key=abs)}, "
+                                      f"beyond the 32-bit (uint32_t) arithmetic kernels index with")
+
+
+def _static_checks(program: Program, kernel: Kernel) -> None:
+    """Index bounds over every loop iteration and every core (the sequential pass may skip repeated
+    iterations): matmul tiles inside the CB, DRAM pages inside the tensor."""
+    pages = _tensor_pages(program)
+    cores = {"core_x": kernel.cores.x1 + 1, "core_y": kernel.cores.y1 + 1}
+    tensors = {t.name: t for t in kernel.tensors}
+
+    for n, loops in walk(kernel.body):
+        ranges = {loop.var: loop.stop for loop in loops}
+        _check_uint32(kernel, n, {**ranges, **cores})
+        if n.kind in ("read_tiles", "write_tiles"):
+            last = n["start"].max_over({**ranges, **cores}) + (n["rows"] - 1) * n["row_stride"] + n["cols"] - 1
+            if last >= pages[n["tensor"]]:
+                raise IRVerificationError(kernel.name, f"`{n.kind}` touches page {last} of {n['tensor']}, "
+                                          f"which has {pages[n['tensor']]}")
+        elif n.kind == "write_rows":
+            last = n["start_row"].max_over({**ranges, **cores}) + n["rows"] - 1
+            end = n["offset_bytes"].max_over({**ranges, **cores}) + n["row_bytes"]
+            if last >= pages[n["tensor"]] or end > tensors[n["tensor"]].page_bytes:
+                raise IRVerificationError(kernel.name, f"`write_rows` reaches row {last} / byte {end} of "
+                                          f"{n['tensor']} ({pages[n['tensor']]} rows of "
+                                          f"{tensors[n['tensor']].page_bytes} bytes)")
+        elif n.kind == "matmul_block":
+            for key, cb in (("in0_tile", n["in0"]), ("in1_tile", n["in1"])):
+                hi = n[key].max_over(ranges)
+                if hi >= program.cb_pages[cb]:
+                    raise IRVerificationError(kernel.name, f"matmul_block reads tile {hi} of c_{cb} "
+                                              f"beyond its {program.cb_pages[cb]} pages")
+
+
+# ----------------------------------------------------------------------------------------------
+# Shared L1 regions: no producer writes pages another CB of the region may still hold
+# ----------------------------------------------------------------------------------------------
+
+_PACKS = ("pack_block", "pack_tile", "pack_untilize_dest")
+_READS = {"copy_block": ("cb", "tile", "tiles"), "copy_tile": ("cb", "tile", None),
+          "add_bcast_rows": ("a", "a_tile", None)}
+
+
+class _RegionWalker:
+    """Abstract execution of one producing kernel over the CBs of one shared L1 region.
+
+    Per CB: its write and read pointers (pages, modulo its size), the pages written since the last
+    push, and the pages it may still hold: pushed, and not yet known consumed. What counts as
+    known, for every interleaving of the other kernels: pages this kernel itself has read (the
+    emulator's rule: TT-Metal's untilize stage packs over partials it has copied into DST) or
+    popped, and pages a cb_reserve_back of this kernel has waited to be free. A pop by another
+    kernel is never known here, so a page a writer drains is free only after a reserve covers it.
+    A write into pages another CB of the region may hold is the out/partials trap (issue #12)."""
+
+    def __init__(self, program: Program, kernel: Kernel, indices: tuple[int, ...], consumers: dict[int, set[str]]):
+        self.kernel = kernel
+        self.cbs = {i: program.cb(i) for i in indices}
+        self.local = {i for i in indices if consumers.get(i) == {kernel.name}}   # read by this kernel only
+        self.wr = dict.fromkeys(indices, 0)
+        self.rd = dict.fromkeys(indices, 0)
+        self.written = dict.fromkeys(indices, 0)
+        self.reserved = dict.fromkeys(indices, 0)
+        self.held: dict[int, frozenset[int]] = dict.fromkeys(indices, frozenset())
+
+    def key(self) -> tuple:
+        return tuple((i, self.wr[i], self.rd[i], self.written[i], self.reserved[i], self.held[i]) for i in self.cbs)
+
+    def restore(self, key: tuple) -> None:
+        for i, wr, rd, written, reserved, held in key:
+            self.wr[i], self.rd[i], self.written[i], self.reserved[i], self.held[i] = wr, rd, written, reserved, held
+
+    def fail(self, message: str, n: Op) -> None:
+        raise IRVerificationError(self.kernel.name, message + f" at `{n.kind}`")
+
+    def pages(self, cb: int, first: int, count: int) -> list[int]:
+        size = self.cbs[cb].pages
+        return [(first + j) % size for j in range(count)]
+
+    def byte_range(self, cb: int, page: int) -> tuple[int, int]:
+        pb = self.cbs[cb].page_bytes
+        return page * pb, (page + 1) * pb
+
+    def write(self, cb: int, count: int, n: Op) -> None:
+        for page in self.pages(cb, self.wr[cb] + self.written[cb], count):
+            lo, hi = self.byte_range(cb, page)
+            for other in self.cbs:
+                if other == cb:
+                    continue
+                pb = self.cbs[other].page_bytes
+                clash = sorted(q for q in self.held[other] if q * pb < hi and (q + 1) * pb > lo)
+                if clash:
+                    self.fail(f"writes page {page} of c_{cb}, which shares L1 with c_{other}, while c_{other} may "
+                              f"still hold page(s) {clash} unconsumed (nothing in this kernel waited for them to be "
+                              f"drained): the out/partials trap", n)
+        self.written[cb] += count
+
+    def run(self, nodes: tuple[Node, ...], env: dict[str, int]) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                self.loop(n, env)
+            else:
+                self.step(n, env)
+
+    def loop(self, n: Loop, env: dict[str, int]) -> None:
+        # The state at the loop head repeats with a period (ring pointers wrap): once it does, the
+        # remaining iterations only replay states already checked, provided the loop variable
+        # does not move which pages an op touches.
+        periodic = not any(isinstance(v, Affine) and n.var in dict(v.terms)
+                           for op_, _ in walk(n.body) for _, v in op_.args)
+        heads: list[tuple] = []
+        seen: dict[tuple, int] = {}
+        for i in range(n.start, n.stop):
+            key = self.key()
+            if periodic and key in seen:
+                first = seen[key]
+                period = len(heads) - first
+                self.restore(heads[first + (n.stop - n.start - first) % period])
+                break
+            seen[key] = len(heads)
+            heads.append(key)
+            env[n.var] = i
+            self.run(n.body, env)
+        env.pop(n.var, None)
+
+    def value(self, v, env: dict[str, int]) -> int:
+        return v.eval(env) if isinstance(v, Affine) else int(v)
+
+    def step(self, n: Op, env: dict[str, int]) -> None:
+        k = n.kind
+        cb = n.get("cb")
+        if k in _READS:
+            arg, tile_arg, count_arg = _READS[k]
+            cb = n[arg]
+            if cb in self.local:
+                count = n[count_arg] if count_arg else 1
+                read = set(self.pages(cb, self.rd[cb] + self.value(n[tile_arg], env), count))
+                self.held[cb] = self.held[cb] - read
+            return
+        if cb not in self.cbs:
+            return
+        if k == "cb_reserve_back":
+            self.reserved[cb] = max(self.reserved[cb], n["tiles"])
+            self.held[cb] = self.held[cb] - set(self.pages(cb, self.wr[cb], n["tiles"]))
+        elif k == "cb_push_back":
+            pushed = self.pages(cb, self.wr[cb], n["tiles"])
+            self.held[cb] = self.held[cb] | frozenset(pushed)
+            self.wr[cb] = (self.wr[cb] + n["tiles"]) % self.cbs[cb].pages
+            self.written[cb] = max(0, self.written[cb] - n["tiles"])
+            self.reserved[cb] = max(0, self.reserved[cb] - n["tiles"])
+        elif k == "cb_pop_front":
+            if cb in self.local:
+                self.held[cb] = self.held[cb] - set(self.pages(cb, self.rd[cb], n["tiles"]))
+            self.rd[cb] = (self.rd[cb] + n["tiles"]) % self.cbs[cb].pages
+        elif k in ("pack_block", "pack_tile"):
+            self.write(cb, n["tiles"] if k == "pack_block" else 1, n)
+        elif k == "pack_untilize_dest":
+            # Rows of a row-major block land across the whole reserved area: all of it is written.
+            saved = self.written[cb]
+            self.written[cb] = 0
+            self.write(cb, max(self.reserved[cb], 1), n)
+            self.written[cb] = saved
+        elif k in ("read_tiles",):
+            self.write(cb, n["rows"] * n["cols"], n)
+        elif k == "mcast_cb":
+            self.fail(f"multicasts into c_{cb}, which shares an L1 region: not modelled, so not provably safe", n)
+
+
+def _check_shared_regions(program: Program) -> None:
+    consumers: dict[int, set[str]] = {}
+    producers: dict[int, set[str]] = {}
+    for kernel in program.kernels:
+        for n, _ in walk(kernel.body):
+            if n.kind == "cb_pop_front":
+                consumers.setdefault(n["cb"], set()).add(kernel.name)
+            elif n.kind == "cb_push_back":
+                producers.setdefault(n["cb"], set()).add(kernel.name)
+    for region in program.regions:
+        if len(region.cb_indices) < 2:
+            continue
+        kernels = set().union(*(producers.get(i, set()) for i in region.cb_indices))
+        if len(kernels) > 1:
+            # Producers in different kernels share no order at all: nothing can prove them apart.
+            raise IRVerificationError("+".join(sorted(kernels)), f"CBs {region.cb_indices} share L1 region "
+                                      f"{region.name} but are produced by different kernels")
+        for kernel in program.kernels:
+            if kernel.name in kernels:
+                _RegionWalker(program, kernel, region.cb_indices, consumers).run(kernel.body, {})
+
+
+# ----------------------------------------------------------------------------------------------
+
+def _check_balance(program: Program, totals: dict[str, Counter]) -> None:
+    plan = program.plan
+    combos: dict[tuple[str, ...], tuple[int, int]] = {}
+    nx, ny = plan.grid
+    for y in range(ny):
+        for x in range(nx):
+            names = tuple(k.name for k in program.kernels if k.runs_on((x, y)))
+            combos.setdefault(names, (x, y))
+    for names, core in combos.items():
+        pushed: Counter = Counter()
+        popped: Counter = Counter()
+        for name in names:
+            for (kind, cb), pages in totals[name].items():
+                if kind == "cb_push_back":
+                    pushed[cb] += pages
+                elif kind == "cb_pop_front":
+                    popped[cb] += pages
+        for cb in sorted(set(pushed) | set(popped)):
+            if pushed[cb] != popped[cb]:
+                raise IRVerificationError(
+                    "+".join(names), f"on core {core}, CB c_{cb}: {pushed[cb]} page(s) pushed but "
+                                     f"{popped[cb]} popped over the program")
+
+
+def _check_semaphores(program: Program) -> None:
+    """Increments and multicast sets arriving at each core must match what its kernels wait for."""
+    nx, ny = program.plan.grid
+    arriving: Counter = Counter()    # (sem, x, y) -> increments / valid-sets arriving
+    waited: Counter = Counter()
+
+    def count(kernel: Kernel, core: tuple[int, int]) -> None:
+        env = {"core_x": core[0], "core_y": core[1]}
+        for n, loops in walk(kernel.body):
+            mult = trips(loops)
+            if n.kind == "sem_inc":
+                tx, ty = n["noc_x"].logical(env), n["noc_y"].logical(env)
+                arriving[(n["sem"], tx, ty)] += mult * n["value"]
+            elif n.kind == "mcast_sem_set":
+                # start/end are in NoC order (swapped on NOC 1): the rectangle is their bounding box
+                sx, sy, ex, ey = (n[k].logical(env) for k in ("start_x", "start_y", "end_x", "end_y"))
+                x0, x1, y0, y1 = min(sx, ex), max(sx, ex), min(sy, ey), max(sy, ey)
+                if (x1 - x0 + 1) * (y1 - y0 + 1) != n["num_dests"]:
+                    raise IRVerificationError(kernel.name, f"multicast rectangle ({x0},{y0})-({x1},{y1}) "
+                                              f"is not {n['num_dests']} cores")
+                for yy in range(y0, y1 + 1):
+                    for xx in range(x0, x1 + 1):
+                        if core == (xx, yy):
+                            raise IRVerificationError(kernel.name, "multicast targets its own core")
+                        arriving[(n["sem"], xx, yy)] += mult
+            elif n.kind == "sem_wait":
+                # A sender waits for `value` increments; a receiver waits for one VALID set.
+                weight = n["value"] if n["sem"].endswith("_sender") else 1
+                waited[(n["sem"], *core)] += mult * weight
+
+    for kernel in program.kernels:
+        for core in kernel.cores.cores():
+            if core[0] >= nx or core[1] >= ny:
+                raise IRVerificationError(kernel.name, f"core {core} is outside the {nx} x {ny} grid with work")
+            count(kernel, core)
+    for key in sorted(set(arriving) | set(waited)):
+        if arriving[key] != waited[key]:
+            sem, x, y = key
+            raise IRVerificationError(sem, f"semaphore {sem} on core ({x},{y}): {arriving[key]} arriving, "
+                                      f"{waited[key]} awaited")
+
+
+def _check_compute_flags(program: Program) -> None:
+    """The compute flags the descriptor, manifest and emulator read agree with the compute kernel's
+    defines and ops, and with the DST the checker allowed."""
+    flags = program.compute
+    compute = next(k for k in program.kernels if k.processor == "TRISC")
+    defines = dict(compute.defines)
+    for define, on, what in (("PACKER_L1_ACC", flags.l1_acc_enabled, "l1_acc_enabled"),
+                             ("FP32_DEST_ACC_EN", flags.fp32_dest_acc, "fp32_dest_acc")):
+        if (define in defines) != on:
+            raise IRVerificationError(compute.name, f"{what} = {on} but {define} is "
+                                      f"{'not ' if on else ''}defined")
+    sets_l1_acc = any(n.kind == "pack_l1_acc" and n["enable"] for n, _ in walk(compute.body))
+    if sets_l1_acc != flags.l1_acc_enabled:
+        raise IRVerificationError(compute.name, f"l1_acc_enabled = {flags.l1_acc_enabled} but the compute kernel "
+                                  f"{'never turns' if flags.l1_acc_enabled else 'turns'} L1 accumulation on")
+    capacity = program.plan.arch.dst_tiles(flags.dst_sync == "SyncFull", flags.fp32_dest_acc)
+    if capacity != program.plan.dst_capacity:
+        raise IRVerificationError(compute.name, f"{flags.dst_sync} with fp32_dest_acc = {flags.fp32_dest_acc} gives "
+                                  f"{capacity} DST tiles; the kernel was checked against {program.plan.dst_capacity}")
+
+
+def verify(program: Program) -> Program:
+    plan = program.plan
+    totals: dict[str, Counter] = {}
+    for kernel in program.kernels:
+        checker = _Checker(program, kernel)
+        checker.run(kernel.body, {"core_x": 0, "core_y": 0})
+        checker.finish()
+        _static_checks(program, kernel)
+        _check_interface(program, kernel)
+        totals[kernel.name] = op_totals(kernel.body)
+    _check_balance(program, totals)
+    _check_semaphores(program)
+    _check_shared_regions(program)
+    if program.compute.l1_acc_enabled:
+        pages = program.cb_pages[CB_PARTIALS]
+        if pages != plan.out_block_tiles:
+            raise IRVerificationError("compute", f"with packer L1 accumulation the partials CB must hold exactly "
+                                      f"one output block ({plan.out_block_tiles} tiles), it holds {pages}")
+    _check_compute_flags(program)
+    if CB_OUT not in program.cb_pages:
+        raise IRVerificationError("compute", "the CB table has no output CB")
+    return program

@@ -1,0 +1,1 @@
+"""Evidence that kgen's kernels are right before a card: the Tensix numerics and tile layouts, the NumPy golden model, the host emulator (emulate, emu/), the port check against TT-Metal's own kernels (portcheck, ttdataflow) and the fuzzer."""

@@ -1,0 +1,692 @@
+"""Emulate a build folder on the host: the rendered C++ kernels, every core, bit-level numerics.
+
+How it works:
+
+* **Host model of the kernel API** (``kgen/proof/emu/include``): headers with TT-Metal 0.81.1's include
+  names (``api/compute/matmul.h``, ``api/dataflow/dataflow_api.h``, ...). Each kernel is compiled
+  unchanged with the host ``g++``, once per processor role exactly as the JIT splits it: a compute
+  kernel three times through its ``jit/<kernel>/chlkc_{unpack,math,pack}.cpp`` (``UNPACK/MATH/PACK``
+  keep only that thread's code), a data-movement kernel through ``kernel_includes.hpp``, with the
+  JIT's defines and compile-time args. Each becomes a shared object exporting ``kernel_main``.
+* **The machine** (``kgen/proof/emu/src/runtime.cpp``): L1 of every core as bytes, DRAM banks holding the
+  tensors interleaved by pages, CBs as FIFOs over L1 with TT-Metal's shared counters and each
+  processor's local pointers (two CB indices may share one region), semaphores in L1, the NoC
+  (unicast, multicast, semaphore increments), DST with its math/pack sections, and the unpacker ->
+  math source registers. The tile arithmetic (``tensix_math.cpp``) is bit-exact to the NumPy
+  golden model (:mod:`kgen.proof.golden`), a separate implementation: the two agreeing is the check.
+* **Scheduling**: one coroutine per core x processor in one OS thread; a processor runs until an
+  API call must wait, then the scheduler picks another whose wait is satisfied. This is
+  deterministic, reproducible by seed, lock-free, and makes deadlock exact (nobody can run). The
+  default schedule runs processors in modelled-time order; ``--schedules N`` adds N seeded random
+  interleavings, which must all give the same output bits.
+
+This module prepares the program (CB and semaphore addresses, tensors in DRAM, runtime args),
+compiles and caches the pieces, runs the emulator executable, and compares the output with the
+golden model and with numpy float64.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from kgen.proof import tiles as tl
+from kgen.core.arch import ArchFacts, load_arch
+from kgen.toolchain.compile import KernelInfo, jit_defines, read_kernels, toolchain_config
+from kgen.core.errors import KgenError
+from kgen.core.resources import cache_root, data_dir, writable_dir
+from kgen.core.types import DATA_FORMAT_VALUE, TILE_HW
+
+EMU_DIR = Path(__file__).resolve().parent / "emu"
+ROLE_SOURCES = {"unpack": "chlkc_unpack.cpp", "math": "chlkc_math.cpp", "pack": "chlkc_pack.cpp"}
+# The emulator's flags: -O3 -march=native for its arithmetic (the emulator is built on the machine
+# that runs it; the cache key includes the CPU, and tensix_math's bits do not depend on the flags,
+# see tests/proof/test_tensix_math.py); it exports its API to the kernels' objects.
+RUNTIME_FLAGS = ("-std=c++17", "-O3", "-march=native", "-g", "-rdynamic", "-Wall", "-Wextra")
+BUILD_PREFIX = "kgen-build"       # what a build folder's path reads as in kernel source locations
+KERNEL_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing")
+
+
+# Fast numerics sum in float32 in another order than the fast golden model; the output may differ
+# by a rounding step of its format. Tolerance relative to the largest output magnitude.
+FAST_TOLERANCE = {"Float32": 2.0 ** -9, "Float16_b": 2.0 ** -6, "Bfp8_b": 2.0 ** -4, "Bfp4_b": 2.0 ** -1}
+
+
+class EmulatorError(KgenError):
+    """The emulator cannot run this (no host compiler, a kernel that does not compile for the host)."""
+
+
+class EmulatorCrash(KgenError):
+    """The emulated program crashed or the emulator failed: a kgen or kernel bug, exit 1."""
+
+    exit_code = 1
+
+
+@cache
+def emulator_config() -> dict:
+    with open(data_dir("configs") / "emulator.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+# ----------------------------------------------------------------------------------------------
+# host compiler and the cached pieces
+
+@dataclass(frozen=True)
+class HostCompiler:
+    cxx: str
+    version: str
+
+
+@cache
+def find_host_compiler() -> HostCompiler | None:
+    """The host C++ compiler: $KGEN_HOST_CXX, else g++ on PATH."""
+    cxx = os.environ.get("KGEN_HOST_CXX") or shutil.which("g++")
+    if not cxx:
+        return None
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return HostCompiler(cxx, out.splitlines()[0] if out else cxx)
+
+
+def require_host_compiler() -> HostCompiler:
+    hc = find_host_compiler()
+    if hc is None:
+        raise EmulatorError("kgen emulate needs a host C++17 compiler: install g++ (Debian: apt-get install g++) "
+                            "or point KGEN_HOST_CXX at one")
+    return hc
+
+
+def _digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else p)
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+@cache
+def _emu_sources_digest() -> str:
+    files = sorted(p for p in EMU_DIR.rglob("*") if p.is_file() and p.suffix in (".h", ".hpp", ".cpp"))
+    return _digest(*(str(p.relative_to(EMU_DIR)) + "\n" + p.read_text() for p in files))
+
+
+def _atomic_install(produced: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    shutil.copyfile(produced, tmp)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, target)
+
+
+def _compile(argv: list[str], what: str) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise EmulatorError(f"{what} does not compile for the host emulator:\n{proc.stderr.strip()[-4000:]}\n"
+                            f"command: {' '.join(argv)}")
+
+
+@cache
+def _host_cpu() -> str:
+    """What -march=native depends on: the CPU model and its feature flags."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return os.uname().machine
+    wanted = [line for line in info.splitlines() if line.startswith(("model name", "flags"))][:2]
+    return "\n".join(wanted) or os.uname().machine
+
+
+def emulator_binary(hc: HostCompiler) -> Path:
+    """The emulator executable (runtime + tile arithmetic), built once per source digest."""
+    src = EMU_DIR / "src"
+    key = _digest(hc.version, " ".join(RUNTIME_FLAGS), _host_cpu(), _emu_sources_digest())
+    target = writable_dir(cache_root() / "emu" / "bin") / f"kgen-emu-{key}"
+    if target.is_file():
+        return target
+    with tempfile.TemporaryDirectory(prefix="kgen-emu-") as tmp:
+        out = Path(tmp) / "kgen-emu"
+        _compile([hc.cxx, *RUNTIME_FLAGS, "-I", str(EMU_DIR / "include"), "-I", str(src),
+                  str(src / "runtime.cpp"), str(src / "tensix_math.cpp"), "-ldl", "-o", str(out)], "the emulator runtime")
+        _atomic_install(out, target)
+    return target
+
+
+@dataclass(frozen=True)
+class KernelBuild:
+    kernel: KernelInfo
+    role: str
+    argv: tuple[str, ...]
+    key: str
+    target: Path
+
+
+def _kernel_source(kernel: KernelInfo, role: str) -> Path:
+    if role in ROLE_SOURCES:
+        return kernel.gen_dir / ROLE_SOURCES[role]
+    return kernel.gen_dir / "kernel_includes.hpp"
+
+
+def _folder_digest(folder: Path, kernel: KernelInfo) -> str:
+    files = sorted([*(folder / "kernels").glob("*"), *kernel.gen_dir.glob("*")])
+    texts = [str(p.relative_to(folder)) + "\n" + p.read_text() for p in files if p.is_file()]
+    # A kernel put in kgen's place (port-check) is included by absolute path: hash its text too.
+    outside = sorted({m for t in texts for m in re.findall(r'#include "(/[^"]+)"', t)})
+    return _digest(*texts, *(p + "\n" + Path(p).read_text() for p in outside if Path(p).is_file()))
+
+
+def emulator_arch_defines(arch: ArchFacts) -> list[str]:
+    """The arch facts the host model's headers need as constants (the device headers hard-code them)."""
+    return [f"-DKEMU_DRAM_ALIGNMENT={arch.dram_alignment}", f"-DKEMU_L1_ALIGNMENT={arch.l1_alignment}",
+            f"-DKEMU_NOC_MAX_BURST_SIZE={arch.noc_max_burst_bytes}"]
+
+
+def kernel_argv(hc: HostCompiler, arch: ArchFacts, k: KernelInfo, role: str, folder: Path) -> list[str]:
+    """The host compile of one (kernel, role) against the host model, as the JIT compiles it for
+    the device: its JIT folder, defines, compile-time args and warning policy. Without `-o`."""
+    # Source locations the kernels record name the folder as BUILD_PREFIX, so one cached object
+    # serves every copy of the same folder (port-check, tests) with the right paths.
+    argv = [hc.cxx, *KERNEL_FLAGS, *toolchain_config()["jit"]["warnings"],
+            f"-fmacro-prefix-map={folder}={BUILD_PREFIX}", "-I", str(k.gen_dir), "-I", str(EMU_DIR / "include"),
+            *(a for d in k.include_dirs for a in ("-I", str(d))),
+            *("-D" + d for d in jit_defines(arch, role, k)), *emulator_arch_defines(arch)]
+    named = k.gen_dir / "named_ct_arg_map_generated.h"
+    if named.is_file():
+        argv += ["-include", str(named)]
+    return argv + ["-x", "c++", str(_kernel_source(k, role))]
+
+
+def kernel_builds(folder: Path, arch: ArchFacts, hc: HostCompiler) -> list[KernelBuild]:
+    _, kernels = read_kernels(folder)
+    out = []
+    sodir = cache_root() / "emu" / "kernels"
+    for k in kernels:
+        digest = _folder_digest(folder, k)
+        for role in k.roles:
+            argv = kernel_argv(hc, arch, k, role, folder)
+            key = _digest(hc.version, " ".join(argv).replace(str(folder), "<build>"), digest, _emu_sources_digest())
+            out.append(KernelBuild(k, role, tuple(argv), key, sodir / f"{k.name}-{role}-{key}.so"))
+    return out
+
+
+def compile_kernels(builds: list[KernelBuild], parallel: int) -> None:
+    todo = [b for b in builds if not b.target.is_file()]
+    if not todo:
+        return
+    writable_dir(todo[0].target.parent)
+
+    def one(b: KernelBuild) -> None:
+        with tempfile.TemporaryDirectory(prefix="kgen-emu-k-") as tmp:
+            out = Path(tmp) / "k.so"
+            _compile([*b.argv, "-o", str(out)], f"kernel {b.kernel.name} ({b.role})")
+            _atomic_install(out, b.target)
+
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        for f in [pool.submit(one, b) for b in todo]:
+            f.result()
+
+
+# ----------------------------------------------------------------------------------------------
+# the program: cores, CBs, semaphores, tensors, runtime args
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    data_format: str
+    layout: str
+    page_size: int
+    num_pages: int
+    address: int = 0
+
+
+@dataclass(frozen=True)
+class Inputs:
+    in0: np.ndarray                  # (batch*M, K) float32, quantised to its format
+    in1: np.ndarray                  # (K, N)
+    bias: np.ndarray | None          # (N,)
+
+
+def cores_of(ranges) -> list[tuple[int, int]]:
+    out = []
+    for r in ranges:
+        (x0, y0), (x1, y1) = r["start"], r["end"]
+        out += [(x, y) for y in range(y0, y1 + 1) for x in range(x0, x1 + 1)]
+    return out
+
+
+def round_up(v: int, a: int) -> int:
+    return (v + a - 1) // a * a
+
+
+def tensors_of(manifest: dict) -> list[Tensor]:
+    out = []
+    for t in manifest["io_tensors"]:
+        shape = tuple(t["shape"])
+        rows = int(np.prod(shape[:-1]))
+        cols = shape[-1]
+        fmt = t["data_format"]
+        if t["layout"] == "TILE":
+            rows = round_up(rows, TILE_HW)
+            pages = rows // TILE_HW * (cols // TILE_HW)
+        else:
+            pages = rows
+        out.append(Tensor(t["name"], shape, fmt, t["layout"], int(t["page_size"]), pages))
+    return out
+
+
+def make_inputs(manifest: dict, seed: int) -> Inputs:
+    """Seeded random inputs, quantised to the tensors' formats (standard normal values)."""
+    rng = np.random.default_rng(seed)
+    by_name = {t.name: t for t in tensors_of(manifest)}
+    a, b = by_name["in0"], by_name["in1"]
+    in0 = tl.quantize(rng.standard_normal((int(np.prod(a.shape[:-1])), a.shape[-1]), dtype=np.float32), a.data_format)
+    in1 = tl.quantize(rng.standard_normal(b.shape, dtype=np.float32), b.data_format)
+    bias = None
+    if "bias" in by_name:
+        t = by_name["bias"]
+        bias = tl.quantize(rng.standard_normal((1, t.shape[-1]), dtype=np.float32), t.data_format)[0]
+    return Inputs(np.asarray(in0, np.float32), np.asarray(in1, np.float32), None if bias is None else np.asarray(bias, np.float32))
+
+
+def _tensor_bytes(t: Tensor, inputs: Inputs) -> bytes:
+    if t.name == "in0":
+        m = inputs.in0
+    elif t.name == "in1":
+        m = inputs.in1
+    elif t.name == "bias":
+        m = np.zeros((TILE_HW, inputs.bias.shape[0]), np.float32)   # [1, N] padded to a tile row
+        m[0] = inputs.bias
+    else:
+        raise ValueError(t.name)
+    return tl.encode_matrix(m, t.data_format).tobytes()
+
+
+@dataclass(frozen=True)
+class ProgramFile:
+    """The emulator's input: the machine, cores, CBs, semaphores, tensors and kernels as text (not
+    kgen's IR `ir.Program`)."""
+
+    text: str
+    tensors: tuple[Tensor, ...]
+    output: Tensor
+
+
+def _resolve_arg(v: Any, addresses: dict[str, int], noc: dict) -> int:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    (kind, arg), = v.items()
+    if kind == "noc_x":
+        return int(arg) + noc["worker_x_offset"]
+    if kind == "noc_y":
+        return int(arg) + noc["worker_y_offset"]
+    if kind == "buffer_address":
+        return addresses[arg]
+    raise ValueError(f"unknown runtime arg lookup {v!r}")
+
+
+def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *, numerics: str, workdir: Path,
+                  inputs: Inputs) -> ProgramFile:
+    """The program file (all but the schedule and trace lines, which run_program adds per run);
+    writes the input tensors into `workdir`. The math configuration (fidelity, fp32 Dst, sync mode)
+    is not in it: each core takes it from its compiled compute kernel (chlkc_descriptors.h, as
+    hw_startup configures the hardware), its one source."""
+    cfg = emulator_config()
+    noc = cfg["noc"]
+    layout = cfg["layout"]
+    cores = sorted({c for k in manifest["kernels"] for c in cores_of(k["core_ranges"])}, key=lambda c: (c[1], c[0]))
+    core_id = {c: i for i, c in enumerate(cores)}
+    lines = ["kgen-emu 1",
+             f"arch {arch.name} {int(arch.behaviour.fpu_renormalisation_quirk)}",
+             f"l1 {arch.l1_bytes}",
+             f"numerics {numerics}",
+             f"dst_tiles {arch.dst_tiles(True, False)}",
+             f"clock_mhz {arch.clock_mhz}",
+             "cycles " + " ".join(f"{k} {v}" for k, v in cfg["cycles"].items())]
+    for (x, y), i in core_id.items():
+        lines.append(f"core {i} {x} {y} {x + noc['worker_x_offset']} {y + noc['worker_y_offset']}")
+    # CBs: regions in manifest order from the unreserved base, the same address on every core.
+    align = max(arch.l1_alignment, arch.dram_alignment)
+    address = arch.l1_unreserved_base
+    for cb in manifest["cbs"]:
+        for c in cores_of(cb["core_ranges"]):
+            for fd in cb["format_descriptors"]:
+                pages = cb["total_size"] // fd["page_size"]
+                lines.append(f"cb {core_id[c]} {fd['buffer_index']} {DATA_FORMAT_VALUE[fd['data_format']]} "
+                             f"{fd['page_size']} {pages} {address}")
+        address = round_up(address + cb["total_size"], align)
+    if address > arch.l1_bytes:
+        raise EmulatorError(f"the CBs need {address - arch.l1_unreserved_base} bytes of L1; "
+                            f"{arch.usable_cb_bytes} are usable")
+    sem_base = arch.l1_unreserved_base - layout["semaphore_bytes"] * layout["max_semaphores"]
+    for s in manifest["semaphores"]:
+        for c in cores_of(s["core_ranges"]):
+            if c in core_id:
+                lines.append(f"sem {core_id[c]} {s['id']} {sem_base + layout['semaphore_bytes'] * s['id']} "
+                             f"{s['initial_value']}")
+    # DRAM: every tensor at one base address in all banks.
+    banks = arch.toolchain.num_dram_banks
+    addr = layout["dram_first_address"]
+    tensors = []
+    for t in tensors_of(manifest):
+        tensors.append(Tensor(t.name, t.shape, t.data_format, t.layout, t.page_size, t.num_pages, addr))
+        addr = round_up(addr + -(-t.num_pages // banks) * round_up(t.page_size, arch.dram_alignment), 64)
+    lines.append(f"dram {banks} {addr} {arch.dram_alignment}")
+    addresses = {t.name: t.address for t in tensors}
+    output = next(t for t in tensors if t.name == "out")
+    for t in tensors:
+        if t.name == "out":
+            lines.append(f"output out {t.address} {t.page_size} {t.num_pages} {workdir / 'out.bin'}")
+        else:
+            path = workdir / f"{t.name}.bin"
+            path.write_bytes(_tensor_bytes(t, inputs))
+            lines.append(f"input {t.address} {t.page_size} {t.num_pages} {path}")
+    # Kernels and what runs where.
+    kid = {}
+    for i, b in enumerate(builds):
+        kid[(b.kernel.name, b.role)] = i
+        lines.append(f"kernel {i} {b.kernel.name} {b.role} {b.target}")
+    for k in manifest["kernels"]:
+        common = [_resolve_arg(v, addresses, noc) for v in k["common_runtime_args"]]
+        per_core = {tuple(r["core"]): [_resolve_arg(v, addresses, noc) for v in r["args"]] for r in k["runtime_args"]}
+        roles = ("unpack", "math", "pack") if k["processor"] == "TRISC" else (
+            ("brisc",) if k["processor"] == "RISCV_0" else ("ncrisc",))
+        for c in cores_of(k["core_ranges"]):
+            args = per_core.get(c, [])
+            for role in roles:
+                lines.append(f"run {core_id[c]} {kid[(k['name'], role)]} {len(args)} {' '.join(map(str, args))} "
+                             f"{len(common)} {' '.join(map(str, common))}")
+    return ProgramFile("\n".join(lines) + "\n", tuple(tensors), output)
+
+
+# ----------------------------------------------------------------------------------------------
+# running and comparing
+
+@dataclass(frozen=True)
+class RunResult:
+    status: str                      # ok | deadlock | stopped
+    seconds: float
+    out_bytes: bytes
+    raw: dict
+
+
+def run_program(binary: Path, program: ProgramFile, workdir: Path, *, schedule: str = "time", schedule_seed: int = 0,
+                trace: Path | None = None) -> RunResult:
+    prog = workdir / "program.txt"
+    prog.write_text(program.text + f"schedule {schedule} {schedule_seed}\n" + (f"trace {trace}\n" if trace else ""))
+    result = workdir / "result.json"
+    proc = subprocess.run([str(binary), str(prog), str(result)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not result.is_file():
+        raise EmulatorCrash(f"the emulated program failed (exit {proc.returncode}): {proc.stderr.strip()[-3000:]}")
+    raw = json.loads(result.read_text())
+    out = (workdir / "out.bin").read_bytes()
+    return RunResult(raw["status"], float(raw["seconds"]), out, raw)
+
+
+def decode_output(t: Tensor, data: bytes) -> np.ndarray:
+    """Output bytes -> (batch*M, N) float32 values."""
+    rows = int(np.prod(t.shape[:-1]))
+    cols = t.shape[-1]
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if t.layout == "TILE":
+        return tl.decode_matrix(buf, t.data_format, round_up(rows, 32), cols)[:rows]
+    if t.data_format == "Float32":
+        return buf.view("<f4").reshape(rows, cols).astype(np.float32)
+    return tl.bf16_values(buf.view("<u2")).reshape(rows, cols)
+
+
+def golden_bytes(plan, inputs: Inputs, out: Tensor, mode: str) -> bytes:
+    """The output tensor's bytes as the golden model predicts them."""
+    from kgen.proof.golden import golden_from_plan
+
+    g = golden_from_plan(plan, inputs.in0, inputs.in1, inputs.bias, mode=mode)
+    if out.layout == "TILE":
+        return np.ascontiguousarray(g.tile_bytes()).tobytes()
+    if g.format == "Float32":
+        return np.ascontiguousarray(g.bits.astype("<u4")).tobytes()
+    return np.ascontiguousarray(g.bits.astype("<u2")).tobytes()
+
+
+@dataclass(frozen=True)
+class ErrorStats:
+    max_abs_err: float
+    max_rel_err: float
+    pcc: float
+
+
+def error_stats(values: np.ndarray, inputs: Inputs, relu: bool) -> ErrorStats:
+    """Error of the output against numpy float64 of the same (quantised) inputs. max_rel_err is
+    taken over elements with |reference| >= 1e-3 * max|reference| (relative error near zero is noise)."""
+    ref = inputs.in0.astype(np.float64) @ inputs.in1.astype(np.float64)
+    if inputs.bias is not None:
+        ref = ref + inputs.bias.astype(np.float64)[None, :]
+    if relu:
+        ref = np.maximum(ref, 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = values.astype(np.float64)
+        diff = np.abs(out - ref)
+    scale = np.abs(ref).max() if ref.size else 0.0
+    mask = np.abs(ref) >= 1e-3 * scale if scale > 0 else np.ones_like(ref, bool)
+    rel = float((diff[mask] / np.abs(ref[mask])).max()) if mask.any() and scale > 0 else float(diff.max(initial=0.0))
+    if np.std(out) == 0 or np.std(ref) == 0:
+        pcc = 1.0 if np.allclose(out, ref) else 0.0
+    else:
+        pcc = float(np.corrcoef(out.ravel(), ref.ravel())[0, 1])
+    return ErrorStats(float(diff.max(initial=0.0)), rel, pcc)
+
+
+@dataclass(frozen=True)
+class Emulation:
+    """Everything `kgen emulate` reports."""
+
+    kernel_id: str
+    folder: Path
+    numerics: str
+    seed: int
+    status: str
+    exact_match: bool
+    mismatched: int                  # output elements that differ from the golden model
+    errors: ErrorStats
+    seconds: float                   # wall time of the whole command
+    emulate_seconds: float           # the emulator's run alone (first schedule)
+    schedules: int
+    schedules_identical: bool
+    hazards: tuple[dict, ...]
+    deadlock: str
+    processors: tuple[dict, ...]
+    cycles: int
+    macs: int
+    out_bytes: bytes = field(repr=False, default=b"")
+
+    golden_close: bool = False       # fast numerics: within FAST_TOLERANCE of the fast golden model
+
+    @property
+    def ok(self) -> bool:
+        agrees = self.exact_match if self.numerics == "exact" else self.golden_close
+        return self.status == "ok" and not self.hazards and agrees and self.schedules_identical
+
+    def summary(self) -> dict:
+        return {
+            "kernel_id": self.kernel_id, "numerics": self.numerics, "seed": self.seed, "status": self.status,
+            "exact_match": self.exact_match, "mismatched_elements": self.mismatched, "ok": self.ok,
+            "max_abs_err": self.errors.max_abs_err, "max_rel_err": self.errors.max_rel_err, "pcc": self.errors.pcc,
+            "seconds": round(self.seconds, 4), "emulate_seconds": round(self.emulate_seconds, 4),
+            "macs": self.macs, "mac_per_second": round(self.macs / self.emulate_seconds) if self.emulate_seconds else None,
+            "schedules": self.schedules, "schedules_identical": self.schedules_identical,
+            "hazards": list(self.hazards), "deadlock": self.deadlock or None, "cycles": self.cycles,
+            "processors": list(self.processors),
+        }
+
+
+def _source_path(path: str, folder: Path) -> str:
+    """A kernel source path as the compiler saw it (kgen-build/jit/<k>/../../kernels/x.cpp) ->
+    kernels/x.cpp; a source outside the folder (a TT-Metal kernel) keeps its absolute path."""
+    norm = os.path.normpath(path)
+    if norm.startswith(BUILD_PREFIX + os.sep):
+        return norm[len(BUILD_PREFIX) + 1:]
+    try:
+        return str(Path(norm).relative_to(folder))
+    except ValueError:
+        return norm
+
+
+def _shorten_paths(text: str, folder: Path) -> str:
+    return re.sub(r"((?:/|%s/)[^\s:]+\.(?:cpp|hpp|h)):" % BUILD_PREFIX,
+                  lambda m: _source_path(m.group(1), folder) + ":", text)
+
+
+def available_host_memory() -> int | None:
+    """Bytes the kernel says a new allocation can get (MemAvailable), or None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
+def host_memory_need(plan) -> int:
+    """A lower bound on the host memory one emulation needs, in bytes: the inputs as float32 with
+    their quantisation and tile-encoding copies (~20 B per input element), the output as tiles,
+    decoded, golden and float64 error terms (~44 B per output element), and every core's L1."""
+    tiles = 32 * 32
+    a = plan.mt * plan.kt * tiles            # batch is fused into mt
+    b = plan.kt * plan.nt * tiles
+    c = plan.mt * plan.nt * tiles
+    return (a + b) * 20 + c * 44 + plan.num_cores * plan.arch.l1_bytes
+
+
+def check_host_memory(plan) -> None:
+    """Refuse, before anything is allocated, an emulation this machine cannot hold."""
+    need, have = host_memory_need(plan), available_host_memory()
+    if have is not None and need > have:
+        gib = 1 << 30
+        raise KgenError(f"emulating {plan.spec.name} ({plan.mt * 32} x {plan.nt * 32} x {plan.kt * 32}, batch fused) "
+                        f"needs at least {need / gib:.1f} GiB of host memory (inputs, output, golden model and "
+                        f"{plan.num_cores} cores' L1), but {have / gib:.1f} GiB are available; emulate the same "
+                        f"blocking on fewer rows or columns (K sets the accumulation path), or use a larger machine")
+
+
+def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact", schedules: int = 0,
+                   trace: Path | None = None, parallel: int = 2, inputs: Inputs | None = None,
+                   progress: Callable[[str], None] = lambda phase: None) -> Emulation:
+    """Run the build folder's kernels on every core and compare with the golden model.
+
+    ``schedules``: extra seeded random interleavings after the default (time-ordered) run; their
+    output must be bit-identical to it."""
+    from kgen.device.runtime import load_manifest
+
+    if numerics not in ("exact", "fast"):
+        raise KgenError(f"--numerics must be exact or fast, not {numerics!r}")
+    check_host_memory(plan)
+    start = time.perf_counter()
+    folder, manifest = load_manifest(folder)
+    arch = load_arch(manifest["arch"])
+    hc = require_host_compiler()
+    binary = emulator_binary(hc)
+    builds = kernel_builds(folder, arch, hc)
+    progress("compiling the kernels for the host")
+    compile_kernels(builds, parallel)
+    progress("generating the inputs")
+    inputs = inputs or make_inputs(manifest, seed)
+    runs: list[RunResult] = []
+    with tempfile.TemporaryDirectory(prefix="kgen-emulate-") as tmp:
+        work = Path(tmp)
+        program = build_program(manifest, arch, builds, numerics=numerics, workdir=work, inputs=inputs)
+        for i in range(schedules + 1):
+            progress(f"running {plan.num_cores} core(s)" + (f", schedule {i + 1} of {schedules + 1}" if schedules else ""))
+            runs.append(run_program(binary, program, work, schedule="time" if i == 0 else "random",
+                                    schedule_seed=seed * 1000 + i, trace=trace if i == 0 else None))
+            if runs[-1].status != "ok" or runs[-1].raw["hazards"]:
+                break
+    first = runs[0]
+    out = program.output
+    identical = all(r.out_bytes == first.out_bytes and r.status == first.status for r in runs)
+    if first.status == "ok":
+        progress(f"the {numerics} golden model")
+        want = golden_bytes(plan, inputs, out, numerics)
+        exact = want == first.out_bytes
+        values = decode_output(out, first.out_bytes)
+        gv = decode_output(out, want)
+        mismatched = 0 if exact else int(np.count_nonzero(~((values == gv) | (np.isnan(values) & np.isnan(gv)))))
+        errors = error_stats(values, inputs, plan.pack_relu)
+        with np.errstate(invalid="ignore", over="ignore"):
+            close = bool(np.abs(values.astype(np.float64) - gv).max(initial=0.0)
+                         <= FAST_TOLERANCE[out.data_format] * max(float(np.abs(gv).max(initial=0.0)), 1e-30))
+    else:
+        exact, mismatched, close = False, -1, False
+        errors = ErrorStats(float("nan"), float("nan"), float("nan"))
+    hazards = tuple({**h, "file": _source_path(h["file"], folder)} for r in runs for h in r.raw["hazards"])
+    deadlock = next((r.raw["deadlock"] for r in runs if r.raw["deadlock"]), "")
+    deadlock = _shorten_paths(deadlock, folder)
+    macs = plan.mt * plan.nt * plan.kt * 32 ** 3
+    return Emulation(manifest["kernel_id"], folder, numerics, seed, next((r.status for r in runs if r.status != "ok"), "ok"),
+                     exact, mismatched, errors, time.perf_counter() - start, first.seconds, len(runs) - 1, identical,
+                     hazards, deadlock,
+                     tuple(first.raw["processors"]), int(first.raw["cycles"]), macs, first.out_bytes, close)
+
+
+# ----------------------------------------------------------------------------------------------
+# text report
+
+def emulated_op_totals(processors) -> dict[str, int]:
+    """Op name -> calls, summed over the emulated processors' reports (not verify.op_totals, which
+    counts the IR)."""
+    totals: dict[str, int] = {}
+    for p in processors:
+        for k, v in p["ops"].items():
+            totals[k] = totals.get(k, 0) + v
+    return dict(sorted(totals.items()))
+
+
+def format_report(e: Emulation, *, per_processor: bool = True) -> str:
+    lines = [f"kgen emulate: {e.kernel_id} ({e.numerics} numerics, seed {e.seed})"]
+    verdict = {"ok": "finished", "deadlock": "DEADLOCK", "stopped": "STOPPED"}.get(e.status, e.status)
+    lines.append(f"  run        {verdict}; {len(e.processors)} processors on "
+                 f"{len({tuple(p['core']) for p in e.processors})} cores; {e.cycles} modelled cycles")
+    if e.status == "ok":
+        golden = "bit-exact" if e.exact_match else f"DIFFERS in {e.mismatched} element(s)"
+        if e.numerics == "fast" and not e.exact_match:
+            golden += " (within the fast-mode tolerance)" if e.golden_close else " (BEYOND the fast-mode tolerance)"
+        lines.append(f"  golden     {golden} against the {e.numerics} golden model")
+        lines.append(f"  vs float64 max_abs_err {e.errors.max_abs_err:.4g}  max_rel_err {e.errors.max_rel_err:.4g}  "
+                     f"pcc {e.errors.pcc:.6f}")
+    if e.schedules:
+        lines.append(f"  schedules  {e.schedules} random interleaving(s): "
+                     f"{'identical output' if e.schedules_identical else 'OUTPUT DIFFERS between schedules'}")
+    rate = f", {e.macs / max(e.emulate_seconds, 1e-9) / 1e6:.1f} M MAC/s" if e.status == "ok" else ""
+    lines.append(f"  time       {e.seconds:.2f} s ({e.emulate_seconds:.2f} s emulating{rate})")
+    if e.deadlock:
+        lines += ["", e.deadlock.rstrip()]
+    for h in e.hazards:
+        lines.append(f"  HAZARD {h['kind']}: {h['file']}:{h['line']} core ({h['core'][0]},{h['core'][1]}) "
+                     f"{h['processor']}: {h['message']}")
+    if per_processor:
+        lines.append("")
+        lines.append("  core   processor      kernel                 ops    stalls  stall cycles  cycles")
+        for p in e.processors:
+            lines.append(f"  ({p['core'][0]},{p['core'][1]})  {p['processor']:<14} {p['kernel']:<20} "
+                         f"{sum(p['ops'].values()):>6} {p['stalls']:>8} {p['stall_cycles']:>13} {p['cycles']:>7}")
+        totals = emulated_op_totals(e.processors)
+        lines.append("  op counts (all cores): " + ", ".join(f"{k} {v}" for k, v in totals.items()))
+    return "\n".join(lines)

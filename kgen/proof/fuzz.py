@@ -1,0 +1,535 @@
+"""Random *valid* matmul specs for `kgen fuzz`: seeded, reproducible, small enough to emulate.
+
+Every case is built inside the legal space directly (divisors, DST capacity, the L1 budget) from
+the rules the planner enforces (README "How kgen decides", plan.py), instead of rejection-sampling
+against the planner: a generator that asked the planner what is legal could never catch the
+planner rejecting something legal. `check_case` then runs kgen's own stages on the text.
+
+Size: the emulator runs every core, so the cost is the whole matmul. Batch*M and N are at most
+8 tiles (256 elements), K at most 16 tiles (512), and Mt*Nt*Kt <= 512 tile-triples, i.e. at most
+512 * 32**3 = 16 Mi multiply-accumulates per case.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import random
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kgen.core.arch import ArchFacts, load_arch
+from kgen.core.errors import KgenBug, KgenError
+from kgen.core.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
+
+if TYPE_CHECKING:  # stage modules are imported lazily, as cli.py does, so generation stays cheap
+    from kgen.gen.ir import Program
+    from kgen.gen.pipeline import Artifacts
+    from kgen.gen.plan import Plan
+
+MAX_GRID = 3                 # grids 1x1 .. 3x3: enough to exercise sender/receiver roles
+FULL_GRID_SHARE = 0.12       # ... and this share of cases on grids up to the arch's whole worker
+                             # grid (13 x 10 Blackhole, 8 x 8 Wormhole), one or two tiles per core
+MAX_MT = 8                   # batch*M in tiles (fused batch), <= 256 elements
+MAX_NT = 8                   # N in tiles, <= 256 elements
+MAX_KT = 16                  # K in tiles, <= 512 elements
+MAX_TILE_MACS = 512          # Mt*Nt*Kt; one tile triple is 32**3 MACs -> <= 16 Mi MACs per case
+AUTO_IN0_BLOCK_W_MAX = 8     # plan.py's bound on the auto in0_block_w search (mirrored, not imported)
+INPUT_BUFFERING_DEPTH = 2    # in0/in1 CBs are double-buffered when more than one K-block flows
+MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
+
+DTYPES: tuple[str, ...] = tuple(DTYPE_TO_FORMAT)
+FIDELITIES: tuple[str, ...] = tuple(MATH_FIDELITY_VALUE)
+# bfloat16 dominates real use; the others still appear in a good share of cases.
+DTYPE_WEIGHTS: dict[str, int] = {"bfloat16": 4, "bfloat8_b": 3, "bfloat4_b": 1, "float32": 2}
+
+
+@dataclass(frozen=True)
+class FuzzCase:
+    index: int
+    seed: int
+    name: str
+    text: str                # a complete .kspec source
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}.kspec"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """What kgen's stages made of a case: the plan and program, or the kgen error and its stage."""
+
+    case: FuzzCase
+    plan: Plan | None
+    program: Program | None
+    stage: str | None                      # parse, or the pipeline stage that raised: plan | ir | verified | rendered
+    error: KgenError | KgenBug | None
+    artifacts: Artifacts | None = None     # what the stages made (all of them when ok)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def raise_for_error(self) -> CaseResult:
+        if self.error is not None:
+            raise self.error
+        return self
+
+
+@dataclass(frozen=True)
+class _Choice:
+    """The concrete configuration of one case (all in tiles), before it is written as text."""
+
+    arch: str
+    dataflow: str
+    batch: int
+    mt: int                   # batch * M tiles (the planner fuses batch into M)
+    nt: int
+    kt: int
+    grid_req: tuple[int, int]             # x, y as written
+    per_core: tuple[int, int]             # M x N tiles
+    out_block: tuple[int, int]
+    in0_block_w: int
+    subblock: tuple[int, int]
+    dtypes: tuple[str, str, str, str | None]   # in0, in1, out, bias (None: defaults to out)
+    fidelity: str
+    fp32_dest_acc: bool
+    packer_l1_acc: bool
+    math_approx: bool
+    dst_full_sync: bool
+    bias: bool
+    relu: bool
+    untilize: bool
+    auto: frozenset[str]       # block keys written as `auto`
+    omit: frozenset[str]       # optional keys left out (the default applies)
+
+    @property
+    def num_blocks(self) -> int:
+        return self.kt // self.in0_block_w
+
+
+# ----------------------------------------------------------------------------------------------
+# The legal space (mirrors of plan.py's rules, written from the README / TT-Metal digest)
+# ----------------------------------------------------------------------------------------------
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _auto_per_core(tiles: int, cores: int) -> int:
+    """The planner's auto per_core: the smallest divisor that needs no more than `cores` cores."""
+    return min(d for d in _divisors(tiles) if tiles // d <= cores)
+
+
+def _auto_in0_block_w(kt: int) -> int:
+    """The planner's auto in0_block_w when L1 is not the limit (always so in this small space)."""
+    return max(d for d in _divisors(kt) if d <= AUTO_IN0_BLOCK_W_MAX)
+
+
+def _l1_acc(packer_l1_acc: bool, bias: bool, num_blocks: int) -> bool:
+    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2). A deliberate
+    independent restatement of plan._policy's rule (TT-Metal's 2D factory), as the fuzzer's oracle."""
+    return packer_l1_acc and num_blocks > (1 if bias else 2)
+
+
+def _partials_format(fp32_dest_acc: bool, l1acc: bool, out_fmt: str) -> str:
+    """interm0_data_format: a deliberate independent restatement of plan._partials_format (TT-Metal's
+    2D factory rule), as the fuzzer's oracle."""
+    if fp32_dest_acc:
+        return "Float32"
+    return "Float16_b" if l1acc else out_fmt
+
+
+def _cb_bytes(arch: ArchFacts, c: _Choice) -> int:
+    """Bytes of the CB regions per core (README "CBs"): in0/in1 one K-block, double-buffered with
+    more than one K-block; bias out_block_w tiles; out and partials one out block, sharing a region
+    when their formats match unless untilize_out has more than one subblock column."""
+    tb = arch.tile_bytes
+    in0_fmt, in1_fmt, out_fmt = (DTYPE_TO_FORMAT[d] for d in c.dtypes[:3])
+    bias_fmt = DTYPE_TO_FORMAT[c.dtypes[3] or c.dtypes[2]]
+    obh, obw = c.out_block
+    depth = INPUT_BUFFERING_DEPTH if c.num_blocks > 1 else 1
+    pf = _partials_format(c.fp32_dest_acc, _l1_acc(c.packer_l1_acc, c.bias, c.num_blocks), out_fmt)
+    out, partials = obh * obw * tb[out_fmt], obh * obw * tb[pf]
+    # An independent mirror of plan.out_partials_share: TT-Metal's in-place rule, and kgen's split
+    # when several output blocks per core pass through a region partials are packed into first.
+    several = (c.per_core[0] // obh) * (c.per_core[1] // obw) > 1    # batch is fused into M
+    partials_first = c.num_blocks > 1 or c.bias or c.untilize
+    share = pf == out_fmt and not (c.untilize and obw // c.subblock[1] > 1) and not (several and partials_first)
+    total = obh * c.in0_block_w * depth * tb[in0_fmt] + obw * c.in0_block_w * depth * tb[in1_fmt]
+    total += obw * tb[bias_fmt] if c.bias else 0
+    return total + (max(out, partials) if share else out + partials)
+
+
+# ----------------------------------------------------------------------------------------------
+# Drawing a case
+# ----------------------------------------------------------------------------------------------
+
+def _dtype(rng: random.Random) -> str:
+    return rng.choices(DTYPES, weights=[DTYPE_WEIGHTS[d] for d in DTYPES])[0]
+
+
+def _blocking(rng: random.Random, mt: int, nt: int, auto_w: bool) -> tuple[int, int]:
+    """(kt, in0_block_w) with Mt*Nt*Kt within the MAC budget. Explicit blocking draws the K-block
+    count first, so that 1, 2 and > 2 K-blocks (the three accumulation regimes) all occur often."""
+    max_kt = max(1, min(MAX_KT, MAX_TILE_MACS // (mt * nt)))     # a full grid still gets one K tile
+    if auto_w:
+        kt = rng.randint(1, max_kt)
+        return kt, _auto_in0_block_w(kt)
+    want = rng.choices((1, 2, 3), weights=(25, 20, 55))[0]
+    if want == 3:
+        want = rng.randint(3, max(3, max_kt))
+    blocks = min(want, max_kt)
+    w = rng.randint(1, max_kt // blocks)
+    return blocks * w, w
+
+
+def _draw(rng: random.Random) -> _Choice:
+    arch = rng.choice(ARCHS)
+    dataflow = rng.choice(DATAFLOWS)
+
+    # Grid with work first, then per-core tiles, so that totals stay within MAX_MT x MAX_NT; a
+    # share of cases spreads one or two tiles per core over grids up to the whole worker grid.
+    full_x, full_y = load_arch(arch).worker_grid
+    if rng.random() < FULL_GRID_SHARE:
+        gx, gy = rng.randint(1, full_x), rng.randint(MAX_GRID + 1, full_y)
+        if rng.random() < 0.5:
+            gx, gy = gy if gy <= full_x else full_x, rng.randint(1, full_y)
+        pn, pm = rng.randint(1, 2), rng.randint(1, 2)
+    else:
+        gx, gy = rng.randint(1, MAX_GRID), rng.randint(1, MAX_GRID)
+        pn, pm = rng.randint(1, MAX_NT // gx), rng.randint(1, MAX_MT // gy)
+    nt, mt = gx * pn, gy * pm
+    # Sometimes ask for more cores than have work (the planner warns, the extra cores idle).
+    grid_req = (gx, gy)
+    if rng.random() < 0.2:
+        grid_req = (rng.randint(gx, max(gx, MAX_GRID)), rng.randint(gy, max(gy, MAX_GRID)))
+    # batch divides the fused M (each batch is a whole number of tile rows).
+    batch = 1 if rng.random() < 0.6 else rng.choice(_divisors(mt))
+
+    in0, in1, out = _dtype(rng), _dtype(rng), _dtype(rng)
+    bias = rng.random() < 0.4
+    bias_dtype = _dtype(rng) if bias and rng.random() < 0.5 else None
+    relu = rng.random() < 0.4
+    # Block-float output exists only as tiles: untilize_out needs bfloat16 or float32 out.
+    untilize = out in ("bfloat16", "float32") and rng.random() < 0.25
+
+    fidelity = rng.choice(FIDELITIES)
+    fp32_dest_acc = rng.random() < 0.5
+    packer_l1_acc = rng.random() < 0.6
+    math_approx = rng.random() < 0.5
+    dst_full_sync = rng.random() < 0.15
+    capacity = load_arch(arch).dst_tiles(dst_full_sync, fp32_dest_acc)
+
+    auto: set[str] = set()
+    for key, p in (("in0_block_w", 0.2), ("out_subblock", 0.3), ("out_block", 0.3), ("per_core", 0.25)):
+        if rng.random() < p:
+            auto.add(key)
+    kt, w = _blocking(rng, mt, nt, "in0_block_w" in auto)
+
+    # per_core `auto` only where the planner's choice is this one (a larger requested grid would
+    # spread M/N over more cores and break the explicit out_block/subblock drawn below).
+    if (_auto_per_core(mt, grid_req[1]), _auto_per_core(nt, grid_req[0])) != (pm, pn):
+        auto.discard("per_core")
+    # out_block: the whole per-core block half the time (what `auto` gives when L1 fits), else any
+    # divisor pair (several output blocks per core).
+    if "out_block" in auto or rng.random() < 0.5:
+        ob = (pm, pn)
+    else:
+        ob = (rng.choice(_divisors(pm)), rng.choice(_divisors(pn)))
+    subblocks = [(h, sw) for h in _divisors(ob[0]) for sw in _divisors(ob[1]) if h * sw <= capacity]
+    sb = rng.choice(subblocks)
+    if "out_subblock" in auto:
+        sb = _auto_subblock(ob, capacity)
+
+    omit: set[str] = set()
+    if ob == (pm, pn) and "out_block" not in auto and rng.random() < 0.5:
+        omit.add("out_block")   # the default is per_core (shrunk to fit L1; it fits here)
+    for key in ("batch", "dataflow"):
+        if (key == "batch" and batch == 1 or key == "dataflow" and dataflow == "mcast_2d") and rng.random() < 0.3:
+            omit.add(key)       # defaults: batch = 1, dataflow = mcast_2d
+
+    # untilize_out with a fused bias needs partials in the output format (plan.py rule).
+    out_fmt = DTYPE_TO_FORMAT[out]
+    if untilize and bias and _partials_format(fp32_dest_acc, _l1_acc(packer_l1_acc, bias, kt // w), out_fmt) != out_fmt:
+        untilize = False
+
+    return _Choice(arch, dataflow, batch, mt, nt, kt, grid_req, (pm, pn), ob, w, sb,
+                   (in0, in1, out, bias_dtype), fidelity, fp32_dest_acc, packer_l1_acc, math_approx,
+                   dst_full_sync, bias, relu, untilize, frozenset(auto), frozenset(omit))
+
+
+def _auto_subblock(ob: tuple[int, int], capacity: int) -> tuple[int, int]:
+    """The planner's auto subblock: the first of TT-Metal's SUBBLOCK_HW_CHOICES that divides the
+    out block and fits DST. Only used for the L1 model (the text says `auto`)."""
+    from kgen.gen.plan import (
+        SUBBLOCK_HW_CHOICES,  # a table of TT-Metal's, not a rule of kgen's
+    )
+    return next((h, w) for h, w in SUBBLOCK_HW_CHOICES if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= capacity)
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing a case
+# ----------------------------------------------------------------------------------------------
+
+def _b(v: bool) -> str:
+    return "true" if v else "false"
+
+
+def _dims(rng: random.Random, *values: int) -> str:
+    # `4 x 2` and `4x2` are one DIMS token either way; both spellings exercise the lexer.
+    return (" x " if rng.random() < 0.8 else "x").join(str(v) for v in values)
+
+
+@functools.cache
+def _presets() -> dict[str, dict[str, object]]:
+    """The shipped compute presets (configs/compute/*.kspec), to write `compute = NAME` + overrides."""
+    from kgen.gen.spec import preset_computes, preset_values
+    return {name: preset_values(name) for name in preset_computes()}
+
+
+def _compute_lines(rng: random.Random, c: _Choice) -> tuple[list[str], list[str]]:
+    """(top-level compute block, matmul lines): inline only, a shipped preset plus overrides of the
+    fields that differ, or a named block in the file."""
+    fields = {"math_fidelity": c.fidelity, "fp32_dest_acc": c.fp32_dest_acc, "packer_l1_acc": c.packer_l1_acc,
+              "math_approx": c.math_approx, "dst_full_sync": c.dst_full_sync}
+    text = {k: v if isinstance(v, str) else _b(v) for k, v in fields.items()}
+    style = rng.choice(("inline", "preset", "named"))
+    if style == "named":
+        body = "\n".join(f"    {k:<13} = {v}" for k, v in text.items())
+        return [f"compute cfg {{\n{body}\n}}", ""], ["compute  = cfg"]
+    if style == "preset":
+        presets = _presets()
+        preset = rng.choice(sorted(presets))
+        diff = [f"{k} = {text[k]}" for k, v in fields.items() if presets[preset][k] != v]
+        line = f"compute  = {preset}"
+        if diff:  # one item, so the shuffle keeps the overrides right after their preset
+            line += "\n    compute { " + "  ".join(diff) + " }"
+        return [], [line]
+    return [], ["compute { " + "  ".join(f"{k} = {v}" for k, v in text.items()) + " }"]
+
+
+def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> str:
+    def block_value(key: str, value: str) -> str:
+        return "auto" if key in c.auto else value
+
+    m, n, k = c.mt * TILE_HW // c.batch, c.nt * TILE_HW, c.kt * TILE_HW
+    in0, in1, out, bias_dtype = c.dtypes
+    dtype = f"dtype {{ in0 = {in0}  in1 = {in1}  out = {out}" + (f"  bias = {bias_dtype}" if bias_dtype else "") + " }"
+    block = [f"in0_block_w = {block_value('in0_block_w', str(c.in0_block_w))}",
+             f"out_subblock = {block_value('out_subblock', _dims(rng, *c.subblock))}",
+             f"per_core = {block_value('per_core', _dims(rng, *c.per_core))}"]
+    if "out_block" not in c.omit:
+        block.append(f"out_block = {block_value('out_block', _dims(rng, *c.out_block))}")
+    rng.shuffle(block)
+    pre, compute = _compute_lines(rng, c)
+    lines = [f"arch     = {c.arch}", f"shape    = {_dims(rng, m, n, k)}", dtype,
+             f"grid     = {_dims(rng, *c.grid_req)}", "block { " + "  ".join(block) + " }", *compute]
+    if "batch" not in c.omit:
+        lines.append(f"batch    = {c.batch}")
+    if "dataflow" not in c.omit:
+        lines.append(f"dataflow = {c.dataflow}")
+    fuse = ([f"bias = {_b(c.bias)}"] if c.bias or rng.random() < 0.3 else []) + \
+           ([f"activation = {'relu' if c.relu else ACTIVATIONS[0]}"] if c.relu or rng.random() < 0.3 else [])
+    if fuse:
+        lines.append("fuse { " + "  ".join(fuse) + " }")
+    if c.untilize or rng.random() < 0.2:
+        lines.append(f"untilize_out = {_b(c.untilize)}")
+    head, rest = lines[:2], lines[2:]
+    rng.shuffle(rest)   # keys may come in any order; arch and shape stay first for the reader
+    macs = c.mt * c.nt * c.kt * TILE_HW ** 3
+    header = (f"# kgen fuzz case {index} of seed {seed}: {c.arch} {c.dataflow}, batch*M x N x K = "
+              f"{c.mt * TILE_HW} x {n} x {k} ({macs} MACs), {c.num_blocks} K-block(s), "
+              f"{c.dtypes[0]}/{c.dtypes[1]} -> {c.dtypes[2]}")
+    body = "\n".join(f"    {ln}" for ln in head + rest)
+    return "\n".join([header, *pre, f"matmul {name} {{", body, "}", ""])
+
+
+def _case_name(seed: int, index: int) -> str:
+    # A .kspec NAME: letters, digits and underscores only (a negative seed gets an `n`).
+    return f"fuzz_s{'n' if seed < 0 else ''}{abs(seed)}_{index:05d}"
+
+
+def generate_case(seed: int, index: int) -> FuzzCase:
+    """Case `index` of `seed`: a function of (seed, index) only (its own string-seeded Random,
+    which CPython seeds through SHA-512, so it does not depend on PYTHONHASHSEED or global state)."""
+    return _generate(seed, index)[1]
+
+
+def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
+    """The case and the configuration it was drawn as (tests compare the latter with the plan)."""
+    rng = random.Random(f"kgen-fuzz:{seed}:{index}")
+    for _ in range(MAX_DRAWS):
+        c = _draw(rng)
+        if _cb_bytes(load_arch(c.arch), c) <= load_arch(c.arch).usable_cb_bytes:
+            break
+    else:  # unreachable within the size limits above (worst case ~1.34 MB < 1.39 MB)
+        raise AssertionError(f"fuzz: no case within L1 after {MAX_DRAWS} draws (seed {seed}, index {index})")
+    name = _case_name(seed, index)
+    return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
+
+
+def generate_cases(count: int, seed: int) -> list[FuzzCase]:
+    return [generate_case(seed, i) for i in range(count)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Checking a case with kgen's own stages
+# ----------------------------------------------------------------------------------------------
+
+def check_case(case: FuzzCase) -> CaseResult:
+    """parse, then the stages through `rendered` in-process (kgen/gen/pipeline.py). A kgen error
+    (user-level or bug) is returned with the stage that raised it; any other exception propagates."""
+    from kgen.gen.pipeline import Artifacts, run
+    from kgen.gen.spec import parse_text, resolve
+
+    try:
+        spec = resolve(parse_text(case.text, case.filename))
+    except (KgenError, KgenBug) as exc:
+        return CaseResult(case, None, None, "parse", exc)
+    try:
+        a = run(spec)
+    except (KgenError, KgenBug) as exc:
+        a = getattr(exc, "artifacts", None) or Artifacts(spec)
+        return CaseResult(case, a.plan, a.verified, getattr(exc, "stage", None), exc, a)
+    return CaseResult(case, a.plan, a.verified, None, None, a)
+
+
+def features(p: Plan) -> dict[str, object]:
+    """The coverage-relevant facts of a planned case (for summaries and coverage checks)."""
+    s, c = p.spec, p.compute
+    return {
+        "arch": p.arch.name, "dataflow": s.dataflow, "batch": s.batch,
+        "dtypes": f"{s.dtype_in0}/{s.dtype_in1}->{s.dtype_out}", "fidelity": c.math_fidelity,
+        "fp32_dest_acc": c.fp32_dest_acc, "packer_l1_acc": c.packer_l1_acc, "dst_full_sync": c.dst_full_sync,
+        "policy": p.policy, "num_blocks": p.num_blocks, "bias": p.fuse_bias, "relu": p.pack_relu,
+        "untilize_out": p.untilize_out, "grid": f"{p.grid[0]}x{p.grid[1]}",
+        "grid_requested": f"{p.grid_requested[0]}x{p.grid_requested[1]}",
+        "macs": p.mt * p.nt * p.kt * TILE_HW ** 3,
+    }
+
+
+def summarize(results: list[CaseResult]) -> dict[str, Counter]:
+    """Counts per feature value over the cases that planned."""
+    out: dict[str, Counter] = {}
+    for r in results:
+        if r.plan is None:
+            continue
+        for key, value in features(r.plan).items():
+            out.setdefault(key, Counter())[value] += 1
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# `kgen fuzz`: build -> type-check (when available) -> emulate, stop at the first failure
+# ----------------------------------------------------------------------------------------------
+
+def _typecheck(folder, parallel: int) -> str | None:
+    """Type-check against the TT-Metal headers; None when they or the host checker are missing."""
+    from kgen.toolchain.compile import compile_folder, failure_text
+    from kgen.toolchain.discovery import discover
+
+    tc = discover()
+    if tc.headers is None or tc.host is None:
+        return None
+    report = compile_folder(folder, tc, "check", parallel=parallel)
+    if report.failures:
+        raise _CaseFailure("type-check", "\n".join(failure_text(r, None) for r in report.failures))
+    return f"{len(report.results)} type-checked"
+
+
+class _CaseFailure(Exception):
+    def __init__(self, stage: str, detail: str):
+        super().__init__(detail)
+        self.stage = stage
+        self.detail = detail
+
+
+def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, typecheck: bool = True,
+             port_check: bool = False, parallel: int = 2, out) -> int:
+    """Generate, build, type-check and emulate `count` cases; 0 when all pass, 1 at the first failure
+    (with the spec written to disk and the commands that reproduce it). With `port_check`, each case
+    also runs `kgen port-check`: TT-Metal's compute kernel, and for mcast_2d TT-Metal's whole
+    program, must give kgen's bits."""
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from kgen.gen.build import write_artifacts
+    from kgen.proof.emulate import emulate_folder
+    from kgen.core.resources import cache_root, writable_dir
+
+    # An unusable cache is the user's setting, not a failing case: say so before case 0 (exit 2).
+    writable_dir(cache_root())
+    if count == 0:
+        out.write("fuzz: no cases to run (--count 0)\n")
+        return 0
+    keep_dir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="kgen-fuzz-"))
+    try:
+        keep_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise KgenError(f"--keep {keep}: cannot create the folder: {exc.strerror or exc}") from None
+    started = time.perf_counter()
+    checked = ported = 0
+    pc_flag = " --port-check" if port_check else ""
+    for index in range(start, start + count):
+        case = generate_case(seed, index)
+        path = keep_dir / case.filename
+        path.write_text(case.text)
+        t0 = time.perf_counter()
+        stage = "check"
+        try:
+            result = check_case(case)
+            if result.error is not None:
+                raise _CaseFailure(result.stage or "check", str(result.error))
+            stage = "build"
+            folder = write_artifacts(result.artifacts, cache_root() / "builds").path
+            note = None
+            if typecheck:
+                stage = "type-check"
+                note = _typecheck(folder, parallel)
+                checked += note is not None
+            stage = "emulate"
+            e = emulate_folder(folder, result.plan, seed=index, parallel=parallel)
+            if not e.ok:
+                from kgen.proof.emulate import format_report
+                raise _CaseFailure("emulate", format_report(e, per_processor=False))
+            if port_check:
+                stage = "port-check"
+                from kgen.proof.portcheck import format_port_check
+                from kgen.proof.portcheck import port_check as run_port_check
+                pc = run_port_check(folder, result.plan, seed=index, parallel=parallel, ours=e)
+                if not pc.passed:
+                    raise _CaseFailure("port-check", format_port_check(pc))
+                ported += pc.program is not None
+        except _CaseFailure as exc:
+            rerun = "port-check" if exc.stage == "port-check" else "emulate"
+            out.write(f"FAIL case {index} ({case.name}) at {exc.stage}:\n{exc.detail}\n"
+                      f"  spec:  {path}\n"
+                      f"  repro: kgen fuzz --seed {seed} --start {index} --count 1{pc_flag}\n"
+                      f"         kgen {rerun} {path} --seed {index}\n")
+            return 1
+        except KgenError as exc:
+            out.write(f"FAIL case {index} ({case.name}) at {stage}: {exc}\n  spec:  {path}\n"
+                      f"  repro: kgen fuzz --seed {seed} --start {index} --count 1{pc_flag}\n")
+            return 1
+        f = features(result.plan)
+        out.write(f"ok   case {index:4d} {case.name}  {f['arch']:<11} {f['dataflow']:<8} {f['dtypes']:<28} "
+                  f"{f['policy']:<14} {f['num_blocks']:>2} K-blk  grid {f['grid']}  "
+                  f"{time.perf_counter() - t0:5.2f} s\n")
+        out.flush()
+    tc_note = f", {checked} type-checked against the TT-Metal headers" if typecheck else ", type-check skipped"
+    if typecheck and checked == 0 and count:
+        tc_note = ", type-check skipped: no TT-Metal headers or host checker (kgen doctor)"
+    if port_check:
+        tc_note += (f"; TT-Metal's compute kernel bit-identical on all, its whole program on the {ported} "
+                    f"mcast_2d case(s)")
+    if keep is None:                   # nothing failed, so nothing to look at: leave no temporary folder
+        shutil.rmtree(keep_dir, ignore_errors=True)
+    where = f"; specs in {keep_dir}" if keep is not None else ""
+    out.write(f"fuzz: {count} case(s) of seed {seed} passed: built, emulated bit-exact{tc_note}; "
+              f"{time.perf_counter() - started:.1f} s{where}\n")
+    return 0

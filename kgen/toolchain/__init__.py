@@ -1,0 +1,1 @@
+"""Turning a build folder into checked or linked objects: discovery of SFPI / headers / host checker (discovery), the TT-Metal headers (headers), compilation and its cache (compile), ELF size reports (elfreport)."""

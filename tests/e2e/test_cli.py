@@ -1,0 +1,133 @@
+"""End to end through the installed `kgen` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, ROOT
+
+
+def run(*args, cwd=ROOT):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "kgen", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=60)
+
+
+def test_check_table_has_every_section():
+    r = run("check", "examples/peak_bf16.kspec")
+    assert r.returncode == 0, r.stderr
+    for needle in ("arch          blackhole", "Mt x Nt x Kt = 128 x 128 x 128", "grid", "per_core_M x per_core_N = 16 x 16",
+                   "out_block_h x out_block_w = 16 x 16", "in0_block_w   4", "out_subblock_h x out_subblock_w = 4 x 2",
+                   "num_blocks = Kt / in0_block_w = 32", "policy        packer_l1_acc", "partials      Float16_b",
+                   "c_4  cb_out", "shares L1 with c_5", "1461120 B usable", "margin 379776 B",
+                   "8 tiles per subblock of 8 (SyncHalf, Float16_b accumulation)", "warnings"):
+        assert needle in r.stdout, needle
+
+
+def test_check_json_matches_the_table():
+    r = run("check", "examples/peak_bf16.kspec", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["policy"] == "packer_l1_acc" and data["num_blocks"] == 32
+    assert data["l1"] == {"cb_bytes": 1081344, "usable_bytes": 1461120, "margin_bytes": 1461120 - 1081344}
+    assert [c["index"] for c in data["cbs"]] == [0, 1, 3, 4, 5]
+    assert data["dst"]["capacity_tiles"] == 8
+    assert set(data["variants"]) == {"spill", "l1acc"}
+
+
+def test_check_reports_the_policy_reason_for_two_blocks():
+    r = run("check", "examples/l1acc_two_blocks.kspec")
+    assert "packer_l1_acc requested, but num_blocks = 2: TT-Metal turns L1 accumulation on only when " \
+           "num_blocks > 2, or > 1 with a fused bias" in r.stdout
+
+
+def test_ir_prints_every_kernel():
+    r = run("ir", "examples/peak_bf16.kspec", "--variant", "spill")
+    assert r.returncode == 0, r.stderr
+    for kernel in ("compute", "in0_sender", "in0_receiver", "in1_sender_writer", "in1_receiver_writer"):
+        assert f"kernel {kernel} " in r.stdout
+    assert "copy_block" in r.stdout and "pack_l1_acc" not in r.stdout
+
+
+@pytest.mark.parametrize("stage", ["spec", "plan"])
+def test_ir_earlier_stages(stage):
+    r = run("ir", "examples/peak_small.kspec", "--stage", stage)
+    assert r.returncode == 0, r.stderr
+    if stage == "spec":
+        assert json.loads(r.stdout)["name"] == "peak_small"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_checks(path):
+    r = run("check", path, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["name"]
+
+
+def test_bad_flag_and_bad_variant_exit_2():
+    assert run("check", "examples/peak_bf16.kspec", "--no-such-flag").returncode == 2
+    r = run("check", "examples/peak_bf16.kspec", "--variant", "spil")
+    assert r.returncode == 2 and "did you mean `spill`" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_examples_cover_the_acceptance_matrix():
+    """Issue 2 acceptance: both archs, out bf16/bfp8_b/fp32, fp32 dest on/off, L1 acc requested with
+    num_blocks 1, 2 and >= 3, bias and ReLU, both dataflows, a grid smaller than the arch's."""
+    from kgen.gen.plan import plan
+    from kgen.gen.spec import load
+
+    plans = [plan(load(p)) for p in EXAMPLES]
+    assert len(plans) >= 8
+    assert {p.arch.name for p in plans} == {"wormhole_b0", "blackhole"}
+    assert {"bfloat16", "bfloat8_b", "float32"} <= {p.spec.dtype_out for p in plans}
+    assert {True, False} == {p.compute.fp32_dest_acc for p in plans}
+    requested = {min(p.num_blocks, 3) for p in plans if p.compute.packer_l1_acc}
+    assert requested == {1, 2, 3}
+    assert any(p.fuse_bias for p in plans) and any(p.pack_relu for p in plans)
+    assert {p.spec.dataflow for p in plans} == {"mcast_2d", "reuse"}
+    assert any(p.grid_requested[0] * p.grid_requested[1] < p.arch.worker_grid[0] * p.arch.worker_grid[1] for p in plans)
+
+
+def test_emulate_shows_progress_on_a_terminal_and_nothing_otherwise(host_cxx, tmp_path):
+    """Long runs show their phase and elapsed time on stderr when it is a terminal (issue #12);
+    with stderr a pipe or a file, nothing is written there, and stdout keeps the --json."""
+    import json
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    spec = str(ROOT / "examples" / "peak_small.kspec")
+    argv = [sys.executable, "-m", "kgen", "emulate", spec, "--json"]
+    piped = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+    assert json.loads(piped.stdout)["exact_match"] is True
+    import threading
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def drain() -> None:             # read the terminal while the run writes to it (never block it)
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    out, _ = proc.communicate(timeout=600)
+    reader.join(timeout=10)
+    os.close(master)
+    seen = b"".join(chunks)
+    assert proc.returncode == 0 and json.loads(out)["exact_match"] is True
+    assert b"kgen: running 4 core(s)" in seen and b"golden model" in seen, seen[-500:]

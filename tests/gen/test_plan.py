@@ -1,0 +1,269 @@
+"""Plan values against numbers computed by hand from TT-Metal's rules (ttmetal-matmul.md §2-§3).
+
+Each expected value is worked out in the comment beside it; none is read back from kgen's output.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import example
+from kgen.core.arch import load_arch
+from kgen.gen.plan import PlanError, plan
+from kgen.gen.spec import load, parse_text, resolve
+
+BF16, BFP8, FP32 = 2048, 1088, 4096   # 32x32 tile bytes (tile.cpp)
+WH_USABLE = 1499136 - 105824           # MEM_L1_SIZE - round_up(MEM_MAP_END 35168 + 69 KiB, 32)
+BH_USABLE = 1572864 - 111744           # MEM_L1_SIZE - round_up(MEM_MAP_END 41088 + 69 KiB, 64)
+
+
+def cb_table(p):
+    return {c.index: (c.data_format, c.page_bytes, c.pages, c.total_bytes, c.region) for c in p.cbs}
+
+
+def test_arch_facts():
+    wh, bh = load_arch("wormhole_b0"), load_arch("blackhole")
+    assert wh.usable_cb_bytes == WH_USABLE == 1393312
+    assert bh.usable_cb_bytes == BH_USABLE == 1461120
+    assert wh.worker_grid == (8, 8) and bh.worker_grid == (13, 10)
+    # get_dest_reg_count: 1024 rows x 16 datums / (32*32) = 16 tiles; half-sync /2; fp32 /2.
+    for arch in (wh, bh):
+        assert arch.dst_tiles(full_sync=True, fp32_dest_acc=False) == 16
+        assert arch.dst_tiles(full_sync=True, fp32_dest_acc=True) == 8
+        assert arch.dst_tiles(full_sync=False, fp32_dest_acc=False) == 8
+        assert arch.dst_tiles(full_sync=False, fp32_dest_acc=True) == 4
+        assert arch.tile_bytes["Bfp8_b"] == 1088 and arch.tile_bytes["Bfp4_b"] == 576
+
+
+def test_peak_bf16_blackhole():
+    p = plan(load(example("peak_bf16")))
+    assert (p.mt, p.nt, p.kt) == (128, 128, 128)                    # 4096 / 32
+    assert p.grid == (8, 8) and (p.per_core_m, p.per_core_n) == (16, 16)
+    assert (p.out_block_h, p.out_block_w, p.in0_block_w) == (16, 16, 4)
+    assert (p.out_subblock_h, p.out_subblock_w) == (4, 2)
+    assert p.num_blocks == 32                                        # Kt / in0_block_w
+    # bias and num_blocks = 32 > 1 -> PACKER_L1_ACC; partials Float16_b (no fp32 dest)
+    assert p.policy == "packer_l1_acc" and p.l1_acc_enabled
+    assert p.partials_format == "Float16_b"
+    cbs = cb_table(p)
+    # in0: out_block_h * in0_block_w * 2 (B*num_blocks > 1) = 16*4*2 = 128 pages
+    assert cbs[0] == ("Float16_b", BF16, 128, 128 * BF16, "in0")
+    assert cbs[1] == ("Float16_b", BF16, 128, 128 * BF16, "in1")
+    # bias: out_block_w pages, no double buffer
+    assert cbs[3] == ("Float16_b", BF16, 16, 16 * BF16, "bias")
+    # out and partials: one out block (256 tiles) each, same format -> one shared region
+    assert cbs[4][:4] == ("Float16_b", BF16, 256, 256 * BF16) and cbs[4][4] == cbs[5][4]
+    assert cbs[5][:4] == ("Float16_b", BF16, 256, 256 * BF16)
+    assert p.cb_bytes == 2 * 128 * BF16 + 16 * BF16 + 256 * BF16 == 1081344
+    assert p.l1_margin == BH_USABLE - 1081344
+    assert p.dst_capacity == 8 and p.dst_sync == "SyncHalf"
+
+
+def test_peak_small_variants():
+    p = plan(load(example("peak_small")))
+    # 256 x 256 x 1024 -> 8 x 8 x 32 tiles on a 2 x 2 grid -> per_core 4 x 4 (auto)
+    assert (p.per_core_m, p.per_core_n, p.num_blocks) == (4, 4, 8)
+    # first SUBBLOCK_HW_CHOICES entry (4,2) divides the 4 x 4 block and fits 8 tiles
+    assert (p.out_subblock_h, p.out_subblock_w) == (4, 2)
+    assert p.policy == "packer_l1_acc"                               # 8 > 2, no bias
+    assert p.cb_bytes == 4 * 4 * 2 * BF16 * 2 + 16 * BF16          # in0 + in1 + shared out/partials
+
+    fp32 = plan(load(example("peak_small"), "fp32"))
+    # fp32 dest: partials Float32 != out Float16_b -> two regions; DST 4 tiles -> (2,2) is the
+    # first table entry that divides 4 x 4 with h*w <= 4
+    assert fp32.partials_format == "Float32"
+    assert (fp32.out_subblock_h, fp32.out_subblock_w) == (2, 2)
+    assert cb_table(fp32)[5] == ("Float32", FP32, 16, 16 * FP32, "partials")
+    assert cb_table(fp32)[4][4] == "out"
+    assert fp32.dst_capacity == 4
+
+    spill = plan(load(example("peak_small"), "spill"))
+    assert spill.policy == "spill_reload" and spill.partials_format == "Float16_b"
+    assert any("spill/reload without fp32 dest" in w for w in spill.warnings)
+
+
+def test_bfp8_spill_partials_take_output_format():
+    p = plan(load(example("wh_bfp8_spill")))
+    assert p.policy == "spill_reload" and p.partials_format == "Bfp8_b"
+    cbs = cb_table(p)
+    assert cbs[0] == ("Bfp8_b", BFP8, 8 * 8 * 2, 128 * BFP8, "in0")
+    assert cbs[4][4] == cbs[5][4] == "out+partials"
+    assert p.cb_bytes == 2 * 128 * BFP8 + 64 * BFP8 == 348160
+    l1 = plan(load(example("wh_bfp8_spill"), "l1acc"))
+    # L1 acc cannot add into block-float: partials Float16_b, split from the Bfp8_b output
+    assert l1.partials_format == "Float16_b" and cb_table(l1)[5] == ("Float16_b", BF16, 64, 64 * BF16, "partials")
+    assert cb_table(l1)[4] == ("Bfp8_b", BFP8, 64, 64 * BFP8, "out")
+
+
+@pytest.mark.parametrize("name, variant, policy, reason_part", [
+    ("l1acc_one_block", None, "dst_only", "num_blocks = 1"),
+    ("l1acc_two_blocks", None, "spill_reload", "num_blocks = 2"),
+    ("l1acc_two_blocks", "bias", "packer_l1_acc", "num_blocks = 2 > 1"),
+    ("l1acc_two_blocks_bias", None, "packer_l1_acc", "num_blocks = 2 > 1"),
+    ("peak_small", None, "packer_l1_acc", "num_blocks = 8 > 2"),
+])
+def test_policy_follows_tt_metal(name, variant, policy, reason_part):
+    p = plan(load(example(name), variant))
+    assert p.policy == policy
+    assert reason_part in p.policy_reason
+
+
+def test_policy_reason_names_the_rule():
+    p = plan(load(example("l1acc_two_blocks")))
+    assert p.policy_reason.startswith("packer_l1_acc requested, but num_blocks = 2")
+    assert "num_blocks > 2" in p.policy_reason and "spill/reload" in p.policy_reason
+
+
+def test_single_k_block_is_not_double_buffered():
+    p = plan(load(example("l1acc_one_block")))
+    # B * num_blocks == 1 -> no double buffering of in0/in1
+    assert cb_table(p)[0][2] == 4 * 4 and cb_table(p)[1][2] == 4 * 4
+    assert p.cb_bytes == 16 * BF16 * 2 + 16 * BF16 == 98304
+
+
+def test_two_blocks_with_bias_and_bfp8_in1():
+    p = plan(load(example("l1acc_two_blocks_bias")))
+    # 256 x 512 x 256 -> 8 x 16 x 8 tiles, grid 4 x 2 -> per_core 4 x 4, out_block 2 x 4 given
+    assert (p.per_core_m, p.per_core_n, p.num_blocks_h_dim, p.num_blocks_w_dim) == (4, 4, 2, 1)
+    assert (p.out_subblock_h, p.out_subblock_w) == (2, 4)           # (4,2) does not divide h=2
+    cbs = cb_table(p)
+    assert cbs[1] == ("Bfp8_b", BFP8, 4 * 4 * 2, 32 * BFP8, "in1")
+    assert cbs[3] == ("Float16_b", BF16, 4, 4 * BF16, "bias")
+    # Two output blocks per core, each packed to partials before its result (bias stage): out and
+    # partials get a region each, or block 2's partials would land on block 1's undrained output
+    # (issue #12). TT-Metal's factory would share them here (92160 B) and rely on the writer's timing.
+    assert p.out_partials_sharing.startswith("separate: 2 output blocks per core")
+    assert p.cb_bytes == 16 * BF16 + 32 * BFP8 + 4 * BF16 + 8 * BF16 + 8 * BF16 == 92160 + 8 * BF16
+
+
+def test_untilize_with_several_subblock_columns_splits_out_and_partials():
+    p = plan(load(example("untilize_relu_reuse")))
+    assert p.mt == 2 * 512 // 32                                       # batch fused into M
+    assert p.in1_num_subblocks == 2
+    cbs = cb_table(p)
+    assert cbs[4][4] == "out" and cbs[5][4] == "partials"            # same format, still split
+    assert p.cb_bytes == 4 * 16 * BF16
+
+
+def test_fp32_with_l1acc_warns_about_28800():
+    p = plan(load(example("bh_fp32_bias")))
+    assert p.policy == "packer_l1_acc" and p.partials_format == "Float32"
+    assert cb_table(p)[4][4] == "out+partials"                         # Float32 out matches
+    assert any("28800" in w for w in p.warnings)
+
+
+def test_wormhole_hifi4_fp32_warns():
+    p = plan(load(example("wh_fp32_hifi4")))
+    assert any("38306" in w and "HiFi3" in w for w in p.warnings)
+    assert not any("38306" in w for w in plan(load(example("wh_fp32_hifi4"), "hifi3")).warnings)
+    full = plan(load(example("wh_fp32_hifi4"), "full_sync"))
+    assert full.dst_capacity == 8 and full.dst_sync == "SyncFull"     # full sync, fp32
+
+
+BASE = """
+matmul t {{
+    arch = {arch}
+    shape = {shape}
+    dtype {{ in0 = bfloat16 in1 = bfloat16 out = {out} }}
+    grid = {grid}
+    block {{ in0_block_w = {w} out_subblock = {sb} per_core = {pc} out_block = {ob} }}
+    compute {{ fp32_dest_acc = {fp32} packer_l1_acc = {l1} dst_full_sync = {full} }}
+}}
+"""
+
+
+def make(**kw):
+    values = dict(arch="wormhole_b0", shape="256 x 256 x 256", out="bfloat16", grid="2 x 2", w="auto",
+                  sb="auto", pc="auto", ob="auto", fp32="false", l1="false", full="false")
+    values.update(kw)
+    return resolve(parse_text(BASE.format(**values), "t.kspec"))
+
+
+@pytest.mark.parametrize("out_block, fp32, full, expected", [
+    ("8 x 8", "false", "false", (4, 2)),     # first entry fits 8 tiles
+    ("6 x 4", "false", "false", (2, 4)),     # (4,2) does not divide h = 6
+    ("6 x 4", "true", "false", (2, 2)),      # 4-tile DST: (3,2) is 6 tiles, (2,2) is next
+    ("8 x 8", "false", "true", (4, 2)),      # 16-tile DST, table order still starts at (4,2)
+    ("7 x 3", "false", "false", (7, 1)),     # (7,1) precedes (1,3)... in table order
+    ("5 x 5", "true", "false", (1, 1)),      # nothing but (1,1) divides 5 x 5 within 4 tiles
+])
+def test_auto_subblock_in_table_order(out_block, fp32, full, expected):
+    h, w = (int(v) for v in out_block.split("x"))
+    spec = make(shape=f"{32 * h * 2} x {32 * w * 2} x 256", pc=f"{h} x {w}", ob=out_block, fp32=fp32, full=full)
+    p = plan(spec)
+    assert (p.out_subblock_h, p.out_subblock_w) == expected
+
+
+@pytest.mark.parametrize("kw, rule, nearest", [
+    (dict(w="3"), "Kt % in0_block_w == 0", "2, 4"),                                 # Kt = 8
+    (dict(sb="3 x 2"), "out_block_h % out_subblock_h == 0", "2, 4"),               # out_block 4 x 4
+    (dict(sb="4 x 4"), "out_subblock_h * out_subblock_w <= get_dest_reg_count", "4 x 2"),
+    (dict(sb="4 x 2", fp32="true"), "get_dest_reg_count", "2 x 2"),
+    (dict(pc="3 x 4"), "Mt % per_core_M == 0", "4, 8"),        # Mt = 8, at most 2 rows of cores
+    (dict(pc="2 x 4"), "num_blocks_y <= grid.y", "4, 8"),                            # 4 rows > 2
+    (dict(grid="9 x 8"), "grid within compute_with_storage_grid_size", "8 x 8"),
+    (dict(ob="3 x 4"), "per_core_M % out_block_h == 0", "2, 4"),
+])
+def test_rule_violations_name_rule_and_nearest(kw, rule, nearest):
+    with pytest.raises(PlanError) as exc:
+        plan(make(**kw))
+    assert rule in exc.value.message
+    assert nearest in (exc.value.hint or "")
+
+
+def test_l1_overflow_names_bytes_and_suggests():
+    # per core 32 x 32 tiles of bf16 out alone is 2 MiB > L1
+    with pytest.raises(PlanError) as exc:
+        plan(make(shape="1024 x 1024 x 1024", grid="1 x 1", pc="32 x 32", ob="32 x 32", w="8"))
+    assert "usable L1" in exc.value.message and "over by" in exc.value.message
+    auto = plan(make(shape="1024 x 1024 x 1024", grid="1 x 1", pc="32 x 32", w="8"))
+    assert auto.cb_bytes <= auto.arch.usable_cb_bytes            # auto out_block shrinks to fit
+    assert auto.out_block_h * auto.out_block_w < 32 * 32
+
+
+def test_full_sync_allows_16_tile_subblocks():
+    p = plan(make(shape="512 x 512 x 256", grid="2 x 2", pc="8 x 8", sb="4 x 4", full="true"))
+    assert p.out_subblock_tiles == 16 and p.dst_capacity == 16
+    assert any("SyncHalf" in w for w in p.warnings)                 # TT's 2D factory drops full sync
+
+
+def test_untilize_blockfloat_is_rejected():
+    spec = resolve(parse_text(BASE.format(arch="wormhole_b0", shape="256 x 256 x 256", out="bfloat8_b",
+                                          grid="2 x 2", w="auto", sb="auto", pc="auto", ob="auto", fp32="false",
+                                          l1="false", full="false").replace("}\n}", "}\n untilize_out = true\n}"),
+                              "t.kspec"))
+    with pytest.raises(PlanError, match="untilize"):
+        plan(spec)
+
+
+def test_untilize_with_bias_needs_partials_in_the_output_format():
+    # TT-Metal's kernel sets the packer to the output format and then packs the biased result into
+    # the partials CB (untilize_mode_out = mm_partials): Float32 out with Float16_b partials (L1 acc,
+    # bf16 DST) would write 4096-byte tiles into 2048-byte pages. Found by kgen fuzz (seed 1, case 47).
+    text = """matmul t {
+        arch = wormhole_b0   shape = 224 x 96 x 480   grid = 1 x 1
+        dtype { in0 = float32  in1 = bfloat16  out = float32 }
+        block { out_subblock = 7 x 1  out_block = 7 x 3  in0_block_w = 1 }
+        compute { math_fidelity = HiFi3  fp32_dest_acc = false  packer_l1_acc = true }
+        fuse { bias = true }
+        untilize_out = true
+    }"""
+    with pytest.raises(PlanError, match="partials in the output format"):
+        plan(resolve(parse_text(text, "t.kspec")))
+    # the same with the partials in Float32 (fp32 DST) is legal
+    fp32 = text.replace("fp32_dest_acc = false", "fp32_dest_acc = true").replace("7 x 1", "1 x 1")
+    ok = plan(resolve(parse_text(fp32, "t.kspec")))
+    assert ok.partials_format == ok.out_format == "Float32"
+
+
+def test_arch_behaviour_is_data_with_the_values_tt_metal_gives():
+    """What each arch changes in kgen's output comes from configs/arch/ (no code branches on the
+    arch's name): Blackhole flushes the data multicast before the flag, Wormhole has the FPU
+    renormalisation quirk and the HiFi4 + fp32 dest accuracy bug."""
+    from kgen.core.arch import load_arch
+
+    bh, wh = load_arch("blackhole").behaviour, load_arch("wormhole_b0").behaviour
+    assert bh.flush_mcast_before_flag and not wh.flush_mcast_before_flag
+    assert wh.fpu_renormalisation_quirk and not bh.fpu_renormalisation_quirk
+    assert wh.hifi4_fp32_dest_accuracy_bug and not bh.hifi4_fp32_dest_accuracy_bug
+    assert load_arch("wormhole_b0").toolchain.pcie_noc == (0, 3) and load_arch("blackhole").toolchain.num_dram_banks == 8

@@ -1,0 +1,165 @@
+"""The verifier catches hand-broken IRs (each break is a bug class kgen must never emit)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from conftest import example
+from kgen.gen.ir import Loop, op
+from kgen.gen.lower import lower
+from kgen.gen.plan import CB_IN0, CB_OUT, CB_PARTIALS, plan
+from kgen.gen.spec import load
+from kgen.gen.verify import IRVerificationError, verify
+
+
+def program(name="peak_small", variant=None):
+    return lower(plan(load(example(name), variant)))
+
+
+def rewrite(nodes, fn):
+    out = []
+    for n in nodes:
+        if isinstance(n, Loop):
+            out.append(replace(n, body=rewrite(n.body, fn)))
+        else:
+            out.extend(fn(n))
+    return tuple(out)
+
+
+def break_kernel(prog, kernel_name, fn):
+    kernels = tuple(replace(k, body=rewrite(k.body, fn)) if k.name == kernel_name else k for k in prog.kernels)
+    return replace(prog, kernels=kernels)
+
+
+def once(predicate, replacement):
+    """A rewrite that replaces the first op matching `predicate` (in tree order) with `replacement`."""
+    state = {"done": False}
+
+    def fn(node):
+        if not state["done"] and predicate(node):
+            state["done"] = True
+            return replacement(node)
+        return [node]
+    return fn
+
+
+def with_args(o, **changes):
+    return [replace(o, args=tuple({**dict(o.args), **changes}.items()))]
+
+
+def test_examples_verify():
+    verify(program())
+
+
+def test_dropped_pop_is_caught():
+    prog = break_kernel(program(), "compute",
+                        once(lambda o: o.kind == "cb_pop_front" and o["cb"] == CB_IN0, lambda o: []))
+    with pytest.raises(IRVerificationError, match=r"CB c_0: \d+ page\(s\) pushed but \d+ popped"):
+        verify(prog)
+
+
+def test_l1_acc_left_on_is_caught():
+    last_off = lambda o: o.kind == "pack_l1_acc" and o["enable"] is False and "final" in o.note
+    prog = break_kernel(program(), "compute", once(last_off, lambda o: [op("pack_l1_acc", True)]))
+    with pytest.raises(IRVerificationError, match="L1 accumulation is still on"):
+        verify(prog)
+
+
+def test_overfilled_dst_is_caught():
+    # a 4 x 4 subblock: 16 tiles in a half-sync bf16 DST of 8
+    prog = break_kernel(program(), "compute",
+                        once(lambda o: o.kind == "matmul_block", lambda o: with_args(o, ct=4, rt=4)))
+    with pytest.raises(IRVerificationError, match="exceed its capacity of 8"):
+        verify(prog)
+
+
+def test_push_without_reserve_is_caught():
+    prog = break_kernel(program(), "compute",
+                        once(lambda o: o.kind == "cb_reserve_back" and o["cb"] == CB_OUT, lambda o: []))
+    with pytest.raises(IRVerificationError, match="without 8 reserved|only 0 were reserved"):
+        verify(prog)
+
+
+def test_pop_beyond_wait_is_caught():
+    prog = break_kernel(program("peak_small", "spill"), "compute",
+                        once(lambda o: o.kind == "cb_wait_front" and o["cb"] == CB_PARTIALS, lambda o: []))
+    with pytest.raises(IRVerificationError, match="waited for"):
+        verify(prog)
+
+
+def test_step_not_dividing_cb_is_caught():
+    def odd(o):
+        return [op("cb_wait_front", CB_IN0, 3), op("cb_wait_front", CB_IN0, o["tiles"])]
+    prog = break_kernel(program(), "compute", once(lambda o: o.kind == "cb_wait_front" and o["cb"] == CB_IN0, odd))
+    with pytest.raises(IRVerificationError, match="step of 3 tiles on c_0"):
+        verify(prog)
+
+
+def test_dst_protocol_order_is_caught():
+    prog = break_kernel(program(), "compute", once(lambda o: o.kind == "tile_regs_wait", lambda o: []))
+    with pytest.raises(IRVerificationError, match="while DST is committed"):
+        verify(prog)
+
+
+def test_partials_not_one_block_under_l1_acc_is_caught():
+    prog = program()
+    cbs = tuple(replace(cb, pages=cb.pages * 2) if cb.index == CB_PARTIALS else cb for cb in prog.cbs)
+    with pytest.raises(IRVerificationError, match="exactly one output block"):
+        verify(replace(prog, cbs=cbs))
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(l1_acc_enabled=False), "PACKER_L1_ACC is defined"),
+    (dict(fp32_dest_acc=True), "FP32_DEST_ACC_EN is not defined"),
+    (dict(dst_sync="SyncFull"), "DST tiles"),
+])
+def test_compute_flags_that_disagree_with_the_kernel_are_caught(change, match):
+    """The flags the descriptor, the manifest and the emulator read must be the kernel's."""
+    prog = program()                                   # peak_small: L1 acc on, bf16 Dst, SyncHalf
+    with pytest.raises(IRVerificationError, match=match):
+        verify(replace(prog, compute=replace(prog.compute, **change)))
+
+
+def test_l1_acc_flag_without_the_op_is_caught():
+    prog = program()
+    broken = break_kernel(prog, "compute", lambda n: [] if n.kind == "pack_l1_acc" else [n])
+    with pytest.raises(IRVerificationError, match="never turns L1 accumulation on"):
+        verify(broken)
+
+
+def test_semaphore_imbalance_is_caught():
+    prog = break_kernel(program(), "in0_sender",
+                        once(lambda o: o.kind == "sem_wait", lambda o: with_args(o, value=o["value"] + 1)))
+    with pytest.raises(IRVerificationError, match="semaphore in0_sender"):
+        verify(prog)
+
+
+def test_writer_that_never_drains_is_caught():
+    prog = break_kernel(program(), "in1_sender_writer",
+                        once(lambda o: o.kind == "cb_pop_front" and o["cb"] == CB_OUT, lambda o: []))
+    with pytest.raises(IRVerificationError, match="CB c_4"):
+        verify(prog)
+
+
+def test_index_beyond_uint32_is_caught(monkeypatch):
+    """The backstop behind the spec's 32-bit page-id rule: with that rule switched off, a batch of
+    4096 2097152^3 matmuls lowers to a reader whose page index (coefficient 2^41 on core_y) does
+    not fit the kernels' uint32_t arithmetic, and the verifier refuses it. Within the rule (batch
+    1: 2^32 pages, the last id 2^32 - 1) the same shape verifies."""
+    import kgen.gen.spec
+    from kgen.gen.spec import parse_text, resolve
+
+    text = """matmul big {
+    arch  = wormhole_b0
+    shape = 2097152 x 2097152 x 2097152
+    batch = BATCH
+    dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+    grid  = 8 x 8
+}
+"""
+    verify(lower(plan(resolve(parse_text(text.replace("BATCH", "1"), "big.kspec")))))
+    monkeypatch.setattr(kgen.gen.spec, "MAX_PAGE_ID", 1 << 62)
+    with pytest.raises(IRVerificationError, match=r"uint32_t"):
+        verify(lower(plan(resolve(parse_text(text.replace("BATCH", "4096"), "big.kspec")))))

@@ -1,0 +1,192 @@
+"""The fuzz-case generator: every case is valid for kgen's own stages, reproducible from (seed,
+index), small enough to emulate, and the cases of one seed cover the feature space."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from kgen import cli
+from kgen.core.arch import load_arch
+from kgen.core.errors import SpecError
+from kgen.proof.fuzz import (MAX_GRID, MAX_TILE_MACS, CaseResult, FuzzCase, _generate, check_case, features,
+                       generate_case, generate_cases, summarize)
+from kgen.gen.plan import PlanError
+from kgen.core.types import TILE_HW
+
+COUNT, SEED = 200, 1
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[FuzzCase]:
+    return generate_cases(COUNT, SEED)
+
+
+@pytest.fixture(scope="module")
+def results(cases) -> list[CaseResult]:
+    return [check_case(c) for c in cases]
+
+
+def test_every_case_parses_plans_lowers_and_verifies(results):
+    failed = [(r.case.name, r.stage, str(r.error)) for r in results if not r.ok]
+    assert not failed, failed[:3]
+    assert all(r.plan is not None and r.program is not None for r in results)
+
+
+def test_generation_is_reproducible(cases):
+    again = generate_cases(COUNT, SEED)
+    assert [c.text for c in again] == [c.text for c in cases]
+    assert generate_case(SEED, 17) == cases[17]                  # case i does not depend on cases < i
+    random.seed(12345)                                            # nor on the global random state
+    random.random()
+    assert generate_case(SEED, 3) == cases[3]
+    other = generate_cases(COUNT, SEED + 1)
+    assert sum(a.text != b.text for a, b in zip(cases, other)) == COUNT
+    assert len({c.text for c in cases}) == COUNT                 # no duplicates within a seed
+
+
+def test_generation_does_not_depend_on_the_hash_seed(cases):
+    code = "from kgen.proof.fuzz import generate_case; print(generate_case(1, 5).text, end='')"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED="4242")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
+    assert out.stdout == cases[5].text
+
+
+def test_case_identity(cases):
+    assert [c.index for c in cases] == list(range(COUNT)) and {c.seed for c in cases} == {SEED}
+    assert cases[7].name == "fuzz_s1_00007" and cases[7].filename == "fuzz_s1_00007.kspec"
+    assert generate_case(-3, 2).name == "fuzz_sn3_00002"
+    assert check_case(generate_case(-3, 2)).ok
+    assert generate_cases(0, SEED) == []
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cases[0].text = ""  # type: ignore[misc]
+
+
+def test_the_plan_is_the_drawn_configuration():
+    """The generator's model of the planner's `auto` choices and defaults holds: what it drew is
+    what kgen plans, so the coverage below is coverage of real plans."""
+    for i in range(COUNT):
+        c, case = _generate(SEED, i)
+        p = check_case(case).raise_for_error().plan
+        co = p.compute
+        assert (p.spec.batch, p.mt, p.nt, p.kt, p.grid_requested) == (c.batch, c.mt, c.nt, c.kt, c.grid_req)
+        assert ((p.per_core_m, p.per_core_n), (p.out_block_h, p.out_block_w), p.in0_block_w,
+                (p.out_subblock_h, p.out_subblock_w)) == (c.per_core, c.out_block, c.in0_block_w, c.subblock)
+        assert (co.math_fidelity, co.fp32_dest_acc, co.packer_l1_acc, co.math_approx, co.dst_full_sync) == \
+            (c.fidelity, c.fp32_dest_acc, c.packer_l1_acc, c.math_approx, c.dst_full_sync)
+        assert (p.fuse_bias, p.pack_relu, p.untilize_out, p.spec.dataflow, p.arch.name) == \
+            (c.bias, c.relu, c.untilize, c.dataflow, c.arch)
+        in0, in1, out, bias = c.dtypes
+        assert (p.spec.dtype_in0, p.spec.dtype_in1, p.spec.dtype_out, p.spec.dtype_bias) == (in0, in1, out, bias or out)
+
+
+def test_cases_are_small(results):
+    """Small cases on grids up to 3x3; the full-grid share has one or two tiles per core on grids
+    up to the arch's worker grid (load_arch, from configs/), and at least one K tile."""
+    full = 0
+    for r in results:
+        p = r.plan
+        wx, wy = load_arch(p.spec.arch).worker_grid
+        assert p.kt * TILE_HW <= 512                                                        # K
+        if max(p.grid) <= MAX_GRID:
+            assert p.mt * TILE_HW <= 256 and p.nt * TILE_HW <= 256                          # batch*M, N
+            assert p.mt * p.nt * p.kt <= MAX_TILE_MACS and features(p)["macs"] <= 16 * 2 ** 20
+            assert max(p.grid_requested) <= MAX_GRID
+        else:
+            full += 1
+            assert p.grid[0] <= wx and p.grid[1] <= wy and p.grid_requested == p.grid
+            assert p.per_core_m <= 2 and p.per_core_n <= 2
+            assert p.mt * p.nt * p.kt <= max(MAX_TILE_MACS, p.mt * p.nt)
+    assert 0 < full < len(results) // 4
+
+
+def test_coverage(results, cases):
+    s = summarize(results)
+    plans = [r.plan for r in results]
+    assert set(s["arch"]) == {"wormhole_b0", "blackhole"}
+    assert set(s["dataflow"]) == {"mcast_2d", "reuse"}
+    assert set(s["fidelity"]) == {"LoFi", "HiFi2", "HiFi3", "HiFi4"}
+    assert set(s["fp32_dest_acc"]) == {True, False} and set(s["dst_full_sync"]) == {True, False}
+    assert set(s["policy"]) == {"packer_l1_acc", "spill_reload", "dst_only"}
+    assert s["bias"][True] and s["relu"][True] and s["untilize_out"][True]
+    assert any(b > 1 for b in s["batch"])
+    # packer_l1_acc requested with 1, 2 and > 2 K-blocks, and L1 accumulation actually on with > 2
+    # blocks, and with 2 blocks plus a bias (the bias threshold).
+    assert {min(p.num_blocks, 3) for p in plans if p.compute.packer_l1_acc} == {1, 2, 3}
+    assert sum(p.policy == "packer_l1_acc" and p.num_blocks > 2 for p in plans) >= 10
+    assert any(p.policy == "packer_l1_acc" and p.num_blocks == 2 and p.fuse_bias for p in plans)
+    assert any(p.policy == "spill_reload" and p.num_blocks == 2 for p in plans)
+    # dtypes: every dtype on every operand, bfp8 and float32 among them; every partials format
+    for attr in ("dtype_in0", "dtype_in1", "dtype_out"):
+        assert {getattr(p.spec, attr) for p in plans} == {"bfloat16", "bfloat8_b", "bfloat4_b", "float32"}
+    assert {p.partials_format for p in plans} >= {"Float32", "Float16_b", "Bfp8_b"}
+    assert any(p.fuse_bias and p.spec.dtype_bias != p.spec.dtype_out for p in plans)
+    # every grid 1x1 .. 3x3, grids past 3 in each direction up to the worker grid of each arch (its
+    # last column or row among them), idle cores, several output blocks per core, untilize with > 1
+    # subblock column
+    grids = {(p.spec.arch, p.grid) for p in plans}
+    assert {g for _, g in grids} >= {(x, y) for x in range(1, 4) for y in range(1, 4)}
+    for arch in ("wormhole_b0", "blackhole"):
+        wx, wy = load_arch(arch).worker_grid
+        mine = [g for a, g in grids if a == arch]
+        assert all(x <= wx and y <= wy for x, y in mine)
+        assert any(x > MAX_GRID for x, _ in mine) and any(y > MAX_GRID for _, y in mine)
+    assert any(p.grid[0] == load_arch(p.spec.arch).worker_grid[0] for p in plans)
+    assert any(p.grid[1] == load_arch(p.spec.arch).worker_grid[1] for p in plans)
+    assert any(p.grid != p.grid_requested for p in plans)
+    assert any(p.num_blocks_h_dim * p.num_blocks_w_dim > 1 for p in plans)
+    assert any(p.untilize_out and p.in1_num_subblocks > 1 for p in plans)
+    # the text: every block key both explicit and auto; every way of giving a compute config
+    text = "\n".join(c.text for c in cases)
+    for key in ("in0_block_w", "out_subblock", "per_core", "out_block"):
+        assert re.search(rf"{key} = auto", text) and re.search(rf"{key} = \d", text), key
+    assert "compute cfg {" in text and "compute  = peak_hifi2" in text and "compute { math_fidelity" in text
+
+
+def test_check_case_returns_the_error_and_its_stage(cases):
+    case = cases[0]
+    bad_key = dataclasses.replace(case, text=case.text.replace("arch ", "arhc ", 1))
+    r = check_case(bad_key)
+    assert not r.ok and r.stage == "parse" and isinstance(r.error, SpecError) and r.plan is None
+    with pytest.raises(SpecError, match="arhc"):
+        r.raise_for_error()
+    bad_grid = dataclasses.replace(case, text=re.sub(r"grid\s+= \d+ ?x ?\d+", "grid = 99 x 1", case.text))
+    r = check_case(bad_grid)
+    assert r.stage == "plan" and isinstance(r.error, PlanError) and "worker grid" in str(r.error)
+
+
+def _pick_for_cli(results: list[CaseResult]) -> list[CaseResult]:
+    """A handful of cases that between them hold each arch, dataflow, policy and untilize."""
+    picked: dict[tuple, CaseResult] = {}
+    for r in results:
+        f = features(r.plan)
+        for key in (("arch", f["arch"]), ("dataflow", f["dataflow"]), ("policy", f["policy"]),
+                    ("untilize", f["untilize_out"]), ("named", "compute cfg {" in r.case.text)):
+            picked.setdefault(key, r)
+    return list({id(r): r for r in picked.values()}.values())
+
+
+def test_cases_round_trip_through_kgen_check(results, tmp_path, capsys):
+    picked = _pick_for_cli(results)
+    assert len(picked) >= 4
+    for r in picked:                                  # in-process, as `kgen check FILE --json`
+        path = tmp_path / r.case.filename
+        path.write_text(r.case.text)
+        assert cli.main(["check", str(path), "--json"]) == 0, capsys.readouterr().err
+        data = json.loads(capsys.readouterr().out)
+        assert data["name"] == r.case.name and data["policy"] == r.plan.policy
+        assert data["num_blocks"] == r.plan.num_blocks
+    first = tmp_path / picked[0].case.filename       # and once through the real command line
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-m", "kgen", "check", str(first)], capture_output=True, text=True,
+                         cwd=ROOT, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f"policy        {picked[0].plan.policy}" in out.stdout

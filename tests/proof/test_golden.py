@@ -1,0 +1,319 @@
+"""Golden model of a whole blocked matmul (tensix-numerics.md §6, §7, §11, §13), against the
+document's published results, numpy, and an instruction-by-instruction replay of the MVMULs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import example
+from kgen.proof import numerics as nx
+from kgen.proof import tiles as tl
+from kgen.proof.golden import default_partials_format, golden_from_plan, golden_matmul
+from kgen.gen.plan import plan
+from kgen.gen.spec import load
+
+RNG = np.random.default_rng(2024)
+
+
+def ints(shape, lo=-8, hi=9):
+    return RNG.integers(lo, hi, shape).astype(np.float32)
+
+
+def randn(shape, fmt="Float16_b", spread=0):
+    v = RNG.standard_normal(shape)
+    if spread:
+        v = v * np.exp2(RNG.integers(-spread, spread + 1, shape))
+    return tl.quantize(v.astype(np.float32), fmt)
+
+
+def pcc(x, y):
+    return float(np.corrcoef(np.ravel(x), np.ravel(y))[0, 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# §11.1 all-ones K = 6144 (#8449)
+
+@pytest.mark.parametrize("fidelity", ["LoFi", "HiFi4"])
+@pytest.mark.parametrize("in0_block_w", [192, 24, 1])
+def test_all_ones_k6144_bf16_dest_gives_8192(fidelity, in0_block_w):
+    """#8449: all-ones inputs, K = 6144, bf16 Dst -> 8192 (bf16 partials reload losslessly, so the
+    K blocking does not matter); with fp32 Dst -> the correct 6144."""
+    a = np.ones((32, 6144), np.float32)
+    b = np.ones((6144, 32), np.float32)
+    r = golden_matmul(a, b, fidelity=fidelity, fp32_dest_acc=False, packer_l1_acc=False,
+                      in0_block_w=in0_block_w)
+    assert np.all(r.values == 8192.0)
+    r32 = golden_matmul(a, b, fidelity=fidelity, fp32_dest_acc=True, packer_l1_acc=False,
+                        in0_block_w=in0_block_w)
+    assert np.all(r32.values == 6144.0)
+
+
+def test_all_ones_with_packer_l1_acc():
+    """§7.3 with §4/§7.4: blocks 0..n-2 are summed in L1 (exact here) and only the last block
+    accumulates on top of the reloaded sum in Dst. 3 blocks of 2048: L1 holds 4096, the last 128
+    MVMULs add 32 each -> 8192. 6 blocks of 1024: L1 holds 5120, the last 64 MVMULs add 32 each
+    -> 7168 (spill/reload gives 8192)."""
+    a = np.ones((32, 6144), np.float32)
+    b = np.ones((6144, 32), np.float32)
+    kw = dict(fidelity="HiFi2", fp32_dest_acc=False, packer_l1_acc=True)
+    assert np.all(golden_matmul(a, b, in0_block_w=64, **kw).values == 8192.0)
+    assert np.all(golden_matmul(a, b, in0_block_w=32, **kw).values == 7168.0)
+    kw["packer_l1_acc"] = False
+    assert np.all(golden_matmul(a, b, in0_block_w=32, **kw).values == 8192.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# exactness on small integers
+
+FLOWS = [
+    dict(packer_l1_acc=False, in0_block_w=1),       # spill/reload every K-tile
+    dict(packer_l1_acc=True, in0_block_w=1),        # L1 acc over 4 blocks
+    dict(packer_l1_acc=False, in0_block_w=4),       # one block
+]
+
+
+@pytest.mark.parametrize("flow", FLOWS)
+@pytest.mark.parametrize("arch", ["wormhole_b0", "blackhole"])
+def test_hifi4_fp32_small_integers_equal_numpy(flow, arch):
+    """HiFi4 products are exact, group sums of products < 2^11 lose no bits, fp32 Dst holds integer
+    sums < 2^24 exactly: the result equals numpy, through every accumulation flow. (|partial sums|
+    <= 4*4*128 = 2048 here, so even the TF32 reload of spilled Float32 partials, §7.2, is exact.)"""
+    a, b = ints((64, 128), -4, 5), ints((128, 96), -4, 5)
+    bias = ints((96,))
+    want = a.astype(np.float64) @ b
+    r = golden_matmul(a, b, fidelity="HiFi4", fp32_dest_acc=True, out_format="Float32", arch=arch, **flow)
+    assert np.array_equal(r.values, want)
+    rb = golden_matmul(a, b, fidelity="HiFi4", fp32_dest_acc=True, out_format="Float32", arch=arch,
+                       bias=bias, relu=True, **flow)
+    assert np.array_equal(rb.values, np.maximum(want + bias, 0))
+
+
+def test_hifi4_fp32_small_integers_bf16_output_rounds_half_away():
+    """Same exact sums, packed to bf16 with the packer's half-away rounding (§8.2)."""
+    a, b = ints((32, 256), -16, 17), ints((256, 64), -16, 17)
+    exact = (a.astype(np.float64) @ b).astype(np.float32)
+    r = golden_matmul(a, b, fidelity="HiFi4", fp32_dest_acc=True, packer_l1_acc=False, in0_block_w=8)
+    eb = tl.f32_bits(exact).astype(np.int64)
+    want = tl.bf16_values(((eb + 0x8000) >> 16) & 0xFFFF)      # add half an ulp to |x|, truncate
+    assert np.array_equal(r.values, want)
+    assert not np.array_equal(r.values, tl.quantize(exact, "Float16_b"))   # ties: not RNE
+
+
+def test_fast_mode_equals_exact_on_small_integers():
+    a, b = ints((64, 256)), ints((256, 64))
+    kw = dict(fidelity="HiFi4", fp32_dest_acc=True, packer_l1_acc=True, in0_block_w=2, out_format="Float32")
+    assert np.array_equal(golden_matmul(a, b, mode="fast", **kw).values, golden_matmul(a, b, **kw).values)
+
+
+# ---------------------------------------------------------------------------------------------
+# the bulk model against an instruction-by-instruction replay
+
+def replay(a, b, *, fidelity, fp32, in0_format, in1_format, arch):
+    """One K-block, every MVMUL in the LLK order of §6 (phase loop outside the two K-faces), each
+    computed by numerics.mvmul; Dst as fp32 patterns."""
+    sb = nx.values_to_src19(a, in0_format, fp32)           # in0 -> SrcB
+    sa = nx.values_to_src19(b, in1_format, fp32)           # in1 -> SrcA
+    dst = np.zeros((a.shape[0], b.shape[1]), np.uint32)
+    for kt in range(a.shape[1] // 32):
+        for p in nx.phases_of(fidelity):
+            for face in (0, 1):
+                ks = slice(32 * kt + 16 * face, 32 * kt + 16 * face + 16)
+                dst = nx.mvmul(dst, sa[ks].T[None], sb[:, ks][:, None], p, fp32, arch == "wormhole_b0")
+    return dst
+
+
+@pytest.mark.parametrize("fidelity", ["LoFi", "HiFi2", "HiFi3", "HiFi4"])
+@pytest.mark.parametrize("fp32", [False, True])
+@pytest.mark.parametrize("formats", [("Float16_b", "Float16_b"), ("Float32", "Bfp8_b"), ("Bfp4_b", "Float32")])
+def test_bulk_matches_mvmul_replay(fidelity, fp32, formats):
+    fa, fb = formats
+    a = randn((32, 96), fa, spread=8)
+    b = randn((96, 64), fb, spread=8)
+    a[RNG.random(a.shape) < 0.1] = 0
+    want = replay(a, b, fidelity=fidelity, fp32=fp32, in0_format=fa, in1_format=fb, arch="wormhole_b0")
+    r = golden_matmul(a, b, fidelity=fidelity, fp32_dest_acc=fp32, packer_l1_acc=False, in0_format=fa,
+                      in1_format=fb, out_format="Float32", arch="wormhole_b0")
+    assert np.array_equal(r.bits, want)
+
+
+# ---------------------------------------------------------------------------------------------
+# fidelity at matmul level (§3.3: in1/weights on SrcA 5-bit, in0/activations on SrcB 7-bit)
+
+def test_fidelity_ports_with_identity_operands():
+    """in0 = I: the output is in1 as SrcA sees it (LoFi: 5 significant bits; HiFi2 and up: whole).
+    in1 = I: the output is in0 as SrcB sees it (LoFi and HiFi2: 7 significant bits; HiFi3/4: whole)."""
+    x = randn((32, 32))
+    eye = np.eye(32, dtype=np.float32)
+    top = lambda v, keep: tl.bits_f32(tl.f32_bits(v) & np.uint32(~((1 << (23 - keep)) - 1) & 0xFFFFFFFF))
+    kw = dict(fp32_dest_acc=True, packer_l1_acc=False, out_format="Float32")
+    out = {f: golden_matmul(eye, x, fidelity=f, **kw).values for f in ("LoFi", "HiFi2", "HiFi3", "HiFi4")}
+    assert np.array_equal(out["LoFi"], top(x, 4))
+    assert not np.array_equal(out["LoFi"], x)
+    for f in ("HiFi2", "HiFi3", "HiFi4"):
+        assert np.array_equal(out[f], x)
+    out = {f: golden_matmul(x, eye, fidelity=f, **kw).values for f in ("LoFi", "HiFi2", "HiFi3", "HiFi4")}
+    assert np.array_equal(out["LoFi"], top(x, 6))
+    assert np.array_equal(out["HiFi2"], top(x, 6))
+    assert not np.array_equal(out["HiFi2"], x)
+    assert np.array_equal(out["HiFi3"], x)
+    assert np.array_equal(out["HiFi4"], x)
+
+
+def test_lofi_error_larger_than_hifi4():
+    a, b = randn((64, 256)), randn((256, 64))
+    ref = a.astype(np.float64) @ b
+    kw = dict(fp32_dest_acc=True, packer_l1_acc=False, out_format="Float32", in0_block_w=4)
+    e_lo = np.abs(golden_matmul(a, b, fidelity="LoFi", **kw).values - ref).max()
+    e_hi = np.abs(golden_matmul(a, b, fidelity="HiFi4", **kw).values - ref).max()
+    assert e_lo > 4 * e_hi
+
+
+# ---------------------------------------------------------------------------------------------
+# accumulation policies (§7)
+
+@pytest.mark.parametrize("fp32", [False, True])
+def test_l1_acc_with_two_blocks_is_spill_reload(fp32):
+    """§7.3: with two K-blocks L1 accumulation is never exercised (block 0 overwrites, block 1
+    reloads), so the output equals spill/reload bit for bit."""
+    a, b = randn((32, 128), spread=4), randn((128, 64), spread=4)
+    kw = dict(fidelity="HiFi2", fp32_dest_acc=fp32, in0_block_w=2,
+              partials_format="Float32" if fp32 else "Float16_b")
+    assert np.array_equal(golden_matmul(a, b, packer_l1_acc=True, **kw).bits,
+                          golden_matmul(a, b, packer_l1_acc=False, **kw).bits)
+
+
+def test_fp32_spill_reload_loses_to_tf32_unless_unpacked_to_dest():
+    """§7.2 / #46101 / PR #50250: with fp32 Dst and spill/reload the Float32 partials come back
+    through TF32 SrcA (truncated) — worse than L1 accumulation; UnpackToDestFp32 reloads them whole."""
+    a, b = randn((32, 2048)), randn((2048, 32))
+    ref = a.astype(np.float64) @ b
+    kw = dict(fidelity="HiFi4", fp32_dest_acc=True, in0_block_w=1, out_format="Float32")
+    spill = golden_matmul(a, b, packer_l1_acc=False, **kw).values
+    l1acc = golden_matmul(a, b, packer_l1_acc=True, **kw).values
+    lossless = golden_matmul(a, b, packer_l1_acc=False, reload_unpack_to_dest=True, **kw).values
+    err = lambda v: np.abs(v - ref).mean()
+    assert err(spill) > 10 * err(l1acc)
+    assert err(lossless) < 2 * err(l1acc)
+
+
+def test_spill_partials_in_output_format():
+    """§7.1: without L1 acc and without fp32 dest the partials between K-blocks are stored in the
+    output format (here bfp8_b) and reloaded: precision is lost at every spill. bf16 partials
+    reload into bf16 Dst losslessly (§7.2), so spilling through bf16 equals a single K-block."""
+    assert default_partials_format("Bfp8_b", False, False) == "Bfp8_b"
+    assert default_partials_format("Bfp8_b", False, True) == "Float16_b"
+    assert default_partials_format("Bfp8_b", True, True) == "Float32"
+    a, b = randn((32, 256)), randn((256, 32))
+    kw = dict(fidelity="HiFi2", fp32_dest_acc=False, packer_l1_acc=False, out_format="Bfp8_b")
+    one = golden_matmul(a, b, in0_block_w=8, **kw)
+    many = golden_matmul(a, b, in0_block_w=1, **kw)
+    viabf16 = golden_matmul(a, b, in0_block_w=1, partials_format="Float16_b", **kw)
+    assert np.array_equal(one.bits, viabf16.bits) and np.array_equal(one.exps, viabf16.exps)
+    ref = a.astype(np.float64) @ b
+    err = lambda r: np.abs(r.values - ref).mean()
+    assert err(many) > err(viabf16)
+
+
+# ---------------------------------------------------------------------------------------------
+# outputs
+
+@pytest.mark.parametrize("out_format", tl.FORMATS)
+def test_output_tile_bytes_decode_to_values(out_format):
+    a, b = randn((64, 64)), randn((64, 96))
+    r = golden_matmul(a, b, fidelity="HiFi2", fp32_dest_acc=True, packer_l1_acc=False, out_format=out_format)
+    t = r.tile_bytes()
+    assert t.shape == (2, 3, tl.TILE_BYTES[out_format])
+    back = tl.from_tiles(tl.decode_tiles(t, out_format))
+    assert np.array_equal(back, r.values)
+    if out_format.startswith("Bfp"):                         # one shared exponent per face row
+        assert r.exps.shape == (64, 96 // 16)
+        assert np.array_equal(tl.bfp_tile_parts(t, out_format)[0][0, 0, :16], r.exps[:16, 0])
+
+
+def test_relu_and_bias():
+    """Fused bias (ELWADD after the K loop) and packer ReLU; every partial and final value is an
+    integer of magnitude <= 2*1*64 + 8 < 256, exact in bf16 Dst, partials and output."""
+    a, b = ints((32, 64), -2, 3), ints((64, 64), -1, 2)
+    bias = ints((64,))
+    r = golden_matmul(a, b, fidelity="HiFi4", fp32_dest_acc=False, packer_l1_acc=False, in0_block_w=1,
+                      bias=bias, relu=True)
+    want = np.maximum(a.astype(np.float64) @ b + bias, 0)
+    assert np.array_equal(r.values, want)
+    assert np.all(tl.f32_bits(r.values) >> 31 == 0)               # no -0
+
+
+def test_untilize_out_goes_through_tf32_reload():
+    """ttmetal-matmul §1.11 with §7.2: untilize packs the result into the Float32 partials and
+    copies it back through SrcA, so a Float32 output keeps only TF32 bits."""
+    a, b = randn((32, 64)), randn((64, 32))
+    kw = dict(fidelity="HiFi4", fp32_dest_acc=True, packer_l1_acc=False, out_format="Float32")
+    r = golden_matmul(a, b, untilize_out=True, **kw)
+    assert np.all(r.bits & 0x1FFF == 0)
+    assert np.any(golden_matmul(a, b, **kw).bits & 0x1FFF != 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# fast mode and plans
+
+@pytest.mark.parametrize("fidelity,fp32,l1acc", [("HiFi4", True, False), ("HiFi2", False, True), ("LoFi", False, False)])
+def test_fast_mode_close_to_float64(fidelity, fp32, l1acc):
+    a, b = randn((128, 512)), randn((512, 128))
+    ref = a.astype(np.float64) @ b
+    r = golden_matmul(a, b, fidelity=fidelity, fp32_dest_acc=fp32, packer_l1_acc=l1acc, in0_block_w=4,
+                      mode="fast")
+    assert pcc(r.values, ref) > 0.999
+    exact = golden_matmul(a, b, fidelity=fidelity, fp32_dest_acc=fp32, packer_l1_acc=l1acc, in0_block_w=4)
+    assert pcc(exact.values, ref) > 0.999
+
+
+@pytest.mark.parametrize("untilize,bias,l1acc,out", [(False, True, True, "Float16_b"), (True, False, False, "Float32"),
+                                                     (False, False, False, "Bfp8_b")])
+def test_fast_mode_row_chunks_do_not_change_bits(monkeypatch, untilize, bias, l1acc, out):
+    """Fast mode runs the conversions of each K-block chunk by chunk of output rows: any chunking
+    (one row, several rows, one chunk) gives the same bits, and the fast model still agrees with
+    numpy's float64 product."""
+    import kgen.proof.golden as g
+    a, b = randn((96, 256)), randn((256, 64))
+    kw = dict(fidelity="HiFi2", fp32_dest_acc=out == "Float32", packer_l1_acc=l1acc, in0_block_w=2, out_format=out,
+              untilize_out=untilize, bias=randn((64,)) if bias else None, relu=True, mode="fast")
+    results = []
+    for chunk in (64, 3 * 64, 1 << 30):
+        monkeypatch.setattr(g, "FAST_CHUNK_ELEMENTS", chunk)
+        results.append(golden_matmul(a, b, **kw))
+    assert all(np.array_equal(r.bits, results[0].bits) for r in results)
+    if out == "Bfp8_b":
+        assert all(np.array_equal(r.data.exps, results[0].data.exps) for r in results)
+    ref = np.maximum(a.astype(np.float64) @ b + (kw["bias"] if bias else 0), 0)
+    assert pcc(results[0].values, ref) > 0.99
+
+
+def test_golden_from_plan_matches_explicit_call():
+    p = plan(load(example("l1acc_two_blocks_bias")))          # bf16 x bfp8_b, bias, relu, L1 acc
+    m, k, n = p.mt * 32, p.kt * 32, p.nt * 32
+    a = randn((m, k))
+    b = randn((k, n), "Bfp8_b")
+    bias = randn((n,))
+    r = golden_from_plan(p, a, b, bias)
+    again = golden_matmul(a, b, fidelity=p.compute.math_fidelity, fp32_dest_acc=p.compute.fp32_dest_acc,
+                          packer_l1_acc=p.l1_acc_enabled, in0_format=p.in0_format, in1_format=p.in1_format,
+                          out_format=p.out_format, in0_block_w=p.in0_block_w, num_k_blocks=p.num_blocks,
+                          bias=bias, relu=True, arch=p.arch.name)
+    assert np.array_equal(r.bits, again.bits)
+    ref = np.maximum(a.astype(np.float64) @ b + bias, 0)
+    assert np.all(r.values >= 0)
+    assert pcc(r.values, ref) > 0.999
+
+
+def test_bad_arguments():
+    a, b = np.ones((32, 64), np.float32), np.ones((64, 32), np.float32)
+    with pytest.raises(ValueError):
+        golden_matmul(a, b, fidelity="HiFi4", fp32_dest_acc=False, packer_l1_acc=False, in0_block_w=3)
+    with pytest.raises(ValueError):
+        golden_matmul(a, b, fidelity="HiFi4", fp32_dest_acc=False, packer_l1_acc=False, in0_block_w=1,
+                      num_k_blocks=3)
+    with pytest.raises(ValueError):
+        golden_matmul(a, b, fidelity="HiFi4", fp32_dest_acc=False, packer_l1_acc=True,
+                      partials_format="Bfp8_b")
+    with pytest.raises(ValueError):
+        golden_matmul(a[:, :40], b[:40], fidelity="HiFi4", fp32_dest_acc=False, packer_l1_acc=False)

@@ -1,0 +1,202 @@
+"""TT-Metal's own 2D-multicast readers/writers on kgen's plans (kgen/proof/ttdataflow.py), through the
+host model of the kernel API and the port check.
+
+The args are checked against TT-Metal's factory rules (ttmetal-matmul.md §2.4-2.5); the real proof
+is that TT-Metal's unchanged kernels, compiled against kgen's host model with those args and run
+with TT-Metal's compute kernel, produce the golden model's bits and kgen's program's bits.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import example
+
+from kgen import cli
+from kgen.gen.build import build
+from kgen.gen.plan import plan
+from kgen.gen.spec import load_file, resolve
+from kgen.proof.ttdataflow import INTERLEAVED_DRAM, DataflowSwapError, tt_kernel_args, unsupported_reason
+
+# One row or one column of cores: the factory compiles the multicast out (SKIP_MCAST) on the side
+# without receivers. And a Blackhole plan, where the senders flush between data and flag multicasts.
+SMALL_SPECS = {
+    "one_column": """matmul one_column {
+        arch = wormhole_b0  shape = 128 x 64 x 256  grid = 1 x 2  dataflow = mcast_2d
+        dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16  bias = bfloat16 }
+        block { in0_block_w = 2  out_subblock = auto  per_core = auto }
+        fuse { bias = true }
+    }""",
+    "one_row": """matmul one_row {
+        arch = wormhole_b0  shape = 64 x 128 x 256  grid = 2 x 1  dataflow = mcast_2d
+        dtype { in0 = bfloat16  in1 = bfloat8_b  out = bfloat16 }
+        block { in0_block_w = 4  out_subblock = auto  per_core = auto }
+    }""",
+    "blackhole_bias": """matmul blackhole_bias {
+        arch = blackhole  shape = 128 x 128 x 256  grid = 2 x 2  dataflow = mcast_2d
+        dtype { in0 = bfloat16  in1 = bfloat16  out = float32  bias = bfloat16 }
+        block { in0_block_w = 2  out_subblock = auto  per_core = auto }
+        fuse { bias = true }
+    }""",
+}
+
+
+def _spec(name: str, tmp_path: Path):
+    if name in SMALL_SPECS:
+        path = tmp_path / f"{name}.kspec"
+        path.write_text(SMALL_SPECS[name] + "\n")
+    else:
+        path = example(name)
+    return resolve(load_file(path), None)
+
+
+def _manifest(spec, tmp_path: Path) -> tuple[object, Path, dict]:
+    folder = build(spec, tmp_path / "build").path
+    return plan(spec), folder, json.loads((folder / "manifest.json").read_text())
+
+
+def test_args_follow_the_factory_rules(tmp_path):
+    p, _, manifest = _manifest(_spec("peak_small", tmp_path), tmp_path)   # 2 x 2 grid, 8 x 8 x 32 tiles
+    args = tt_kernel_args(p, manifest)
+    cols, rows = p.grid
+    sender = args["in0_sender"]
+    ct = sender.compile_time_args
+    # block geometry, then the multicast destination counts: the row without its sender
+    assert ct[4:7] == (p.in0_block_w, p.out_block_h, p.out_block_h * p.in0_block_w)
+    assert ct[12] == p.num_blocks and ct[17] == ct[18] == cols - 1
+    # TensorAccessorArgs(in0) = {IsDram, aligned page}, then the empty sparsity accessor {0, 0}
+    assert ct[28:32] == (INTERLEAVED_DRAM, 2048, 0, 0) and len(ct) == 33
+    assert sender.named_compile_time_args["num_active"] == 0 and not sender.defines
+    # in0 runs on NOC 1: the rectangle (right .. left+1 of the sender's row) is given end first
+    (core, rt), = [c for c in sender.runtime_args if c[0] == (0, 1)]
+    assert rt[1] == p.per_core_m * p.kt * 1
+    assert rt[2:6] == ({"noc_x": cols - 1}, {"noc_y": 1}, {"noc_x": 1}, {"noc_y": 1})
+    # in1 runs on NOC 0: the column below the sender, top first; the writer's output start tile
+    in1 = args["in1_sender_writer"]
+    (core, rt), = [c for c in in1.runtime_args if c[0] == (1, 0)]
+    assert rt[2:6] == ({"noc_x": 1}, {"noc_y": 1}, {"noc_x": 1}, {"noc_y": rows - 1})
+    assert rt[8] == p.per_core_n and len(rt) == 21
+    assert in1.compile_time_args[12] == in1.compile_time_args[13] == rows - 1
+    assert len(in1.compile_time_args) == 39                        # no bias accessor
+    receiver = args["in1_receiver_writer"]
+    (core, rt), = [c for c in receiver.runtime_args if c[0] == (1, 1)]
+    assert rt[:2] == ({"noc_x": 1}, {"noc_y": 0})                  # the column's sender
+    assert rt[3] == p.per_core_n + p.per_core_m * p.nt             # output start tile of core (1, 1)
+
+
+def test_skip_mcast_where_there_are_no_receivers(tmp_path):
+    p, _, manifest = _manifest(_spec("one_column", tmp_path), tmp_path)
+    args = tt_kernel_args(p, manifest)
+    assert args["in0_sender"].defines == {"SKIP_MCAST": "1"} and "in0_receiver" not in args
+    assert args["in1_sender_writer"].defines == {"FUSE_BIAS": "1"}
+    assert len(args["in1_sender_writer"].compile_time_args) == 41      # + TensorAccessorArgs(bias)
+
+
+def test_reuse_dataflow_is_not_swapped(tmp_path):
+    p, _, manifest = _manifest(_spec("untilize_relu_reuse", tmp_path), tmp_path)
+    assert "mcast_2d" in unsupported_reason(p, manifest)
+    with pytest.raises(DataflowSwapError):
+        tt_kernel_args(p, manifest)
+
+
+@pytest.mark.parametrize("name", ["peak_small", "l1acc_two_blocks_bias", "one_column", "one_row", "blackhole_bias"])
+def test_tt_metal_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, name):
+    """TT-Metal's compute kernel and its four readers/writers, unchanged, on kgen's plan."""
+    from kgen.proof.portcheck import port_check
+
+    spec = _spec(name, tmp_path)
+    p, folder, _ = _manifest(spec, tmp_path)
+    pc = port_check(folder, p, seed=11)
+    assert pc.program is not None, pc.program_note
+    assert pc.program.status == "ok", pc.program.deadlock
+    assert not pc.program.hazards, pc.program.hazards
+    assert pc.program.exact_match and pc.program_bit_identical and pc.passed
+    # every TT-Metal data-movement kernel ran to its end on every core
+    assert all(proc["finished"] for proc in pc.program.processors)
+    ops = pc.dataflow_op_counts(pc.program)
+    assert ops["noc_async_read"] == pc.dataflow_op_counts(pc.ours)["noc_async_read"]   # same tiles from DRAM
+    assert ops["noc_async_write"] == pc.dataflow_op_counts(pc.ours)["noc_async_write"]
+
+
+def test_port_check_reports_the_program(host_cxx, host_toolchain, capsys):
+    code = cli.main(["port-check", str(example("peak_small"))])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "program    bit-identical" in text and "reader_bmm" not in text.split("program")[0]
+    assert "noc_async_write_multicast" in text
+
+
+def test_failed_assert_stops_the_run_at_its_line(host_cxx, tmp_path):
+    """ASSERT is always checked in the emulator, as under TT-Metal's watcher."""
+    from kgen.proof.emulate import emulate_folder
+
+    p, folder, _ = _manifest(_spec("peak_small", tmp_path), tmp_path)
+    bad = tmp_path / "bad" / folder.name
+    shutil.copytree(folder, bad)
+    src = bad / "kernels" / "in0_receiver.cpp"
+    text = src.read_text()
+    anchor = "void kernel_main() {\n"
+    line = text[:text.index(anchor)].count("\n") + 2
+    src.write_text(text.replace(anchor, anchor + "    ASSERT(get_arg_val<uint32_t>(0) == 12345);\n", 1))
+    e = emulate_folder(bad, p)
+    assert e.status != "ok" and not e.ok
+    h = next(h for h in e.hazards if h["kind"] == "assertion")
+    assert h["file"].endswith("kernels/in0_receiver.cpp") and h["line"] == line
+    assert "get_arg_val<uint32_t>(0) == 12345" in h["message"]
+
+
+def test_fuzz_with_port_check(host_cxx, host_toolchain, tmp_path, capsys):
+    """Random valid plans: TT-Metal's compute kernel, and for mcast_2d its whole program with the
+    factory's args, give kgen's bits on every one."""
+    code = cli.main(["fuzz", "--count", "40", "--seed", "2", "--port-check", "--no-typecheck", "--keep", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    assert "40 case(s) of seed 2 passed" in out
+    ported = int(out.split("its whole program on the ")[1].split()[0])
+    assert ported >= 10                                  # the seed draws mcast_2d plans often enough
+
+
+# TT-Metal 0.81.1's legacy-API matmul data-movement kernels, all of which the host model compiles
+# unchanged but one: the in1 ring all-gather programs NoC command-buffer registers directly. The
+# Metal 2.0 kernels (the *_metal2.cpp forks and the DRAM-sharded readers: experimental/kernel_args.h,
+# whose arguments the JIT generates from a host ProgramSpec) are another API, which kgen does not emit.
+TT_LEGACY_DATAFLOW = [
+    "reader_bmm_tile_layout_in0_sender_padding", "reader_bmm_tile_layout_in0_receiver",
+    "reader_bmm_tile_layout_in1_sender_writer_padding", "reader_bmm_tile_layout_in1_receiver_writer_padding",
+    "reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded", "reader_bmm_tile_layout_in0_ring_all_gather",
+    "reader_bmm_tile_layout", "writer_bmm_tile_layout", "reader_bmm_8bank_output_tiles_partitioned",
+]
+NAMED_CBS = {"cb_in0": 0, "cb_in1": 1, "cb_in0_sharded": 2, "cb_in2": 2, "cb_bias": 3, "cb_out": 4, "cb_intermed0": 5,
+             "cb_sparsity": 6, "cb_in0_intermediate": 8, "cb_in1_intermediate": 9, "cb_in0_transposed": 10,
+             "num_active": 0}
+
+
+@pytest.mark.parametrize("defines", [(), (("FUSE_BIAS", "1"), ("SKIP_MCAST", "1"))], ids=["plain", "bias_skip_mcast"])
+@pytest.mark.parametrize("arch_spec", ["peak_small", "blackhole_bias"])
+@pytest.mark.parametrize("kernel", TT_LEGACY_DATAFLOW)
+def test_tt_dataflow_kernels_compile_against_host_model(host_cxx, host_toolchain, tmp_path, kernel, arch_spec,
+                                                        defines):
+    import subprocess
+
+    from kgen.toolchain.compile import KernelInfo
+    from kgen.proof.emulate import find_host_compiler, kernel_argv
+    from kgen.proof.ttdataflow import tt_dataflow_dir, ttnn_include_dir
+
+    tree = host_toolchain.headers
+    source = tt_dataflow_dir(tree) / f"{kernel}.cpp"
+    spec = _spec(arch_spec, tmp_path)
+    folder = build(spec, tmp_path / "build").path
+    gen = tmp_path / "jit" / kernel
+    gen.mkdir(parents=True)
+    shutil.copy(folder / "jit" / "in0_sender" / "chlkc_descriptors.h", gen)   # the CB formats of a real plan
+    (gen / "kernel_includes.hpp").write_text(f'#include "{source}"\n')
+    pairs = ",".join(f'{{"{n}",{v}}}' for n, v in NAMED_CBS.items())
+    (gen / "named_ct_arg_map_generated.h").write_text(f"#define KERNEL_COMPILE_TIME_ARG_MAP {pairs}\n")
+    # every compile-time arg 2: interleaved DRAM accessors (ArgConfig IsDram) and nonzero sizes
+    k = KernelInfo(kernel, "RISCV_0", 0, (2,) * 80, defines, source, gen, (ttnn_include_dir(tree),))
+    argv = kernel_argv(find_host_compiler(), plan(spec).arch, k, "brisc", tmp_path) + ["-fsyntax-only"]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
