@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 from typing import Mapping
 
-from kgen.core.resources import data_dir
+from kgen.core.resources import config_table
 from kgen.core.types import TILE_HW
 
 
@@ -74,7 +73,7 @@ class ArchFacts:
 
 @cache
 def load_arch(name: str) -> ArchFacts:
-    raw = tomllib.loads((data_dir("configs") / "arch" / f"{name}.toml").read_text())
+    raw = config_table(f"arch/{name}.toml")
     if raw["l1_bytes"] - raw["l1_unreserved_base"] != raw["usable_cb_bytes"]:
         raise ValueError(f"configs/arch/{name}.toml: usable_cb_bytes disagrees with l1_bytes - l1_unreserved_base")
     return ArchFacts(

@@ -1,10 +1,13 @@
-"""Locate kgen's data folders: the repository's configs/ and templates/, or their copies in the wheel."""
+"""Locate kgen's data folders (the repository's configs/ and templates/, or their copies in the wheel),
+read configs/ through one loader, and resolve the user's paths and the cache."""
 
 from __future__ import annotations
 
 import os
+import tomllib
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parent.parent      # kgen/ (this module is kgen/core/resources.py)
 
@@ -16,6 +19,19 @@ def data_dir(name: str) -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"kgen installation is missing its {name}/ folder")
+
+
+@cache
+def config_table(relative: str) -> dict[str, Any]:
+    """configs/<relative> (a TOML fact table, e.g. "arch/blackhole.toml"), parsed once per process.
+    Every reader of configs/ comes through here; the value is shared, so callers must not mutate it."""
+    with open(data_dir("configs") / relative, "rb") as f:
+        return tomllib.load(f)
+
+
+def config_files(folder: str, pattern: str) -> list[Path]:
+    """The files of configs/<folder> matching pattern (e.g. the compute presets), in name order."""
+    return sorted((data_dir("configs") / folder).glob(pattern))
 
 
 def user_path(text: str | os.PathLike[str]) -> Path:

@@ -15,32 +15,11 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from kgen.core.errors import KgenError
+from kgen.core.manifest import ManifestError, load_manifest
 from kgen.core.types import DTYPE_TO_FORMAT
 
-SUPPORTED_FORMAT_VERSION = 2
 # tt::DataFormat of a manifest -> the ttnn.DataType that ttnn converts to it (ttnn/core/tensor/types.cpp).
 DATA_FORMAT_TO_DTYPE = {fmt: dtype for dtype, fmt in DTYPE_TO_FORMAT.items()}     # the inverse of types.py's table
-
-
-class ManifestError(KgenError):
-    """A build folder or manifest kgen cannot load."""
-
-
-def load_manifest(folder: str | Path) -> tuple[Path, dict[str, Any]]:
-    folder = Path(folder)
-    path = folder / "manifest.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ManifestError(f"{folder} is not a kgen build folder: it has no manifest.json") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"cannot read {path}: {exc}") from None
-    version = data.get("format_version") if isinstance(data, dict) else None
-    if version != SUPPORTED_FORMAT_VERSION:
-        raise ManifestError(f"{path}: manifest format_version {version!r}; this kgen reads version "
-                            f"{SUPPORTED_FORMAT_VERSION} (rebuild the folder with `kgen build`)")
-    return folder.resolve(), data
 
 
 def _import_ttnn():

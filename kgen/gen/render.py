@@ -14,7 +14,6 @@ import os
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,12 +22,12 @@ import jinja2
 from kgen import TT_METAL_VERSION, __version__
 from kgen.gen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.core.errors import KgenBug
+from kgen.core.manifest import FORMAT_VERSION
 from kgen.gen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym, format_program, walk
 from kgen.gen.lower import COMPUTE_DEFINE_NAMES
 from kgen.core.resources import cache_root, data_dir
 from kgen.core.types import TILE_HW
 
-MANIFEST_FORMAT_VERSION = 2    # 2: compute_config.packer_l1_acc (the decision) renamed l1_acc_enabled
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # TT-Metal's JIT: one TRISC source per compute thread (genfiles jit_build_genfiles_triscs_src).
@@ -337,7 +336,7 @@ def manifest_body(program: Program) -> dict[str, Any]:
 def manifest(body: dict[str, Any], kid: str) -> dict[str, Any]:
     # ttnn's ProgramDescriptor.custom_program_hash is a uint64: the id's full digest, truncated.
     digest = hashlib.sha256(kid.encode()).digest()
-    return {"format_version": MANIFEST_FORMAT_VERSION, "kernel_id": kid,
+    return {"format_version": FORMAT_VERSION, "kernel_id": kid,
             "custom_program_hash": int.from_bytes(digest[:8], "big"), **body}
 
 

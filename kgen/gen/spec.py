@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 import lark
 
 from kgen.core.errors import SpecError, Span
-from kgen.core.resources import data_dir
+from kgen.core.resources import config_files
 from kgen.core.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
 
 MAX_SPEC_BYTES = 1 << 20
@@ -583,7 +583,7 @@ def parse_text(text: str, path: str = "<spec>") -> SpecFile:
 def preset_computes() -> Mapping[str, Mapping[str, RawEntry]]:
     """Named compute configs shipped in configs/compute/*.kspec."""
     found: dict[str, Mapping[str, RawEntry]] = {}
-    for p in sorted((data_dir("configs") / "compute").glob("*.kspec")):
+    for p in config_files("compute", "*.kspec"):
         text = p.read_text()
         src = _Source(str(p), text)
         for child in _parse_tree(text, src).children:

@@ -35,7 +35,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
@@ -48,7 +47,8 @@ from kgen.proof import tiles as tl
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.toolchain.compile import KernelInfo, jit_defines, read_kernels, toolchain_config
 from kgen.core.errors import KgenError
-from kgen.core.resources import cache_root, data_dir, writable_dir
+from kgen.core.manifest import cores_of, load_manifest
+from kgen.core.resources import cache_root, config_table, writable_dir
 from kgen.core.types import DATA_FORMAT_VALUE, TILE_HW
 
 EMU_DIR = Path(__file__).resolve().parent / "emu"
@@ -76,10 +76,9 @@ class EmulatorCrash(KgenError):
     exit_code = 1
 
 
-@cache
 def emulator_config() -> dict:
-    with open(data_dir("configs") / "emulator.toml", "rb") as f:
-        return tomllib.load(f)
+    """configs/emulator.toml: modelled cycles, L1/DRAM placement, NoC coordinates (read-only)."""
+    return config_table("emulator.toml")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -260,14 +259,6 @@ class Inputs:
     in0: np.ndarray                  # (batch*M, K) float32, quantised to its format
     in1: np.ndarray                  # (K, N)
     bias: np.ndarray | None          # (N,)
-
-
-def cores_of(ranges) -> list[tuple[int, int]]:
-    out = []
-    for r in ranges:
-        (x0, y0), (x1, y1) = r["start"], r["end"]
-        out += [(x, y) for y in range(y0, y1 + 1) for x in range(x0, x1 + 1)]
-    return out
 
 
 def round_up(v: int, a: int) -> int:
@@ -594,7 +585,6 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
 
     ``schedules``: extra seeded random interleavings after the default (time-ordered) run; their
     output must be bit-identical to it."""
-    from kgen.device.runtime import load_manifest
 
     if numerics not in ("exact", "fast"):
         raise KgenError(f"--numerics must be exact or fast, not {numerics!r}")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kgen.proof.emulate import Emulation, check_host_memory, emulate_folder, emulated_op_totals, make_inputs
 from kgen.core.errors import KgenError
+from kgen.core.manifest import load_manifest
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
 DATAFLOW_PROCESSORS = ("brisc", "ncrisc")
@@ -191,7 +192,6 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
     from kgen.gen.build import write_artifacts
     from kgen.toolchain.headers import find_headers
     from kgen.gen.pipeline import run, with_compute_kernel
-    from kgen.device.runtime import load_manifest
     from kgen.proof.ttdataflow import tt_dataflow_dir, ttnn_include_dir, unsupported_reason, with_tt_dataflow
 
     check_host_memory(plan)             # three emulations of this size follow

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kgen.proof.emulate import cores_of, round_up
+from kgen.core.manifest import cores_of
+from kgen.proof.emulate import round_up
 from kgen.core.errors import KgenError
 from kgen.toolchain.headers import toolchain_config
 

@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from kgen.core.errors import KgenError
-from kgen.core.resources import cache_root, data_dir, env_path, user_path, writable_dir
+from kgen.core.resources import cache_root, config_table, env_path, user_path, writable_dir
 
 STAMP = "kgen-headers.json"
 STUBS = "kgen-stubs"
@@ -38,9 +37,9 @@ class HeadersError(KgenError):
     """The headers cannot be fetched or used (no network, a bad wheel, a wrong version)."""
 
 
-@cache
 def toolchain_config() -> dict:
-    return tomllib.loads((data_dir("configs") / "toolchain.toml").read_text())
+    """configs/toolchain.toml: the JIT flags, the processor roles, the wheel extraction (read-only)."""
+    return config_table("toolchain.toml")
 
 
 @dataclass(frozen=True)
@@ -284,7 +283,7 @@ _DEFINED = re.compile(r"#\s*define\s+(\w+)|\bconst(?:expr)?\b[^;\n(]*?\b(\w+)\s*
 
 
 def _sfpi_constants(root: Path) -> list[dict]:
-    known = tomllib.loads((data_dir("configs") / "sfpi_constants.toml").read_text())["constants"]
+    known = config_table("sfpi_constants.toml")["constants"]
     texts = []
     for d in _SCAN_DIRS:
         for dirpath, _, names in os.walk(root / d):

@@ -9,6 +9,7 @@ import pytest
 
 import fake_ttnn
 from conftest import EXAMPLES, example
+from kgen.core.manifest import ManifestError, cores_of, load_manifest
 from kgen.device import runtime
 from kgen.gen.build import build
 from kgen.gen.spec import load
@@ -75,28 +76,28 @@ def test_run_passes_io_tensors_in_manifest_order(tmp_path):
     sender = next(k for k in pd.kernels if k.kernel_source.endswith("in1_sender_writer.cpp"))
     # NoC coordinates come from the device (FakeDevice: logical + 1)
     assert sender.runtime_args[0][0][2:] == [1, 2, 1, 2]
-    with pytest.raises(runtime.ManifestError, match="missing"):
+    with pytest.raises(ManifestError, match="missing"):
         runtime.run(result.path, fake_ttnn.FakeDevice(), {"in0": tensors["in0"]}, ttnn=fake_ttnn)
 
 
 def test_manifest_errors_are_clean(tmp_path):
-    with pytest.raises(runtime.ManifestError, match="no manifest.json"):
-        runtime.load_manifest(tmp_path)
+    with pytest.raises(ManifestError, match="no manifest.json"):
+        load_manifest(tmp_path)
     result = build(load(example("peak_small")), tmp_path / "b")
     path = result.path / "manifest.json"
     data = json.loads(path.read_text())
     data["format_version"] = 99
     path.write_text(json.dumps(data))
-    with pytest.raises(runtime.ManifestError, match="format_version 99"):
-        runtime.load_manifest(result.path)
+    with pytest.raises(ManifestError, match="format_version 99"):
+        load_manifest(result.path)
     data["format_version"] = 1                   # before compute_config.l1_acc_enabled: rebuild
     path.write_text(json.dumps(data))
-    with pytest.raises(runtime.ManifestError, match="format_version 1"):
-        runtime.load_manifest(result.path)
+    with pytest.raises(ManifestError, match="format_version 1"):
+        load_manifest(result.path)
     data["format_version"] = 2
     data["kernels"][0]["defines"].pop("PACKER_L1_ACC")
     path.write_text(json.dumps(data))
-    with pytest.raises(runtime.ManifestError, match="PACKER_L1_ACC"):
+    with pytest.raises(ManifestError, match="PACKER_L1_ACC"):
         runtime.program_descriptor(result.path, addresses=ADDRESSES, noc=noc, ttnn=fake_ttnn)
 
 
@@ -120,3 +121,9 @@ def test_stand_in_is_strict_like_ttnn():
 def test_kgen_does_not_import_ttnn(tmp_path):
     build(load(example("peak_small")), tmp_path)
     assert "ttnn" not in sys.modules
+
+
+def test_cores_of_expands_inclusive_core_ranges_row_by_row():
+    # CoreRange(start, end) includes both corners (tt_metal CoreRange); rows of y, then x within a row
+    assert cores_of([{"start": [1, 0], "end": [2, 1]}, {"start": [0, 3], "end": [0, 3]}]) == \
+        [(1, 0), (2, 0), (1, 1), (2, 1), (0, 3)]
