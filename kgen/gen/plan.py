@@ -8,7 +8,7 @@ the accumulation-policy and CB decisions exactly as the 2D multicast factory doe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from kgen.core.arch import ArchFacts, load_arch
@@ -246,10 +246,11 @@ def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out
 
 
 def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
+    """Fill every auto and take every decision the 2D multicast factory takes, in its order: the grid,
+    per-core M/N, the blocking that fits L1, the accumulation policy and the CB table."""
     arch = arch or load_arch(spec.arch)
     c = spec.compute
     choices: list[str] = []
-    warnings: list[str] = []
 
     mt, nt, kt = spec.batch * spec.m // TILE_HW, spec.n // TILE_HW, spec.k // TILE_HW
     batch_ct = 1
@@ -257,146 +258,20 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     in0_fmt, in1_fmt, out_fmt = (DTYPE_TO_FORMAT[d] for d in (spec.dtype_in0, spec.dtype_in1, spec.dtype_out))
     bias_fmt = DTYPE_TO_FORMAT[spec.dtype_bias] if spec.fuse_bias else None
 
-    # --- grid ------------------------------------------------------------------------------
-    gx, gy = arch.worker_grid
-    if spec.grid is None:
-        grid_req = (gx, gy)
-        choices.append(f"grid auto -> {_fmt_pair(grid_req)}: the whole {arch.name} worker grid")
-    else:
-        grid_req = spec.grid
-        if grid_req[0] > gx or grid_req[1] > gy:
-            raise PlanError("grid within compute_with_storage_grid_size",
-                            f"grid {_fmt_pair(grid_req)} exceeds the {arch.name} worker grid {gx} x {gy}",
-                            spec.span("grid"), f"{min(grid_req[0], gx)} x {min(grid_req[1], gy)}")
-
-    # --- per-core M/N --------------------------------------------------------------------------
-    def per_core(dim: str, tiles: int, cores: int, given: int | None) -> int:
-        axis = "y" if dim == "M" else "x"
-        legal = [d for d in _divisors(tiles) if tiles // d <= cores]
-        if given is None:
-            value = min(legal)
-            choices.append(f"per_core_{dim} auto -> {value}: {dim}t = {tiles} over {tiles // value} of "
-                           f"{cores} grid {axis} cores")
-            return value
-        if tiles % given:
-            raise PlanError(f"{dim}t % per_core_{dim} == 0 (kgen emits no padded last block)",
-                            f"per_core_{dim} = {given} does not divide {dim}t = {tiles}",
-                            spec.span("block.per_core"), _nearest(legal, given))
-        if tiles // given > cores:
-            raise PlanError(f"num_blocks_{axis} <= grid.{axis}",
-                            f"per_core_{dim} = {given} needs {tiles // given} cores along {axis}, "
-                            f"the grid has {cores}", spec.span("block.per_core"), _nearest(legal, given))
-        return given
-
+    grid_req = _requested_grid(spec, arch, choices)
     pc = spec.block.per_core
-    per_core_m = per_core("M", mt, grid_req[1], pc[0] if pc else None)
-    per_core_n = per_core("N", nt, grid_req[0], pc[1] if pc else None)
+    per_core_m = _per_core(spec, "M", mt, grid_req[1], pc[0] if pc else None, choices)
+    per_core_n = _per_core(spec, "N", nt, grid_req[0], pc[1] if pc else None, choices)
     grid = (nt // per_core_n, mt // per_core_m)
 
-    # --- DST capacity of the sync mode and accumulation format kgen emits ----------------------
+    # DST capacity of the sync mode and accumulation format kgen emits
     capacity = dst_capacity(arch, c)
     dst_sync = "SyncFull" if c.dst_full_sync else "SyncHalf"
     dst_accum = "Float32" if c.fp32_dest_acc else "Float16_b"
 
-    # --- out_block, in0_block_w, subblock ------------------------------------------------------
-    def check_out_block(ob: tuple[int, int]) -> None:
-        for i, (dim, per) in enumerate((("h", per_core_m), ("w", per_core_n))):
-            if per % ob[i]:
-                legal = _divisors(per)
-                raise PlanError(f"per_core_{'MN'[i]} % out_block_{dim} == 0",
-                                f"out_block_{dim} = {ob[i]} does not divide per_core_{'MN'[i]} = {per}",
-                                spec.span("block.out_block"), _nearest(legal, ob[i]))
-
-    def check_in0_block_w(w: int) -> None:
-        if kt % w:
-            raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {kt}",
-                            spec.span("block.in0_block_w"), _nearest(_divisors(kt), w))
-
-    def subblock_for(ob: tuple[int, int]) -> tuple[int, int] | None:
-        for h, w in SUBBLOCK_HW_CHOICES:
-            if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= capacity:
-                return h, w
-        return None
-
-    def check_subblock(sb: tuple[int, int], ob: tuple[int, int]) -> None:
-        for i, dim in enumerate("hw"):
-            if ob[i] % sb[i]:
-                legal = _divisors(ob[i])
-                raise PlanError(f"out_block_{dim} % out_subblock_{dim} == 0",
-                                f"out_subblock_{dim} = {sb[i]} does not divide out_block_{dim} = {ob[i]}",
-                                spec.span("block.out_subblock"), _nearest(legal, sb[i]))
-        if sb[0] * sb[1] > capacity:
-            legal = [f"{h} x {w}" for h, w in SUBBLOCK_HW_CHOICES
-                     if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= capacity][:4]
-            raise PlanError("out_subblock_h * out_subblock_w <= get_dest_reg_count",
-                            f"out_subblock {_fmt_pair(sb)} = {sb[0] * sb[1]} tiles, but DST holds {capacity} "
-                            f"tiles in {dst_sync} with {dst_accum} accumulation",
-                            spec.span("block.out_subblock"), ", ".join(legal) or "none")
-
-    def cbs_for(ob: tuple[int, int], w: int, sb: tuple[int, int]):
-        nb = kt // w
-        l1acc, _ = _policy(spec, c, nb)
-        pf, _ = _partials_format(c, l1acc, out_fmt)
-        out_blocks = batch_ct * (per_core_m // ob[0]) * (per_core_n // ob[1])
-        return _cb_table(spec, arch, in0_fmt, in1_fmt, out_fmt, bias_fmt, pf, ob, w, nb, batch_ct, ob[1] // sb[1],
-                         out_blocks)
-
-    def fits(ob: tuple[int, int], w: int, sb: tuple[int, int]) -> bool:
-        _, regions, _ = cbs_for(ob, w, sb)
-        return sum(r.bytes for r in regions) <= arch.usable_cb_bytes
-
-    given_ob = spec.block.out_block
-    given_w = spec.block.in0_block_w
-    given_sb = spec.block.out_subblock
-    if given_ob is not None:
-        check_out_block(given_ob)
-    if given_w is not None:
-        check_in0_block_w(given_w)
-
-    ob_candidates = [given_ob] if given_ob else sorted(
-        ((h, w) for h in _divisors(per_core_m) for w in _divisors(per_core_n)),
-        key=lambda p: (-(p[0] * p[1]), -p[1]))
-    w_candidates = [given_w] if given_w else [d for d in reversed(_divisors(kt)) if d <= AUTO_IN0_BLOCK_W_MAX]
-
-    chosen: tuple[tuple[int, int], int, tuple[int, int]] | None = None
-    first_legal: tuple[tuple[int, int], int, tuple[int, int]] | None = None
-    for ob in ob_candidates:
-        sb = given_sb or subblock_for(ob)
-        if sb is None:
-            continue
-        if given_sb:
-            try:
-                check_subblock(sb, ob)
-            except PlanError:
-                if given_ob:
-                    raise
-                continue
-        for w in w_candidates:
-            first_legal = first_legal or (ob, w, sb)
-            if fits(ob, w, sb):
-                chosen = (ob, w, sb)
-                break
-        if chosen:
-            break
-    if chosen is None:
-        if first_legal is None:
-            if given_sb:
-                check_subblock(given_sb, given_ob or (per_core_m, per_core_n))
-            raise PlanError("a subblock from SUBBLOCK_HW_CHOICES fits the out block and DST",
-                            "no out_block has a legal subblock", spec.span("block"))
-        chosen = first_legal  # report its L1 overflow below with suggestions
-    (obh, obw), in0_block_w, (sbh, sbw) = chosen
-    if given_ob is None:
-        choices.append(f"out_block auto -> {obh} x {obw}: the largest block dividing per_core "
-                       f"{per_core_m} x {per_core_n} whose CBs fit L1")
-    if given_w is None:
-        choices.append(f"in0_block_w auto -> {in0_block_w}: the largest divisor of Kt = {kt} up to "
-                       f"{AUTO_IN0_BLOCK_W_MAX} whose CBs fit L1")
-    if given_sb is None:
-        choices.append(f"out_subblock auto -> {sbh} x {sbw}: first of TT-Metal's SUBBLOCK_HW_CHOICES (h, w) "
-                       f"dividing out_block {obh} x {obw} within DST capacity {capacity}")
-    else:
-        check_subblock(given_sb, (obh, obw))
+    blocking = _Blocking(spec, arch, kt, per_core_m, per_core_n, capacity, dst_sync, dst_accum, batch_ct,
+                         in0_fmt, in1_fmt, out_fmt, bias_fmt)
+    (obh, obw), in0_block_w, (sbh, sbw) = blocking.choose(choices)
 
     num_blocks = kt // in0_block_w
     l1acc, policy_reason = _policy(spec, c, num_blocks)
@@ -405,15 +280,184 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         raise PlanError("packer L1 accumulation format in PACK_L1_ACC_FORMATS",
                         f"partials format {partials_fmt} cannot be L1-accumulated", spec.span("compute"))
     policy = POLICY_L1_ACC if l1acc else (POLICY_SPILL if num_blocks > 1 else POLICY_DST)
-    cbs, regions, sharing = cbs_for((obh, obw), in0_block_w, (sbh, sbw))
+    cbs, regions, sharing = blocking.cbs_for((obh, obw), in0_block_w, (sbh, sbw))
     total = sum(r.bytes for r in regions)
     if total > arch.usable_cb_bytes:
         raise PlanError("CBs fit the usable L1 of the core",
                         f"CBs need {total} bytes per core but {arch.name} has {arch.usable_cb_bytes} "
                         f"usable L1 bytes (over by {total - arch.usable_cb_bytes})",
                         spec.span("block"), _l1_suggestions(kt, per_core_m, per_core_n, (obh, obw), in0_block_w,
-                                                            (sbh, sbw), fits))
+                                                            (sbh, sbw), blocking.fits))
+    _check_untilized_output(spec, out_fmt, partials_fmt, partials_reason)
 
+    chosen = Plan(
+        spec=spec, arch=arch, compute=c, mt=mt, nt=nt, kt=kt, batch_ct=batch_ct, grid_requested=grid_req,
+        grid=grid, per_core_m=per_core_m, per_core_n=per_core_n, out_block_h=obh, out_block_w=obw,
+        in0_block_w=in0_block_w, out_subblock_h=sbh, out_subblock_w=sbw, num_blocks=num_blocks,
+        num_blocks_h_dim=per_core_m // obh, num_blocks_w_dim=per_core_n // obw, policy=policy,
+        policy_reason=policy_reason, l1_acc_enabled=l1acc, partials_format=partials_fmt,
+        partials_reason=partials_reason, out_format=out_fmt, in0_format=in0_fmt, in1_format=in1_fmt,
+        bias_format=bias_fmt, dst_sync=dst_sync, dst_capacity=capacity, dst_accum_format=dst_accum,
+        cbs=cbs, regions=regions, warnings=(), choices=tuple(choices), out_partials_sharing=sharing,
+    )
+    return replace(chosen, warnings=_warnings(chosen))
+
+
+def _requested_grid(spec: MatmulSpec, arch: ArchFacts, choices: list[str]) -> tuple[int, int]:
+    """The grid the spec asks for (x, y), or the whole worker grid for `auto`."""
+    gx, gy = arch.worker_grid
+    if spec.grid is None:
+        choices.append(f"grid auto -> {_fmt_pair((gx, gy))}: the whole {arch.name} worker grid")
+        return gx, gy
+    grid_req = spec.grid
+    if grid_req[0] > gx or grid_req[1] > gy:
+        raise PlanError("grid within compute_with_storage_grid_size",
+                        f"grid {_fmt_pair(grid_req)} exceeds the {arch.name} worker grid {gx} x {gy}",
+                        spec.span("grid"), f"{min(grid_req[0], gx)} x {min(grid_req[1], gy)}")
+    return grid_req
+
+
+def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | None, choices: list[str]) -> int:
+    """per_core_M (dim "M", over the grid's y cores) or per_core_N ("N", over x): the given value checked,
+    or the smallest that spreads the tiles over at most `cores` cores."""
+    axis = "y" if dim == "M" else "x"
+    legal = [d for d in _divisors(tiles) if tiles // d <= cores]
+    if given is None:
+        value = min(legal)
+        choices.append(f"per_core_{dim} auto -> {value}: {dim}t = {tiles} over {tiles // value} of "
+                       f"{cores} grid {axis} cores")
+        return value
+    if tiles % given:
+        raise PlanError(f"{dim}t % per_core_{dim} == 0 (kgen emits no padded last block)",
+                        f"per_core_{dim} = {given} does not divide {dim}t = {tiles}",
+                        spec.span("block.per_core"), _nearest(legal, given))
+    if tiles // given > cores:
+        raise PlanError(f"num_blocks_{axis} <= grid.{axis}",
+                        f"per_core_{dim} = {given} needs {tiles // given} cores along {axis}, "
+                        f"the grid has {cores}", spec.span("block.per_core"), _nearest(legal, given))
+    return given
+
+
+@dataclass(frozen=True)
+class _Blocking:
+    """The out_block / in0_block_w / out_subblock search of one core's work: the given values checked,
+    each auto filled with the largest choice whose CBs fit L1."""
+    spec: MatmulSpec
+    arch: ArchFacts
+    kt: int
+    per_core_m: int
+    per_core_n: int
+    capacity: int                    # DST tiles in this sync mode and accumulation format
+    dst_sync: str
+    dst_accum: str
+    batch_ct: int
+    in0_fmt: str
+    in1_fmt: str
+    out_fmt: str
+    bias_fmt: str | None
+
+    def check_out_block(self, ob: tuple[int, int]) -> None:
+        for i, (dim, per) in enumerate((("h", self.per_core_m), ("w", self.per_core_n))):
+            if per % ob[i]:
+                raise PlanError(f"per_core_{'MN'[i]} % out_block_{dim} == 0",
+                                f"out_block_{dim} = {ob[i]} does not divide per_core_{'MN'[i]} = {per}",
+                                self.spec.span("block.out_block"), _nearest(_divisors(per), ob[i]))
+
+    def check_in0_block_w(self, w: int) -> None:
+        if self.kt % w:
+            raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {self.kt}",
+                            self.spec.span("block.in0_block_w"), _nearest(_divisors(self.kt), w))
+
+    def subblock_for(self, ob: tuple[int, int]) -> tuple[int, int] | None:
+        for h, w in SUBBLOCK_HW_CHOICES:
+            if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity:
+                return h, w
+        return None
+
+    def check_subblock(self, sb: tuple[int, int], ob: tuple[int, int]) -> None:
+        for i, dim in enumerate("hw"):
+            if ob[i] % sb[i]:
+                raise PlanError(f"out_block_{dim} % out_subblock_{dim} == 0",
+                                f"out_subblock_{dim} = {sb[i]} does not divide out_block_{dim} = {ob[i]}",
+                                self.spec.span("block.out_subblock"), _nearest(_divisors(ob[i]), sb[i]))
+        if sb[0] * sb[1] > self.capacity:
+            legal = [f"{h} x {w}" for h, w in SUBBLOCK_HW_CHOICES
+                     if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity][:4]
+            raise PlanError("out_subblock_h * out_subblock_w <= get_dest_reg_count",
+                            f"out_subblock {_fmt_pair(sb)} = {sb[0] * sb[1]} tiles, but DST holds {self.capacity} "
+                            f"tiles in {self.dst_sync} with {self.dst_accum} accumulation",
+                            self.spec.span("block.out_subblock"), ", ".join(legal) or "none")
+
+    def cbs_for(self, ob: tuple[int, int], w: int, sb: tuple[int, int]):
+        nb = self.kt // w
+        l1acc, _ = _policy(self.spec, self.spec.compute, nb)
+        pf, _ = _partials_format(self.spec.compute, l1acc, self.out_fmt)
+        out_blocks = self.batch_ct * (self.per_core_m // ob[0]) * (self.per_core_n // ob[1])
+        return _cb_table(self.spec, self.arch, self.in0_fmt, self.in1_fmt, self.out_fmt, self.bias_fmt, pf, ob, w,
+                         nb, self.batch_ct, ob[1] // sb[1], out_blocks)
+
+    def fits(self, ob: tuple[int, int], w: int, sb: tuple[int, int]) -> bool:
+        _, regions, _ = self.cbs_for(ob, w, sb)
+        return sum(r.bytes for r in regions) <= self.arch.usable_cb_bytes
+
+    def choose(self, choices: list[str]) -> tuple[tuple[int, int], int, tuple[int, int]]:
+        """(out_block, in0_block_w, out_subblock): the first candidate whose CBs fit, largest out block
+        first; if none fits, the first legal one, whose L1 overflow plan() then reports."""
+        block = self.spec.block
+        given_ob, given_w, given_sb = block.out_block, block.in0_block_w, block.out_subblock
+        if given_ob is not None:
+            self.check_out_block(given_ob)
+        if given_w is not None:
+            self.check_in0_block_w(given_w)
+
+        ob_candidates = [given_ob] if given_ob else sorted(
+            ((h, w) for h in _divisors(self.per_core_m) for w in _divisors(self.per_core_n)),
+            key=lambda p: (-(p[0] * p[1]), -p[1]))
+        w_candidates = [given_w] if given_w else [d for d in reversed(_divisors(self.kt))
+                                                  if d <= AUTO_IN0_BLOCK_W_MAX]
+        chosen: tuple[tuple[int, int], int, tuple[int, int]] | None = None
+        first_legal: tuple[tuple[int, int], int, tuple[int, int]] | None = None
+        for ob in ob_candidates:
+            sb = given_sb or self.subblock_for(ob)
+            if sb is None:
+                continue
+            if given_sb:
+                try:
+                    self.check_subblock(sb, ob)
+                except PlanError:
+                    if given_ob:
+                        raise
+                    continue
+            for w in w_candidates:
+                first_legal = first_legal or (ob, w, sb)
+                if self.fits(ob, w, sb):
+                    chosen = (ob, w, sb)
+                    break
+            if chosen:
+                break
+        if chosen is None:
+            if first_legal is None:
+                if given_sb:
+                    self.check_subblock(given_sb, given_ob or (self.per_core_m, self.per_core_n))
+                raise PlanError("a subblock from SUBBLOCK_HW_CHOICES fits the out block and DST",
+                                "no out_block has a legal subblock", self.spec.span("block"))
+            chosen = first_legal  # plan() reports its L1 overflow with suggestions
+        (obh, obw), in0_block_w, (sbh, sbw) = chosen
+        if given_ob is None:
+            choices.append(f"out_block auto -> {obh} x {obw}: the largest block dividing per_core "
+                           f"{self.per_core_m} x {self.per_core_n} whose CBs fit L1")
+        if given_w is None:
+            choices.append(f"in0_block_w auto -> {in0_block_w}: the largest divisor of Kt = {self.kt} up to "
+                           f"{AUTO_IN0_BLOCK_W_MAX} whose CBs fit L1")
+        if given_sb is None:
+            choices.append(f"out_subblock auto -> {sbh} x {sbw}: first of TT-Metal's SUBBLOCK_HW_CHOICES (h, w) "
+                           f"dividing out_block {obh} x {obw} within DST capacity {self.capacity}")
+        else:
+            self.check_subblock(given_sb, (obh, obw))
+        return chosen
+
+
+def _check_untilized_output(spec: MatmulSpec, out_fmt: str, partials_fmt: str, partials_reason: str) -> None:
     if spec.untilize_out and out_fmt.startswith("Bfp"):
         raise PlanError("row-major (untilized) output needs a non-block-float dtype",
                         f"untilize_out with out = {spec.dtype_out}: block-float formats exist only as tiles",
@@ -432,37 +476,31 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
                         "untilize_out = false, dtype out = the partials' dtype, or a compute config whose "
                         "partials format is the output format (see `kgen check`: partials)")
 
-    # --- warnings (each cites its source) ------------------------------------------------------
-    if arch.behaviour.hifi4_fp32_dest_accuracy_bug and c.fp32_dest_acc and c.math_fidelity == "HiFi4":
+
+def _warnings(p: Plan) -> tuple[str, ...]:
+    """What `kgen check` warns of in a legal plan; each warning cites its source."""
+    c, spec = p.compute, p.spec
+    warnings: list[str] = []
+    if p.arch.behaviour.hifi4_fp32_dest_accuracy_bug and c.fp32_dest_acc and c.math_fidelity == "HiFi4":
         warnings.append("Wormhole + HiFi4 + fp32 dest accumulation: output accuracy can be worse with HiFi4 "
                         "than HiFi3 due to a hardware bug; prefer HiFi3 (TT-Metal verify_numerical_configuration, "
                         "tt-metal#38306)")
-    if l1acc and c.fp32_dest_acc:
+    if p.l1_acc_enabled and c.fp32_dest_acc:
         warnings.append("packer L1 accumulation with fp32 dest accumulation: known hardware limitation "
                         "tt-metal#28800 (format conversion ordering around the L1-acc adder); TT-Metal's "
                         "DRAM-sharded factory turns L1 acc off here (PR #38066), the 2D factory kgen mirrors "
                         "does not")
-    if policy == POLICY_SPILL and not c.fp32_dest_acc:
-        warnings.append(f"spill/reload without fp32 dest: partials round-trip through {partials_fmt} "
-                        f"{num_blocks - 1} time(s); precision loss grows with K (tt-metal#5729, #8449)")
-    warnings += factory_departures(c, dst_sync, capacity)
+    if p.policy == POLICY_SPILL and not c.fp32_dest_acc:
+        warnings.append(f"spill/reload without fp32 dest: partials round-trip through {p.partials_format} "
+                        f"{p.num_blocks - 1} time(s); precision loss grows with K (tt-metal#5729, #8449)")
+    warnings += factory_departures(c, p.dst_sync, p.dst_capacity)
     if "dtype.bias" in spec.spans and not spec.fuse_bias:
         warnings.append(f"dtype bias = {spec.dtype_bias} ({spec.span('dtype.bias')}) has no effect: there is no "
                         f"bias without fuse {{ bias = true }}")
-    if grid != grid_req:
-        warnings.append(f"only {grid[0]} x {grid[1]} of the {_fmt_pair(grid_req)} grid have work "
-                        f"(per_core {per_core_m} x {per_core_n} over Mt x Nt = {mt} x {nt})")
-
-    return Plan(
-        spec=spec, arch=arch, compute=c, mt=mt, nt=nt, kt=kt, batch_ct=batch_ct, grid_requested=grid_req,
-        grid=grid, per_core_m=per_core_m, per_core_n=per_core_n, out_block_h=obh, out_block_w=obw,
-        in0_block_w=in0_block_w, out_subblock_h=sbh, out_subblock_w=sbw, num_blocks=num_blocks,
-        num_blocks_h_dim=per_core_m // obh, num_blocks_w_dim=per_core_n // obw, policy=policy,
-        policy_reason=policy_reason, l1_acc_enabled=l1acc, partials_format=partials_fmt,
-        partials_reason=partials_reason, out_format=out_fmt, in0_format=in0_fmt, in1_format=in1_fmt,
-        bias_format=bias_fmt, dst_sync=dst_sync, dst_capacity=capacity, dst_accum_format=dst_accum,
-        cbs=cbs, regions=regions, warnings=tuple(warnings), choices=tuple(choices), out_partials_sharing=sharing,
-    )
+    if p.grid != p.grid_requested:
+        warnings.append(f"only {p.grid[0]} x {p.grid[1]} of the {_fmt_pair(p.grid_requested)} grid have work "
+                        f"(per_core {p.per_core_m} x {p.per_core_n} over Mt x Nt = {p.mt} x {p.nt})")
+    return tuple(warnings)
 
 
 def factory_departures(c: ComputeConfig, dst_sync: str, capacity: int) -> tuple[str, ...]:
