@@ -9,7 +9,9 @@ ranges whose bodies are identical, so that every op the hardware executes is vis
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable, Mapping
 
 from kgen.gen.ir import (INVALID, VALID, Affine, ComputeFlags, CoreRange, Kernel, Loop, Node, Program, RuntimeArg, Semaphore, Sym,
                      TensorArg, op)
@@ -101,50 +103,83 @@ def compute_defines(p: Plan) -> tuple[tuple[str, str], ...]:
     return tuple(defines)
 
 
-def _compute_kernel(p: Plan) -> tuple[Node, ...]:
-    ct = {name: Sym(value, name) for name, value in compute_compile_time_args(p)}
-    nb = p.num_blocks
-    last = nb - 1
-    bias, relu, l1acc, untilize = p.fuse_bias, p.pack_relu, p.l1_acc_enabled, p.untilize_out
-    fp32 = p.compute.fp32_dest_acc
-    sb = ct["out_subblock_num_tiles"]
-    sbh, sbw = ct["out_subblock_h"], ct["out_subblock_w"]
-    kt = ct["in0_block_w"]
-    out_block_w = ct["in1_block_w"]
-    in0_tiles, in1_tiles = ct["in0_block_num_tiles"], ct["in1_block_num_tiles"]
-    in0_sbs, in1_sbs = ct["in0_num_subblocks"], ct["in1_num_subblocks"]
-    in0_cb, in1_cb, partials = CB_IN0, CB_IN1, CB_PARTIALS
-    untilize_out_cb = partials if untilize else CB_OUT           # untilize_mode_out_cb_id
-    mm_out = partials if bias else untilize_out_cb                # where the last K-block packs
-    multi = p.batch_ct > 1 or p.num_blocks_w_dim > 1 or p.num_blocks_h_dim > 1
-    init = op("matmul_init", in0_cb, in1_cb, False, sbw, sbh, kt)
+@dataclass(frozen=True)
+class _ComputeLowering:
+    """The compute kernel's lifecycle, piece by piece, for one plan (bmm_large_block_zm_fused_bias_activation.cpp):
+    the K-block loop with its spill/reload or L1-accumulation packs, then the bias and untilize stages,
+    inside the output-block loops. `ct` are the kernel's compile-time args as named symbols."""
+    p: Plan
+    ct: Mapping[str, Sym]
 
-    def reload_ops() -> list[Node]:
+    @classmethod
+    def of(cls, p: Plan) -> "_ComputeLowering":
+        return cls(p, MappingProxyType({name: Sym(value, name) for name, value in compute_compile_time_args(p)}))
+
+    # --- facts of the plan, named as the TT-Metal kernel names them ------------------------------
+    @property
+    def last(self) -> int:
+        return self.p.num_blocks - 1
+
+    @property
+    def sb(self) -> Sym:
+        return self.ct["out_subblock_num_tiles"]
+
+    @property
+    def untilize_out_cb(self) -> int:                  # untilize_mode_out_cb_id
+        return CB_PARTIALS if self.p.untilize_out else CB_OUT
+
+    @property
+    def mm_out(self) -> int:                           # where the last K-block packs
+        return CB_PARTIALS if self.p.fuse_bias else self.untilize_out_cb
+
+    @property
+    def multi(self) -> bool:                           # more than one output block per core
+        p = self.p
+        return p.batch_ct > 1 or p.num_blocks_w_dim > 1 or p.num_blocks_h_dim > 1
+
+    @property
+    def repacks_format(self) -> bool:                  # the packer is reconfigured before the final pack
+        return self.p.compute.fp32_dest_acc or self.p.l1_acc_enabled
+
+    @property
+    def init(self) -> Node:
+        ct = self.ct
+        return op("matmul_init", CB_IN0, CB_IN1, False, ct["out_subblock_w"], ct["out_subblock_h"], ct["in0_block_w"])
+
+    @property
+    def bias_ntiles(self) -> Sym:
+        return Sym(self.p.out_block_w, "bias_ntiles")
+
+    # --- the K-block loop ------------------------------------------------------------------------
+    def reload_ops(self) -> list[Node]:
         return [
-            op("reconfig_srca", in1_cb, partials, note="SrcA: in1 -> partials format"),
-            op("copy_init", partials),
-            op("cb_wait_front", partials, sb),
-            op("copy_block", partials, 0, 0, sb, note="reload partials into DST"),
-            op("cb_pop_front", partials, sb),
-            op("reconfig_srca", partials, in1_cb, note="SrcA back to in1"),
-            init,
+            op("reconfig_srca", CB_IN1, CB_PARTIALS, note="SrcA: in1 -> partials format"),
+            op("copy_init", CB_PARTIALS),
+            op("cb_wait_front", CB_PARTIALS, self.sb),
+            op("copy_block", CB_PARTIALS, 0, 0, self.sb, note="reload partials into DST"),
+            op("cb_pop_front", CB_PARTIALS, self.sb),
+            op("reconfig_srca", CB_PARTIALS, CB_IN1, note="SrcA back to in1"),
+            self.init,
         ]
 
-    def enable_reload(block: int) -> bool:
-        if l1acc:
-            return not bias and block == last          # armed at block n-2: one reload, last block
-        return block >= 1                              # spill: every later block reloads
+    def enable_reload(self, block: int) -> bool:
+        if self.p.l1_acc_enabled:
+            return not self.p.fuse_bias and block == self.last     # armed at block n-2: one reload, last block
+        return block >= 1                                          # spill: every later block reloads
 
-    def subblock_ops(block: int) -> tuple[Node, ...]:
+    def subblock_ops(self, block: int) -> tuple[Node, ...]:
+        ct, sb, l1acc, bias = self.ct, self.sb, self.p.l1_acc_enabled, self.p.fuse_bias
+        sbw, kt = ct["out_subblock_w"], ct["in0_block_w"]
         ops: list[Node] = [op("tile_regs_acquire")]
-        if enable_reload(block):
-            ops += reload_ops()
+        if self.enable_reload(block):
+            ops += self.reload_ops()
         ops.append(Loop("k", 0, kt, (
-            op("matmul_block", in0_cb, in1_cb, A(0, in0_sb=ct["in0_subblock_num_tiles"], k=1),
-               A(0, in1_sb=sbw, k=out_block_w), 0, False, sbw, sbh, kt),)))
-        if block == last:
+            op("matmul_block", CB_IN0, CB_IN1, A(0, in0_sb=ct["in0_subblock_num_tiles"], k=1),
+               A(0, in1_sb=sbw, k=ct["in1_block_w"]), 0, False, sbw, ct["out_subblock_h"], kt),)))
+        if block == self.last:
+            mm_out = self.mm_out
             ops += [op("tile_regs_commit"), op("cb_reserve_back", mm_out, sb), op("tile_regs_wait")]
-            if fp32 or l1acc:
+            if self.repacks_format:
                 ops.append(op("pack_reconfig_format", mm_out, note="partials format -> final pack format"))
             if l1acc:
                 if bias:
@@ -153,35 +188,39 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
                     ops.append(op("pack_l1_acc", False, note="final pack to out overwrites"))
             ops += [op("pack_block", mm_out, 0, sb), op("tile_regs_release"), op("cb_push_back", mm_out, sb)]
         else:
-            ops += [op("tile_regs_commit"), op("cb_reserve_back", partials, sb), op("tile_regs_wait")]
+            ops += [op("tile_regs_commit"), op("cb_reserve_back", CB_PARTIALS, sb), op("tile_regs_wait")]
             if l1acc and block == 0:
                 ops.append(op("pack_l1_acc", False, note="block 0 overwrites the partials"))
             elif l1acc and block == 1:
                 ops.append(op("pack_l1_acc", True, note="from block 1 the packer adds into L1"))
-            ops += [op("pack_block", partials, 0, sb), op("tile_regs_release"), op("cb_push_back", partials, sb)]
+            ops += [op("pack_block", CB_PARTIALS, 0, sb), op("tile_regs_release"), op("cb_push_back", CB_PARTIALS, sb)]
         return tuple(ops)
 
-    def block_body(block: int) -> tuple[Node, ...]:
+    def k_block_body(self, block: int) -> tuple[Node, ...]:
+        p, ct, sb, last = self.p, self.ct, self.sb, self.last
+        in0_tiles, in1_tiles = ct["in0_block_num_tiles"], ct["in1_block_num_tiles"]
         ops: list[Node] = []
-        if relu and not bias and block == last:
+        if p.pack_relu and not p.fuse_bias and block == last:
             ops.append(op("pack_relu", "zero", note="ReLU on the final pack only"))
-        ops += [op("cb_wait_front", in0_cb, in0_tiles), op("cb_wait_front", in1_cb, in1_tiles)]
-        ops.append(Loop("in0_sb", 0, in0_sbs, (Loop("in1_sb", 0, in1_sbs, subblock_ops(block)),)))
-        drain = (bias and block < last) or (not bias and block < last - 1)
-        if l1acc and drain:
+        ops += [op("cb_wait_front", CB_IN0, in0_tiles), op("cb_wait_front", CB_IN1, in1_tiles)]
+        ops.append(Loop("in0_sb", 0, ct["in0_num_subblocks"], (
+            Loop("in1_sb", 0, ct["in1_num_subblocks"], self.subblock_ops(block)),)))
+        drain = (p.fuse_bias and block < last) or (not p.fuse_bias and block < last - 1)
+        if p.l1_acc_enabled and drain:
             # Popping the whole block rewinds the partials FIFO, so the next block packs onto the same
             # L1 addresses and the packer accumulates (the CB holds exactly one block).
             ops.append(Loop("s", 0, p.out_block_tiles // sb, (
-                op("cb_wait_front", partials, sb), op("cb_pop_front", partials, sb)),
+                op("cb_wait_front", CB_PARTIALS, sb), op("cb_pop_front", CB_PARTIALS, sb)),
                 "rewind the partials for L1 accumulation"))
-        ops += [op("cb_pop_front", in0_cb, in0_tiles), op("cb_pop_front", in1_cb, in1_tiles)]
+        ops += [op("cb_pop_front", CB_IN0, in0_tiles), op("cb_pop_front", CB_IN1, in1_tiles)]
         return tuple(ops)
 
-    def block_note(start: int, stop: int) -> str:
-        if nb == 1:
+    def k_block_note(self, start: int, stop: int) -> str:
+        last, bias = self.last, self.p.fuse_bias
+        if self.p.num_blocks == 1:
             return "the only K-block: accumulate in DST, pack to the output"
         names = []
-        if l1acc:
+        if self.p.l1_acc_enabled:
             if start == 0:
                 names.append("L1 acc off, overwrite partials")
             elif start == 1:
@@ -196,59 +235,66 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
                          ("last: reload, pack the result" if start == last else "reload, accumulate, spill"))
         return "; ".join(names)
 
-    k_loops = _ranges_by_body(nb, {0, 1, last - 1, last}, block_body, "block", block_note)
+    def k_loops(self) -> tuple[Node, ...]:
+        last = self.last
+        return _ranges_by_body(self.p.num_blocks, {0, 1, last - 1, last}, self.k_block_body, "block",
+                               self.k_block_note)
 
-    bias_ntiles = Sym(p.out_block_w, "bias_ntiles")
-
-    def bias_stage(first_out_block: bool) -> list[Node]:
+    # --- after the K-blocks ----------------------------------------------------------------------
+    def bias_stage(self, first_out_block: bool) -> list[Node]:
+        p, ct, sb = self.p, self.ct, self.sb
+        sbh, sbw = ct["out_subblock_h"], ct["out_subblock_w"]
+        out_cb = self.untilize_out_cb
         ops: list[Node] = []
-        if relu:
+        if p.pack_relu:
             ops.append(op("pack_relu", "zero"))
-        if fp32 or l1acc:
+        if self.repacks_format:
             ops.append(op("pack_reconfig_format", CB_OUT))
-        if l1acc:
+        if p.l1_acc_enabled:
             ops.append(op("pack_l1_acc", False))
-        ops += [op("reconfig_srcab", in1_cb, partials, in0_cb, CB_BIAS, note="SrcA -> partials, SrcB -> bias"),
-                op("add_bcast_rows_init", partials, CB_BIAS)]
+        ops += [op("reconfig_srcab", CB_IN1, CB_PARTIALS, CB_IN0, CB_BIAS, note="SrcA -> partials, SrcB -> bias"),
+                op("add_bcast_rows_init", CB_PARTIALS, CB_BIAS)]
         if first_out_block or p.num_blocks_w_dim > 1:
-            ops.append(op("cb_wait_front", CB_BIAS, bias_ntiles,
+            ops.append(op("cb_wait_front", CB_BIAS, self.bias_ntiles,
                           note="bias stays resident" if p.num_blocks_w_dim == 1 else ""))
-        ops.append(Loop("in0_sb", 0, in0_sbs, (Loop("in1_sb", 0, in1_sbs, (
-            op("cb_wait_front", partials, sb),
+        ops.append(Loop("in0_sb", 0, ct["in0_num_subblocks"], (Loop("in1_sb", 0, ct["in1_num_subblocks"], (
+            op("cb_wait_front", CB_PARTIALS, sb),
             op("tile_regs_acquire"),
             Loop("r", 0, sbh, (Loop("c", 0, sbw, (
-                op("add_bcast_rows", partials, CB_BIAS, A(0, r=sbw, c=1), A(0, in1_sb=sbw, c=1), A(0, r=sbw, c=1)),)),)),
+                op("add_bcast_rows", CB_PARTIALS, CB_BIAS, A(0, r=sbw, c=1), A(0, in1_sb=sbw, c=1), A(0, r=sbw, c=1)),)),)),
             op("tile_regs_commit"),
-            op("cb_pop_front", partials, sb),
-            op("cb_reserve_back", untilize_out_cb, sb),
+            op("cb_pop_front", CB_PARTIALS, sb),
+            op("cb_reserve_back", out_cb, sb),
             op("tile_regs_wait"),
-            Loop("i", 0, sb, (op("pack_tile", A(0, i=1), untilize_out_cb),)),
+            Loop("i", 0, sb, (op("pack_tile", A(0, i=1), out_cb),)),
             op("tile_regs_release"),
-            op("cb_push_back", untilize_out_cb, sb),
+            op("cb_push_back", out_cb, sb),
         )),)))
         if p.num_blocks_w_dim > 1:
-            ops.append(op("cb_pop_front", CB_BIAS, bias_ntiles))
+            ops.append(op("cb_pop_front", CB_BIAS, self.bias_ntiles))
         return ops
 
-    def untilize_stage() -> list[Node]:
+    def untilize_stage(self) -> list[Node]:
+        p, ct, sb = self.p, self.ct, self.sb
+        sbh, sbw, out_block_w, in1_sbs = ct["out_subblock_h"], ct["out_subblock_w"], ct["in1_block_w"], ct["in1_num_subblocks"]
         ops: list[Node] = []
-        if relu:
+        if p.pack_relu:
             ops.append(op("pack_relu", "none"))
-        if not bias:
-            ops.append(op("reconfig_srca", in1_cb, partials))
-            if fp32 or l1acc:
+        if not p.fuse_bias:
+            ops.append(op("reconfig_srca", CB_IN1, CB_PARTIALS))
+            if self.repacks_format:
                 ops.append(op("pack_reconfig_format", CB_OUT))
-            if l1acc:
+            if p.l1_acc_enabled:
                 ops.append(op("pack_l1_acc", False))
         row_tiles = p.in1_num_subblocks * sb
-        ops += [op("pack_untilize_init", CB_OUT, sbw, out_block_w), op("copy_init", partials)]
-        ops.append(Loop("in0_sb", 0, in0_sbs, (
-            op("cb_wait_front", partials, row_tiles, note="reblock: one row of subblocks"),
+        ops += [op("pack_untilize_init", CB_OUT, sbw, out_block_w), op("copy_init", CB_PARTIALS)]
+        ops.append(Loop("in0_sb", 0, ct["in0_num_subblocks"], (
+            op("cb_wait_front", CB_PARTIALS, row_tiles, note="reblock: one row of subblocks"),
             Loop("h", 0, sbh, (
                 op("cb_reserve_back", CB_OUT, out_block_w),
                 Loop("n", 0, in1_sbs, (
                     op("tile_regs_acquire"),
-                    Loop("w", 0, sbw, (op("copy_tile", partials, A(0, n=sb, h=sbw, w=1), A(0, w=1)),)),
+                    Loop("w", 0, sbw, (op("copy_tile", CB_PARTIALS, A(0, n=sb, h=sbw, w=1), A(0, w=1)),)),
                     op("tile_regs_commit"),
                     op("tile_regs_wait"),
                     op("pack_untilize_dest", CB_OUT, sbw, out_block_w, 1, A(0, n=1)),
@@ -256,51 +302,46 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
                 )),
                 op("cb_push_back", CB_OUT, out_block_w),
             )),
-            op("cb_pop_front", partials, row_tiles),
+            op("cb_pop_front", CB_PARTIALS, row_tiles),
         )))
-        ops.append(op("pack_untilize_uninit", partials))
+        ops.append(op("pack_untilize_uninit", CB_PARTIALS))
         return ops
 
-    def out_block_body(first: bool) -> tuple[Node, ...]:
+    def out_block_body(self, first: bool, k_loops: tuple[Node, ...]) -> tuple[Node, ...]:
+        p, multi = self.p, self.multi
         ops: list[Node] = []
-        if relu and multi:
+        if p.pack_relu and multi:
             ops.append(op("pack_relu", "none", note="intermediate packs without ReLU"))
         if multi:
-            ops.append(op("pack_reconfig_format", partials))
+            ops.append(op("pack_reconfig_format", CB_PARTIALS))
         ops += list(k_loops)
-        if bias:
-            ops += bias_stage(first)
-        if untilize:
-            ops += untilize_stage()
+        if p.fuse_bias:
+            ops += self.bias_stage(first)
+        if p.untilize_out:
+            ops += self.untilize_stage()
         if multi:
-            if bias:
-                ops.append(op("reconfig_srcab", partials, in1_cb, CB_BIAS, in0_cb))
+            if p.fuse_bias:
+                ops.append(op("reconfig_srcab", CB_PARTIALS, CB_IN1, CB_BIAS, CB_IN0))
             else:
-                ops.append(op("reconfig_srca", partials, in1_cb))
-            ops.append(init)
+                ops.append(op("reconfig_srca", CB_PARTIALS, CB_IN1))
+            ops.append(self.init)
         return tuple(ops)
 
+
+def _compute_kernel(p: Plan) -> tuple[Node, ...]:
+    lowering = _ComputeLowering.of(p)
+    k_loops = lowering.k_loops()
     # The bias wait happens on the first output block only when num_blocks_w_dim == 1, so the
     # output-block loops split into (bh == 0, bw == 0) and the rest.
-    body_first, body_rest = out_block_body(True), out_block_body(False)
-    bw_n, bh_n = p.num_blocks_w_dim, p.num_blocks_h_dim
-    if body_first == body_rest:
-        out_loops: tuple[Node, ...] = (Loop("bh", 0, bh_n, (Loop("bw", 0, bw_n, body_first),)),)
-    else:
-        first_row: list[Node] = [Loop("bw", 0, 1, body_first, "first output block: wait for the bias")]
-        if bw_n > 1:
-            first_row.append(Loop("bw", 1, bw_n, body_rest))
-        out_loops = (Loop("bh", 0, 1, tuple(first_row)),)
-        if bh_n > 1:
-            out_loops += (Loop("bh", 1, bh_n, (Loop("bw", 0, bw_n, body_rest),)),)
-
+    out_loops = _out_block_loops(p, lambda first: lowering.out_block_body(first, k_loops),
+                                 first_note="first output block: wait for the bias", batch_note="batch (fused into M)")
     body: list[Node] = [
-        op("hw_startup", in0_cb, in1_cb, partials, note="SrcOrder::Reverse: in0 -> SrcB, in1 -> SrcA"),
-        init,
-        Loop("b", 0, p.batch_ct, out_loops, "batch (fused into M)"),
+        op("hw_startup", CB_IN0, CB_IN1, CB_PARTIALS, note="SrcOrder::Reverse: in0 -> SrcB, in1 -> SrcA"),
+        lowering.init,
+        *out_loops,
     ]
-    if bias and p.num_blocks_w_dim == 1:
-        body.append(op("cb_pop_front", CB_BIAS, bias_ntiles, note="release the resident bias"))
+    if p.fuse_bias and p.num_blocks_w_dim == 1:
+        body.append(op("cb_pop_front", CB_BIAS, lowering.bias_ntiles, note="release the resident bias"))
     return tuple(body)
 
 
@@ -362,19 +403,21 @@ def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
     )),))]
 
 
-def _out_block_loops(p: Plan, body_of: Callable[[bool], tuple[Node, ...]]) -> tuple[Node, ...]:
-    """Loops over output blocks; the body may differ on the very first block (bias read once)."""
+def _out_block_loops(p: Plan, body_of: Callable[[bool], tuple[Node, ...]], *,
+                     first_note: str = "first output block: read the bias", batch_note: str = "") -> tuple[Node, ...]:
+    """Loops over output blocks; the body may differ on the very first block (the bias is read and
+    waited for once when it stays resident)."""
     first, rest = body_of(True), body_of(False)
     if first == rest:
         return (Loop("b", 0, p.batch_ct, (Loop("bh", 0, p.num_blocks_h_dim, (
-            Loop("bw", 0, p.num_blocks_w_dim, first),)),)),)
-    row0: list[Node] = [Loop("bw", 0, 1, first, "first output block: read the bias")]
+            Loop("bw", 0, p.num_blocks_w_dim, first),)),), batch_note),)
+    row0: list[Node] = [Loop("bw", 0, 1, first, first_note)]
     if p.num_blocks_w_dim > 1:
         row0.append(Loop("bw", 1, p.num_blocks_w_dim, rest))
     loops: list[Node] = [Loop("bh", 0, 1, tuple(row0))]
     if p.num_blocks_h_dim > 1:
         loops.append(Loop("bh", 1, p.num_blocks_h_dim, (Loop("bw", 0, p.num_blocks_w_dim, rest),)))
-    return (Loop("b", 0, p.batch_ct, tuple(loops)),)
+    return (Loop("b", 0, p.batch_ct, tuple(loops), batch_note),)
 
 
 def _needs_bias_read(p: Plan, first: bool) -> bool:
