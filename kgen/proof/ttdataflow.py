@@ -26,7 +26,7 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from kgen.core.manifest import cores_of
 from kgen.proof.emulate import round_up
@@ -96,75 +96,142 @@ def _noc_index(kernel: dict) -> int:
     return int((kernel.get("noc") or "NOC_0").rsplit("_", 1)[1])
 
 
-def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
-    """The factory's args for each of kgen's data-movement kernels present in the manifest."""
-    reason = unsupported_reason(plan, manifest)
-    if reason:
-        raise DataflowSwapError(reason)
-    arch = plan.arch
-    tensors = {t["name"]: t for t in manifest["io_tensors"]}
-    page = {n: round_up(t["page_size"], arch.dram_alignment) for n, t in tensors.items()}
-    sems = {s["name"]: s["id"] for s in manifest["semaphores"]}
-    kernels = {k["name"]: k for k in manifest["kernels"]}
-    named = {k["name"]: k["named_compile_time_args"] for k in manifest["kernels"]}
-    bias = "bias" in tensors
+@dataclass(frozen=True)
+class _FactoryValues:
+    """The 2D factory's shared values for one plan and build folder: blocking, semaphores, pages, and
+    the padding of the last row/column of cores (the factory's last_* values; kgen plans divide
+    evenly, so these equal the full values and every skip is 0)."""
+    plan: Any
+    page: Mapping[str, int]                 # DRAM-aligned page size per tensor
+    sems: Mapping[str, int]
+    named: Mapping[str, Mapping[str, int]]  # kgen kernel -> its named compile-time args
+    bias: bool
+    out_tile: int
 
-    mt, nt, kt = plan.mt, plan.nt, plan.kt
-    batch = plan.batch_ct                   # batch is fused into Mt: the factory's B is 1
-    cols, rows = plan.grid                  # num_blocks_x, num_blocks_y
-    pcm, pcn = plan.per_core_m, plan.per_core_n
-    obh, obw, ibw = plan.out_block_h, plan.out_block_w, plan.in0_block_w
-    sbh, sbw = plan.out_subblock_h, plan.out_subblock_w
-    nbw, nbh, nb = plan.num_blocks_w_dim, plan.num_blocks_h_dim, plan.num_blocks
-    out_tile = tensors["out"]["page_size"]
+    @classmethod
+    def of(cls, plan, manifest: dict) -> "_FactoryValues":
+        tensors = {t["name"]: t for t in manifest["io_tensors"]}
+        return cls(plan,
+                   {n: round_up(t["page_size"], plan.arch.dram_alignment) for n, t in tensors.items()},
+                   {s["name"]: s["id"] for s in manifest["semaphores"]},
+                   {k["name"]: k["named_compile_time_args"] for k in manifest["kernels"]},
+                   "bias" in tensors, tensors["out"]["page_size"])
 
-    # Padding of the last row/column of cores (the factory's last_* values; kgen plans divide
-    # evenly, so these equal the full values and every skip is 0).
-    last_pcm = mt % pcm or pcm
-    last_pcn = nt % pcn or pcn
-    last_obh = last_pcm % obh or obh
-    last_obw = last_pcn % obw or obw
-    last_nbh = (last_pcm - 1) // obh + 1
-    last_nbw = (last_pcn - 1) // obw + 1
-    last_nsbh = (last_obh - 1) // sbh + 1
-    last_nsbw = (last_obw - 1) // sbw + 1
-    last_sbh = last_obh % sbh or sbh
-    last_sbw = last_obw % sbw or sbw
-    addr_skip = out_tile * (sbw - last_sbw)
-    w_skip = sbw * sbh * (obw // sbw - last_nsbw)
-    h_skip = (obh // sbh - last_nsbh) * (obw * sbh)
+    @property
+    def batch(self) -> int:
+        return self.plan.batch_ct            # batch is fused into Mt: the factory's B is 1
 
-    out: dict[str, TtKernelArgs] = {}
-    k = kernels["in0_sender"]
-    rt = []
-    for (x, y) in cores_of(k["core_ranges"]):
-        rt.append(((x, y), (
-            {"buffer_address": "in0"}, pcm * kt * y,
-            *_rectangle((min(1, cols - 1), y), (cols - 1, y), _noc_index(k)),
-            last_obh if y == rows - 1 else obh,
-            0)))                                                         # sparsity_addr
-    out["in0_sender"] = TtKernelArgs(
+    @property
+    def cols(self) -> int:
+        return self.plan.grid[0]             # num_blocks_x
+
+    @property
+    def rows(self) -> int:
+        return self.plan.grid[1]             # num_blocks_y
+
+    @property
+    def last_obh(self) -> int:
+        p = self.plan
+        return (p.mt % p.per_core_m or p.per_core_m) % p.out_block_h or p.out_block_h
+
+    @property
+    def last_obw(self) -> int:
+        p = self.plan
+        return (p.nt % p.per_core_n or p.per_core_n) % p.out_block_w or p.out_block_w
+
+    @property
+    def last_nbh(self) -> int:
+        p = self.plan
+        return ((p.mt % p.per_core_m or p.per_core_m) - 1) // p.out_block_h + 1
+
+    @property
+    def last_nbw(self) -> int:
+        p = self.plan
+        return ((p.nt % p.per_core_n or p.per_core_n) - 1) // p.out_block_w + 1
+
+    @property
+    def last_nsbh(self) -> int:
+        return (self.last_obh - 1) // self.plan.out_subblock_h + 1
+
+    @property
+    def last_nsbw(self) -> int:
+        return (self.last_obw - 1) // self.plan.out_subblock_w + 1
+
+    @property
+    def last_sbh(self) -> int:
+        return self.last_obh % self.plan.out_subblock_h or self.plan.out_subblock_h
+
+    @property
+    def last_sbw(self) -> int:
+        return self.last_obw % self.plan.out_subblock_w or self.plan.out_subblock_w
+
+    @property
+    def addr_skip(self) -> int:
+        return self.out_tile * (self.plan.out_subblock_w - self.last_sbw)
+
+    @property
+    def w_skip(self) -> int:
+        p = self.plan
+        return p.out_subblock_w * p.out_subblock_h * (p.out_block_w // p.out_subblock_w - self.last_nsbw)
+
+    @property
+    def h_skip(self) -> int:
+        p = self.plan
+        return (p.out_block_h // p.out_subblock_h - self.last_nsbh) * (p.out_block_w * p.out_subblock_h)
+
+    def out_subblocks_w(self, right: bool) -> tuple[int, ...]:
+        """The writer's column-of-subblocks args: count, last count, last width, address and tile skips."""
+        p, sbw = self.plan, self.plan.out_subblock_w
+        return (p.out_block_w // sbw, self.last_nsbw if right else p.out_block_w // sbw,
+                self.last_sbw if right else sbw, self.addr_skip if right else 0, self.w_skip if right else 0)
+
+    def cb_fixed(self, kernel: str) -> dict[str, int]:
+        cb = self.named[kernel]
+        return {"cb_in1": cb["cb_in1"], "cb_bias": cb.get("cb_bias", TT_FIXED_CBS["cb_bias"]), "cb_out": cb["cb_out"]}
+
+    def writer_ct(self) -> tuple[int, ...]:
+        """The output-writer compile-time args both in1 kernels share: strides, subblock shape, tiles."""
+        p = self.plan
+        sbh, sbw = p.out_subblock_h, p.out_subblock_w
+        return (1, p.nt, sbw, sbh * p.nt, p.out_block_w, p.out_block_h * p.nt, sbw, sbh, sbw * sbh, p.mt * p.nt)
+
+
+def _in0_sender(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    p = f.plan
+    kt, ibw, obh, cols, rows = p.kt, p.in0_block_w, p.out_block_h, f.cols, f.rows
+    rt = tuple(((x, y), (
+        {"buffer_address": "in0"}, p.per_core_m * kt * y,
+        *_rectangle((min(1, cols - 1), y), (cols - 1, y), _noc_index(k)),
+        f.last_obh if y == rows - 1 else obh,
+        0)) for (x, y) in cores_of(k["core_ranges"]))                  # sparsity_addr
+    return TtKernelArgs(
         "in0_sender",
-        (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, 0, 0, 0, 0, 0, nb, nbw, nbh,
-         sems["in0_sender"], sems["in0_receiver"], cols - 1, cols - 1, mt * kt, batch, batch,
+        (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, 0, 0, 0, 0, 0, p.num_blocks, p.num_blocks_w_dim,
+         p.num_blocks_h_dim, f.sems["in0_sender"], f.sems["in0_receiver"], cols - 1, cols - 1, p.mt * kt,
+         f.batch, f.batch,
          0, 0, 0, 1, 0, 0,                    # reuse_in0, batchB, sparsity page, bcast_A, batch from reader, fuse_op
-         INTERLEAVED_DRAM, page["in0"], 0, 0,  # TensorAccessorArgs(in0), TensorAccessorArgs() for sparsity
+         INTERLEAVED_DRAM, f.page["in0"], 0, 0,  # TensorAccessorArgs(in0), TensorAccessorArgs() for sparsity
          0),                                  # num_batch_compute (sparsity off)
-        {"cb_in0": named["in0_sender"]["cb_in0"], "cb_in0_sharded": TT_FIXED_CBS["cb_in0_sharded"],
+        {"cb_in0": f.named["in0_sender"]["cb_in0"], "cb_in0_sharded": TT_FIXED_CBS["cb_in0_sharded"],
          "cb_sparsity": TT_FIXED_CBS["in0_sender cb_sparsity"], "num_active": 0},
         {"SKIP_MCAST": "1"} if cols == 1 else {},
-        tuple(rt))
+        rt)
 
-    if "in0_receiver" in kernels:
-        k = kernels["in0_receiver"]
-        out["in0_receiver"] = TtKernelArgs(
-            "in0_receiver",
-            (obh * ibw, nb, nbw, nbh, sems["in0_sender"], sems["in0_receiver"], batch, 0),
-            {"cb_in0": named["in0_receiver"]["cb_in0"]}, {},
-            tuple(((x, y), (*_noc(0, y),)) for (x, y) in cores_of(k["core_ranges"])))
 
-    k = kernels["in1_sender_writer"]
-    cb = named["in1_sender_writer"]
+def _in0_receiver(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    p = f.plan
+    return TtKernelArgs(
+        "in0_receiver",
+        (p.out_block_h * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
+         f.sems["in0_sender"], f.sems["in0_receiver"], f.batch, 0),
+        {"cb_in0": f.named["in0_receiver"]["cb_in0"]}, {},
+        tuple(((x, y), (*_noc(0, y),)) for (x, y) in cores_of(k["core_ranges"])))
+
+
+def _in1_sender_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    p = f.plan
+    pcm, pcn, nt, obw, obh, ibw = p.per_core_m, p.per_core_n, p.nt, p.out_block_w, p.out_block_h, p.in0_block_w
+    cols, rows, bias = f.cols, f.rows, f.bias
     rt = []
     for (x, y) in cores_of(k["core_ranges"]):
         right = x == cols - 1
@@ -173,47 +240,60 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
             *_rectangle((x, min(1, rows - 1)), (x, rows - 1), _noc_index(k)),
             0,                                                           # sparsity_addr
             {"buffer_address": "out"}, x * pcn + y * pcm * nt,
-            last_obw if right else obw,
-            obh // sbh, sbh, 0,
-            obw // sbw, last_nsbw if right else obw // sbw, last_sbw if right else sbw,
-            addr_skip if right else 0, w_skip if right else 0,
+            f.last_obw if right else obw,
+            obh // p.out_subblock_h, p.out_subblock_h, 0,
+            *f.out_subblocks_w(right),
             {"buffer_address": "bias"} if bias else 0, pcn * x if bias else 0,
-            last_nbw if right else nbw)))
-    out["in1_sender_writer"] = TtKernelArgs(
+            f.last_nbw if right else p.num_blocks_w_dim)))
+    return TtKernelArgs(
         "in1_sender_writer",
-        (1, nt, ibw * nt, obw, obw, ibw, obw * ibw, nb, nbw, nbh,
-         sems["in1_sender"], sems["in1_receiver"], rows - 1, rows - 1, kt * nt, batch, 1, 0, 0,
-         1, nt, sbw, sbh * nt, obw, obh * nt, sbw, sbh, sbw * sbh, mt * nt,
+        (1, nt, ibw * nt, obw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
+         f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
+         *f.writer_ct(),
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output
-         INTERLEAVED_DRAM, page["in1"], 0, 0, INTERLEAVED_DRAM, page["out"],
-         *((INTERLEAVED_DRAM, page["bias"]) if bias else ())),
-        {"cb_in1": cb["cb_in1"], "cb_bias": cb.get("cb_bias", TT_FIXED_CBS["cb_bias"]), "cb_out": cb["cb_out"],
-         "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0},
+         INTERLEAVED_DRAM, f.page["in1"], 0, 0, INTERLEAVED_DRAM, f.page["out"],
+         *((INTERLEAVED_DRAM, f.page["bias"]) if bias else ())),
+        {**f.cb_fixed("in1_sender_writer"), "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0},
         {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if rows == 1 else {})},
         tuple(rt))
 
-    if "in1_receiver_writer" in kernels:
-        k = kernels["in1_receiver_writer"]
-        cb = named["in1_receiver_writer"]
-        rt = []
-        for (x, y) in cores_of(k["core_ranges"]):
-            right, bottom = x == cols - 1, y == rows - 1
-            rt.append(((x, y), (
-                *_noc(x, 0), {"buffer_address": "out"}, x * pcn + y * pcm * nt,
-                obh // sbh, last_nsbh if bottom else obh // sbh, last_sbh if bottom else sbh,
-                h_skip if bottom else 0,
-                obw // sbw, last_nsbw if right else obw // sbw, last_sbw if right else sbw,
-                addr_skip if right else 0, w_skip if right else 0,
-                last_nbh if bottom else nbh, last_nbw if right else nbw)))
-        out["in1_receiver_writer"] = TtKernelArgs(
-            "in1_receiver_writer",
-            (obw * ibw, nb, nbw, nbh, sems["in1_sender"], sems["in1_receiver"], batch,
-             1, nt, sbw, sbh * nt, obw, obh * nt, sbw, sbh, sbw * sbh, mt * nt,
-             obw if bias else 0, 0, INTERLEAVED_DRAM, page["out"]),
-            {"cb_in1": cb["cb_in1"], "cb_bias": cb.get("cb_bias", TT_FIXED_CBS["cb_bias"]), "cb_out": cb["cb_out"]},
-            {"FUSE_BIAS": "1"} if bias else {},
-            tuple(rt))
-    return out
+
+def _in1_receiver_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    p = f.plan
+    sbh, obh = p.out_subblock_h, p.out_block_h
+    rt = []
+    for (x, y) in cores_of(k["core_ranges"]):
+        right, bottom = x == f.cols - 1, y == f.rows - 1
+        rt.append(((x, y), (
+            *_noc(x, 0), {"buffer_address": "out"}, x * p.per_core_n + y * p.per_core_m * p.nt,
+            obh // sbh, f.last_nsbh if bottom else obh // sbh, f.last_sbh if bottom else sbh,
+            f.h_skip if bottom else 0,
+            *f.out_subblocks_w(right),
+            f.last_nbh if bottom else p.num_blocks_h_dim, f.last_nbw if right else p.num_blocks_w_dim)))
+    return TtKernelArgs(
+        "in1_receiver_writer",
+        (p.out_block_w * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
+         f.sems["in1_sender"], f.sems["in1_receiver"], f.batch,
+         *f.writer_ct(),
+         p.out_block_w if f.bias else 0, 0, INTERLEAVED_DRAM, f.page["out"]),
+        f.cb_fixed("in1_receiver_writer"),
+        {"FUSE_BIAS": "1"} if f.bias else {},
+        tuple(rt))
+
+
+# kgen kernel -> the factory's args for TT-Metal's kernel in its place.
+_ARGS_OF = {"in0_sender": _in0_sender, "in0_receiver": _in0_receiver,
+            "in1_sender_writer": _in1_sender_writer, "in1_receiver_writer": _in1_receiver_writer}
+
+
+def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
+    """The factory's args for each of kgen's data-movement kernels present in the manifest."""
+    reason = unsupported_reason(plan, manifest)
+    if reason:
+        raise DataflowSwapError(reason)
+    values = _FactoryValues.of(plan, manifest)
+    kernels = {k["name"]: k for k in manifest["kernels"]}
+    return {name: args_of(values, kernels[name]) for name, args_of in _ARGS_OF.items() if name in kernels}
 
 
 def tt_dataflow_dir(tree) -> Path:
