@@ -1338,37 +1338,49 @@ void end_checks(Proc *p) {
     g_cur = saved;
 }
 
-int run(const std::string &program_path, const std::string &result_path) {
+// The program file kgen.proof.emulate writes (ProgramFile.text): machine lines set M directly; the
+// per-core lines are kept until the cores exist.
+struct KernelLine {
+    std::string name, path;
+    ProcKind kind;
+};
+struct RunLine {
+    int core, kernel;
+    std::vector<uint32_t> args, common;
+};
+struct CBLine {
+    int core, index, fmt;
+    uint32_t page, pages, offset;
+};
+struct SemLine {
+    int core, id;
+    uint32_t offset, initial;
+};
+struct InputLine {
+    uint32_t addr, page_size, num_pages;
+    std::string file;
+};
+struct ProgramLines {
+    uint64_t seed = 0;
+    std::string trace_path;
+    std::vector<std::array<int, 5>> cores;      // id, x, y, noc_x, noc_y
+    std::vector<CBLine> cbs;
+    std::vector<SemLine> sems;
+    std::map<int, KernelLine> kernels;
+    std::vector<RunLine> runs;
+    std::vector<InputLine> inputs;
+    std::vector<Output> outputs;
+};
+
+ProcKind proc_kind(const std::string &kind) {
+    return kind == "brisc" ? BRISC : kind == "ncrisc" ? NCRISC : kind == "unpack" ? UNPACK : kind == "math" ? MATH : PACK;
+}
+
+ProgramLines read_program(const std::string &program_path) {
     std::ifstream in(program_path);
     if (!in) die("cannot read " + program_path);
+    ProgramLines prog;
     std::string line, key;
-    std::vector<Output> outputs;
-    std::string trace_path;
-    uint64_t seed = 0;
-    std::map<int, std::string> kernel_names;
-    std::map<int, std::string> kernel_paths;
-    std::map<int, ProcKind> kernel_kinds;
-    struct RunLine {
-        int core, kernel;
-        std::vector<uint32_t> args, common;
-    };
-    std::vector<RunLine> runs;
-    struct CBLine {
-        int core, index, fmt;
-        uint32_t page, pages, offset;
-    };
-    std::vector<CBLine> cb_lines;
-    struct SemLine {
-        int core, id;
-        uint32_t offset, initial;
-    };
-    std::vector<SemLine> sem_lines;
-    struct InputLine {
-        uint32_t addr, page_size, num_pages;
-        std::string file;
-    };
-    std::vector<InputLine> inputs;
-    std::vector<std::array<int, 5>> core_lines;
     while (std::getline(in, line)) {
         std::istringstream ls(line);
         if (!(ls >> key) || key[0] == '#') continue;
@@ -1390,7 +1402,7 @@ int run(const std::string &program_path, const std::string &result_path) {
             M.fast = m == "fast";
         } else if (key == "schedule") {
             std::string mode;
-            ls >> mode >> seed;
+            ls >> mode >> prog.seed;
             M.random_schedule = mode == "random";
         } else if (key == "dst_tiles") {
             ls >> M.dst_tiles_full;
@@ -1403,24 +1415,20 @@ int run(const std::string &program_path, const std::string &result_path) {
         } else if (key == "core") {
             std::array<int, 5> a{};
             for (int &v : a) ls >> v;
-            core_lines.push_back(a);
+            prog.cores.push_back(a);
         } else if (key == "cb") {
             CBLine c{};
             ls >> c.core >> c.index >> c.fmt >> c.page >> c.pages >> c.offset;
-            cb_lines.push_back(c);
+            prog.cbs.push_back(c);
         } else if (key == "sem") {
             SemLine s{};
             ls >> s.core >> s.id >> s.offset >> s.initial;
-            sem_lines.push_back(s);
+            prog.sems.push_back(s);
         } else if (key == "kernel") {
             int id;
             std::string name, kind, path;
             ls >> id >> name >> kind >> path;
-            kernel_names[id] = name;
-            kernel_paths[id] = path;
-            kernel_kinds[id] = kind == "brisc" ? BRISC : kind == "ncrisc" ? NCRISC : kind == "unpack" ? UNPACK
-                                                                                   : kind == "math"   ? MATH
-                                                                                                      : PACK;
+            prog.kernels[id] = KernelLine{name, path, proc_kind(kind)};
         } else if (key == "run") {
             RunLine r{};
             size_t n;
@@ -1430,25 +1438,27 @@ int run(const std::string &program_path, const std::string &result_path) {
             ls >> n;
             r.common.resize(n);
             for (auto &v : r.common) ls >> v;
-            runs.push_back(r);
+            prog.runs.push_back(r);
         } else if (key == "input") {
             InputLine i{};
             ls >> i.addr >> i.page_size >> i.num_pages >> i.file;
-            inputs.push_back(i);
+            prog.inputs.push_back(i);
         } else if (key == "output") {
             Output o{};
             ls >> o.name >> o.addr >> o.page_size >> o.num_pages >> o.file;
-            outputs.push_back(o);
+            prog.outputs.push_back(o);
         } else if (key == "trace") {
-            ls >> trace_path;
+            ls >> prog.trace_path;
         } else {
             die("unknown program line: " + line);
         }
     }
-    M.rng.seed(seed);
+    return prog;
+}
 
-    // L1: one 2 MiB slot per core below 2 GiB.
-    size_t ncores = core_lines.size();
+// L1: one 2 MiB slot per core below 2 GiB; then each core's CBs and semaphores in its slot.
+void make_cores(const ProgramLines &prog) {
+    size_t ncores = prog.cores.size();
     size_t region = (ncores + 1) * L1_SLOT;
     void *mem = mmap(nullptr, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) die("cannot map L1 below 4 GiB (MAP_32BIT)");
@@ -1456,7 +1466,7 @@ int run(const std::string &program_path, const std::string &result_path) {
     if (base + ncores * L1_SLOT > (uintptr_t(1) << 32)) die("L1 region is not below 4 GiB");
     M.l1_region = reinterpret_cast<uint8_t *>(base);
     M.l1_region_base = static_cast<uint32_t>(base);
-    for (auto &a : core_lines) {
+    for (auto &a : prog.cores) {
         auto c = std::make_unique<Core>();
         c->id = a[0];
         c->x = a[1];
@@ -1471,7 +1481,7 @@ int run(const std::string &program_path, const std::string &result_path) {
         M.by_noc[{c->noc_x, c->noc_y}] = c.get();
         M.cores.push_back(std::move(c));
     }
-    for (auto &cl : cb_lines) {
+    for (auto &cl : prog.cbs) {
         Core *c = M.cores.at(cl.core).get();
         CB &b = c->cbs[cl.index];
         b.configured = true;
@@ -1482,40 +1492,59 @@ int run(const std::string &program_path, const std::string &result_path) {
         b.base = c->l1_base + cl.offset;
         b.page_state.assign(cl.pages, 0);
     }
-    for (auto &s : sem_lines) {
+    for (auto &s : prog.sems) {
         Core *c = M.cores.at(s.core).get();
         if (c->sem_offsets.size() <= size_t(s.id)) c->sem_offsets.resize(s.id + 1);
         c->sem_offsets[s.id] = s.offset;
         std::memcpy(c->l1 + s.offset, &s.initial, 4);
     }
+}
+
+// DRAM: pages interleaved over the banks, each at the bank's aligned page slot.
+uint8_t *dram_page(uint32_t addr, uint32_t page_size, uint32_t pg) {
+    uint32_t aligned = (page_size + M.dram_align - 1) / M.dram_align * M.dram_align;
+    uint64_t off = addr + uint64_t(pg / M.num_banks) * aligned;
+    if (off + page_size > M.bank_bytes) die("a tensor does not fit its DRAM bank");
+    return M.dram[pg % M.num_banks].data() + off;
+}
+
+void load_inputs(const ProgramLines &prog) {
     M.dram.assign(M.num_banks, std::vector<uint8_t>(M.bank_bytes, 0));
-    for (auto &i : inputs) {
+    for (auto &i : prog.inputs) {
         std::ifstream f(i.file, std::ios::binary);
         std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
         if (data.size() != size_t(i.page_size) * i.num_pages) die("input " + i.file + " has the wrong size");
-        uint32_t aligned = (i.page_size + M.dram_align - 1) / M.dram_align * M.dram_align;
-        for (uint32_t pg = 0; pg < i.num_pages; ++pg) {
-            uint64_t off = i.addr + uint64_t(pg / M.num_banks) * aligned;
-            if (off + i.page_size > M.bank_bytes) die("input does not fit its DRAM bank");
-            std::memcpy(M.dram[pg % M.num_banks].data() + off, data.data() + size_t(pg) * i.page_size, i.page_size);
-        }
+        for (uint32_t pg = 0; pg < i.num_pages; ++pg)
+            std::memcpy(dram_page(i.addr, i.page_size, pg), data.data() + size_t(pg) * i.page_size, i.page_size);
     }
+}
 
-    // Kernels.
+void write_outputs(const ProgramLines &prog) {
+    for (auto &o : prog.outputs) {
+        std::ofstream f(o.file, std::ios::binary);
+        for (uint32_t pg = 0; pg < o.num_pages; ++pg)
+            f.write(reinterpret_cast<const char *>(dram_page(o.addr, o.page_size, pg)), o.page_size);
+    }
+}
+
+// One processor per run line, with its kernel's kernel_main, its args, its view of the core's CBs
+// and its own coroutine stack.
+void make_procs(const ProgramLines &prog) {
     std::map<int, void (*)()> entries;
-    for (auto &kv : kernel_paths) {
-        void *h = dlopen(kv.second.c_str(), RTLD_NOW | RTLD_LOCAL);
+    for (auto &kv : prog.kernels) {
+        void *h = dlopen(kv.second.path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (!h) die(std::string("cannot load kernel: ") + dlerror());
         void *sym = dlsym(h, "_Z11kernel_mainv");
-        if (!sym) die("kernel " + kv.second + " has no kernel_main()");
+        if (!sym) die("kernel " + kv.second.path + " has no kernel_main()");
         entries[kv.first] = reinterpret_cast<void (*)()>(sym);
     }
-    for (auto &r : runs) {
+    for (auto &r : prog.runs) {
+        const KernelLine &k = prog.kernels.at(r.kernel);
         auto p = std::make_unique<Proc>();
         p->id = static_cast<int>(M.procs.size());
         p->core = M.cores.at(r.core).get();
-        p->kind = kernel_kinds.at(r.kernel);
-        p->kernel = kernel_names.at(r.kernel);
+        p->kind = k.kind;
+        p->kernel = k.name;
         p->entry = entries.at(r.kernel);
         p->args = r.args;
         p->common_args = r.common;
@@ -1537,21 +1566,30 @@ int run(const std::string &program_path, const std::string &result_path) {
         mprotect(p->stack, 4096, PROT_NONE);  // guard page: a stack overflow faults
         M.procs.push_back(std::move(p));
     }
+}
 
-    if (!trace_path.empty()) {
-        M.trace = std::fopen(trace_path.c_str(), "w");
-        if (!M.trace) die("cannot write " + trace_path);
-        std::fprintf(M.trace, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{\"name\":\"kgen emulate\",\"ph\":\"M\",\"pid\":0,\"args\":{}}");
-        for (auto &c : M.cores)
-            std::fprintf(M.trace, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"core (%d,%d)\"}}", c->id,
-                         c->x, c->y);
-        for (auto &p : M.procs)
-            std::fprintf(M.trace, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s: %s\"}}",
-                         p->core->id, p->kind, PROC_NAMES[p->kind], p->kernel.c_str());
-    }
+void open_trace(const std::string &trace_path) {
+    if (trace_path.empty()) return;
+    M.trace = std::fopen(trace_path.c_str(), "w");
+    if (!M.trace) die("cannot write " + trace_path);
+    std::fprintf(M.trace, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{\"name\":\"kgen emulate\",\"ph\":\"M\",\"pid\":0,\"args\":{}}");
+    for (auto &c : M.cores)
+        std::fprintf(M.trace, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"core (%d,%d)\"}}", c->id,
+                     c->x, c->y);
+    for (auto &p : M.procs)
+        std::fprintf(M.trace, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s: %s\"}}",
+                     p->core->id, p->kind, PROC_NAMES[p->kind], p->kernel.c_str());
+}
 
-    install_crash_handler();
-    auto t0 = std::chrono::steady_clock::now();
+void close_trace() {
+    if (!M.trace) return;
+    std::fprintf(M.trace, "\n]}\n");
+    std::fclose(M.trace);
+}
+
+// Run every processor to its end, one coroutine at a time: the runnable one with the lowest clock,
+// or a random one under the random schedule. Returns the deadlock report, empty if none.
+std::string schedule() {
     std::string deadlock;
     std::vector<Proc *> runnable;
     while (!M.stop) {
@@ -1591,21 +1629,11 @@ int run(const std::string &program_path, const std::string &result_path) {
         if (next->done && !M.stop) end_checks(next);
         g_cur = nullptr;
     }
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (M.trace) {
-        std::fprintf(M.trace, "\n]}\n");
-        std::fclose(M.trace);
-    }
+    return deadlock;
+}
 
-    for (auto &o : outputs) {
-        std::ofstream f(o.file, std::ios::binary);
-        uint32_t aligned = (o.page_size + M.dram_align - 1) / M.dram_align * M.dram_align;
-        for (uint32_t pg = 0; pg < o.num_pages; ++pg) {
-            uint64_t off = o.addr + uint64_t(pg / M.num_banks) * aligned;
-            f.write(reinterpret_cast<const char *>(M.dram[pg % M.num_banks].data() + off), o.page_size);
-        }
-    }
-
+// The result file kgen.proof.emulate reads: status, hazards, and per processor its cycles and op counts.
+std::string result_json(double seconds, const std::string &deadlock) {
     std::string status = M.stop_reason.empty() ? "ok" : (M.stop_reason == "deadlock" ? "deadlock" : "stopped");
     std::string js = "{\n\"status\": \"" + status + "\",\n\"stop_reason\": \"";
     json_escape(js, M.stop_reason);
@@ -1647,8 +1675,26 @@ int run(const std::string &program_path, const std::string &result_path) {
     }
     js += fmt_str("],\n\"cycles\": %llu,\n\"trace_events\": %llu\n}\n", (unsigned long long)max_clock,
                   (unsigned long long)M.trace_events);
+    return js;
+}
+
+int run(const std::string &program_path, const std::string &result_path) {
+    ProgramLines prog = read_program(program_path);
+    M.rng.seed(prog.seed);
+    make_cores(prog);
+    load_inputs(prog);
+    make_procs(prog);
+    open_trace(prog.trace_path);
+
+    install_crash_handler();
+    auto t0 = std::chrono::steady_clock::now();
+    std::string deadlock = schedule();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    close_trace();
+
+    write_outputs(prog);
     std::ofstream rf(result_path);
-    rf << js;
+    rf << result_json(seconds, deadlock);
     return 0;
 }
 
