@@ -248,7 +248,7 @@ def kernel_id(program: Program, sources: tuple[SourceFile, ...], body: dict[str,
         h.update(f.path.encode() + b"\0" + f.text.encode() + b"\0")
     h.update(json.dumps(body, sort_keys=True).encode())
     readable = (f"mm_{DTYPE_SHORT[p.in0_format]}_{p.arch.short}_m{p.per_core_m}n{p.per_core_n}k{p.in0_block_w}"
-                f"_sb{p.out_subblock_h}x{p.out_subblock_w}_{POLICY_SHORT[p.policy]}_{p.compute.math_fidelity.lower()}")
+                f"_sb{p.out_subblock_h}x{p.out_subblock_w}_{POLICY_SHORT[p.policy]}_{program.compute.math_fidelity.lower()}")
     return f"{readable}_{h.hexdigest()[:8]}"
 
 
