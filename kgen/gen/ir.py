@@ -186,6 +186,36 @@ def op(kind: str, *values: Arg, note: str = "") -> Op:
 
 
 @dataclass(frozen=True)
+class TileNest:
+    """The loop nest a `read_tiles` / `write_tiles` op runs: `rows` x `cols` pages of a row-major
+    interleaved tensor, page `first_tile + tile_row * row_stride + tile_col`, one L1 page after the
+    other. The one statement of that formula: the kernel template prints it, the verifier bounds it."""
+
+    first_tile: Affine | int         # the op's `start`, over the enclosing loops and the core
+    rows: int
+    cols: int
+    row_stride: int
+
+    FIRST, ROW, COL = "first_tile", "tile_row", "tile_col"
+
+    @staticmethod
+    def of(o: "Op") -> "TileNest":
+        if o.kind not in ("read_tiles", "write_tiles"):
+            raise TypeError(f"{o.kind} has no tile loop nest")
+        return TileNest(o["start"], o["rows"], o["cols"], o["row_stride"])
+
+    @property
+    def page(self) -> Affine:
+        """The page of iteration (tile_row, tile_col), over the local `first_tile`."""
+        return Affine(0, ((self.FIRST, 1), (self.ROW, self.row_stride), (self.COL, 1)))
+
+    def last_page(self, ranges: Mapping[str, int]) -> int:
+        """The highest page any iteration touches, with the enclosing loop vars and the core over `ranges`."""
+        first = self.first_tile.max_over(ranges) if isinstance(self.first_tile, Affine) else int(self.first_tile)
+        return self.page.max_over({self.ROW: self.rows, self.COL: self.cols}, {self.FIRST: first})
+
+
+@dataclass(frozen=True)
 class Loop:
     var: str
     start: int

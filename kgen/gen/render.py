@@ -23,7 +23,7 @@ from kgen import TT_METAL_VERSION, __version__
 from kgen.gen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.core.errors import KgenBug
 from kgen.core.manifest import FORMAT_VERSION
-from kgen.gen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym, format_program, walk
+from kgen.gen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym, TileNest, format_program, walk
 from kgen.gen.lower import COMPUTE_DEFINE_NAMES
 from kgen.core.resources import cache_root, data_dir
 from kgen.core.types import TILE_HW
@@ -105,6 +105,16 @@ def cxx(value: Any) -> str:
     raise KgenBug(f"refusing to print {value!r} ({type(value).__name__}) into C++")
 
 
+def cxx_index(value: Affine) -> str:
+    """An index expression printed variable first, `first_tile + tile_row * 8 + tile_col`, as TT-Metal's
+    readers write their tile ids."""
+    parts = [identifier(var) if coeff == 1 and not isinstance(coeff, Sym) else f"{identifier(var)} * {cxx(coeff)}"
+             for var, coeff in value.terms]
+    if value.const or not parts:
+        parts.append(str(int(value.const)))
+    return " + ".join(parts)
+
+
 def _uses_var(nodes: tuple[Node, ...], var: str) -> bool:
     return any(isinstance(v, Affine) and any(t == var for t, _ in v.terms) for n, _ in walk(nodes) for _, v in n.args)
 
@@ -145,6 +155,8 @@ def _environment() -> jinja2.Environment:
         autoescape=False, bytecode_cache=_bytecode_cache())
     env.filters["cxx"] = cxx
     env.filters["ident"] = identifier
+    env.filters["cxx_index"] = cxx_index
+    env.globals["tile_nest"] = TileNest.of
     env.filters["macro_value"] = macro_value
     env.filters["rstrip"] = str.rstrip
     return env

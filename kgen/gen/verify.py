@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kgen.core.errors import KgenBug
-from kgen.gen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RuntimeArg, trips, walk
+from kgen.gen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RuntimeArg, TileNest, trips, walk
 from kgen.gen.plan import CB_OUT, CB_PARTIALS
 from kgen.core.types import TILE_HW
 
@@ -249,7 +249,7 @@ def _static_checks(program: Program, kernel: Kernel) -> None:
         ranges = {loop.var: loop.stop for loop in loops}
         _check_uint32(kernel, n, {**ranges, **cores})
         if n.kind in ("read_tiles", "write_tiles"):
-            last = n["start"].max_over({**ranges, **cores}) + (n["rows"] - 1) * n["row_stride"] + n["cols"] - 1
+            last = TileNest.of(n).last_page({**ranges, **cores})
             if last >= pages[n["tensor"]]:
                 raise IRVerificationError(kernel.name, f"`{n.kind}` touches page {last} of {n['tensor']}, "
                                           f"which has {pages[n['tensor']]}")
