@@ -70,15 +70,23 @@ def cache_root() -> Path:
     return root
 
 
-def writable_dir(path: Path) -> Path:
-    """Create a folder of kgen's cache, or say clearly (exit 2) that the cache is unusable."""
+def usable_dir(path: Path, label: str, remedy: str, error: type[Exception] | None = None) -> Path:
+    """Create the folder kgen is about to write into, or raise `error` (a KgenError: exit 2) in one
+    sentence: `label` names the folder for the user, `remedy` says what to do instead."""
     from kgen.core.errors import KgenError
 
+    error = error or KgenError
+    if path.exists() and not path.is_dir():
+        raise error(f"{label} {path} exists and is not a folder; {remedy}")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise KgenError(f"cannot use kgen's cache folder {path}: {exc.strerror or exc}; "
-                        f"set KGEN_CACHE_DIR to a writable folder") from None
+        raise error(f"cannot create {label} {path}: {exc.strerror or exc}; {remedy}") from None
     if not os.access(path, os.W_OK | os.X_OK):
-        raise KgenError(f"kgen's cache folder {path} is not writable; set KGEN_CACHE_DIR to a writable folder")
+        raise error(f"{label} {path} is not writable; {remedy}")
     return path
+
+
+def writable_dir(path: Path) -> Path:
+    """Create a folder of kgen's cache, or say clearly (exit 2) that the cache is unusable."""
+    return usable_dir(path, "kgen's cache folder", "set KGEN_CACHE_DIR to a writable folder")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgen.core.errors import KgenError
+from kgen.core.resources import usable_dir
 from kgen.gen.pipeline import Artifacts, run
 from kgen.gen.render import SourceFile
 from kgen.gen.spec import MatmulSpec
@@ -34,21 +35,9 @@ class BuildResult:
     manifest: dict
 
 
-def _prepare_root(root: Path) -> Path:
-    if root.exists() and not root.is_dir():
-        raise OutputError(f"output folder {root} exists and is not a folder; pass -o a folder path")
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create output folder {root}: {exc.strerror or exc}") from None
-    if not os.access(root, os.W_OK | os.X_OK):
-        raise OutputError(f"output folder {root} is not writable; pass -o a folder you can write to")
-    return root
-
-
 def write_build(root: Path, kid: str, files: tuple[SourceFile, ...]) -> Path:
     """Write files into root/kid atomically (temporary sibling folder, then rename)."""
-    root = _prepare_root(root)
+    root = usable_dir(root, "output folder", "pass -o a folder you can write to", OutputError)
     target = root / kid
     if _same_content(target, files):
         # The id hashes every byte, so an identical folder is this build: leave it in place (a

@@ -139,17 +139,11 @@ def dump_folder(dump: Path | str | None) -> Path | None:
         what = "the dump folder"
     if dump is None:
         return None
-    from kgen.core.resources import user_path
+    from kgen.core.resources import usable_dir, user_path
     if not str(dump).strip():
         raise DumpError(f"{what} is {str(dump)!r}, an empty path; name a folder, or unset it")
-    path = user_path(str(dump))
-    if path.exists() and not path.is_dir():
-        raise DumpError(f"{what} = {str(dump)!r} is not a folder; name a folder for the stages' artefacts")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise DumpError(f"{what} = {str(dump)!r}: cannot create the folder: {exc.strerror or exc}") from None
-    return path
+    label = "the KGEN_DUMP folder" if what == "KGEN_DUMP" else what
+    return usable_dir(user_path(str(dump)), label, "name a folder for the stages' artefacts", DumpError)
 
 
 def _write_dump(folder: Path, stage: str, value: Any) -> None:
