@@ -211,8 +211,43 @@ class TileNest:
 
     def last_page(self, ranges: Mapping[str, int]) -> int:
         """The highest page any iteration touches, with the enclosing loop vars and the core over `ranges`."""
-        first = self.first_tile.max_over(ranges) if isinstance(self.first_tile, Affine) else int(self.first_tile)
-        return self.page.max_over({self.ROW: self.rows, self.COL: self.cols}, {self.FIRST: first})
+        return self.page.max_over({self.ROW: self.rows, self.COL: self.cols},
+                                  {self.FIRST: _max_over(self.first_tile, ranges)})
+
+
+@dataclass(frozen=True)
+class RowNest:
+    """The loop a `write_rows` op runs: `rows` pages (untilized rows) from `first_row`, each written
+    `row_bytes` long at byte `offset_bytes` of its page, the CB holding them back to back. The one
+    statement of that formula: the kernel template prints it, the verifier bounds it."""
+
+    first_row: Affine | int
+    rows: int
+    row_bytes: int
+    offset_bytes: Affine | int
+
+    FIRST, ROW = "first_row", "row"
+
+    @staticmethod
+    def of(o: "Op") -> "RowNest":
+        if o.kind != "write_rows":
+            raise TypeError(f"{o.kind} has no row loop")
+        return RowNest(o["start_row"], o["rows"], o["row_bytes"], o["offset_bytes"])
+
+    @property
+    def page(self) -> Affine:
+        return Affine(0, ((self.FIRST, 1), (self.ROW, 1)))
+
+    def last_page(self, ranges: Mapping[str, int]) -> int:
+        return self.page.max_over({self.ROW: self.rows}, {self.FIRST: _max_over(self.first_row, ranges)})
+
+    def end_byte(self, ranges: Mapping[str, int]) -> int:
+        """One past the last byte written within a page."""
+        return _max_over(self.offset_bytes, ranges) + self.row_bytes
+
+
+def _max_over(value: Affine | int, ranges: Mapping[str, int]) -> int:
+    return value.max_over(ranges) if isinstance(value, Affine) else int(value)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from kgen import TT_METAL_VERSION, __version__
 from kgen.gen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.core.errors import KgenBug
 from kgen.core.manifest import FORMAT_VERSION
-from kgen.gen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RuntimeArg, Sym, TileNest, format_program, walk
+from kgen.gen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RowNest, RuntimeArg, Sym, TileNest, format_program, walk
 from kgen.gen.lower import COMPUTE_DEFINE_NAMES
 from kgen.core.resources import cache_root, data_dir
 from kgen.core.types import TILE_HW
@@ -157,6 +157,7 @@ def _environment() -> jinja2.Environment:
     env.filters["ident"] = identifier
     env.filters["cxx_index"] = cxx_index
     env.globals["tile_nest"] = TileNest.of
+    env.globals["row_nest"] = RowNest.of
     env.filters["macro_value"] = macro_value
     env.filters["rstrip"] = str.rstrip
     return env

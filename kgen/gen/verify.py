@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kgen.core.errors import KgenBug
-from kgen.gen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RuntimeArg, TileNest, trips, walk
+from kgen.gen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, trips, walk
 from kgen.gen.plan import CB_OUT, CB_PARTIALS
 from kgen.core.types import TILE_HW
 
@@ -254,8 +254,8 @@ def _static_checks(program: Program, kernel: Kernel) -> None:
                 raise IRVerificationError(kernel.name, f"`{n.kind}` touches page {last} of {n['tensor']}, "
                                           f"which has {pages[n['tensor']]}")
         elif n.kind == "write_rows":
-            last = n["start_row"].max_over({**ranges, **cores}) + n["rows"] - 1
-            end = n["offset_bytes"].max_over({**ranges, **cores}) + n["row_bytes"]
+            nest = RowNest.of(n)
+            last, end = nest.last_page({**ranges, **cores}), nest.end_byte({**ranges, **cores})
             if last >= pages[n["tensor"]] or end > tensors[n["tensor"]].page_bytes:
                 raise IRVerificationError(kernel.name, f"`write_rows` reaches row {last} / byte {end} of "
                                           f"{n['tensor']} ({pages[n['tensor']]} rows of "

@@ -1,10 +1,10 @@
-"""The IR's tile loop nest: one page formula, printed by the template and bounded by the verifier."""
+"""The IR's transfer loop nests: one page formula each, printed by the template and bounded by the verifier."""
 
 import itertools
 
 import pytest
 
-from kgen.gen.ir import Affine, TileNest, op
+from kgen.gen.ir import Affine, RowNest, TileNest, op
 from kgen.gen.render import cxx_index
 
 
@@ -32,3 +32,14 @@ def test_tile_nest_prints_as_the_readers_index_tile_ids():
 def test_only_tile_transfers_have_a_tile_nest():
     with pytest.raises(TypeError):
         TileNest.of(op("cb_wait_front", 0, 1))
+
+
+def test_row_nest_writes_consecutive_rows_at_a_byte_offset_within_each_page():
+    # 32 untilized rows (one tile row) from row 64 + 32*bh, each 128 bytes at byte 256*bw of its page
+    nest = RowNest.of(op("write_rows", "out", 16, Affine.of(64, bh=32), 32, 128, Affine.of(0, bw=256)))
+    assert [nest.page.eval({"first_row": 64, "row": r}) for r in (0, 1, 31)] == [64, 65, 95]
+    assert nest.last_page({"bh": 2}) == 64 + 32 + 31
+    assert nest.end_byte({"bw": 3}) == 2 * 256 + 128
+    assert cxx_index(nest.page) == "first_row + row"
+    with pytest.raises(TypeError):
+        RowNest.of(op("read_tiles", "in0", 0, Affine.of(0), 1, 1, 1))
