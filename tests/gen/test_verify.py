@@ -163,3 +163,27 @@ def test_index_beyond_uint32_is_caught(monkeypatch):
     monkeypatch.setattr(kgen.gen.spec, "MAX_PAGE_ID", 1 << 62)
     with pytest.raises(IRVerificationError, match=r"uint32_t"):
         verify(lower(plan(resolve(parse_text(text.replace("BATCH", "4096"), "big.kspec")))))
+
+
+def _kernel_with(prog, kind):
+    from kgen.gen.ir import walk
+    return next(k.name for k in prog.kernels if any(o.kind == kind for o, _ in walk(k.body)))
+
+
+def test_tile_read_past_the_tensor_is_caught():
+    # One extra row of tiles per read: the last block's last row falls off the tensor (TileNest's page bound)
+    prog = program()
+    broken = break_kernel(prog, _kernel_with(prog, "read_tiles"),
+                          once(lambda o: o.kind == "read_tiles", lambda o: with_args(o, rows=o["rows"] + 1)))
+    with pytest.raises(IRVerificationError, match=r"`read_tiles` touches page \d+ of in\d, which has \d+"):
+        verify(broken)
+
+
+def test_row_write_past_the_page_is_caught():
+    # A row written one byte further along its page overruns the row-major page (RowNest's byte bound)
+    prog = program("untilize_relu_reuse")
+    broken = break_kernel(prog, _kernel_with(prog, "write_rows"),
+                          once(lambda o: o.kind == "write_rows",
+                               lambda o: with_args(o, offset_bytes=o["offset_bytes"] + 1)))
+    with pytest.raises(IRVerificationError, match=r"`write_rows` reaches row \d+ / byte \d+ of out"):
+        verify(broken)
