@@ -31,6 +31,11 @@ def _build_parser() -> argparse.ArgumentParser:
     check.add_argument("--variant", help="plan one of the spec's variants")
     check.add_argument("--json", action="store_true", help="print the plan as JSON")
 
+    perf = sub.add_parser("perf", help="predicted device time, TFLOPS, utilization, bottleneck and policy cost")
+    perf.add_argument("spec", help="path to a .kspec file")
+    perf.add_argument("--variant", help="predict one of the spec's variants")
+    perf.add_argument("--json", action="store_true", help="print the prediction as JSON")
+
     ir = sub.add_parser("ir", help="print the block-lifecycle IR of every kernel")
     ir.add_argument("spec", help="path to a .kspec file")
     ir.add_argument("--variant", help="lower one of the spec's variants")
@@ -199,7 +204,7 @@ def _resolve_user_paths(args: argparse.Namespace) -> None:
         setattr(args, attr, str(user_path(value)))
     if getattr(args, "trace", None):
         _check_trace_path(args.trace)
-    if args.command not in ("check", "ir"):
+    if args.command not in ("check", "ir", "perf"):
         # Every other command uses kgen's cache: an unusable one is reported before anything runs
         # or is written.
         from kgen.core.resources import cache_root
@@ -258,16 +263,30 @@ def _run(args: argparse.Namespace) -> int:
             sys.stdout.write(_build_summary(result))
             return 0 if args.no_compile else _compile(result.path, args)
         return _emulate(args, artifacts)
-    # check and ir verify the IR: every check also proves the kernels balance
+    # check, perf and ir verify the IR: every check also proves the kernels balance
     artifacts = run(spec, "verified")
     if args.command == "check":
         from kgen.gen.report import format_plan, plan_to_dict
+        from kgen.perf.model import predict
+        from kgen.perf.report import one_line
 
         variants = _variant_summaries(spec_file, args.variant)
+        predicted = one_line(predict(artifacts.verified))
         if args.json:
-            print(json.dumps(plan_to_dict(artifacts.plan, variants), indent=2))
+            print(json.dumps({**plan_to_dict(artifacts.plan, variants), "predicted": predicted}, indent=2))
         else:
-            sys.stdout.write(format_plan(artifacts.plan, variants))
+            sys.stdout.write(format_plan(artifacts.plan, variants) + f"\n  predicted     {predicted}\n")
+        return 0
+    if args.command == "perf":
+        from kgen.perf.model import predict
+        from kgen.perf.report import compare_policies, format_prediction, prediction_to_dict
+
+        prediction = predict(artifacts.verified)
+        comparison = compare_policies(artifacts.verified, prediction)
+        if args.json:
+            print(json.dumps(prediction_to_dict(prediction, comparison), indent=2))
+        else:
+            sys.stdout.write(format_prediction(prediction, comparison, spec.name + (f" (variant {spec.variant})" if spec.variant else "")))
         return 0
     if args.stage == "plan":
         from kgen.gen.report import format_plan

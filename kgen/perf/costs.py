@@ -1,0 +1,167 @@
+"""The performance model's cost tables (configs/perf/<arch>.toml) as frozen values.
+
+Every constant lives in the TOML with its source; this module only gives them types and the few
+derived rates (cycles per tile of a format) that follow from them.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from functools import cache
+from typing import Mapping
+
+from kgen.core.arch import ArchFacts, load_arch
+from kgen.core.resources import config_table
+
+# Fidelity phases per tile product (tensix-numerics.md; GEMM_FLOPS.md's 16/32/48/64 cycles per tile).
+FIDELITY_PHASES = {"LoFi": 1, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A measured quantity against a count, interpolated linearly and held flat past the ends."""
+
+    points: tuple[tuple[float, float], ...]
+
+    def at(self, x: float) -> float:
+        xs = [p[0] for p in self.points]
+        i = bisect.bisect_left(xs, x)
+        if i == 0:
+            return self.points[0][1]
+        if i == len(xs):
+            return self.points[-1][1]
+        (x0, y0), (x1, y1) = self.points[i - 1], self.points[i]
+        return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+@dataclass(frozen=True)
+class MathCosts:
+    cycles_per_tile_phase: float
+    overhead_per_tile: float
+    overhead_per_call: float
+    fp32_dest_factor: float
+    datacopy_cycles_per_tile: float
+    eltwise_cycles_per_tile: float
+
+
+@dataclass(frozen=True)
+class UnpackCosts:
+    bytes_per_cycle: float
+    overhead_per_tile: float
+
+
+@dataclass(frozen=True)
+class PackCosts:
+    bytes_per_cycle: float
+    overhead_per_call: float
+    l1_acc_factor: float
+    untilize_cycles_per_tile: float
+    untilize_cycles_per_block: float
+
+
+@dataclass(frozen=True)
+class DramCosts:
+    read_bytes_per_cycle: float
+    write_bytes_per_cycle: float
+    cycles_per_read_request: float
+    read_latency: float
+    write_latency: float
+    card_bytes_per_second: float
+    card_efficiency: float
+
+
+@dataclass(frozen=True)
+class MulticastCosts:
+    issue_cycles: float
+    issue_cycles_per_destination: float
+    bandwidth: Curve                 # B/cycle against destinations
+    latency: Curve                   # cycles against destinations
+    semaphore_latency: float
+
+
+@dataclass(frozen=True)
+class SyncCosts:
+    cb_op: float
+    reconfig: float
+    dst_section: float
+
+
+@dataclass(frozen=True)
+class DispatchCosts:
+    trace_us: float
+    host_us: float
+
+
+@dataclass(frozen=True)
+class Costs:
+    arch: ArchFacts
+    math: MathCosts
+    unpack: UnpackCosts
+    pack: PackCosts
+    dram: DramCosts
+    multicast: MulticastCosts
+    sync: SyncCosts
+    dispatch: DispatchCosts
+
+    def unpack_tile(self, data_format: str) -> float:
+        """Cycles to unpack one tile of a format: its bytes at the unpacker's L1 rate, plus address setup."""
+        return self.arch.tile_bytes[data_format] / self.unpack.bytes_per_cycle + self.unpack.overhead_per_tile
+
+    def pack_tile(self, data_format: str, l1_acc: bool) -> float:
+        """Cycles to pack one tile of a format from DST to L1 (L1 accumulation makes each write a read-modify-write)."""
+        cycles = self.arch.tile_bytes[data_format] / self.pack.bytes_per_cycle
+        return cycles * (self.pack.l1_acc_factor if l1_acc else 1.0)
+
+    def multicast_cycles(self, nbytes: int, destinations: int) -> float:
+        """One multicast of nbytes to `destinations` cores: per-transaction issue cost (transactions
+        of at most the NoC's burst), the payload at the multicast bandwidth, and the landing latency."""
+        mc = self.multicast
+        transactions = -(-nbytes // self.arch.noc_max_burst_bytes)
+        issue = transactions * (mc.issue_cycles + mc.issue_cycles_per_destination * destinations)
+        return issue + nbytes / mc.bandwidth.at(destinations) + mc.latency.at(destinations)
+
+    @property
+    def cycles_per_us(self) -> float:
+        return self.arch.clock_mhz
+
+
+def _curve(rows: list[list[float]]) -> Curve:
+    return Curve(tuple((float(x), float(y)) for x, y in sorted(rows)))
+
+
+@cache
+def load_costs(arch_name: str) -> Costs:
+    """The cost tables of an arch (configs/perf/<arch>.toml), read once per process."""
+    raw = config_table(f"perf/{arch_name}.toml")
+    mc = dict(raw["multicast"])
+    multicast = MulticastCosts(mc["issue_cycles"], mc["issue_cycles_per_destination"], _curve(mc["bandwidth"]),
+                               _curve(mc["latency"]), mc["semaphore_latency"])
+    return Costs(
+        arch=load_arch(arch_name),
+        math=MathCosts(**raw["math"]),
+        unpack=UnpackCosts(**raw["unpack"]),
+        pack=PackCosts(**raw["pack"]),
+        dram=DramCosts(**raw["dram"]),
+        multicast=multicast,
+        sync=SyncCosts(**raw["sync"]),
+        dispatch=DispatchCosts(**raw["dispatch"]),
+    )
+
+
+def with_overrides(costs: Costs, overrides: Mapping[str, Mapping[str, float]]) -> Costs:
+    """The same tables with some values replaced ({"math": {"overhead_per_call": 30}}): what a
+    calibration run tries. Unknown sections or keys are errors, not silent no-ops."""
+    from dataclasses import fields, replace
+
+    changed = {}
+    for section, values in overrides.items():
+        current = getattr(costs, section, None)
+        if current is None or section == "arch":
+            raise KeyError(f"configs/perf has no section [{section}]")
+        names = {f.name for f in fields(current)}
+        unknown = set(values) - names
+        if unknown:
+            raise KeyError(f"configs/perf has no {section}.{', '.join(sorted(unknown))}")
+        changed[section] = replace(current, **values)
+    return replace(costs, **changed)

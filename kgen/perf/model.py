@@ -1,0 +1,306 @@
+"""Stage beside render and emulate: verified IR -> predicted device time (`Prediction`).
+
+The model reads only the IR: every op a kernel executes, with its loop multiplicity (`ir.walk`,
+`ir.trips`), its tile formats (the CB table) and its NoC transfers and multicast fan-outs. Each op
+costs cycles on the processor that runs it (configs/perf/<arch>.toml). The five processors of a
+core form a pipeline over K-blocks, linked by the double-buffered input CBs and the two DST halves:
+
+    time = fill + (blocks - 1) x bottleneck + drain
+
+where a stage's per-block time is its busy cycles over the blocks, the bottleneck is the slowest
+stage, the fill is the first block through the readers and the compute, and the drain is the last
+subblock's pack. A multicast receiver cannot run ahead of its sender, so its reader stage takes the
+sender's pace. The program takes the slowest core, and never less than the card's DRAM floor
+(every input byte read from DRAM once, every output byte written once).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Mapping
+
+from kgen.gen.ir import Kernel, Op, Program, walk, trips
+from kgen.gen.plan import CB_IN0, CB_IN1, CB_PARTIALS
+from kgen.perf.costs import FIDELITY_PHASES, Costs, load_costs
+
+# Processors of a Tensix core, in the order the report prints them.
+UNPACK, MATH, PACK, BRISC, NCRISC = "TRISC0 unpack", "TRISC1 math", "TRISC2 pack", "BRISC", "NCRISC"
+PROCESSORS = (UNPACK, MATH, PACK, BRISC, NCRISC)
+
+# What a cycle is spent on, for the bottleneck in words.
+WORK_KINDS = {"math": "math-bound", "unpack": "unpack-bound", "pack": "packer-bound", "dram": "DRAM-bound",
+              "noc": "NoC/multicast-bound", "sync": "synchronisation-bound"}
+
+# A multicast receiver waits for its sender: it runs at the sender's pace (ttmetal-matmul.md §2.4).
+PACED_BY = {"in0_receiver": "in0_sender", "in1_receiver_writer": "in1_sender_writer"}
+
+_RECONFIG_OPS = ("matmul_init", "reconfig_srca", "reconfig_srcab", "pack_reconfig_format", "pack_l1_acc",
+                 "pack_relu", "copy_init", "add_bcast_rows_init", "pack_untilize_init", "pack_untilize_uninit",
+                 "hw_startup")
+_CB_OPS = ("cb_wait_front", "cb_pop_front", "cb_reserve_back", "cb_push_back",
+           "tile_regs_acquire", "tile_regs_commit", "tile_regs_wait", "tile_regs_release")
+
+
+@dataclass(frozen=True)
+class ProcessorTime:
+    processor: str
+    kernel: str
+    busy: float                   # cycles of work over the whole program
+    stall: float                  # cycles waiting: the core's time minus the busy cycles
+    work: Mapping[str, float]     # busy cycles by kind (math, unpack, pack, dram, noc, sync)
+
+
+@dataclass(frozen=True)
+class PolicyCost:
+    """What the accumulation policy costs on the critical core."""
+    reload_cycles: float          # unpack + datacopy of partials back into DST (spill/reload, the L1-acc reload)
+    partials_pack_cycles: float   # packs into the partials CB (spills, L1-accumulated packs, the bias stage's input)
+    l1_acc_surcharge: float       # the read-modify-write share of the packs done with L1 accumulation on
+
+
+@dataclass(frozen=True)
+class Prediction:
+    arch: str
+    clock_mhz: int
+    cycles: float                 # device time of the program (the slowest core, or the DRAM floor)
+    microseconds: float
+    tflops: float
+    ideal_cycles: float           # TT's ideal: M*K*N / 32^3 tile products x cycles per tile / full-grid cores
+    utilization: float            # ideal / predicted, as GEMM_FLOPS.md defines device-based utilization
+    critical_core: tuple[int, int]
+    core_cycles: float            # the critical core's pipeline time
+    dram_floor_cycles: float
+    blocks: int                   # K-block steps on the critical core
+    processors: tuple[ProcessorTime, ...]
+    bottleneck: str               # in words
+    bottleneck_share: float       # of the device time
+    policy: str
+    policy_cost: PolicyCost
+    trace_us: float               # per-program overhead with trace (dispatch, op-to-op gap)
+    host_us: float                # per-op host issue time without trace
+
+
+# ----------------------------------------------------------------------------------------------
+# per-op costs
+# ----------------------------------------------------------------------------------------------
+
+class _KernelCost:
+    """Busy cycles of one kernel by processor and kind, summed over its ops with their trip counts."""
+
+    def __init__(self, program: Program, kernel: Kernel, costs: Costs):
+        self.program, self.kernel, self.costs = program, kernel, costs
+        self.formats = {cb.index: cb.data_format for cb in program.cbs}
+        self.tensors = {t.name: t for t in kernel.tensors}
+        self.busy: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.policy = defaultdict(float)
+        self.sections = 0             # DST sections (tile_regs_acquire) executed
+        self.dram_bytes = 0           # bytes this kernel moves to or from DRAM on one core
+        self.blocks = 0               # K-block steps: in0 blocks the compute kernel waited for
+        l1_acc = False
+        for o, loops in walk(kernel.body):
+            n = trips(loops)
+            if o.kind == "pack_l1_acc":
+                l1_acc = bool(o["enable"])
+            if kernel.processor == "TRISC":
+                self._compute_op(o, n, l1_acc)
+            else:
+                self._dataflow_op(o, n, kernel.processor)
+
+    def add(self, processor: str, kind: str, cycles: float) -> None:
+        self.busy[processor][kind] += cycles
+
+    def _format(self, cb: int) -> str:
+        return self.formats[cb]
+
+    def _compute_op(self, o: Op, n: int, l1_acc: bool) -> None:
+        c, flags = self.costs, self.program.compute
+        k = o.kind
+        if k == "matmul_block":
+            rt, ct = int(o["rt"]), int(o["ct"])
+            phases = FIDELITY_PHASES[flags.math_fidelity]
+            per_tile = c.math.cycles_per_tile_phase * phases + c.math.overhead_per_tile
+            if flags.fp32_dest_acc:
+                per_tile *= c.math.fp32_dest_factor
+            self.add(MATH, "math", n * (rt * ct * per_tile + c.math.overhead_per_call))
+            # LLK unpacks min(rt, ct) held tiles and rt*ct streamed ones per call: in1 streams when
+            # ct >= rt (in0 held in SrcB), else in0 streams (costmodel.md §1.2).
+            held, streamed = (CB_IN0, CB_IN1) if ct >= rt else (CB_IN1, CB_IN0)
+            unpack = min(rt, ct) * c.unpack_tile(self._format(held)) + rt * ct * c.unpack_tile(self._format(streamed))
+            self.add(UNPACK, "unpack", n * unpack)
+        elif k in ("copy_block", "copy_tile"):
+            tiles = int(o["tiles"]) if k == "copy_block" else 1
+            unpack = n * tiles * c.unpack_tile(self._format(o["cb"]))
+            copy = n * tiles * c.math.datacopy_cycles_per_tile
+            self.add(UNPACK, "unpack", unpack)
+            self.add(MATH, "math", copy)
+            self.policy["reload"] += unpack + copy
+        elif k == "add_bcast_rows":
+            self.add(UNPACK, "unpack", n * (c.unpack_tile(self._format(o["a"])) + c.unpack_tile(self._format(o["b"]))))
+            self.add(MATH, "math", n * c.math.eltwise_cycles_per_tile)
+        elif k in ("pack_block", "pack_tile"):
+            tiles = int(o["tiles"]) if k == "pack_block" else 1
+            fmt = self._format(o["cb"])
+            plain = c.pack_tile(fmt, False)
+            cycles = n * (tiles * c.pack_tile(fmt, l1_acc) + c.pack.overhead_per_call)
+            self.add(PACK, "pack", cycles)
+            if l1_acc:
+                self.policy["l1_acc"] += n * tiles * (c.pack_tile(fmt, True) - plain)
+            if o["cb"] == CB_PARTIALS:
+                self.policy["partials_pack"] += cycles
+        elif k == "pack_untilize_dest":
+            ct = int(o["block_ct"])
+            self.add(PACK, "pack", n * (ct * c.pack.untilize_cycles_per_tile + c.pack.untilize_cycles_per_block / ct))
+        elif k in _RECONFIG_OPS:
+            self.add(PACK if k.startswith("pack") else UNPACK, "sync", n * c.sync.reconfig)
+        elif k == "tile_regs_acquire":
+            self.sections += n
+            self.add(MATH, "sync", n * c.sync.dst_section / 2)
+        elif k == "tile_regs_wait":
+            self.add(PACK, "sync", n * c.sync.dst_section / 2)
+        elif k in _CB_OPS:
+            if k == "cb_wait_front" and o["cb"] == CB_IN0:
+                self.blocks += n
+            self.add(UNPACK if k in ("cb_wait_front", "cb_pop_front") else PACK, "sync", n * c.sync.cb_op)
+
+    def _dataflow_op(self, o: Op, n: int, processor: str) -> None:
+        c = self.costs
+        k = o.kind
+        tensors = self.tensors
+        if k == "read_tiles":
+            tiles = int(o["rows"]) * int(o["cols"])
+            page = tensors[o["tensor"]].page_bytes
+            # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile)
+            per_tile = max(page / c.dram.read_bytes_per_cycle, c.dram.cycles_per_read_request)
+            self.add(processor, "dram", n * tiles * per_tile)
+            self.dram_bytes += n * tiles * page
+        elif k == "noc_read_barrier":
+            self.add(processor, "dram", n * c.dram.read_latency)
+        elif k == "write_tiles":
+            tiles = int(o["rows"]) * int(o["cols"])
+            self.add(processor, "dram", n * tiles * tensors[o["tensor"]].page_bytes / c.dram.write_bytes_per_cycle)
+            self.dram_bytes += n * tiles * tensors[o["tensor"]].page_bytes
+        elif k == "write_rows":
+            self.add(processor, "dram", n * int(o["rows"]) * int(o["row_bytes"]) / c.dram.write_bytes_per_cycle)
+            self.dram_bytes += n * int(o["rows"]) * int(o["row_bytes"])
+        elif k == "noc_write_barrier":
+            self.add(processor, "dram", n * c.dram.write_latency)
+        elif k == "mcast_cb":
+            self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), int(o["num_dests"])))
+        elif k == "mcast_sem_set":
+            mc = c.multicast
+            issue = mc.issue_cycles + mc.issue_cycles_per_destination * int(o["num_dests"])
+            self.add(processor, "noc", n * (issue + mc.semaphore_latency))
+        elif k in ("sem_wait", "sem_inc"):
+            self.add(processor, "noc", n * c.multicast.semaphore_latency)
+        elif k in ("sem_set", "noc_writes_flushed") or k in _CB_OPS:
+            self.add(processor, "sync", n * c.sync.cb_op)
+
+    def total(self, processor: str) -> float:
+        return sum(self.busy[processor].values())
+
+
+# ----------------------------------------------------------------------------------------------
+# the pipeline of one core
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _CoreTime:
+    core: tuple[int, int]
+    cycles: float
+    blocks: int
+    busy: Mapping[str, float]
+    work: Mapping[str, Mapping[str, float]]
+    kernels: Mapping[str, str]
+    bottleneck: str
+    policy: Mapping[str, float]
+
+
+def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _CoreTime:
+    busy: dict[str, float] = {}
+    work: dict[str, Mapping[str, float]] = {}
+    names: dict[str, str] = {}
+    paced: dict[str, float] = {}
+    blocks, sections, policy = 1, 1, {}
+    for k in kernels:
+        kc = cost_of[k.name]
+        if k.processor == "TRISC":
+            blocks, sections, policy = max(kc.blocks, 1), max(kc.sections, 1), dict(kc.policy)
+        for p in PROCESSORS:
+            if kc.total(p):
+                busy[p] = kc.total(p)
+                work[p] = dict(kc.busy[p])
+                names[p] = k.name
+        sender = PACED_BY.get(k.role)
+        if sender is not None and sender in cost_of:
+            paced[k.processor] = cost_of[sender].total(k.processor)
+    per_block = {p: max(busy.get(p, 0.0), paced.get(p, 0.0)) / blocks for p in PROCESSORS}
+    # unpack and math hand SrcA/SrcB tile by tile: one compute stage at the slower of the two
+    compute = max(per_block[UNPACK], per_block[MATH])
+    readers = max(per_block[BRISC], per_block[NCRISC])
+    stages = {"read": readers, "compute": compute, "pack": per_block[PACK]}
+    slowest = max(stages, key=stages.get)
+    drain = per_block[PACK] * blocks / sections          # the last DST section's pack
+    cycles = readers + compute + drain + (blocks - 1) * stages[slowest]
+    bottleneck_processor = {"read": BRISC if per_block[BRISC] >= per_block[NCRISC] else NCRISC,
+                            "compute": UNPACK if per_block[UNPACK] > per_block[MATH] else MATH,
+                            "pack": PACK}[slowest]
+    return _CoreTime(core, cycles, blocks, busy, work, names, bottleneck_processor, policy)
+
+
+# ----------------------------------------------------------------------------------------------
+# the program
+# ----------------------------------------------------------------------------------------------
+
+def predict(program: Program, costs: Costs | None = None) -> Prediction:
+    """The predicted device time of a verified program, with its critical core and bottleneck."""
+    p = program.plan
+    costs = costs or load_costs(p.arch.name)
+    cost_of = {k.name: _KernelCost(program, k, costs) for k in program.kernels}
+
+    # Cores that run the same kernels take the same time: one analysis per distinct kernel set. The
+    # kernels' core ranges are rectangles, so every cell of their arrangement has a corner on the
+    # lattice of the ranges' edges: those cores are enough to meet every kernel set.
+    xs = sorted({x for k in program.kernels for x in (k.cores.x0, k.cores.x1 + 1) if x < p.grid[0]})
+    ys = sorted({y for k in program.kernels for y in (k.cores.y0, k.cores.y1 + 1) if y < p.grid[1]})
+    by_set: dict[tuple[str, ...], tuple[int, int]] = {}
+    for x in xs:
+        for y in ys:
+            names = tuple(k.name for k in program.kernels if k.runs_on((x, y)))
+            if names:
+                by_set.setdefault(names, (x, y))
+    times = [_core_time(core, [program.kernel(n) for n in names], cost_of) for names, core in by_set.items()]
+    critical = max(times, key=lambda t: t.cycles)
+
+    # every byte the kernels move to or from DRAM, on every core that runs them
+    dram_bytes = sum(cost_of[k.name].dram_bytes * (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
+                     for k in program.kernels)
+    floor = dram_bytes / (costs.dram.card_bytes_per_second * costs.dram.card_efficiency) * costs.arch.clock_mhz * 1e6
+    cycles = max(critical.cycles, floor)
+
+    spec = p.spec
+    flops = 2.0 * spec.batch * spec.m * spec.n * spec.k
+    gx, gy = p.arch.worker_grid
+    ideal = (spec.batch * spec.m * spec.n * spec.k / 32 ** 3
+             * costs.math.cycles_per_tile_phase * FIDELITY_PHASES[program.compute.math_fidelity] / (gx * gy))
+    seconds = cycles / (costs.arch.clock_mhz * 1e6)
+
+    processors = tuple(
+        ProcessorTime(proc, critical.kernels.get(proc, "-"), critical.busy.get(proc, 0.0),
+                      max(0.0, critical.cycles - critical.busy.get(proc, 0.0)), critical.work.get(proc, {}))
+        for proc in PROCESSORS)
+    if floor > critical.cycles:
+        bottleneck, share = "DRAM-bound (the card's bandwidth)", 1.0
+    else:
+        work = critical.work.get(critical.bottleneck, {})
+        kind = max(work, key=work.get) if work else "sync"
+        bottleneck = f"{WORK_KINDS[kind]} ({critical.bottleneck})"
+        share = critical.busy.get(critical.bottleneck, 0.0) / cycles
+    policy_cost = PolicyCost(critical.policy.get("reload", 0.0), critical.policy.get("partials_pack", 0.0),
+                             critical.policy.get("l1_acc", 0.0))
+    return Prediction(
+        arch=p.arch.name, clock_mhz=costs.arch.clock_mhz, cycles=cycles, microseconds=seconds * 1e6,
+        tflops=flops / seconds / 1e12, ideal_cycles=ideal, utilization=ideal / cycles,
+        critical_core=critical.core, core_cycles=critical.cycles, dram_floor_cycles=floor, blocks=critical.blocks,
+        processors=processors, bottleneck=bottleneck, bottleneck_share=min(1.0, share), policy=p.policy,
+        policy_cost=policy_cost, trace_us=costs.dispatch.trace_us, host_us=costs.dispatch.host_us)

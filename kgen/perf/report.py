@@ -1,0 +1,87 @@
+"""`kgen perf` and the predicted-time line of `kgen check`: a Prediction as text or as data."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from kgen.core.errors import KgenError
+from kgen.gen.spec import BlockSpec, MatmulSpec
+from kgen.perf.model import Prediction, predict
+
+
+@dataclass(frozen=True)
+class PolicyComparison:
+    """The same blocking under the other accumulation policy, or why there is none."""
+    other_policy: str | None
+    other_cycles: float | None
+    note: str
+
+
+def same_blocking_other_policy(spec: MatmulSpec, p) -> MatmulSpec:
+    """The spec with the plan's blocking fixed and the packer L1 accumulation request flipped."""
+    block = BlockSpec(in0_block_w=p.in0_block_w, out_subblock=(p.out_subblock_h, p.out_subblock_w),
+                      per_core=(p.per_core_m, p.per_core_n), out_block=(p.out_block_h, p.out_block_w))
+    compute = replace(spec.compute, packer_l1_acc=not spec.compute.packer_l1_acc)
+    return replace(spec, block=block, compute=compute, grid=p.grid_requested)
+
+
+def compare_policies(program, prediction: Prediction) -> PolicyComparison:
+    from kgen.gen.pipeline import run
+
+    p = program.plan
+    try:
+        other = run(same_blocking_other_policy(p.spec, p), "verified")
+    except KgenError as exc:
+        return PolicyComparison(None, None, f"the other request does not plan at this blocking: "
+                                            f"{getattr(exc, 'message', str(exc))}")
+    if other.plan.policy == p.policy:
+        return PolicyComparison(None, None, f"{p.policy} either way at {p.num_blocks} K-block(s) "
+                                            f"({other.plan.policy_reason})")
+    cycles = predict(other.verified).cycles
+    return PolicyComparison(other.plan.policy, cycles, "")
+
+
+def one_line(pr: Prediction) -> str:
+    """The line `kgen check` prints."""
+    return (f"{pr.microseconds:,.1f} us device ({pr.cycles:,.0f} cycles at {pr.clock_mhz} MHz), "
+            f"{pr.tflops:,.1f} TFLOPS, {pr.utilization:.1%} of the full-grid ideal; {pr.bottleneck}")
+
+
+def format_prediction(pr: Prediction, comparison: PolicyComparison, name: str) -> str:
+    lines = [f"kgen perf: {name}", ""]
+    rows = [
+        ("device time", f"{pr.microseconds:,.2f} us = {pr.cycles:,.0f} cycles at {pr.clock_mhz} MHz"),
+        ("TFLOPS", f"{pr.tflops:,.1f}"),
+        ("utilization", f"{pr.utilization:.1%}  (ideal {pr.ideal_cycles:,.0f} cycles: M*K*N/32^3 tile products "
+                        f"at the fidelity's cycles per tile over the full grid)"),
+        ("bottleneck", f"{pr.bottleneck}, {pr.bottleneck_share:.0%} of the time"),
+        ("critical core", f"({pr.critical_core[0]},{pr.critical_core[1]}), {pr.blocks} K-block step(s), "
+                          f"pipeline {pr.core_cycles:,.0f} cycles"),
+        ("DRAM floor", f"{pr.dram_floor_cycles:,.0f} cycles (every DRAM byte at the card's usable bandwidth)"),
+        ("per program", f"+{pr.trace_us:g} us with trace (dispatch and op-to-op gap); "
+                        f"~{pr.host_us:g} us host issue time per op without trace"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    lines += [f"  {k:<{width}}  {v}" for k, v in rows]
+    lines += ["", "  processor       kernel               busy cycles   stall cycles   busy by kind"]
+    for q in pr.processors:
+        kinds = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(q.work.items(), key=lambda kv: -kv[1]) if v)
+        lines.append(f"  {q.processor:<15} {q.kernel:<20} {q.busy:>12,.0f}   {q.stall:>12,.0f}   {kinds}")
+    c = pr.policy_cost
+    lines += ["", f"  policy {pr.policy}: reload/copy {c.reload_cycles:,.0f} cycles, packs into partials "
+                  f"{c.partials_pack_cycles:,.0f} (of which L1-acc read-modify-write {c.l1_acc_surcharge:,.0f})"]
+    if comparison.other_policy is not None:
+        delta = comparison.other_cycles - pr.cycles
+        lines.append(f"  same blocking with {comparison.other_policy}: {comparison.other_cycles:,.0f} cycles "
+                     f"({delta / pr.cycles:+.1%} against {pr.policy})")
+    else:
+        lines.append(f"  other policy: {comparison.note}")
+    return "\n".join(lines) + "\n"
+
+
+def prediction_to_dict(pr: Prediction, comparison: PolicyComparison) -> dict[str, Any]:
+    data = asdict(pr)
+    data["critical_core"] = list(pr.critical_core)
+    data["policy_comparison"] = asdict(comparison)
+    return data
