@@ -1,7 +1,7 @@
 """Stage beside render and emulate: verified IR -> predicted device time (`Prediction`).
 
-The model reads only the IR: every op a kernel executes, with its loop multiplicity (`ir.walk`,
-`ir.trips`), its tile formats (the CB table) and its NoC transfers and multicast fan-outs. Each op
+The model reads only the IR: every op a kernel executes, with its loop multiplicity (`ir.counted`),
+its tile formats (the CB table) and its NoC transfers and multicast fan-outs. Each op
 costs cycles on the processor that runs it (configs/perf/<arch>.toml). The five processors of a
 core form a pipeline over K-blocks, linked by the double-buffered input CBs and the two DST halves:
 
@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Mapping
 
-from kgen.gen.ir import Kernel, Op, Program, walk, trips
+from kgen.gen.ir import Kernel, Op, Program, counted
 from kgen.gen.plan import CB_IN0, CB_IN1, CB_PARTIALS
 from kgen.perf.costs import FIDELITY_PHASES, Costs, load_costs
 
@@ -98,8 +98,7 @@ class _KernelCost:
         self.dram_bytes = 0           # bytes this kernel moves to or from DRAM on one core
         self.blocks = 0               # K-block steps: in0 blocks the compute kernel waited for
         l1_acc = False
-        for o, loops in walk(kernel.body):
-            n = trips(loops)
+        for o, n in counted(kernel.body):
             if o.kind == "pack_l1_acc":
                 l1_acc = bool(o["enable"])
             if kernel.processor == "TRISC":

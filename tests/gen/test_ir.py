@@ -43,3 +43,21 @@ def test_row_nest_writes_consecutive_rows_at_a_byte_offset_within_each_page():
     assert cxx_index(nest.page) == "first_row + row"
     with pytest.raises(TypeError):
         RowNest.of(op("read_tiles", "in0", 0, Affine.of(0), 1, 1, 1))
+
+
+def test_counted_is_walk_with_trips_folded_in():
+    from collections import Counter
+
+    from conftest import example
+    from kgen.gen.ir import counted, trips, walk
+    from kgen.gen.pipeline import run
+    from kgen.gen.spec import load
+
+    program = run(load(example("l1acc_two_blocks_bias")), "verified").verified
+    for kernel in program.kernels:
+        by_walk, by_counted = Counter(), Counter()
+        for o, loops in walk(kernel.body):
+            by_walk[o.kind] += trips(loops)
+        for o, n in counted(kernel.body):
+            by_counted[o.kind] += n
+        assert +by_walk == by_counted, kernel.name
