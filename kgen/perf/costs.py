@@ -72,6 +72,14 @@ class DramCosts:
 
 
 @dataclass(frozen=True)
+class L1Costs:
+    read_bytes_per_cycle: float
+    write_bytes_per_cycle: float
+    read_latency: float
+    write_latency: float
+
+
+@dataclass(frozen=True)
 class MulticastCosts:
     issue_cycles: float
     issue_cycles_per_destination: float
@@ -100,6 +108,7 @@ class Costs:
     unpack: UnpackCosts
     pack: PackCosts
     dram: DramCosts
+    l1: L1Costs
     multicast: MulticastCosts
     sync: SyncCosts
     dispatch: DispatchCosts
@@ -143,6 +152,7 @@ def load_costs(arch_name: str) -> Costs:
         unpack=UnpackCosts(**raw["unpack"]),
         pack=PackCosts(**raw["pack"]),
         dram=DramCosts(**raw["dram"]),
+        l1=L1Costs(**raw["l1"]),
         multicast=multicast,
         sync=SyncCosts(**raw["sync"]),
         dispatch=DispatchCosts(**raw["dispatch"]),

@@ -32,6 +32,10 @@ PROCESSORS = (UNPACK, MATH, PACK, BRISC, NCRISC)
 WORK_KINDS = {"math": "math-bound", "unpack": "unpack-bound", "pack": "packer-bound", "dram": "DRAM-bound",
               "noc": "NoC/multicast-bound", "sync": "synchronisation-bound"}
 
+# Where a tensor lives, as TT's GEMM benchmark rows place them: interleaved in DRAM (kgen's
+# programs), interleaved in L1, or sharded so that each core's block already sits in its CB.
+DRAM, L1, SHARDED = "dram", "l1", "sharded"
+
 # A multicast receiver waits for its sender: it runs at the sender's pace (ttmetal-matmul.md §2.4).
 PACED_BY = {"in0_receiver": "in0_sender", "in1_receiver_writer": "in1_sender_writer"}
 
@@ -88,8 +92,9 @@ class Prediction:
 class _KernelCost:
     """Busy cycles of one kernel by processor and kind, summed over its ops with their trip counts."""
 
-    def __init__(self, program: Program, kernel: Kernel, costs: Costs):
-        self.program, self.kernel, self.costs = program, kernel, costs
+    def __init__(self, program: Program, kernel: Kernel, costs: Costs, placement: Mapping[str, str]):
+        self.program, self.kernel, self.costs, self.placement = program, kernel, costs, placement
+        self.last_read, self.last_write = "dram", "dram"     # where the transfers a barrier waits for went
         self.formats = {cb.index: cb.data_format for cb in program.cbs}
         self.tensors = {t.name: t for t in kernel.tensors}
         self.busy: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -169,21 +174,28 @@ class _KernelCost:
         if k == "read_tiles":
             tiles = int(o["rows"]) * int(o["cols"])
             page = tensors[o["tensor"]].page_bytes
-            # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile)
-            per_tile = max(page / c.dram.read_bytes_per_cycle, c.dram.cycles_per_read_request)
-            self.add(processor, "dram", n * tiles * per_tile)
-            self.dram_bytes += n * tiles * page
+            where = self.last_read = self.placement.get(o["tensor"], DRAM)
+            if where == DRAM:
+                # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile)
+                per_tile = max(page / c.dram.read_bytes_per_cycle, c.dram.cycles_per_read_request)
+                self.dram_bytes += n * tiles * page
+            else:
+                per_tile = page / c.l1.read_bytes_per_cycle if where == L1 else 0.0   # sharded: already in the CB
+            self.add(processor, "dram" if where == DRAM else "noc", n * tiles * per_tile)
         elif k == "noc_read_barrier":
-            self.add(processor, "dram", n * c.dram.read_latency)
-        elif k == "write_tiles":
-            tiles = int(o["rows"]) * int(o["cols"])
-            self.add(processor, "dram", n * tiles * tensors[o["tensor"]].page_bytes / c.dram.write_bytes_per_cycle)
-            self.dram_bytes += n * tiles * tensors[o["tensor"]].page_bytes
-        elif k == "write_rows":
-            self.add(processor, "dram", n * int(o["rows"]) * int(o["row_bytes"]) / c.dram.write_bytes_per_cycle)
-            self.dram_bytes += n * int(o["rows"]) * int(o["row_bytes"])
+            latency = {DRAM: c.dram.read_latency, L1: c.l1.read_latency}.get(self.last_read, 0.0)
+            self.add(processor, "dram" if self.last_read == DRAM else "noc", n * latency)
+        elif k in ("write_tiles", "write_rows"):
+            nbytes = (int(o["rows"]) * int(o["cols"]) * tensors[o["tensor"]].page_bytes if k == "write_tiles"
+                      else int(o["rows"]) * int(o["row_bytes"]))
+            where = self.last_write = self.placement.get(o["tensor"], DRAM)
+            if where == DRAM:
+                self.dram_bytes += n * nbytes
+            rate = {DRAM: c.dram.write_bytes_per_cycle, L1: c.l1.write_bytes_per_cycle}.get(where)
+            self.add(processor, "dram" if where == DRAM else "noc", n * nbytes / rate if rate else 0.0)
         elif k == "noc_write_barrier":
-            self.add(processor, "dram", n * c.dram.write_latency)
+            latency = {DRAM: c.dram.write_latency, L1: c.l1.write_latency}.get(self.last_write, 0.0)
+            self.add(processor, "dram" if self.last_write == DRAM else "noc", n * latency)
         elif k == "mcast_cb":
             self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), int(o["num_dests"])))
         elif k == "mcast_sem_set":
@@ -251,11 +263,17 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
 # the program
 # ----------------------------------------------------------------------------------------------
 
-def predict(program: Program, costs: Costs | None = None) -> Prediction:
-    """The predicted device time of a verified program, with its critical core and bottleneck."""
+def predict(program: Program, costs: Costs | None = None, placement: Mapping[str, str] | None = None) -> Prediction:
+    """The predicted device time of a verified program, with its critical core and bottleneck.
+    `placement` moves tensors out of DRAM ({"in0": "sharded", "out": "l1"}), as TT's benchmark rows
+    do where kgen cannot yet generate that dataflow; the ops stay the program's."""
     p = program.plan
     costs = costs or load_costs(p.arch.name)
-    cost_of = {k.name: _KernelCost(program, k, costs) for k in program.kernels}
+    placement = placement or {}
+    unknown = {v for v in placement.values()} - {DRAM, L1, SHARDED}
+    if unknown:
+        raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")
+    cost_of = {k.name: _KernelCost(program, k, costs, placement) for k in program.kernels}
 
     # Cores that run the same kernels take the same time: one analysis per distinct kernel set. The
     # kernels' core ranges are rectangles, so every cell of their arrangement has a corner on the

@@ -160,3 +160,16 @@ matmul t {
     assert pack(fp32_dest) > pack(bf16)
     unpack = lambda pr: next(q for q in pr.processors if q.processor == UNPACK).work["unpack"]
     assert unpack(fp32_dest) > unpack(bf16)          # fp32 partials reload: 4096-byte tiles
+
+
+def test_placement_moves_reads_out_of_dram_as_the_benchmark_rows_do():
+    v = verified(spec(shape="1024 x 1024 x 1024", grid="4 x 4"))
+    dram = predict(v)
+    sharded = predict(v, placement={"in0": "sharded", "out": "sharded"})
+    l1 = predict(v, placement={"in0": "l1"})
+    ncrisc = lambda pr: next(q for q in pr.processors if q.processor == "NCRISC")   # the in0 sender
+    assert "dram" not in ncrisc(sharded).work or ncrisc(sharded).work["dram"] == 0
+    assert ncrisc(sharded).busy < ncrisc(l1).busy < ncrisc(dram).busy
+    assert sharded.dram_floor_cycles < dram.dram_floor_cycles
+    with pytest.raises(ValueError):
+        predict(v, placement={"in0": "somewhere"})
