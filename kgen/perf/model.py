@@ -94,7 +94,7 @@ class _KernelCost:
 
     def __init__(self, program: Program, kernel: Kernel, costs: Costs, placement: Mapping[str, str]):
         self.program, self.kernel, self.costs, self.placement = program, kernel, costs, placement
-        self.last_read, self.last_write = "dram", "dram"     # where the transfers a barrier waits for went
+        self.last_read, self.last_write = DRAM, DRAM     # where the transfers a barrier waits for went
         self.formats = {cb.index: cb.data_format for cb in program.cbs}
         self.tensors = {t.name: t for t in kernel.tensors}
         self.busy: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
