@@ -102,10 +102,12 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
         assert [s["id"] for s in sems] == [0, 1, 2, 3] and all(s["initial_value"] == 0 for s in sems)
     else:
         assert sems == []
-    # plan.json and ir.txt are what `kgen check --json` and `kgen ir` print (plan.json without the path)
+    # plan.json and ir.txt are what `kgen check --json` and `kgen ir` print (plan.json without the path;
+    # check also prints the performance model's prediction, which is not part of the plan)
     assert main(["check", "--json", str(path)]) == 0
     checked = json.loads(capsys.readouterr().out)
     assert checked.pop("spec") == str(path) and plan_json.pop("spec") is None
+    assert "TFLOPS" in checked.pop("predicted")
     assert checked == plan_json
     assert main(["ir", str(path)]) == 0
     assert capsys.readouterr().out == (folder / "ir.txt").read_text()
