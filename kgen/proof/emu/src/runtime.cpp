@@ -271,14 +271,24 @@ void record(Proc *p, const char *name, Where at, uint32_t a = 0, uint32_t b = 0)
 }
 
 // Advance the running processor's clock by an op's cost and trace it.
-void work(const char *name, const char *cost_key, Where at, uint64_t times = 1, uint32_t a = 0, uint32_t b = 0,
-          const std::string &args = "") {
+// Charge `cycles` of busy time to the running processor for one API call.
+void work_cycles(const char *name, Where at, uint64_t cycles, uint32_t a = 0, uint32_t b = 0, const std::string &args = "") {
     Proc *p = g_cur;
     record(p, name, at, a, b);
-    uint64_t c = cost(cost_key) * times;
-    trace_event(p, name, p->clock, c, args);
-    p->clock += c;
-    p->busy_cycles += c;
+    trace_event(p, name, p->clock, cycles, args);
+    p->clock += cycles;
+    p->busy_cycles += cycles;
+}
+
+void work(const char *name, const char *cost_key, Where at, uint64_t times = 1, uint32_t a = 0, uint32_t b = 0,
+          const std::string &args = "") {
+    work_cycles(name, at, cost(cost_key) * times, a, b, args);
+}
+
+// A NoC transfer: its issue cost plus its bytes at the NoC's rate (an addition: a 2 KB read at 32 B
+// per cycle costs 64 + 64 cycles, not 64 x (1 + 64)).
+uint64_t noc_transfer_cycles(uint32_t bytes) {
+    return cost("noc_op") + bytes / std::max<uint64_t>(1, cost("noc_bytes_per_cycle"));
 }
 
 Proc *cur(Where at) {
@@ -816,7 +826,7 @@ void noc_read(uint64_t src, uint32_t dst_l1, uint32_t bytes, Where at) {
     uint8_t *d = local_l1(p, dst_l1, bytes, at, "noc_async_read destination");
     check_write_into(p->core, dst_l1, bytes, -1, at, "noc_async_read");
     std::memcpy(d, s.ptr, bytes);
-    work("noc_async_read", "noc_op", at, 1 + bytes / std::max<uint64_t>(1, cost("noc_bytes_per_cycle")), bytes);
+    work_cycles("noc_async_read", at, noc_transfer_cycles(bytes), bytes);
 }
 
 void noc_write(uint32_t src_l1, uint64_t dst, uint32_t bytes, Where at) {
@@ -827,7 +837,7 @@ void noc_write(uint32_t src_l1, uint64_t dst, uint32_t bytes, Where at) {
     if (d.core) check_write_into(d.core, static_cast<uint32_t>(d.core->l1_base + (d.ptr - d.core->l1)), bytes, -1, at, "noc_async_write");
     std::memmove(d.ptr, s, bytes);
     if (d.core) d.core->sem_time = std::max(d.core->sem_time, p->clock + cost("noc_latency"));
-    work("noc_async_write", "noc_op", at, 1 + bytes / std::max<uint64_t>(1, cost("noc_bytes_per_cycle")), bytes);
+    work_cycles("noc_async_write", at, noc_transfer_cycles(bytes), bytes);
     maybe_yield(at);
 }
 
@@ -846,8 +856,7 @@ void noc_write_mcast(uint32_t src_l1, uint64_t mcast_addr, uint32_t bytes, uint3
         check_write_into(c, c->l1_base + off, bytes, -1, at, "noc_async_write_multicast");
         std::memmove(c->l1 + off, s, bytes);
     }
-    work("noc_async_write_multicast", "noc_op", at, 1 + bytes / std::max<uint64_t>(1, cost("noc_bytes_per_cycle")), bytes,
-         num_dests);
+    work_cycles("noc_async_write_multicast", at, noc_transfer_cycles(bytes), bytes, num_dests);
     maybe_yield(at);
 }
 
