@@ -22,7 +22,7 @@ from typing import Mapping
 
 from kgen.gen.ir import Kernel, Op, Program, counted
 from kgen.gen.plan import CB_IN0, CB_IN1, CB_PARTIALS
-from kgen.perf.costs import FIDELITY_PHASES, Costs, load_costs
+from kgen.core.costs import FIDELITY_PHASES, Costs, load_costs
 
 # Processors of a Tensix core, in the order the report prints them.
 UNPACK, MATH, PACK, BRISC, NCRISC = "TRISC0 unpack", "TRISC1 math", "TRISC2 pack", "BRISC", "NCRISC"

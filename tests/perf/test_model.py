@@ -7,7 +7,7 @@ import pytest
 
 from kgen.gen.pipeline import run
 from kgen.gen.spec import parse_text, resolve
-from kgen.perf.costs import FIDELITY_PHASES, load_costs
+from kgen.core.costs import FIDELITY_PHASES, load_costs
 from kgen.perf.model import MATH, PACK, UNPACK, predict
 from kgen.perf.report import compare_policies
 

@@ -1,4 +1,5 @@
-"""The performance model's cost tables (configs/perf/<arch>.toml) as frozen values.
+"""The cost tables (configs/perf/<arch>.toml) as frozen values: what the performance model
+(kgen.perf) prices every op with, and where the emulator takes the facts it shares with it.
 
 Every constant lives in the TOML with its source; this module only gives them types and the few
 derived rates (cycles per tile of a format) that follow from them.
