@@ -45,6 +45,7 @@ import numpy as np
 
 from kgen.proof import tiles as tl
 from kgen.core.arch import ArchFacts, load_arch
+from kgen.core.costs import load_costs
 from kgen.toolchain.compile import KernelInfo, jit_defines, read_kernels, toolchain_config
 from kgen.core.errors import KgenError
 from kgen.core.manifest import cores_of, load_manifest
@@ -74,6 +75,16 @@ class EmulatorCrash(KgenError):
     """The emulated program crashed or the emulator failed: a kgen or kernel bug, exit 1."""
 
     exit_code = 1
+
+
+def modelled_cycles(arch: ArchFacts) -> dict[str, int]:
+    """Cycles the emulator charges per API call: for what it shares with the performance model (the
+    FPU's cycles per tile product and phase, a datacopy, an eltwise add) the cost tables of
+    configs/perf, one table for both; otherwise its own round figures (configs/emulator.toml)."""
+    math = load_costs(arch.name).math
+    shared = {"matmul_tile_phase": math.cycles_per_tile_phase, "datacopy_tile": math.datacopy_cycles_per_tile,
+              "eltwise_tile": math.eltwise_cycles_per_tile}
+    return {**emulator_config()["cycles"], **{key: round(value) for key, value in shared.items()}}
 
 
 def emulator_config() -> dict:
@@ -348,7 +359,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
              f"numerics {numerics}",
              f"dst_tiles {arch.dst_tiles(True, False)}",
              f"clock_mhz {arch.clock_mhz}",
-             "cycles " + " ".join(f"{k} {v}" for k, v in cfg["cycles"].items())]
+             "cycles " + " ".join(f"{k} {v}" for k, v in modelled_cycles(arch).items())]
     for (x, y), i in core_id.items():
         lines.append(f"core {i} {x} {y} {x + noc['worker_x_offset']} {y + noc['worker_y_offset']}")
     # CBs: regions in manifest order from the unreserved base, the same address on every core.

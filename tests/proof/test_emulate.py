@@ -278,3 +278,18 @@ def test_fuzz_failure_names_the_case_and_repro(host_cxx, tmp_path, capsys, monke
     assert "FAIL case 2 (fuzz_s1_00002) at emulate" in out
     assert "repro: kgen fuzz --seed 1 --start 2 --count 1" in out
     assert (tmp_path / "fuzz_s1_00002.kspec").is_file()
+
+
+def test_the_emulator_takes_the_fpu_costs_from_the_performance_models_tables():
+    # One table per fact: 16 cycles per tile product and fidelity phase (MatrixUnit.md) is read from
+    # configs/perf by both the emulator and kgen perf
+    from kgen.core.arch import load_arch
+    from kgen.core.costs import load_costs
+    from kgen.proof.emulate import modelled_cycles
+
+    for arch in ("wormhole_b0", "blackhole"):
+        cycles, math = modelled_cycles(load_arch(arch)), load_costs(arch).math
+        assert cycles["matmul_tile_phase"] == math.cycles_per_tile_phase == 16
+        assert cycles["datacopy_tile"] == round(math.datacopy_cycles_per_tile)
+        assert cycles["eltwise_tile"] == round(math.eltwise_cycles_per_tile)
+        assert {"unpack_tile", "pack_tile", "noc_op", "noc_bytes_per_cycle"} <= set(cycles)
