@@ -173,3 +173,22 @@ def test_placement_moves_reads_out_of_dram_as_the_benchmark_rows_do():
     assert sharded.dram_floor_cycles < dram.dram_floor_cycles
     with pytest.raises(ValueError):
         predict(v, placement={"in0": "somewhere"})
+
+
+def test_every_fuzz_drawn_plan_is_predicted_within_the_ideal():
+    # The ideal (TT's utilization denominator) spreads the tile products evenly over the full grid at
+    # 16 cycles per phase: no plan can beat it, so the predicted utilization lies in (0, 1].
+    from kgen.core.errors import KgenError
+    from kgen.proof.fuzz import generate_case
+
+    predicted = 0
+    for i in range(60):
+        try:
+            v = verified(resolve(parse_text(generate_case(31, i).text, "case.kspec")))
+        except KgenError:
+            continue
+        pr = predict(v)
+        assert 0 < pr.utilization <= 1 and pr.cycles >= pr.ideal_cycles
+        assert compare_policies(v, pr).note or compare_policies(v, pr).other_cycles > 0
+        predicted += 1
+    assert predicted >= 50
