@@ -131,10 +131,6 @@ class Costs:
         issue = transactions * (mc.issue_cycles + mc.issue_cycles_per_destination * destinations)
         return issue + nbytes / mc.bandwidth.at(destinations) + mc.latency.at(destinations)
 
-    @property
-    def cycles_per_us(self) -> float:
-        return self.arch.clock_mhz
-
 
 def _curve(rows: list[list[float]]) -> Curve:
     return Curve(tuple((float(x), float(y)) for x, y in sorted(rows)))
@@ -158,21 +154,3 @@ def load_costs(arch_name: str) -> Costs:
         sync=SyncCosts(**raw["sync"]),
         dispatch=DispatchCosts(**raw["dispatch"]),
     )
-
-
-def with_overrides(costs: Costs, overrides: Mapping[str, Mapping[str, float]]) -> Costs:
-    """The same tables with some values replaced ({"math": {"overhead_per_call": 30}}): what a
-    calibration run tries. Unknown sections or keys are errors, not silent no-ops."""
-    from dataclasses import fields, replace
-
-    changed = {}
-    for section, values in overrides.items():
-        current = getattr(costs, section, None)
-        if current is None or section == "arch":
-            raise KeyError(f"configs/perf has no section [{section}]")
-        names = {f.name for f in fields(current)}
-        unknown = set(values) - names
-        if unknown:
-            raise KeyError(f"configs/perf has no {section}.{', '.join(sorted(unknown))}")
-        changed[section] = replace(current, **values)
-    return replace(costs, **changed)

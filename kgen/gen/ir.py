@@ -362,8 +362,8 @@ VALID, INVALID = 1, 0   # semaphore values of the multicast handshake
 
 def walk(nodes: tuple[Node, ...], loops: tuple[Loop, ...] = ()) -> Iterator[tuple[Op, tuple[Loop, ...]]]:
     """Every op of a tree once, in order, with the loops around it (outermost first); loop bodies
-    are not repeated. The one walker of the op tree: totals multiply the loops' counts, bounds
-    take their ranges (see `unroll` for every iteration)."""
+    are not repeated: what bounds need (the loops' ranges). Totals use `counted`, which folds the
+    loops' counts in; `unroll` gives every iteration."""
     for n in nodes:
         if isinstance(n, Loop):
             yield from walk(n.body, loops + (n,))
@@ -372,22 +372,14 @@ def walk(nodes: tuple[Node, ...], loops: tuple[Loop, ...] = ()) -> Iterator[tupl
 
 
 def counted(nodes: tuple[Node, ...], times: int = 1) -> Iterator[tuple[Op, int]]:
-    """Every op of a tree once, in order, with how often it runs: `walk` with `trips` folded in, for
-    the totals the performance model sums thousands of times per sweep."""
+    """Every op of a tree once, in order, with how often it runs (the product of its loops' counts):
+    what every total sums, the verifier's and the performance model's."""
     for n in nodes:
         if isinstance(n, Loop):
             if n.stop > n.start:
                 yield from counted(n.body, times * (n.stop - n.start))
         else:
             yield n, times
-
-
-def trips(loops: tuple[Loop, ...]) -> int:
-    """How often an op under these loops runs."""
-    count = 1
-    for loop in loops:
-        count *= loop.count
-    return count
 
 
 def unroll(nodes: tuple[Node, ...], env: dict[str, int] | None = None) -> Iterator[tuple[Op, dict[str, int]]]:

@@ -92,12 +92,7 @@ def cxx(value: Any) -> str:
     if isinstance(value, int):
         return str(int(value))
     if isinstance(value, Affine):
-        parts = []
-        for var, coeff in value.terms:
-            parts.append(identifier(var) if coeff == 1 else f"{cxx(coeff)} * {identifier(var)}")
-        if value.const or not parts:
-            parts.append(str(int(value.const)))
-        return " + ".join(parts)
+        return _affine(value, lambda var, coeff: identifier(var) if coeff == 1 else f"{cxx(coeff)} * {identifier(var)}")
     if isinstance(value, RuntimeArg):
         return identifier(value.name)
     if isinstance(value, str):
@@ -108,8 +103,13 @@ def cxx(value: Any) -> str:
 def cxx_index(value: Affine) -> str:
     """An index expression printed variable first, `first_tile + tile_row * 8 + tile_col`, as TT-Metal's
     readers write their tile ids."""
-    parts = [identifier(var) if coeff == 1 and not isinstance(coeff, Sym) else f"{identifier(var)} * {cxx(coeff)}"
-             for var, coeff in value.terms]
+    return _affine(value, lambda var, coeff: identifier(var) if coeff == 1 and not isinstance(coeff, Sym)
+                   else f"{identifier(var)} * {cxx(coeff)}")
+
+
+def _affine(value: Affine, term) -> str:
+    """const + sum of terms, each printed by `term(var, coeff)`; the constant last, and alone if nothing else."""
+    parts = [term(var, coeff) for var, coeff in value.terms]
     if value.const or not parts:
         parts.append(str(int(value.const)))
     return " + ".join(parts)

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kgen.core.errors import KgenBug
-from kgen.gen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, trips, walk
+from kgen.gen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, counted, walk
 from kgen.gen.plan import CB_OUT, CB_PARTIALS
 from kgen.core.types import TILE_HW
 
@@ -37,8 +37,7 @@ class IRVerificationError(KgenBug):
 def op_totals(nodes: tuple[Node, ...]) -> Counter:
     """(op kind, cb) -> pages (CB ops) or count (other ops), multiplied through loop trip counts."""
     totals: Counter = Counter()
-    for n, loops in walk(nodes):
-        mult = trips(loops)
+    for n, mult in counted(nodes):
         if n.kind in COMPUTE_CB_OPS:
             totals[(n.kind, n["cb"])] += mult * n["tiles"]
         else:
@@ -457,8 +456,7 @@ def _check_semaphores(program: Program) -> None:
 
     def count(kernel: Kernel, core: tuple[int, int]) -> None:
         env = {"core_x": core[0], "core_y": core[1]}
-        for n, loops in walk(kernel.body):
-            mult = trips(loops)
+        for n, mult in counted(kernel.body):
             if n.kind == "sem_inc":
                 tx, ty = n["noc_x"].logical(env), n["noc_y"].logical(env)
                 arriving[(n["sem"], tx, ty)] += mult * n["value"]
