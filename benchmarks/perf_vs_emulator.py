@@ -1,11 +1,11 @@
 """The performance model against the emulator's modelled time, by hand:
-`python3 benchmarks/perf_vs_emulator.py [NAME...]` (default: every example but peak_bf16).
+`python3 benchmarks/perf_vs_emulator.py [NAME...]` (default: every example but peak_bf16, whose
+4096^3 emulation takes minutes; name it to include it).
 
-Issue 14 asks both to come from the same cost tables and to agree within 5 % on every example. The
-emulator still prices its calls from configs/emulator.toml (round figures), so this prints how far
-apart the two are today: one line per example, and the ratio of the emulator's modelled end time to
-`kgen perf`'s prediction. Emulation runs in fast numerics: only its timeline matters here.
-"""
+Issue 14 asks both to come from the same cost tables and to agree within 5 % on every example: the
+emulator charges every API call from configs/perf (kgen.proof.emulate.modelled_cycles), so this
+prints one line per example and the ratio of the emulator's modelled end time to `kgen perf`'s
+prediction. Emulation runs in fast numerics: only its timeline matters here."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from kgen.gen.ir import Kernel, Op, Program, counted
-from kgen.gen.plan import CB_IN0, CB_IN1, CB_PARTIALS
+from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_PARTIALS, Plan
 from kgen.core.costs import FIDELITY_PHASES, Costs, load_costs
 
 # Processors of a Tensix core, in the order the report prints them.
@@ -105,14 +105,25 @@ class _KernelCost:
         self.blocks = 0               # K-block steps: in0 blocks the compute kernel waited for
         self.fill_latency = 0.0       # latency a pipeline fill waits for once: a multicast landing, a flag
         self.write_cycles = 0.0       # the share of the busy cycles spent writing the output
+        self.tail_cycles = 0.0        # ... and feeding the bias, which the reader does after the K loop
+        self.last_read_cb = -1
         self.writes = 0               # output write calls (one per subblock or row chunk)
         self.feeds_inputs = False     # reads, multicasts or hands over an input CB's blocks
+        self.rewound = 0              # partials subblocks popped unread: the L1-accumulation rewind
+        self.epilogue: dict[str, float] = defaultdict(float)   # the bias stage's unpack and math cycles
+        previous: Op | None = None
         l1_acc = False
         for o, n in counted(kernel.body):
             if o.kind == "pack_l1_acc":
                 l1_acc = bool(o["enable"])
             if kernel.processor == "TRISC":
                 self._compute_op(o, n, l1_acc)
+                # TT's L1-accumulation flow pops a block's partials without reading them, to rewind the
+                # FIFO: that wait needs the block's last subblock packed (ttmetal-matmul.md §1.6)
+                if (o.kind == "cb_pop_front" and o["cb"] == CB_PARTIALS and previous is not None
+                        and previous.kind == "cb_wait_front" and previous["cb"] == CB_PARTIALS):
+                    self.rewound += n
+                previous = o
             else:
                 self._dataflow_op(o, n, kernel.processor)
 
@@ -145,8 +156,12 @@ class _KernelCost:
             self.add(MATH, "math", copy)
             self.policy["reload"] += unpack + copy
         elif k == "add_bcast_rows":
-            self.add(UNPACK, "unpack", n * (c.unpack_tile(self._format(o["a"])) + c.unpack_tile(self._format(o["b"]))))
+            unpack = n * (c.unpack_tile(self._format(o["a"])) + c.unpack_tile(self._format(o["b"])))
+            self.add(UNPACK, "unpack", unpack)
             self.add(MATH, "math", n * c.math.eltwise_cycles_per_tile)
+            # the bias stage runs once per out block after its K loop, not per K-block
+            self.epilogue[UNPACK] += unpack
+            self.epilogue[MATH] += n * c.math.eltwise_cycles_per_tile
         elif k in ("pack_block", "pack_tile"):
             tiles = int(o["tiles"]) if k == "pack_block" else 1
             fmt = self._format(o["cb"])
@@ -159,7 +174,8 @@ class _KernelCost:
                 self.policy["partials_pack"] += cycles
         elif k == "pack_untilize_dest":
             ct = int(o["block_ct"])
-            self.add(PACK, "pack", n * (ct * c.pack.untilize_cycles_per_tile + c.pack.untilize_cycles_per_block / ct))
+            rows = int(o["rows"])
+            self.add(PACK, "pack", n * rows * (ct * c.pack.untilize_cycles_per_tile + c.pack.untilize_cycles_per_block / ct))
         elif k in _RECONFIG_OPS:
             self.add(PACK if k.startswith("pack") else UNPACK, "sync", n * c.sync.reconfig)
         elif k == "tile_regs_acquire":
@@ -189,9 +205,14 @@ class _KernelCost:
             else:
                 per_tile = page / c.l1.read_bytes_per_cycle if where == L1 else 0.0   # sharded: already in the CB
             self.add(processor, "dram" if where == DRAM else "noc", n * tiles * per_tile)
+            self.last_read_cb = o["cb"]
+            if o["cb"] == CB_BIAS:
+                self.tail_cycles += n * tiles * per_tile
         elif k == "noc_read_barrier":
             latency = {DRAM: c.dram.read_latency, L1: c.l1.read_latency}.get(self.last_read, 0.0)
             self.add(processor, "dram" if self.last_read == DRAM else "noc", n * latency)
+            if self.last_read_cb == CB_BIAS:
+                self.tail_cycles += n * latency
         elif k in ("write_tiles", "write_rows"):
             nbytes = (int(o["rows"]) * int(o["cols"]) * tensors[o["tensor"]].page_bytes if k == "write_tiles"
                       else int(o["rows"]) * int(o["row_bytes"]))
@@ -208,10 +229,13 @@ class _KernelCost:
             self.add(processor, "dram" if self.last_write == DRAM else "noc", n * latency)
             self.write_cycles += n * latency
         elif k == "mcast_cb":
-            # the sender goes on once the data is issued; its landing delays the receivers once per fill
+            # the sender goes on once the data is issued; its landing (the flag follows the data on the
+            # same path) delays the receivers once per fill
             dests = int(o["num_dests"])
             self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), dests))
-            self.fill_latency = max(self.fill_latency, c.multicast.latency.at(dests) + c.multicast.semaphore_latency)
+            if o["cb"] == CB_BIAS:
+                self.tail_cycles += n * c.multicast_cycles(int(o["bytes"]), dests)
+            self.fill_latency = max(self.fill_latency, c.multicast.latency.at(dests))
         elif k == "mcast_sem_set":
             mc = c.multicast
             self.add(processor, "noc", n * (mc.issue_cycles + mc.issue_cycles_per_destination * int(o["num_dests"])))
@@ -245,47 +269,64 @@ class _CoreTime:
 
 
 def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost],
-               k_blocks: int) -> _CoreTime:
+               plan: Plan) -> _CoreTime:
     busy: dict[str, float] = {}
     work: dict[str, Mapping[str, float]] = {}
     names: dict[str, str] = {}
     paced: dict[str, float] = {}
-    writing: dict[str, float] = {}
-    blocks, sections, policy = 1, 1, {}
+    feeding: dict[str, float] = {}     # a reader's cycles inside the K loop (without output writes and the bias)
+    blocks, sections, policy, rewound, epilogue = 1, 1, {}, 0, {}
     fill_latency, last_write, restarts = 0.0, 0.0, False
     for k in kernels:
         kc = cost_of[k.name]
         if k.processor == "TRISC":
-            blocks, sections, policy = max(kc.blocks, 1), max(kc.sections, 1), dict(kc.policy)
+            blocks, sections, policy, rewound = max(kc.blocks, 1), max(kc.sections, 1), dict(kc.policy), kc.rewound
+            epilogue = dict(kc.epilogue)
         for p in PROCESSORS:
             if kc.total(p):
                 busy[p] = kc.total(p)
                 work[p] = dict(kc.busy[p])
                 names[p] = k.name
         latency = kc.fill_latency
+        feed = kc.total(k.processor) - kc.write_cycles - kc.tail_cycles
         sender = PACED_BY.get(k.role)
         if sender is not None and sender in cost_of:
-            paced[k.processor] = cost_of[sender].total(k.processor)
-            latency = max(latency, cost_of[sender].fill_latency)
+            s = cost_of[sender]
+            paced[k.processor] = s.total(k.processor)
+            latency = max(latency, s.fill_latency)
+            feed = max(feed, s.total(k.processor) - s.write_cycles - s.tail_cycles)
         fill_latency = max(fill_latency, latency)
+        if k.processor != "TRISC":
+            feeding[k.processor] = feed
         if kc.writes:
-            writing[k.processor] = kc.write_cycles
             last_write = kc.write_cycles / kc.writes
             # TT's in1 sender/receiver writer feeds in1 and writes the output in one loop: it reads the
             # next out block's first K-block only after writing this block's last subblock, so the
             # pipeline refills at every out block (reader_bmm_tile_layout_in1_*_writer_padding.cpp).
             restarts = restarts or kc.feeds_inputs
-    out_blocks = max(1, blocks // max(k_blocks, 1)) if restarts else 1
+    out_blocks = max(1, blocks // max(plan.num_blocks, 1)) if restarts else 1
     per_block = {p: max(busy.get(p, 0.0), paced.get(p, 0.0)) / blocks for p in PROCESSORS}
-    # unpack and math hand SrcA/SrcB tile by tile: one compute stage at the slower of the two
-    compute = max(per_block[UNPACK], per_block[MATH])
-    readers = max(per_block[BRISC], per_block[NCRISC])
-    reading = max(per_block[p] - writing.get(p, 0.0) / blocks for p in (BRISC, NCRISC))
+    # The bias stage is no K-block's work: it runs after each out block's K loop, in the drain.
+    out_blocks_per_core = max(1, blocks // max(plan.num_blocks, 1))
+    for p in (UNPACK, MATH):
+        per_block[p] -= epilogue.get(p, 0.0) / blocks
+    bias_stage = max(epilogue.get(UNPACK, 0.0), epilogue.get(MATH, 0.0)) / out_blocks_per_core
+    pack_section = per_block[PACK] * blocks / sections
+    # unpack and math hand SrcA/SrcB tile by tile: one compute stage at the slower of the two; a block
+    # whose partials are rewound waits for its last subblock's pack first (the FPU idles meanwhile)
+    rewinds = rewound / max(plan.in0_num_subblocks * plan.in1_num_subblocks, 1)
+    compute = max(per_block[UNPACK], per_block[MATH]) + pack_section * rewinds / blocks
+    reading = max(feeding.get(p, 0.0) for p in (BRISC, NCRISC)) / blocks
+    # Refilling at every out block, the writer writes while the FPU finishes the block: in steady state
+    # the readers only feed. Otherwise their writes share the steady state with the feeding.
+    readers = reading if restarts else max(per_block[BRISC], per_block[NCRISC])
     stages = {"read": readers, "compute": compute, "pack": per_block[PACK]}
     slowest = max(stages, key=stages.get)
     fill = reading + fill_latency + compute             # the first K-block through the readers and the FPU
-    drain = per_block[PACK] * blocks / sections + last_write   # the last DST section's pack and write
-    cycles = out_blocks * (fill + drain) + (blocks - out_blocks) * stages[slowest]
+    drain = bias_stage + pack_section + last_write      # the bias stage, the last DST section's pack and write
+    # without a refill per out block, the other out blocks' bias stages are part of the steady state
+    cycles = (out_blocks * (fill + drain) + (blocks - out_blocks) * stages[slowest]
+              + (out_blocks_per_core - out_blocks) * bias_stage)
     bottleneck_processor = {"read": BRISC if per_block[BRISC] >= per_block[NCRISC] else NCRISC,
                             "compute": UNPACK if per_block[UNPACK] > per_block[MATH] else MATH,
                             "pack": PACK}[slowest]
@@ -319,7 +360,7 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
             names = tuple(k.name for k in program.kernels if k.runs_on((x, y)))
             if names:
                 by_set.setdefault(names, (x, y))
-    times = [_core_time(core, [program.kernel(n) for n in names], cost_of, p.num_blocks)
+    times = [_core_time(core, [program.kernel(n) for n in names], cost_of, p)
              for names, core in by_set.items()]
     critical = max(times, key=lambda t: t.cycles)
 

@@ -77,14 +77,35 @@ class EmulatorCrash(KgenError):
     exit_code = 1
 
 
-def modelled_cycles(arch: ArchFacts) -> dict[str, int]:
-    """Cycles the emulator charges per API call: for what it shares with the performance model (the
-    FPU's cycles per tile product and phase, a datacopy, an eltwise add) the cost tables of
-    configs/perf, one table for both; otherwise its own round figures (configs/emulator.toml)."""
-    math = load_costs(arch.name).math
-    shared = {"matmul_tile_phase": math.cycles_per_tile_phase, "datacopy_tile": math.datacopy_cycles_per_tile,
-              "eltwise_tile": math.eltwise_cycles_per_tile}
-    return {**emulator_config()["cycles"], **{key: round(value) for key, value in shared.items()}}
+def modelled_cycles(arch: ArchFacts) -> dict[str, float]:
+    """Cycles the emulator charges per API call: the performance model's cost tables (configs/perf,
+    kgen.core.costs), one table for both, so that the emulator's timeline and `kgen perf` price every
+    op alike. Curves go as "<name>@<x>" keys."""
+    c = load_costs(arch.name)
+    cycles = {
+        "matmul_tile_phase": c.math.cycles_per_tile_phase, "matmul_tile_overhead": c.math.overhead_per_tile,
+        "matmul_call": c.math.overhead_per_call, "fp32_dest_factor": c.math.fp32_dest_factor,
+        "datacopy_tile": c.math.datacopy_cycles_per_tile, "eltwise_tile": c.math.eltwise_cycles_per_tile,
+        "pack_call": c.pack.overhead_per_call, "untilize_tile": c.pack.untilize_cycles_per_tile,
+        "untilize_block": c.pack.untilize_cycles_per_block,
+        "cb_op": c.sync.cb_op, "cfg_op": c.sync.reconfig, "dst_section_half": c.sync.dst_section / 2,
+        "dram_read_bytes_per_cycle": c.dram.read_bytes_per_cycle, "dram_read_request": c.dram.cycles_per_read_request,
+        "dram_read_latency": c.dram.read_latency, "dram_write_bytes_per_cycle": c.dram.write_bytes_per_cycle,
+        "dram_write_latency": c.dram.write_latency,
+        "l1_read_bytes_per_cycle": c.l1.read_bytes_per_cycle, "l1_read_latency": c.l1.read_latency,
+        "l1_write_bytes_per_cycle": c.l1.write_bytes_per_cycle, "l1_write_latency": c.l1.write_latency,
+        "mcast_issue": c.multicast.issue_cycles, "mcast_issue_per_dest": c.multicast.issue_cycles_per_destination,
+        "sem_latency": c.multicast.semaphore_latency, "noc_max_burst": arch.noc_max_burst_bytes,
+    }
+    for fmt in arch.tile_bytes:
+        cycles[f"unpack_tile.{fmt}"] = c.unpack_tile(fmt)
+        cycles[f"pack_tile.{fmt}"] = c.pack_tile(fmt, False)
+        cycles[f"pack_tile_l1acc.{fmt}"] = c.pack_tile(fmt, True)
+    for x, y in c.multicast.bandwidth.points:
+        cycles[f"mcast_bw@{x:g}"] = y
+    for x, y in c.multicast.latency.points:
+        cycles[f"mcast_latency@{x:g}"] = y
+    return cycles
 
 
 def emulator_config() -> dict:
@@ -359,7 +380,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
              f"numerics {numerics}",
              f"dst_tiles {arch.dst_tiles(True, False)}",
              f"clock_mhz {arch.clock_mhz}",
-             "cycles " + " ".join(f"{k} {v}" for k, v in modelled_cycles(arch).items())]
+             "cycles " + " ".join(f"{k} {v!r}" for k, v in modelled_cycles(arch).items())]
     for (x, y), i in core_id.items():
         lines.append(f"core {i} {x} {y} {x + noc['worker_x_offset']} {y + noc['worker_y_offset']}")
     # CBs: regions in manifest order from the unreserved base, the same address on every core.

@@ -67,6 +67,20 @@ def test_large_examples_emulate_fast(host_cxx, tmp_path, name):
     assert e.errors.pcc > 0.99
 
 
+@pytest.mark.parametrize("name", ["l1acc_one_block", "l1acc_two_blocks_bias", "peak_small", "untilize_relu_reuse",
+                                  "wh_fp32_hifi4"])
+def test_the_emulators_modelled_time_agrees_with_kgen_perf(host_cxx, tmp_path, name):
+    # Issue #14: both price every op from the same cost tables; the emulator's event-level timeline
+    # and the model's per-block pipeline must agree within 5 % (benchmarks/perf_vs_emulator.py).
+    from kgen.gen.pipeline import run
+    from kgen.perf.model import predict
+
+    p, folder = _built(name, None, tmp_path)
+    e = _emulate(folder, p, seed=0, numerics="fast")
+    predicted = predict(run(resolve(load_file(example(name))), "verified").verified).cycles
+    assert e.cycles == pytest.approx(predicted, rel=0.05)
+
+
 def test_cli_json_summary_and_trace(host_cxx, tmp_path, capsys):
     trace = tmp_path / "run.json"
     code = cli.main(["emulate", str(example("peak_small")), "--variant", "spill", "--seed", "7",
@@ -280,16 +294,23 @@ def test_fuzz_failure_names_the_case_and_repro(host_cxx, tmp_path, capsys, monke
     assert (tmp_path / "fuzz_s1_00002.kspec").is_file()
 
 
-def test_the_emulator_takes_the_fpu_costs_from_the_performance_models_tables():
-    # One table per fact: 16 cycles per tile product and fidelity phase (MatrixUnit.md) is read from
-    # configs/perf by both the emulator and kgen perf
+def test_the_emulator_takes_every_cost_from_the_performance_models_tables():
+    # One table per fact: 16 cycles per tile product and fidelity phase (MatrixUnit.md), and every
+    # other per-call cost, is read from configs/perf by both the emulator and kgen perf
     from kgen.core.arch import load_arch
     from kgen.core.costs import load_costs
     from kgen.proof.emulate import modelled_cycles
 
     for arch in ("wormhole_b0", "blackhole"):
-        cycles, math = modelled_cycles(load_arch(arch)), load_costs(arch).math
-        assert cycles["matmul_tile_phase"] == math.cycles_per_tile_phase == 16
-        assert cycles["datacopy_tile"] == round(math.datacopy_cycles_per_tile)
-        assert cycles["eltwise_tile"] == round(math.eltwise_cycles_per_tile)
-        assert {"unpack_tile", "pack_tile", "noc_op", "noc_bytes_per_cycle"} <= set(cycles)
+        cycles, costs = modelled_cycles(load_arch(arch)), load_costs(arch)
+        assert cycles["matmul_tile_phase"] == costs.math.cycles_per_tile_phase == 16
+        assert cycles["datacopy_tile"] == costs.math.datacopy_cycles_per_tile
+        assert cycles["eltwise_tile"] == costs.math.eltwise_cycles_per_tile
+        for fmt in ("Float16_b", "Float32", "Bfp8_b", "Bfp4_b"):
+            assert cycles[f"unpack_tile.{fmt}"] == costs.unpack_tile(fmt)
+            assert cycles[f"pack_tile.{fmt}"] == costs.pack_tile(fmt, False)
+            assert cycles[f"pack_tile_l1acc.{fmt}"] == costs.pack_tile(fmt, True)
+        assert cycles["dram_read_latency"] == costs.dram.read_latency
+        assert [(x, cycles[f"mcast_latency@{x:g}"]) for x, _ in costs.multicast.latency.points] == \
+            list(costs.multicast.latency.points)
+        assert "emulator" not in str(cycles) and not {"noc_op", "noc_bytes_per_cycle", "unpack_tile"} & set(cycles)

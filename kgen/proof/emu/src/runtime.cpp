@@ -25,10 +25,12 @@
 #include <array>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -80,7 +82,9 @@ struct CB {
     DataFormat fmt = DataFormat::Invalid;
     uint32_t page_size = 0, num_pages = 0, base = 0;  // base: host L1 address
     uint64_t received = 0, acked = 0;                 // the shared tiles_received / tiles_acked counters
-    uint64_t push_time = 0, pop_time = 0;
+    // (pages pushed / popped so far, when): a wait resumes when the pages it needs were pushed or
+    // freed, not at the latest push or pop
+    std::deque<std::pair<uint64_t, uint64_t>> pushed_at, popped_at;
     // Per page slot since its push: bit 0 = read by the consumer, bit 1 = overwritten through
     // another CB sharing the region after that read (a later read of it gets the other CB's data).
     std::vector<uint8_t> page_state;
@@ -118,6 +122,8 @@ struct Proc {
     uint64_t stalls = 0, stall_cycles = 0, busy_cycles = 0;
     Op recent[12]{};
     int recent_next = 0, recent_count = 0;
+    // what the next barrier waits for: the latency of the last read / write (DRAM or another core's L1)
+    const char *last_read = "dram_read_latency", *last_write = "dram_write_latency";
 };
 
 struct SrcItem {
@@ -130,6 +136,10 @@ struct SrcItem {
     DataFormat fmt = DataFormat::Invalid;
     std::vector<uint32_t> a19, b19;  // BINARY
     Where at{nullptr, 0};
+    // The unpacker streams an item tile by tile: math may start on its first tile and cannot finish
+    // before the last one is unpacked (LLK overlaps unpack and math per tile, not per call).
+    uint64_t first_ready = 0, end = 0;
+    uint64_t popped_at = 0;   // when math was last done with this slot
 };
 
 struct Core {
@@ -139,7 +149,9 @@ struct Core {
     CB cbs[MAX_CBS];
     std::vector<uint32_t> sem_offsets;
     Proc *procs[NUM_PROC_KINDS]{};
-    uint64_t sem_time = 0;
+    // when the last write into each L1 word that a kernel may wait on landed, by L1 offset: a
+    // semaphore wait resumes when its own word changed, not when any other did
+    std::map<uint32_t, uint64_t> landed;
     // compute state
     MathConfig math{};
     bool dst_full_sync = false;
@@ -150,9 +162,9 @@ struct Core {
     std::vector<uint32_t> dst;  // DST_TILES x 1024 fp32 patterns
     uint64_t dst_committed = 0, dst_released = 0;
     bool math_holds = false, pack_holds = false;
-    uint64_t dst_commit_time = 0, dst_release_time = 0;
+    uint64_t dst_commit_at[16]{}, dst_release_at[16]{};   // by commit / release number, mod 16
     SrcItem src_ring[2];
-    uint64_t src_pushed = 0, src_popped = 0, src_push_time = 0, src_pop_time = 0;
+    uint64_t src_pushed = 0, src_popped = 0;
 };
 
 struct Machine {
@@ -168,7 +180,7 @@ struct Machine {
     std::map<std::pair<int, int>, Core *> by_noc;
     uint8_t *l1_region = nullptr;
     uint32_t l1_region_base = 0;
-    std::map<std::string, uint64_t> cycles;
+    std::map<std::string, double> cycles;   // the performance model's costs (kgen.proof.emulate.modelled_cycles)
     // schedule
     bool random_schedule = false;
     std::mt19937_64 rng{0};
@@ -208,10 +220,35 @@ const char *format_name(DataFormat f) {
     }
 }
 
-uint64_t cost(const char *key) {
+double cost(const std::string &key) {
     auto it = M.cycles.find(key);
-    return it == M.cycles.end() ? 1 : it->second;
+    if (it == M.cycles.end()) {
+        std::fprintf(stderr, "kgen-emu: the program file has no cost '%s'\n", key.c_str());
+        std::exit(4);
+    }
+    return it->second;
 }
+
+// A measured curve passed as keys "<name>@<x>": linear in between, flat past the ends (kgen.core.costs.Curve).
+double curve_at(const std::string &name, double x) {
+    std::vector<std::pair<double, double>> pts;
+    const std::string prefix = name + "@";
+    for (auto it = M.cycles.lower_bound(prefix); it != M.cycles.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+        pts.emplace_back(std::stod(it->first.substr(prefix.size())), it->second);
+    if (pts.empty()) return cost(prefix);
+    std::sort(pts.begin(), pts.end());
+    if (x <= pts.front().first) return pts.front().second;
+    if (x >= pts.back().first) return pts.back().second;
+    for (size_t i = 1; i < pts.size(); ++i)
+        if (x <= pts[i].first) {
+            auto [x0, y0] = pts[i - 1];
+            auto [x1, y1] = pts[i];
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+        }
+    return pts.back().second;
+}
+
+double unpack_cost(DataFormat f) { return cost(std::string("unpack_tile.") + format_name(f)); }
 
 std::string where_str(Where at) {
     if (!at.file) return "?";
@@ -280,15 +317,22 @@ void work_cycles(const char *name, Where at, uint64_t cycles, uint32_t a = 0, ui
     p->busy_cycles += cycles;
 }
 
-void work(const char *name, const char *cost_key, Where at, uint64_t times = 1, uint32_t a = 0, uint32_t b = 0,
-          const std::string &args = "") {
-    work_cycles(name, at, cost(cost_key) * times, a, b, args);
+// Charge `cycles` (the model's fractional figure, rounded once per call).
+void work_at(const char *name, Where at, double cycles, uint32_t a = 0, uint32_t b = 0, const std::string &args = "") {
+    work_cycles(name, at, static_cast<uint64_t>(std::llround(std::max(0.0, cycles))), a, b, args);
 }
 
-// A NoC transfer: its issue cost plus its bytes at the NoC's rate (an addition: a 2 KB read at 32 B
-// per cycle costs 64 + 64 cycles, not 64 x (1 + 64)).
-uint64_t noc_transfer_cycles(uint32_t bytes) {
-    return cost("noc_op") + bytes / std::max<uint64_t>(1, cost("noc_bytes_per_cycle"));
+void work(const char *name, const char *cost_key, Where at, uint64_t times = 1, uint32_t a = 0, uint32_t b = 0,
+          const std::string &args = "") {
+    work_at(name, at, cost(cost_key) * double(times), a, b, args);
+}
+
+// How long a multicast of `bytes` to `dests` cores occupies its sender: per transaction (at most the
+// NoC's burst each) an issue cost growing with the destinations, and the payload at the multicast
+// bandwidth for that many destinations (kgen.core.costs.Costs.multicast_cycles).
+double multicast_cycles(uint32_t bytes, uint32_t dests) {
+    double transactions = std::ceil(double(bytes) / cost("noc_max_burst"));
+    return transactions * (cost("mcast_issue") + cost("mcast_issue_per_dest") * dests) + bytes / curve_at("mcast_bw", dests);
 }
 
 Proc *cur(Where at) {
@@ -311,6 +355,23 @@ bool cb_back_ready(Core *c, uint32_t cb, uint32_t n) {
 }
 uint32_t dst_sections(Core *c) { return c->dst_full_sync ? 1 : 2; }
 
+// When a counter of (count, time) events first reached `count`.
+uint64_t first_at(const std::deque<std::pair<uint64_t, uint64_t>> &events, uint64_t count) {
+    for (const auto &[n, t] : events)
+        if (n >= count) return t;
+    return 0;
+}
+
+void note_landed(Core *c, uint32_t offset, uint64_t when) {
+    uint64_t &t = c->landed[offset];
+    t = std::max(t, when);
+}
+uint64_t landed_at(Core *c, uint32_t offset) {
+    auto it = c->landed.find(offset);
+    return it == c->landed.end() ? 0 : it->second;
+}
+uint32_t l1_offset(uint32_t addr);
+
 bool ready(Proc *p) {
     Core *c = p->core;
     switch (p->wait) {
@@ -331,13 +392,20 @@ bool ready(Proc *p) {
 uint64_t wake_time(Proc *p) {
     Core *c = p->core;
     switch (p->wait) {
-        case Wait::CB_FRONT: return c->cbs[p->wait_cb].push_time;
-        case Wait::CB_BACK: return c->cbs[p->wait_cb].pop_time;
-        case Wait::SEM: return c->sem_time;
-        case Wait::DST_FREE: return c->dst_release_time;
-        case Wait::DST_READY: return c->dst_commit_time;
-        case Wait::SRC_FREE: return c->src_pop_time;
-        case Wait::SRC_READY: return c->src_push_time;
+        case Wait::CB_FRONT: {
+            const CB &b = c->cbs[p->wait_cb];
+            return first_at(b.pushed_at, b.acked + p->wait_n);
+        }
+        case Wait::CB_BACK: {
+            const CB &b = c->cbs[p->wait_cb];
+            return b.received + p->wait_n <= b.num_pages ? 0 : first_at(b.popped_at, b.received + p->wait_n - b.num_pages);
+        }
+        case Wait::SEM: return landed_at(c, l1_offset(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p->wait_sem))));
+        case Wait::DST_FREE:
+            return c->dst_committed < dst_sections(c) ? 0 : c->dst_release_at[(c->dst_committed - dst_sections(c) + 1) % 16];
+        case Wait::DST_READY: return c->dst_commit_at[(c->dst_released + 1) % 16];
+        case Wait::SRC_FREE: return c->src_ring[c->src_pushed % 2].popped_at;
+        case Wait::SRC_READY: return c->src_ring[c->src_popped % 2].first_ready;
         default: return 0;
     }
 }
@@ -378,20 +446,17 @@ std::string wait_text(Proc *p) {
 void block_on(Proc *p, Wait w, Where at) {
     p->wait = w;
     p->wait_at = at;
-    if (ready(p) && !M.random_schedule) {
-        p->wait = Wait::NONE;
-        return;
-    }
     bool stalled = !ready(p);
     uint64_t before = p->clock;
-    swapcontext(&p->ctx, &g_sched_ctx);
-    // resumed: the condition holds
-    if (stalled) {
-        uint64_t t = wake_time(p);
-        if (t > p->clock) {
-            p->stall_cycles += t - p->clock;
-            p->clock = t;
-        }
+    if (stalled || M.random_schedule) swapcontext(&p->ctx, &g_sched_ctx);
+    // the condition holds; what it waited for may still land later in modelled time (another
+    // processor ran ahead): the processor goes on only then
+    uint64_t t = wake_time(p);
+    if (t > p->clock) {
+        p->stall_cycles += t - p->clock;
+        p->clock = t;
+    }
+    if (p->clock > before || stalled) {
         ++p->stalls;
         if (p->clock > before) {
             static const char *names[] = {"", "stall: cb_wait_front", "stall: cb_reserve_back", "stall: semaphore",
@@ -660,7 +725,8 @@ void cb_pop_front(uint32_t cb, uint32_t n, Where at) {
     advance(l, l.fifo_rd_ptr, n);
     l.tiles_acked += n;
     work("cb_pop_front", "cb_op", at, 1, cb, n);
-    b.pop_time = p->clock;
+    b.popped_at.emplace_back(b.acked, p->clock);
+    while (!b.pushed_at.empty() && b.pushed_at.front().first <= b.acked) b.pushed_at.pop_front();
     maybe_yield(at);
 }
 
@@ -699,7 +765,8 @@ void cb_push_back(uint32_t cb, uint32_t n, Where at) {
     l.fifo_wr_tile_ptr = 0;
     l.tiles_received += n;
     work("cb_push_back", "cb_op", at, 1, cb, n);
-    b.push_time = p->clock;
+    b.pushed_at.emplace_back(b.received, p->clock);
+    while (!b.popped_at.empty() && b.popped_at.front().first + b.num_pages <= b.received) b.popped_at.pop_front();
     maybe_yield(at);
 }
 
@@ -750,15 +817,15 @@ void sem_wait(volatile uint32_t *sem, uint32_t value, bool at_least, Where at) {
     p->wait_value = value;
     p->wait_at_least = at_least;
     block_on(p, Wait::SEM, at);
-    work(at_least ? "noc_semaphore_wait_min" : "noc_semaphore_wait", "sem_op", at, 1, value);
+    work(at_least ? "noc_semaphore_wait_min" : "noc_semaphore_wait", "cb_op", at, 1, value);
 }
 
 void sem_set(volatile uint32_t *sem, uint32_t value, Where at) {
     Proc *p = cur(at);
     local_l1(p, static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sem)), 4, at, "noc_semaphore_set");
     *sem = value;
-    work("noc_semaphore_set", "sem_op", at, 1, value);
-    p->core->sem_time = std::max(p->core->sem_time, p->clock);
+    work("noc_semaphore_set", "cb_op", at, 1, value);
+    note_landed(p->core, l1_offset(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sem))), p->clock);
     maybe_yield(at);
 }
 
@@ -770,8 +837,8 @@ void sem_inc(uint64_t noc_addr, uint32_t incr, Where at) {
     std::memcpy(&v, t.ptr, 4);
     v += incr;
     std::memcpy(t.ptr, &v, 4);
-    work("noc_semaphore_inc", "sem_op", at, 1, incr);
-    t.core->sem_time = std::max(t.core->sem_time, p->clock + cost("noc_latency"));
+    work("noc_semaphore_inc", "cb_op", at, 1, incr);
+    note_landed(t.core, static_cast<uint32_t>(t.ptr - t.core->l1), p->clock + static_cast<uint64_t>(cost("sem_latency")));
     maybe_yield(at);
 }
 
@@ -784,11 +851,13 @@ void sem_set_mcast(uint32_t src_l1, uint64_t mcast_addr, uint32_t num_dests, boo
                fmt_str("noc_semaphore_set_multicast: the rectangle holds %zu destination core(s) but num_dests = %u",
                        dests.size(), num_dests));
     uint32_t off = l1_offset(static_cast<uint32_t>(mcast_addr));
+    work_at("noc_semaphore_set_multicast", at, cost("mcast_issue") + cost("mcast_issue_per_dest") * num_dests, num_dests);
+    // the flag follows the data on the same multicast path: it lands a multicast's latency later
+    uint64_t lands = p->clock + static_cast<uint64_t>(std::llround(curve_at("mcast_latency", num_dests)));
     for (Core *c : dests) {
         std::memcpy(c->l1 + off, src, 4);
-        c->sem_time = std::max(c->sem_time, p->clock + cost("noc_latency"));
+        note_landed(c, off, lands);
     }
-    work("noc_semaphore_set_multicast", "sem_op", at, 1, num_dests);
     maybe_yield(at);
 }
 
@@ -826,7 +895,13 @@ void noc_read(uint64_t src, uint32_t dst_l1, uint32_t bytes, Where at) {
     uint8_t *d = local_l1(p, dst_l1, bytes, at, "noc_async_read destination");
     check_write_into(p->core, dst_l1, bytes, -1, at, "noc_async_read");
     std::memcpy(d, s.ptr, bytes);
-    work_cycles("noc_async_read", at, noc_transfer_cycles(bytes), bytes);
+    if (s.core) {   // another core's L1
+        p->last_read = "l1_read_latency";
+        work_at("noc_async_read", at, bytes / cost("l1_read_bytes_per_cycle"), bytes);
+    } else {        // DRAM: bound by bandwidth or by the endpoint's request rate (one request per call)
+        p->last_read = "dram_read_latency";
+        work_at("noc_async_read", at, std::max(bytes / cost("dram_read_bytes_per_cycle"), cost("dram_read_request")), bytes);
+    }
 }
 
 void noc_write(uint32_t src_l1, uint64_t dst, uint32_t bytes, Where at) {
@@ -836,8 +911,9 @@ void noc_write(uint32_t src_l1, uint64_t dst, uint32_t bytes, Where at) {
     NocTarget d = resolve_noc(dst, bytes, at, "noc_async_write");
     if (d.core) check_write_into(d.core, static_cast<uint32_t>(d.core->l1_base + (d.ptr - d.core->l1)), bytes, -1, at, "noc_async_write");
     std::memmove(d.ptr, s, bytes);
-    if (d.core) d.core->sem_time = std::max(d.core->sem_time, p->clock + cost("noc_latency"));
-    work_cycles("noc_async_write", at, noc_transfer_cycles(bytes), bytes);
+    p->last_write = d.core ? "l1_write_latency" : "dram_write_latency";
+    work_at("noc_async_write", at, bytes / cost(d.core ? "l1_write_bytes_per_cycle" : "dram_write_bytes_per_cycle"), bytes);
+    if (d.core) note_landed(d.core, static_cast<uint32_t>(d.ptr - d.core->l1), p->clock + static_cast<uint64_t>(cost("l1_write_latency")));
     maybe_yield(at);
 }
 
@@ -856,7 +932,7 @@ void noc_write_mcast(uint32_t src_l1, uint64_t mcast_addr, uint32_t bytes, uint3
         check_write_into(c, c->l1_base + off, bytes, -1, at, "noc_async_write_multicast");
         std::memmove(c->l1 + off, s, bytes);
     }
-    work_cycles("noc_async_write_multicast", at, noc_transfer_cycles(bytes), bytes, num_dests);
+    work_at("noc_async_write_multicast", at, multicast_cycles(bytes, num_dests), bytes, num_dests);
     maybe_yield(at);
 }
 
@@ -865,15 +941,17 @@ void noc_write_value(uint64_t dst, uint32_t value, Where at) {
     NocTarget d = resolve_noc(dst, 4, at, "noc_inline_dw_write");
     if (d.core) check_write_into(d.core, static_cast<uint32_t>(d.core->l1_base + (d.ptr - d.core->l1)), 4, -1, at, "noc_inline_dw_write");
     std::memcpy(d.ptr, &value, 4);
-    if (d.core) d.core->sem_time = std::max(d.core->sem_time, p->clock + cost("noc_latency"));
-    work("noc_inline_dw_write", "noc_op", at, 1, value);
+    work("noc_inline_dw_write", "cb_op", at, 1, value);
+    if (d.core) note_landed(d.core, static_cast<uint32_t>(d.ptr - d.core->l1), p->clock + static_cast<uint64_t>(cost("sem_latency")));
     maybe_yield(at);
 }
 
 void noc_barrier(const char *which, Where at) {
     Proc *p = cur(at);
-    work(which, "noc_barrier", at);
-    (void)p;
+    // a barrier waits for its transfers to land: the latency of the last read or write it covers
+    if (!std::strcmp(which, "noc_async_read_barrier")) work(which, p->last_read, at);
+    else if (!std::strcmp(which, "noc_async_write_barrier")) work(which, p->last_write, at);
+    else work(which, "cb_op", at);
 }
 
 void note_op(const char *name, Where at) {
@@ -980,10 +1058,11 @@ const uint8_t *unpack_tile_addr(Proc *p, uint32_t cb, uint32_t index, DataFormat
     return local_l1(p, addr, tile_bytes(configured), at, what);
 }
 
-void push_src(Proc *p, Where at) {
+void push_src(Proc *p, SrcItem &item, uint64_t start, uint32_t tiles, Where at) {
     Core *c = p->core;
+    item.end = p->clock;
+    item.first_ready = start + (p->clock - start) / std::max<uint32_t>(tiles, 1);
     c->src_pushed++;
-    c->src_push_time = p->clock;
     (void)at;
 }
 SrcItem &src_slot_for_unpack(Proc *p, Where at) {
@@ -1016,8 +1095,15 @@ void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t
         unpack_src(t, c->srca_fmt, mc.fp32_dest_acc, src19);
         prepare_srca(src19, mc, *item.in1[col]);
     }
-    work("unpack_matmul_block", "unpack_tile", at, rt_dim + ct_dim, in0_tile, in1_tile);
-    push_src(p, at);
+    // LLK holds one operand per outer iteration and streams the other: min(rt, ct) held tiles and
+    // rt * ct streamed ones; in1 streams when ct >= rt (costmodel.md §1.2)
+    bool in1_streams = ct_dim >= rt_dim;
+    uint64_t start = p->clock;
+    double held = unpack_cost(in1_streams ? c->srcb_fmt : c->srca_fmt);
+    double streamed = unpack_cost(in1_streams ? c->srca_fmt : c->srcb_fmt);
+    work_at("unpack_matmul_block", at, std::min(rt_dim, ct_dim) * held + double(rt_dim) * ct_dim * streamed,
+            in0_tile, in1_tile);
+    push_src(p, item, start, std::min(rt_dim, ct_dim) + rt_dim * ct_dim, at);
 }
 
 void unpack_copy(uint32_t cb, uint32_t tile, uint32_t count, Where at) {
@@ -1034,8 +1120,9 @@ void unpack_copy(uint32_t cb, uint32_t tile, uint32_t count, Where at) {
         const uint8_t *t = unpack_tile_addr(p, cb, tile + i, c->srca_fmt, at, "copy_tile (-> SrcA -> DST)");
         std::memcpy(item.bytes.data() + size_t(i) * tb, t, tb);
     }
-    work("unpack_copy_tile", "unpack_tile", at, count, cb, tile);
-    push_src(p, at);
+    uint64_t start = p->clock;
+    work_at("unpack_copy_tile", at, count * unpack_cost(c->srca_fmt), cb, tile);
+    push_src(p, item, start, count, at);
 }
 
 void unpack_binary(uint32_t cb_a, uint32_t cb_b, uint32_t tile_a, uint32_t tile_b, bool bcast_rows, Where at) {
@@ -1051,8 +1138,9 @@ void unpack_binary(uint32_t cb_a, uint32_t cb_b, uint32_t tile_a, uint32_t tile_
     unpack_src(ta, c->srca_fmt, c->math.fp32_dest_acc, item.a19.data());
     const uint8_t *tb = unpack_tile_addr(p, cb_b, tile_b, c->srcb_fmt, at, "add_tiles (SrcB)");
     unpack_src(tb, c->srcb_fmt, c->math.fp32_dest_acc, item.b19.data());
-    work(bcast_rows ? "unpack_add_bcast_rows" : "unpack_add_tiles", "unpack_tile", at, 2, tile_a, tile_b);
-    push_src(p, at);
+    work_at(bcast_rows ? "unpack_add_bcast_rows" : "unpack_add_tiles", at, unpack_cost(c->srca_fmt) + unpack_cost(c->srcb_fmt),
+            tile_a, tile_b);
+    push_src(p, item, p->clock, 1, at);   // both operands of the one tile
 }
 
 // ---- compute: math -------------------------------------------------------------------------
@@ -1069,9 +1157,16 @@ SrcItem &src_for_math(Proc *p, SrcItem::Kind kind, Where at, const char *what) {
     }
     return item;
 }
-void pop_src(Proc *p) {
+// Math is done with an item: not before the unpacker's last tile of it plus that tile's math.
+void pop_src(Proc *p, SrcItem &item, double last_tile_math) {
+    uint64_t done = item.end + static_cast<uint64_t>(std::llround(last_tile_math));
+    if (done > p->clock) {
+        trace_event(p, "stall: operands", p->clock, done - p->clock);
+        p->stall_cycles += done - p->clock;
+        p->clock = done;
+    }
     p->core->src_popped++;
-    p->core->src_pop_time = p->clock;
+    item.popped_at = p->clock;
 }
 uint32_t *math_dst_tile(Proc *p, uint32_t index, Where at, const char *what) {
     Core *c = p->core;
@@ -1098,9 +1193,11 @@ void math_matmul(uint32_t dst_index, uint32_t ct_dim, uint32_t rt_dim, Where at)
     for (uint32_t r = 0; r < rt_dim; ++r)
         for (uint32_t col = 0; col < ct_dim; ++col)
             matmul_tile(math_dst_tile(p, dst_index + r * ct_dim + col, at, "matmul_block"), *item.in0[r], *item.in1[col], mc);
-    pop_src(p);
-    work("matmul_block", "matmul_tile_phase", at, uint64_t(rt_dim) * ct_dim * fidelity_phases(mc.fidelity), dst_index,
-         rt_dim * ct_dim, fmt_str("\"tiles\":%u", rt_dim * ct_dim));
+    double per_tile = cost("matmul_tile_phase") * fidelity_phases(mc.fidelity) + cost("matmul_tile_overhead");
+    if (mc.fp32_dest_acc) per_tile *= cost("fp32_dest_factor");
+    work_at("matmul_block", at, double(rt_dim) * ct_dim * per_tile + cost("matmul_call"), dst_index, rt_dim * ct_dim,
+            fmt_str("\"tiles\":%u", rt_dim * ct_dim));
+    pop_src(p, item, per_tile);
 }
 
 void math_copy(uint32_t dst_index, uint32_t count, Where at) {
@@ -1113,8 +1210,8 @@ void math_copy(uint32_t dst_index, uint32_t count, Where at) {
     for (uint32_t i = 0; i < count; ++i)
         copy_tile_to_dst(item.bytes.data() + size_t(i) * tb, item.fmt, mc, false,
                          math_dst_tile(p, dst_index + i, at, "copy_tile"));
-    pop_src(p);
     work("copy_tile", "datacopy_tile", at, count, dst_index, count);
+    pop_src(p, item, cost("datacopy_tile"));
 }
 
 void math_binary(uint32_t dst_index, Where at) {
@@ -1124,8 +1221,8 @@ void math_binary(uint32_t dst_index, Where at) {
     MathConfig mc = c->math;
     mc.fast = M.fast;
     add_tiles(item.a19.data(), item.b19.data(), item.bcast_rows, mc, math_dst_tile(p, dst_index, at, "add_tiles"));
-    pop_src(p);
     work(item.bcast_rows ? "add_tiles_bcast_rows" : "add_tiles", "eltwise_tile", at, 1, dst_index);
+    pop_src(p, item, 0);
 }
 
 void dst_acquire(Where at) {
@@ -1134,7 +1231,7 @@ void dst_acquire(Where at) {
     if (c->math_holds) hazard("DST protocol", at, "tile_regs_acquire while math already holds a DST section");
     block_on(p, Wait::DST_FREE, at);
     c->math_holds = true;
-    work("tile_regs_acquire", "dst_op", at);
+    work("tile_regs_acquire", "dst_section_half", at);   // the math half of a DST hand-over
 }
 
 void dst_commit(Where at) {
@@ -1142,9 +1239,9 @@ void dst_commit(Where at) {
     Core *c = p->core;
     if (!c->math_holds) hazard("DST protocol", at, "tile_regs_commit without tile_regs_acquire");
     c->math_holds = false;
-    work("tile_regs_commit", "dst_op", at);
+    work("tile_regs_commit", "cb_op", at);
     c->dst_committed++;
-    c->dst_commit_time = p->clock;
+    c->dst_commit_at[c->dst_committed % 16] = p->clock;
     maybe_yield(at);
 }
 
@@ -1156,7 +1253,7 @@ void dst_wait(Where at) {
     if (c->pack_holds) hazard("DST protocol", at, "tile_regs_wait while pack already holds a DST section");
     block_on(p, Wait::DST_READY, at);
     c->pack_holds = true;
-    work("tile_regs_wait", "dst_op", at);
+    work("tile_regs_wait", "dst_section_half", at);      // the pack half
 }
 
 void dst_release(Where at) {
@@ -1168,9 +1265,9 @@ void dst_release(Where at) {
     uint32_t section = static_cast<uint32_t>(c->dst_released % dst_sections(c));
     std::fill(c->dst.begin() + size_t(section) * cap * TILE_DATUMS, c->dst.begin() + size_t(section + 1) * cap * TILE_DATUMS, 0u);
     c->pack_holds = false;
-    work("tile_regs_release", "dst_op", at);
+    work("tile_regs_release", "cb_op", at);
     c->dst_released++;
-    c->dst_release_time = p->clock;
+    c->dst_release_at[c->dst_released % 16] = p->clock;
     maybe_yield(at);
 }
 
@@ -1219,7 +1316,9 @@ void pack_tiles(uint32_t dst_index, uint32_t cb, uint32_t count, int out_tile, W
                           format_name(c->pack_fmt)));
         if (out_tile < 0) l.fifo_wr_tile_ptr++;
     }
-    work(c->l1_acc ? "pack_tile (L1 acc)" : "pack_tile", "pack_tile", at, count, dst_index, cb);
+    const std::string fmt = format_name(c->pack_fmt);
+    work_at(c->l1_acc ? "pack_tile (L1 acc)" : "pack_tile", at,
+            count * cost((c->l1_acc ? "pack_tile_l1acc." : "pack_tile.") + fmt) + cost("pack_call"), dst_index, cb);
 }
 
 void pack_untilize(uint32_t cb, uint32_t block_ct, uint32_t full_ct, uint32_t block_rt, uint32_t block_c_index, Where at) {
@@ -1255,7 +1354,8 @@ void pack_untilize(uint32_t cb, uint32_t block_ct, uint32_t full_ct, uint32_t bl
             }
         }
     }
-    work("pack_untilize_dest", "pack_tile", at, uint64_t(block_rt) * block_ct, cb, block_c_index);
+    work_at("pack_untilize_dest", at, block_rt * (block_ct * cost("untilize_tile") + cost("untilize_block") / block_ct),
+            cb, block_c_index);
 }
 
 }  // namespace kemu
@@ -1419,7 +1519,7 @@ ProgramLines read_program(const std::string &program_path) {
             ls >> M.clock_mhz;
         } else if (key == "cycles") {
             std::string k;
-            uint64_t v;
+            double v;
             while (ls >> k >> v) M.cycles[k] = v;
         } else if (key == "core") {
             std::array<int, 5> a{};
