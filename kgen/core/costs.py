@@ -102,6 +102,7 @@ class SyncCosts:
 class DispatchCosts:
     trace_us: float
     host_us: float
+    timed_clock_mhz: float        # the AICLK the card ran at in TT's timed runs (host-measured op times)
 
 
 @dataclass(frozen=True)
