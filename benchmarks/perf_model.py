@@ -187,38 +187,28 @@ def with_values(costs: Costs, fields, values) -> Costs:
     return costs
 
 
+def _fit_step(pairs, base: Costs, fields, error, what: str, maxfev: int) -> Costs:
+    """Fit `fields` of `base` by Nelder-Mead on the mean |relative error| `error(case)` over `pairs`."""
+    from scipy.optimize import minimize
+
+    def loss(x):
+        return 1e9 if min(x) < 0 else statistics.fmean(abs(error(c)) for c in evaluate(pairs, with_values(base, fields, x)))
+
+    x0 = [getattr(getattr(base, t), f) for t, f in fields]
+    res = minimize(loss, x0, method="Nelder-Mead", options={"xatol": 0.05, "fatol": 1e-4, "maxfev": maxfev})
+    print(f"{what} fitted on the n150 rows (mean |relative error| {loss(x0):.4f} -> {res.fun:.4f}):")
+    for (t, f), v0, v in zip(fields, x0, res.x):
+        print(f"  [{t}] {f}: {v0:g} -> {v:.2f}")
+    return with_values(base, fields, res.x)
+
+
 def fit(pairs) -> None:
     try:
-        from scipy.optimize import minimize
+        import scipy  # noqa: F401
     except ImportError:
         sys.exit("perf_model.py --fit needs scipy: pip install scipy")
-    base = load_costs("wormhole_b0")
-
-    def device_loss(x):
-        if min(x) < 0:
-            return 1e9
-        cases = evaluate(pairs, with_values(base, FITTED, x))
-        return statistics.fmean(abs(c.device_error) for c in cases)
-
-    x0 = [getattr(getattr(base, t), f) for t, f in FITTED]
-    res = minimize(device_loss, x0, method="Nelder-Mead", options={"xatol": 0.05, "fatol": 1e-4, "maxfev": 400})
-    print("device-time constants fitted on the n150 rows (mean |relative error| "
-          f"{device_loss(x0):.4f} -> {res.fun:.4f}):")
-    for (t, f), v0, v in zip(FITTED, x0, res.x):
-        print(f"  [{t}] {f}: {v0:g} -> {v:.2f}")
-    fitted = with_values(base, FITTED, res.x)
-
-    def inference_loss(x):
-        if min(x) < 0:
-            return 1e9
-        cases = evaluate(pairs, with_values(fitted, DISPATCH, x))
-        return statistics.fmean(abs(c.inference_error) for c in cases)
-
-    y0 = [getattr(getattr(base, t), f) for t, f in DISPATCH]
-    res2 = minimize(inference_loss, y0, method="Nelder-Mead", options={"xatol": 0.05, "fatol": 1e-4, "maxfev": 200})
-    print(f"dispatch constants fitted on the n150 rows (mean |relative error| {inference_loss(y0):.4f} -> {res2.fun:.4f}):")
-    for (t, f), v0, v in zip(DISPATCH, y0, res2.x):
-        print(f"  [{t}] {f}: {v0:g} -> {v:.2f}")
+    fitted = _fit_step(pairs, load_costs("wormhole_b0"), FITTED, lambda c: c.device_error, "device-time constants", 400)
+    _fit_step(pairs, fitted, DISPATCH, lambda c: c.inference_error, "dispatch constants", 200)
 
 
 def main(argv: list[str]) -> int:
