@@ -724,3 +724,41 @@ def open_device():
         raise NoDevice(f"ttnn.open_device(0) failed: {exc}") from None
     return ttnn, device
 
+
+def device_measure_with(ttnn, device, *, runs: int, warmup: int, seed: int) -> MeasureFn:
+    """Each variant's build on the card: seeded inputs (kgen emulate's), ttnn tensors in the
+    manifest's formats, the timed runs of `measure_on_device`, PCC against numpy float64."""
+    def run_one(artifacts, p: Plan) -> Measured:
+        from kgen.core.manifest import load_manifest
+        from kgen.core.resources import cache_root
+        from kgen.device.runtime import DATA_FORMAT_TO_DTYPE
+        from kgen.gen.build import write_artifacts
+        from kgen.proof.emulate import make_inputs, tensors_of
+
+        try:
+            import torch  # noqa: PLC0415 - ttnn's own dependency, present wherever ttnn is
+        except ImportError as exc:
+            raise NoDevice(f"torch is not importable: {exc}") from None
+        folder = write_artifacts(artifacts, cache_root() / "builds").path
+        _, manifest = load_manifest(folder)
+        inputs = make_inputs(manifest, seed)
+        host = {"in0": inputs.in0, "in1": inputs.in1}
+        if inputs.bias is not None:
+            host["bias"] = np.zeros((TILE_HW, inputs.bias.shape[0]), np.float32)
+            host["bias"][0] = inputs.bias
+        tensors = {}
+        for t in tensors_of(manifest):
+            dtype = getattr(ttnn, DATA_FORMAT_TO_DTYPE[t.data_format])
+            layout = ttnn.TILE_LAYOUT if t.layout == "TILE" else ttnn.ROW_MAJOR_LAYOUT
+            data = host.get(t.name, np.zeros((int(np.prod(t.shape[:-1])), t.shape[-1]), np.float32))
+            tensors[t.name] = ttnn.from_torch(torch.from_numpy(np.ascontiguousarray(data)), dtype=dtype,
+                                              layout=layout, device=device)
+        ref = inputs.in0.astype(np.float64) @ inputs.in1.astype(np.float64)
+        if inputs.bias is not None:
+            ref = ref + inputs.bias.astype(np.float64)[None, :]
+        if p.pack_relu:
+            ref = np.maximum(ref, 0.0)
+        return measure_on_device(folder, tensors, device=device, ttnn=ttnn, reference=ref,
+                                 read_output=lambda t: ttnn.to_torch(t).float().numpy().reshape(ref.shape),
+                                 runs=runs, warmup=warmup)
+    return run_one
