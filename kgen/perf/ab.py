@@ -612,6 +612,11 @@ def _reason(fast: Row, slow: Row) -> str:
             bits.append(f"{dc:+,.0f} reload cycles on the critical core")
     if fast.plan.math_fidelity != slow.plan.math_fidelity:
         bits.append(f"{fast.plan.math_fidelity} vs {slow.plan.math_fidelity} fidelity phases")
+    busy_fast, busy_slow = dict(fast.speed.processors), dict(slow.speed.processors)
+    proc = max(busy_slow, key=lambda q: abs(busy_slow[q] - busy_fast.get(q, 0.0)))
+    delta = busy_slow[proc] - busy_fast.get(proc, 0.0)
+    if delta:
+        bits.append(f"{proc} busy {delta:+,.0f} cycles in {slow.variant}")
     if fast.speed.bottleneck != slow.speed.bottleneck:
         bits.append(f"{slow.variant} is {slow.speed.bottleneck}, {fast.variant} {fast.speed.bottleneck}")
     elif not bits:
