@@ -390,7 +390,8 @@ def _ab(args: argparse.Namespace) -> int:
         sys.stdout.write(abreport.format_text(comparison))
         for flag, path in outputs.items():
             sys.stdout.write(f"  wrote     {_shown(path)} ({flag[2:]})\n")
-    return 0
+    # as kgen emulate: an emulated variant that is not its golden model's bits is a failure
+    return 1 if any(r.emulated is not None and not r.emulated.ok for r in comparison.legal) else 0
 
 
 def _check_output_path(flag: str, path: Path) -> None:
