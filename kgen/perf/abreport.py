@@ -127,7 +127,7 @@ def format_text(c: Comparison) -> str:
     console = Console(file=buf, width=max(100, 28 + 36 * len(legal)), force_terminal=False, color_system=None)
     console.print(table)
     lines = [buf.getvalue().rstrip()]
-    note = legal[0].numerics.note
+    note = legal[0].numerics.note + (f" (each {c.sweep_field} of the sweep at its own K)" if c.sweep_field else "")
     lines.append(f"  numerics: {note}; ULPs on the output's grid ({legal[0].numerics.ulp_format}) at the "
                  f"float64 reference's magnitude")
     for d in c.differences:
@@ -233,6 +233,9 @@ def charts(c: Comparison) -> dict[str, str]:
     ax.bar(x + len(procs) * width, [r.speed.microseconds for r in legal], width, color="black", label="device time")
     ax.set_xticks(x + 0.4 - width / 2, labels, rotation=20, ha="right")
     ax.set_ylabel("predicted us")
+    times = [r.speed.microseconds for r in legal]
+    if max(times) > 20 * min(times):          # a sweep over K spans decades: keep the small ones visible
+        ax.set_yscale("log")
     ax.set_title("Predicted device time and busy time per processor (critical core)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     out["time"] = _svg(fig)
@@ -309,6 +312,7 @@ def html_text(c: Comparison) -> str:
         rows.append({"label": label, "cells": [
             {"text": col[i][3], "path": f"variants/{r.kernel_id}/{col[i][2]}" if col[i][2] else None}
             for r, col in zip(legal, columns)]})
+    note = legal[0].numerics.note + (f" (each {c.sweep_field} of the sweep at its own K)" if c.sweep_field else "")
     return env.get_template("report/ab.html.j2").render(
-        c=c, legal=legal, rows=rows, charts=charts(c),
+        c=c, legal=legal, rows=rows, charts=charts(c), note=note,
         illegal=[r for r in c.rows if r.illegal is not None])
