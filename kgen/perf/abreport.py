@@ -127,7 +127,7 @@ def format_text(c: Comparison) -> str:
     console = Console(file=buf, width=max(100, 28 + 36 * len(legal)), force_terminal=False, color_system=None)
     console.print(table)
     lines = [buf.getvalue().rstrip()]
-    note = legal[0].numerics.note + (f" (each {c.sweep_field} of the sweep at its own K)" if c.sweep_field else "")
+    note = legal[0].numerics.note + (" (in a sweep, each row at its own K)" if c.sweep_field else "")
     lines.append(f"  numerics: {note}; ULPs on the output's grid ({legal[0].numerics.ulp_format}) at the "
                  f"float64 reference's magnitude")
     for d in c.differences:
@@ -312,7 +312,7 @@ def html_text(c: Comparison) -> str:
         rows.append({"label": label, "cells": [
             {"text": col[i][3], "path": f"variants/{r.kernel_id}/{col[i][2]}" if col[i][2] else None}
             for r, col in zip(legal, columns)]})
-    note = legal[0].numerics.note + (f" (each {c.sweep_field} of the sweep at its own K)" if c.sweep_field else "")
+    note = legal[0].numerics.note + (" (in a sweep, each row at its own K)" if c.sweep_field else "")
     return env.get_template("report/ab.html.j2").render(
         c=c, legal=legal, rows=rows, charts=charts(c), note=note,
         illegal=[r for r in c.rows if r.illegal is not None])
