@@ -685,10 +685,12 @@ def pcc(out: np.ndarray, ref: np.ndarray) -> float:
 def measure_on_device(folder, tensors: Mapping[str, Any], *, device, ttnn, reference: np.ndarray,
                       read_output: Callable[[Any], np.ndarray], runs: int = 10, warmup: int = 2,
                       clock: Callable[[], float] = time.perf_counter,
-                      synchronize: Callable[[], None] | None = None) -> Measured:
+                      synchronize: Callable[[], None] | None = None, trace: bool = True) -> Measured:
     """Run a build folder with `ttnn.generic_op` (kgen.device.runtime.run) `warmup` times, then
-    `runs` timed times, each timed to the device's completion (`synchronize`); the median, and the
-    output's PCC against the host reference."""
+    `runs` timed times, each timed on the host to the device's completion (`synchronize`): the
+    median, and the output's PCC against the host reference. With `trace` (and a ttnn that has the
+    trace API) the program is captured once into a trace and the timed runs replay it, which takes
+    the host's dispatch out of the figure (TT's GEMM benchmark measures with trace too)."""
     from kgen.device.runtime import run as run_on_device
 
     if runs < 1 or warmup < 0:
@@ -698,14 +700,32 @@ def measure_on_device(folder, tensors: Mapping[str, Any], *, device, ttnn, refer
     for _ in range(warmup):
         out = run_on_device(folder, device, tensors, ttnn=ttnn)
     sync()
-    times = []
-    for _ in range(runs):
-        start = clock()
+    traced = trace and all(hasattr(ttnn, f) for f in ("begin_trace_capture", "end_trace_capture", "execute_trace",
+                                                      "release_trace"))
+    if traced:
+        trace_id = ttnn.begin_trace_capture(device, cq_id=0)
         out = run_on_device(folder, device, tensors, ttnn=ttnn)
+        ttnn.end_trace_capture(device, trace_id, cq_id=0)
         sync()
-        times.append(clock() - start)
-    return Measured(float(np.median(times)) * 1e6, runs, warmup, "host timing around generic_op + synchronize",
-                    pcc(read_output(out), reference))
+    times = []
+    try:
+        for _ in range(runs):
+            start = clock()
+            if traced:
+                ttnn.execute_trace(device, trace_id, cq_id=0, blocking=False)
+            else:
+                out = run_on_device(folder, device, tensors, ttnn=ttnn)
+            sync()
+            times.append(clock() - start)
+    finally:
+        if traced:
+            ttnn.release_trace(device, trace_id)
+    how = "host timing of a replayed trace to synchronize" if traced else "host timing of generic_op to synchronize"
+    return Measured(float(np.median(times)) * 1e6, runs, warmup, how, pcc(read_output(out), reference))
+
+
+# Trace buffer the device is opened with: one traced generic_op needs a few KiB of commands.
+TRACE_REGION_BYTES = 1 << 20
 
 
 class NoDevice(KgenError):
@@ -724,7 +744,7 @@ def open_device():
     except ImportError as exc:
         raise NoDevice(f"ttnn is not importable: {exc}") from None
     try:
-        device = ttnn.open_device(device_id=0)
+        device = ttnn.open_device(device_id=0, trace_region_size=TRACE_REGION_BYTES)
     except Exception as exc:  # noqa: BLE001 - whatever ttnn raises when no card answers
         raise NoDevice(f"ttnn.open_device(0) failed: {exc}") from None
     return ttnn, device

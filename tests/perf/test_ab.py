@@ -240,9 +240,58 @@ def test_measure_on_device_takes_the_median_after_warmup_and_the_pcc(tmp_path):
     m = measure_on_device(folder, tensors, device=fake_ttnn.FakeDevice(), ttnn=fake_ttnn, reference=ref,
                           read_output=lambda t: ref * 2 + 1, runs=3, warmup=2, clock=clock,
                           synchronize=lambda: syncs.append(1))
+    assert m.timing == "host timing of generic_op to synchronize"     # fake_ttnn has no trace API
     assert len(fake_ttnn.generic_op_calls) == 5           # 2 warm-up + 3 timed runs, all through generic_op
     io, pd = fake_ttnn.generic_op_calls[-1]
     assert io[-1] is tensors["out"] and isinstance(pd, fake_ttnn.ProgramDescriptor)
     assert m.microseconds == pytest.approx(2.0) and m.runs == 3 and m.warmup == 2
     assert m.pcc == pytest.approx(1.0) and len(syncs) == 4
     assert pcc(np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])) == pytest.approx(-1.0)
+
+
+class _TracingTtnn:
+    """fake_ttnn plus the trace API of ttnn 0.81.1 (ttnn/operations/trace.py: begin_trace_capture(device,
+    cq_id) -> id, end_trace_capture(device, id, cq_id), execute_trace(device, id, cq_id, blocking),
+    release_trace(device, id)), recording what runs."""
+
+    def __init__(self):
+        self.calls: list[str] = []
+        self.capturing = False
+
+    def __getattr__(self, name):
+        return getattr(fake_ttnn, name)
+
+    def generic_op(self, io, program):
+        self.calls.append("generic_op (captured)" if self.capturing else "generic_op")
+        return fake_ttnn.generic_op(io, program)
+
+    def begin_trace_capture(self, device, *, cq_id):
+        assert cq_id == 0 and not self.capturing
+        self.capturing = True
+        self.calls.append("begin")
+        return 7
+
+    def end_trace_capture(self, device, trace_id, *, cq_id):
+        assert trace_id == 7 and cq_id == 0 and self.capturing
+        self.capturing = False
+        self.calls.append("end")
+
+    def execute_trace(self, device, trace_id, *, cq_id, blocking):
+        assert trace_id == 7 and cq_id == 0 and not blocking and not self.capturing
+        self.calls.append("execute")
+
+    def release_trace(self, device, trace_id):
+        assert trace_id == 7
+        self.calls.append("release")
+
+
+def test_measure_on_device_replays_a_trace_when_ttnn_has_one(tmp_path):
+    folder = build(load(example("peak_small")), tmp_path).path
+    tensors = {n: fake_ttnn.FakeTensor(0x1000 * (i + 1)) for i, n in enumerate(("in0", "in1", "out"))}
+    tt = _TracingTtnn()
+    clock = _Clock([0.0, 3e-6, 0.0, 1e-6, 0.0, 4e-6, 0.0, 2e-6])
+    ref = np.arange(8.0)
+    m = measure_on_device(folder, tensors, device=fake_ttnn.FakeDevice(), ttnn=tt, reference=ref,
+                          read_output=lambda t: ref, runs=4, warmup=1, clock=clock, synchronize=lambda: None)
+    assert tt.calls == ["generic_op", "begin", "generic_op (captured)", "end", *["execute"] * 4, "release"]
+    assert m.microseconds == pytest.approx(2.5) and "trace" in m.timing and m.pcc == pytest.approx(1.0)
