@@ -569,8 +569,7 @@ def _resolve_candidate(spec_file: SpecFile, cand: Candidate, sweep_field: str | 
         return resolve(spec_file, cand.file_variant)
     # the name the spec's `variant` field takes: printed into the kernels, so an identifier
     name = re.sub(r"\W+", "_", cand.variant if point is None else f"{cand.variant}_{sweep_field}_{point}").strip("_")
-    sf = with_variant(spec_file, name, entries, base=cand.file_variant) if entries or cand.file_variant else \
-        with_variant(spec_file, name, {}, base=None)
+    sf = with_variant(spec_file, name, entries, base=cand.file_variant)
     if sweep_field is not None:
         if sweep_field in SWEEP_DIMS:
             current = resolve(sf, name)
