@@ -241,3 +241,17 @@ for (const div of document.querySelectorAll('div.chart')) {
     for chart, box in boxes.items():
         w, h = (int(v) for v in box.split("x"))
         assert w > 200 and h > 100, (chart, box)
+
+
+def test_ab_sweep_shows_8449_and_46101_through_the_cli():
+    """peak_bf16 has fp32_dest_acc = false: all-ones at K = 6144 gives 8192 with spill/reload in the
+    bf16 Dst (tt-metal #8449), and the random inputs' PCC falls as K grows (#46101)."""
+    proc = kgen("ab", str(example("peak_bf16")), "--sweep", "K=1024,6144", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {(r["variant"], r["sweep"]): r for r in json.loads(proc.stdout)["variants"].values()}
+    ones = rows[("spill", 6144)]["numerics"]["errors"]["all_ones"]
+    assert ones["first_value"] == 8192.0 and rows[("spill", 6144)]["plan"]["fp32_dest_acc"] is False
+    assert rows[("spill", 1024)]["numerics"]["errors"]["all_ones"]["first_value"] == 1024.0
+    for v in ("base", "spill"):
+        assert (rows[(v, 6144)]["numerics"]["errors"]["random"]["pcc"]
+                < rows[(v, 1024)]["numerics"]["errors"]["random"]["pcc"]), v
