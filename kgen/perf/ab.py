@@ -415,16 +415,31 @@ GRID_MANTISSA_BITS = {"Float32": 23, "Float16_b": 7}
 
 
 def ulp_distance(x: np.ndarray, ref: np.ndarray, grid: str, floor: float = 0.0) -> np.ndarray:
-    """|x - ref| in units in the last place of `grid` (Float32, or bfloat16 for every other format)
-    at ref's magnitude, rounded up; |ref| below `floor` counts as `floor`, so that a result that
-    cancels to near zero is not measured in the ULPs of a tiny number (max_rel's 1e-3 rule)."""
-    x64, r64 = np.asarray(x, np.float64), np.asarray(ref, np.float64)
+    """How many `grid` values (Float32, or bfloat16 for every other format) lie between x and ref
+    rounded to the grid: 0 means x is the correctly rounded result. Where |ref| is below `floor`,
+    the distance is counted in the ULPs at `floor` instead, so that a result that cancels to near
+    zero is not measured in the ULPs of a tiny number (max_rel's 1e-3 rule)."""
+    from kgen.proof import tiles as tl
+
+    r32 = np.asarray(ref, np.float64).astype(np.float32)
+    x32 = np.asarray(x, np.float32)
+    if grid == "Float32":
+        width, xb, rb = 32, tl.f32_bits(x32), tl.f32_bits(r32)
+        rounded = r32.astype(np.float64)
+    else:
+        width, xb, rb = 16, tl.bf16_bits_rne(x32), tl.bf16_bits_rne(r32)
+        rounded = tl.bf16_values(rb).astype(np.float64)
+    steps = np.abs(_ordered(xb, width) - _ordered(rb, width))
+    x64 = x32.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        mag = np.maximum(np.abs(r64), floor)
-        exp = np.floor(np.log2(np.where(mag > 0, mag, 1.0)))
-        ulp = np.where(mag > 0, np.exp2(exp - GRID_MANTISSA_BITS[grid]), np.float64(np.finfo(np.float32).tiny))
-        units = np.ceil(np.abs(x64 - r64) / ulp - 1e-9)
-    finite = np.isfinite(units)
+        # both on one side of zero and not below the floor: count the grid values between them;
+        # else the difference in ULPs at max(|ref|, floor) (crossing zero passes no meaningful values)
+        mag = np.maximum(np.abs(rounded), floor)
+        ulp = np.exp2(np.floor(np.log2(np.where(mag > 0, mag, 1.0))) - GRID_MANTISSA_BITS[grid])
+        scaled = np.round(np.abs(x64 - rounded) / ulp)
+        counted = (np.signbit(x64) == np.signbit(rounded)) & (np.minimum(np.abs(x64), np.abs(rounded)) >= floor)
+        units = np.where(counted | (mag == 0), steps, scaled)
+    finite = np.isfinite(x32) & np.isfinite(r32) & np.isfinite(units)
     return np.where(finite, units, 0).astype(np.int64)
 
 

@@ -90,6 +90,9 @@ def table_lines(r: Row) -> list[tuple[str, str, str | None, Any]]:
         out += [(f"numerics {d}", "max ULP", f"numerics/errors/{d}/max_ulp", f"{e.max_ulp:,}"),
                 (f"numerics {d}", "max rel", f"numerics/errors/{d}/max_rel", f"{e.max_rel:.3g}"),
                 (f"numerics {d}", "PCC", f"numerics/errors/{d}/pcc", f"{e.pcc:.6f}")]
+        if d == "random":        # the distribution of ULP differences, bins as ab.ULP_BINS
+            out.append((f"numerics {d}", "ULPs " + "/".join(label for label, _ in e.ulp_histogram), None,
+                        "/".join(str(count) for _, count in e.ulp_histogram)))
         if d == "all_ones":      # the exact sum is K (tt-metal #8449)
             out.append((f"numerics {d}", "value (exact sum: K)", f"numerics/errors/{d}/first_value",
                         f"{e.first_value:g}"))
@@ -104,6 +107,21 @@ def table_lines(r: Row) -> list[tuple[str, str, str | None, Any]]:
     return out
 
 
+def aligned(legal) -> tuple[list[tuple[str, str]], list[dict[tuple[str, str], tuple[str | None, str]]]]:
+    """The (section, label) lines of every variant in first-seen order (variants can differ, e.g. in
+    their L1 regions), and per variant its (JSON path, text) by line."""
+    keys: dict[tuple[str, str], None] = {}
+    cells = []
+    for r in legal:
+        col = {}
+        for sec, label, path, text in table_lines(r):
+            keys.setdefault((sec, label))
+            col[(sec, label)] = (path, text)
+        cells.append(col)
+    order = {sec: i for i, (sec, _) in reversed(list(enumerate(keys)))}     # keep each section together
+    return sorted(keys, key=lambda k: (order[k[0]], list(keys).index(k))), cells
+
+
 def format_text(c: Comparison) -> str:
     from rich import box
     from rich.console import Console
@@ -115,21 +133,21 @@ def format_text(c: Comparison) -> str:
     table.add_column("", no_wrap=True)
     for r in legal:
         table.add_column(r.label, overflow="fold", max_width=34)
-    columns = [table_lines(r) for r in legal]
+    keys, cells = aligned(legal)
     table.add_row("kernel id", *[r.kernel_id for r in legal])
     section = None
-    for i, (sec, label, _, _) in enumerate(columns[0]):
+    for sec, label in keys:
         if sec != section:
             table.add_row(f"[bold]{sec}[/bold]", *[""] * len(legal))
             section = sec
-        table.add_row(f"  {label}", *[col[i][3] if i < len(col) else "" for col in columns])
+        table.add_row(f"  {label}", *[col.get((sec, label), (None, "-"))[1] for col in cells])
     buf = io.StringIO()
     console = Console(file=buf, width=max(100, 28 + 36 * len(legal)), force_terminal=False, color_system=None)
     console.print(table)
     lines = [buf.getvalue().rstrip()]
     note = legal[0].numerics.note + (" (in a sweep, each row at its own K)" if c.sweep_field else "")
-    lines.append(f"  numerics: {note}; ULPs on the output's grid ({legal[0].numerics.ulp_format}) at the "
-                 f"float64 reference's magnitude")
+    lines.append(f"  numerics: {note}; ULPs against the float64 result rounded to the output's grid "
+                 f"({legal[0].numerics.ulp_format}; 0 = correctly rounded)")
     for d in c.differences:
         lines.append(f"  {d.b} vs {d.a}" + (f" at {c.sweep_field} = {d.sweep}" if d.sweep is not None else "")
                      + f": {d.differing} of {d.elements} outputs differ (random inputs), max {d.max_ulp} ULP; "
@@ -302,16 +320,18 @@ def html_text(c: Comparison) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
                              autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     legal = c.legal
-    columns = [table_lines(r) for r in legal]
+    keys, cells = aligned(legal)
     rows = []
     section = None
-    for i, (sec, label, _, _) in enumerate(columns[0]):
+    for sec, label in keys:
         if sec != section:
             rows.append({"section": sec})
             section = sec
-        rows.append({"label": label, "cells": [
-            {"text": col[i][3], "path": f"variants/{r.kernel_id}/{col[i][2]}" if col[i][2] else None}
-            for r, col in zip(legal, columns)]})
+        line = []
+        for r, col in zip(legal, cells):
+            path, text = col.get((sec, label), (None, "-"))
+            line.append({"text": text, "path": f"variants/{r.kernel_id}/{path}" if path else None})
+        rows.append({"label": label, "cells": line})
     note = legal[0].numerics.note + (" (in a sweep, each row at its own K)" if c.sweep_field else "")
     return env.get_template("report/ab.html.j2").render(
         c=c, legal=legal, rows=rows, charts=charts(c), note=note,

@@ -195,8 +195,14 @@ def test_ulp_distance_against_numpy_nextafter():
     assert ulp_distance(up, x.astype(np.float64), "Float32").tolist() == [1, 1, 1, 1, 1]
     # bfloat16: 8 significant bits, spacing 2^-7 at 1.0
     assert ulp_distance(np.float32([1.0 + 2 ** -7 * 3]), np.float64([1.0]), "Float16_b").tolist() == [3]
+    # against the correctly rounded result: a float64 reference between two bf16 values counts 0 for
+    # the nearer one
+    assert ulp_distance(np.float32([1.0]), np.float64([1.0 + 2 ** -9]), "Float16_b").tolist() == [0]
+    assert ulp_distance(np.float32([1.0 + 2 ** -7]), np.float64([1.0 + 2 ** -9]), "Float16_b").tolist() == [1]
     # a near-zero reference counts at the floor's ULP, not at its own
-    assert ulp_distance(np.float32([1e-6]), np.float64([0.0]), "Float16_b", floor=1.0).tolist() == [1]
+    assert ulp_distance(np.float32([2 ** -7]), np.float64([1e-9]), "Float16_b", floor=1.0).tolist() == [1]
+    # crossing zero is measured by the difference, not by the tiny values in between
+    assert ulp_distance(np.float32([-(2 ** -7)]), np.float64([2 ** -7]), "Float16_b", floor=1.0).tolist() == [2]
 
 
 # ----------------------------------------------------------------------------------------------

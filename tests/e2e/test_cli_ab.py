@@ -132,10 +132,15 @@ class _Cells(HTMLParser):
         self._path: str | None = None
         self._text = ""
         self.tags: dict[str, int] = {}
+        self.rows: list[list[str]] = []          # the data-paths of each <tr>
 
     def handle_starttag(self, tag, attrs):
         self.tags[tag] = self.tags.get(tag, 0) + 1
         a = dict(attrs)
+        if tag == "tr":
+            self.rows.append([])
+        if tag == "td" and "data-path" in a:
+            self.rows[-1].append(a["data-path"])
         for key in ("href", "src", "xlink:href", "action", "srcset", "poster", "data"):
             if key in a and not str(a[key]).startswith("#"):
                 self.urls.append(f"{tag} {key}={a[key]}")
@@ -164,6 +169,12 @@ def test_html_numbers_equal_the_json(report):
     parser = _Cells()
     parser.feed(html.read_text())
     assert len(parser.cells) > 100
+    # one fact per line: every cell of a row shows the same figure of its own variant (variants with
+    # different L1 regions must not shift the lines)
+    for paths in filter(None, parser.rows):
+        suffixes = {p.split("/", 2)[2] for p in paths}
+        assert len(suffixes) == 1, paths
+    assert {p.split("/")[1] for p in (c[0] for c in parser.cells)} == set(data["variants"])
     for path, text in parser.cells:
         value = _at(data, path)
         shown = float(text.replace(",", ""))
