@@ -8,8 +8,9 @@ the card's. Everything is a frozen value (`Comparison`); abreport.py prints it.
 Why a K-faithful proxy for the numerics: each output element of the blocked matmul sees the same
 sequence of K-block accumulations whatever M, N, the grid or the subblocks are (golden.py's
 docstring), so the error depends on K, the formats, the fidelity and the K-blocking, not on the
-output's size. The golden model runs on 32 x 32 outputs per input distribution at the spec's K,
-which keeps a 4096^3 comparison in seconds; the report says when it does so.
+output's size. The golden model runs once per distinct numerics on one 32 x 32 output tile that
+holds every input distribution (PROXY_LAYOUT) at the spec's K, which keeps a 4096^3 comparison of
+four variants within seconds; the report says when it does so.
 
 Input distributions (rows of one 32 x 32 proxy, PROXY_LAYOUT):
   random       standard normal in0 and in1 (seeded), normal bias;
