@@ -368,17 +368,21 @@ def _ab(args: argparse.Namespace) -> int:
     outputs = {flag: user_path(value) for flag, value in (("--csv", args.csv), ("--html", args.html)) if value}
     for flag, path in outputs.items():
         _check_output_path(flag, path)
-    measure = None
+    measure, opened = None, None
     if args.device:
-        ttnn, device = open_device()
-        measure = device_measure_with(ttnn, device, runs=args.runs, warmup=args.warmup, seed=args.seed)
+        opened = open_device()
+        measure = device_measure_with(*opened, runs=args.runs, warmup=args.warmup, seed=args.seed)
     emulate = emulate_with(args.numerics, args.seed, args.jobs) if args.emulate else None
     command = " ".join(["kgen ab", _shown(Path(args.spec).resolve()) if Path(args.spec).is_absolute() else args.spec,
                         *(f"--vary {v}" for v in args.vary), *(f"--sweep {v}" for v in args.sweep),
                         *(["--emulate", f"--numerics {args.numerics}"] if args.emulate else []), f"--seed {args.seed}"])
-    with _progress() as progress:
-        comparison = compare(spec_file, read_source(args.spec), vary=vary, sweep=sweep, seed=args.seed,
-                             command=command, emulate=emulate, measure=measure, progress=progress)
+    try:
+        with _progress() as progress:
+            comparison = compare(spec_file, read_source(args.spec), vary=vary, sweep=sweep, seed=args.seed,
+                                 command=command, emulate=emulate, measure=measure, progress=progress)
+    finally:
+        if opened is not None:
+            opened[0].close_device(opened[1])
     from kgen.perf import abreport
 
     for flag, path in outputs.items():
