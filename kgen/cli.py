@@ -72,6 +72,26 @@ def _build_parser() -> argparse.ArgumentParser:
                            "from the fetched headers)")
     _emulation_flags(port)
 
+    ab = sub.add_parser("ab", help="the base and variants side by side: plan, op counts, predicted speed, numerics")
+    ab.add_argument("spec", help="path to a .kspec file")
+    ab.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2",
+                    help="variants from the command line (e.g. compute.packer_l1_acc=false,true); "
+                         "several --vary form their cross product, in place of the spec's variants")
+    ab.add_argument("--sweep", action="append", default=[], metavar="DIM=V1,V2",
+                    help="repeat the comparison over K, M, N or a numeric field (e.g. K=1024,4096)")
+    ab.add_argument("--emulate", action="store_true", help="also run each variant in the host emulator")
+    ab.add_argument("--numerics", choices=("exact", "fast"), default="exact",
+                    help="--emulate's arithmetic: exact (bit-level, small shapes) or fast")
+    ab.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs (default: 0)")
+    ab.add_argument("--json", action="store_true", help="print everything as JSON, one row per kernel id")
+    ab.add_argument("--csv", metavar="FILE", help="write one line per variant (CUTLASS-profiler style)")
+    ab.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
+    ab.add_argument("--device", action="store_true", help="also run each variant on the card (needs ttnn)")
+    ab.add_argument("--runs", type=_positive_int, default=10, metavar="N", help="--device: timed runs (default: 10)")
+    ab.add_argument("--warmup", type=_count, default=2, metavar="N", help="--device: untimed runs first (default: 2)")
+    ab.add_argument("-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
+                    help="--emulate: compile N kernels at once")
+
     fuzz = sub.add_parser("fuzz", help="random valid specs: build, type-check, emulate each; stop at the first failure")
     fuzz.add_argument("--count", type=_count, default=20, metavar="N", help="number of specs (default: 20)")
     fuzz.add_argument("--seed", type=_seed, default=1, help="generator seed (default: 1)")
@@ -247,6 +267,8 @@ def _run(args: argparse.Namespace) -> int:
         return run_fuzz(count=args.count, seed=args.seed, start=args.start, keep=args.keep,
                         typecheck=not args.no_typecheck, port_check=args.port_check, parallel=args.jobs,
                         out=sys.stdout)
+    if args.command == "ab":
+        return _ab(args)
     spec_file = load_file(args.spec)
     spec = resolve(spec_file, args.variant)
     if args.command == "ir" and args.stage == "spec":
@@ -332,6 +354,72 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
     if trace is not None and not args.json:
         print(f"  trace      {_shown(trace)} (open in https://ui.perfetto.dev or chrome://tracing)")
     return 0 if result.ok else 1
+
+
+def _ab(args: argparse.Namespace) -> int:
+    """`kgen ab`: flags are checked (and output paths tried) before anything is computed; the files
+    are written whole or not at all."""
+    from kgen.core.resources import user_path
+    from kgen.gen.spec import load_file, read_source
+    from kgen.perf.ab import compare, device_measure_with, emulate_with, open_device, parse_sweep, parse_vary
+
+    spec_file = load_file(args.spec)
+    vary, sweep = parse_vary(args.vary), parse_sweep(args.sweep)
+    outputs = {flag: user_path(value) for flag, value in (("--csv", args.csv), ("--html", args.html)) if value}
+    for flag, path in outputs.items():
+        _check_output_path(flag, path)
+    measure, opened = None, None
+    if args.device:
+        opened = open_device()
+        measure = device_measure_with(*opened, runs=args.runs, warmup=args.warmup, seed=args.seed)
+    emulate = emulate_with(args.numerics, args.seed, args.jobs) if args.emulate else None
+    command = " ".join(["kgen ab", _shown(Path(args.spec).resolve()) if Path(args.spec).is_absolute() else args.spec,
+                        *(f"--vary {v}" for v in args.vary), *(f"--sweep {v}" for v in args.sweep),
+                        *(["--emulate", f"--numerics {args.numerics}"] if args.emulate else []), f"--seed {args.seed}"])
+    try:
+        with _progress() as progress:
+            comparison = compare(spec_file, read_source(args.spec), vary=vary, sweep=sweep, seed=args.seed,
+                                 command=command, emulate=emulate, measure=measure, progress=progress)
+    finally:
+        if opened is not None:
+            opened[0].close_device(opened[1])
+    from kgen.perf import abreport
+
+    for flag, path in outputs.items():
+        text = abreport.csv_text(comparison) if flag == "--csv" else abreport.html_text(comparison)
+        _write_whole(path, text)
+    if args.json:
+        print(json.dumps(abreport.comparison_to_dict(comparison), indent=2))
+    else:
+        sys.stdout.write(abreport.format_text(comparison))
+        for flag, path in outputs.items():
+            sys.stdout.write(f"  wrote     {_shown(path)} ({flag[2:]})\n")
+    # as kgen emulate: an emulated variant that is not its golden model's bits is a failure
+    return 1 if any(r.emulated is not None and not r.emulated.ok for r in comparison.legal) else 0
+
+
+def _check_output_path(flag: str, path: Path) -> None:
+    from kgen.core.errors import SpecError
+
+    if path.is_dir():
+        raise SpecError(f"{flag} {path} is a folder", hint="pass a file path")
+    if not path.parent.is_dir():
+        raise SpecError(f"{flag} {path}: the folder {path.parent} does not exist", hint="create it first")
+    if not os.access(path.parent, os.W_OK):
+        raise SpecError(f"{flag} {path}: cannot write into {path.parent}", hint="pass a path in a folder you can write to")
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write under a temporary name in the same folder, then rename: never half a file."""
+    from kgen.core.errors import SpecError
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise SpecError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @contextlib.contextmanager

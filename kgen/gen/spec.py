@@ -696,3 +696,50 @@ def load_file(path: str | Path) -> SpecFile:
 def load(path: str | Path, variant: str | None = None) -> MatmulSpec:
     """Parse a .kspec file and resolve it (optionally as one of its variants)."""
     return resolve(load_file(path), variant)
+
+
+# ----------------------------------------------------------------------------------------------
+# Variants made outside the file (`kgen ab --vary`, `--sweep`)
+# ----------------------------------------------------------------------------------------------
+
+def override_entry(key: str, value: str, origin: str) -> RawEntry:
+    """`key = value` written on a command line, parsed by the spec grammar and checked against the
+    same schema as a variant block in the file. `origin` (e.g. `--vary`) is where errors point."""
+    text = f"{key} = {value}"
+    src = _Source(origin, text)
+    tree = _parse_tree(text, src)
+    items = list(tree.children)
+    if len(items) != 1 or items[0].data != "assign":
+        raise SpecError(f"{origin} {text!r}: expected one `FIELD=VALUE`", src.span(1, 1, 1, len(text) + 1))
+    path_tree, value_tree = items[0].children
+    dotted = ".".join(str(t) for t in path_tree.children)
+    tok = value_tree.children[0]
+    entry = RawEntry(dotted, src.of(path_tree), RawValue(value_tree.data, str(tok), src.of(tok)))
+    _check_key(entry.key, entry.key_span, MATMUL_KEYS, origin)
+    MATMUL_KEYS[entry.key](entry.value, entry.key)          # a type or range error names the key now
+    return entry
+
+
+def with_variant(spec: SpecFile, name: str, entries: Mapping[str, RawEntry], base: str | None = None) -> SpecFile:
+    """The file with one more variant: `base`'s overrides (None: the matmul itself), then `entries`,
+    exactly as if `variants { name { ... } }` had been written in it."""
+    merged = dict(spec.variants[base]) if base is not None else {}
+    merged.update(entries)
+    span = next(iter(entries.values())).key_span if entries else spec.matmul_span
+    return SpecFile(spec.path, spec.matmul_name, spec.matmul_span, spec.entries,
+                    MappingProxyType({**spec.variants, name: MappingProxyType(merged)}),
+                    MappingProxyType({**spec.variant_spans, name: span}), spec.computes, spec.compute_spans,
+                    spec.group_spans)
+
+
+def numeric_keys() -> tuple[str, ...]:
+    """The matmul keys that take one whole number (what `--sweep` may step besides M, N and K)."""
+    probe = RawValue("int", "32", Span("<probe>", 1, 1, 1, 3))
+    found = []
+    for key, check in MATMUL_KEYS.items():
+        try:
+            if isinstance(check(probe, key), int):
+                found.append(key)
+        except SpecError:
+            pass
+    return tuple(found)

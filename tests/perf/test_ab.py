@@ -1,0 +1,303 @@
+"""kgen/perf/ab.py: variants from flags, op counts against TT-Metal's lifecycle, the numerics against
+published results (tt-metal #8449, #46101), ULPs against numpy, the device path against fake_ttnn."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fake_ttnn
+from conftest import EXAMPLES, example
+from kgen.core.errors import SpecError
+from kgen.gen.build import build
+from kgen.gen.plan import plan
+from kgen.gen.spec import load, load_file, read_source
+from kgen.perf.ab import (Row, candidates, compare, measure_on_device, parse_sweep, parse_vary, pcc,
+                          ulp_distance)
+
+
+def _compare(name: str, **kw):
+    path = example(name)
+    return compare(load_file(path), read_source(path), **kw)
+
+
+def _row(c, variant: str, sweep=None) -> Row:
+    return next(r for r in c.rows if r.variant == variant and r.sweep == sweep)
+
+
+# ----------------------------------------------------------------------------------------------
+# flags
+
+def test_vary_builds_the_cross_product_through_the_spec_schema():
+    vary = parse_vary(["compute.packer_l1_acc=false,true", "compute.math_fidelity=HiFi2,HiFi4"])
+    cands = candidates(load_file(example("peak_bf16")), vary)
+    assert [c.variant for c in cands] == [
+        "packer_l1_acc=false,math_fidelity=HiFi2", "packer_l1_acc=false,math_fidelity=HiFi4",
+        "packer_l1_acc=true,math_fidelity=HiFi2", "packer_l1_acc=true,math_fidelity=HiFi4"]
+    assert dict(cands[1].overrides) == {"compute.packer_l1_acc": "false", "compute.math_fidelity": "HiFi4"}
+
+
+def test_without_vary_the_candidates_are_the_base_and_the_spec_variants():
+    assert [c.variant for c in candidates(load_file(example("peak_bf16")), ())] == ["base", "spill", "l1acc"]
+
+
+@pytest.mark.parametrize("flag, words", [
+    ("compute.packer_l1_ac=false,true", ["unknown key `compute.packer_l1_ac`", "compute.packer_l1_acc"]),
+    ("compute.math_fidelity=HiFi2,HiFi5", ["variant `compute.math_fidelity=HiFi5`", "HiFi4"]),
+    ("grid=8x8,0x8", ["variant `grid=0x8`", "positive"]),
+    ("compute.packer_l1_acc", ["FIELD=V1,V2"]),
+    ("compute.packer_l1_acc=true,", ["no empty value"]),
+])
+def test_bad_vary_names_the_field_or_the_variant(flag, words):
+    with pytest.raises(SpecError) as exc:
+        parse_vary([flag])
+    text = exc.value.render()
+    for w in words:
+        assert w in text, text
+
+
+@pytest.mark.parametrize("flag, words", [
+    ("Q=1,2", ["not a dimension or a numeric field", "block.in0_block_w"]),
+    ("K=1000", ["multiple of the 32-element tile", "992 or 1024"]),
+    ("K=abc", ["positive whole number"]),
+    ("block.in0_block_w=0", ["positive whole number"]),
+])
+def test_bad_sweep_is_an_error(flag, words):
+    with pytest.raises(SpecError) as exc:
+        parse_sweep([flag])
+    for w in words:
+        assert w in exc.value.render()
+    assert parse_sweep(["K=1024,4096"]) == ("K", (1024, 4096))
+    assert parse_sweep(["block.in0_block_w=2,4"]) == ("block.in0_block_w", (2, 4))
+
+
+def test_an_illegal_variant_is_listed_with_its_rule_and_the_others_still_compare():
+    # Kt = 128 tiles: in0_block_w = 3 does not divide it (TT-Metal's validation), 4 does
+    c = _compare("peak_bf16", vary=parse_vary(["block.in0_block_w=3,4"]))
+    bad, good = _row(c, "in0_block_w=3"), _row(c, "in0_block_w=4")
+    assert bad.illegal and bad.rule and bad.rule != "spec" and bad.kernel_id is None
+    assert good.illegal is None and good.speed.cycles > 0
+    assert c.legal == (good,)
+
+
+def test_every_variant_illegal_is_an_error_naming_each_variant_and_rule():
+    with pytest.raises(SpecError) as exc:
+        _compare("peak_bf16", vary=parse_vary(["block.in0_block_w=3,5"]))
+    text = exc.value.render()
+    assert "`in0_block_w=3`" in text and "`in0_block_w=5`" in text and "rule:" in text
+
+
+# ----------------------------------------------------------------------------------------------
+# op counts against TT-Metal's lifecycle (ttmetal-matmul.md §1.5, §1.6)
+
+def _lifecycle(p):
+    """Reload copies and partials packs per the rules of §1.6, from the plan's numbers alone: one
+    reload per subblock per K-block after the first with spill/reload; with L1 accumulation and no
+    bias one reload (block n-1 reloads the L1 sum), with a fused bias none."""
+    subblocks = p.in0_num_subblocks * p.in1_num_subblocks
+    per_core_blocks = p.batch_ct * p.num_blocks_h_dim * p.num_blocks_w_dim
+    if not p.l1_acc_enabled:
+        reloads = p.num_blocks - 1
+    else:
+        reloads = 0 if p.fuse_bias else 1
+    return reloads * subblocks * per_core_blocks * p.num_cores
+
+
+@pytest.mark.parametrize("name", ["peak_bf16", "peak_small", "bh_fp32_bias", "wh_bfp8_spill"])
+def test_reload_counts_follow_the_lifecycle(name):
+    c = _compare(name)
+    sf = load_file(example(name))
+    for r in c.legal:
+        p = plan(load(example(name), None if r.variant == "base" else r.variant))
+        assert p.policy == r.plan.policy
+        assert r.op("reload copies") == _lifecycle(p), (name, r.variant)
+        assert r.op("matmul_block") == p.mt * p.nt * p.kt // (p.out_subblock_h * p.out_subblock_w)
+    assert sf
+
+
+def test_peak_bf16_l1acc_beats_spill_with_the_reason():
+    c = _compare("peak_bf16")
+    base, spill = _row(c, "base"), _row(c, "spill")
+    assert base.plan.policy == "packer_l1_acc" and spill.plan.policy == "spill_reload"
+    assert base.speed.cycles < spill.speed.cycles
+    p = plan(load(example("peak_bf16")))
+    # spill reloads every K-block after the first; with the fused bias L1 accumulation never reloads
+    subblocks = p.in0_num_subblocks * p.in1_num_subblocks * p.num_cores
+    assert spill.op("reload copies") - base.op("reload copies") == (p.num_blocks - 1) * subblocks
+    assert spill.op("reload tiles") == (p.num_blocks - 1) * subblocks * p.out_subblock_h * p.out_subblock_w
+    assert base.op("matmul_block") == spill.op("matmul_block")
+    assert spill.op("L1-acc switches") == 0 < base.op("L1-acc switches")
+    assert spill.speed.reload_cycles > base.speed.reload_cycles
+    (line,) = c.verdicts
+    assert line.startswith(f"base is {spill.speed.cycles / base.speed.cycles:.2f}x faster than spill")
+    assert "reload copies" in line and "reload cycles" in line
+
+
+def test_peak_small_l1acc_reloads_once_per_subblock():
+    c = _compare("peak_small")
+    p = plan(load(example("peak_small")))
+    assert not p.fuse_bias and p.l1_acc_enabled
+    per_core = p.in0_num_subblocks * p.in1_num_subblocks * p.num_blocks_h_dim * p.num_blocks_w_dim
+    assert _row(c, "base").op("reload copies") == per_core * p.num_cores
+    assert _row(c, "spill").op("reload copies") == (p.num_blocks - 1) * per_core * p.num_cores
+
+
+# ----------------------------------------------------------------------------------------------
+# numerics against published results
+
+def test_all_ones_k6144_with_a_bf16_dst_gives_8192():
+    """tt-metal #8449 (tensix-numerics.md §11.1): all-ones inputs, K = 6144, fp32 accumulation off
+    -> 8192; with fp32 Dst accumulation -> 6144."""
+    c = _compare("peak_bf16", sweep=("K", (6144,)),
+                 vary=parse_vary(["compute.packer_l1_acc=false", "compute.fp32_dest_acc=false,true",
+                                  "block.out_subblock=2x2"]))     # 4 tiles: fits the fp32 Dst half
+    bf16 = _row(c, "packer_l1_acc=false,fp32_dest_acc=false,out_subblock=2x2", 6144)
+    fp32 = _row(c, "packer_l1_acc=false,fp32_dest_acc=true,out_subblock=2x2", 6144)
+    assert bf16.numerics.k == 6144 and bf16.plan.policy == "spill_reload"
+    assert bf16.numerics.of("all_ones").first_value == 8192.0
+    assert fp32.numerics.of("all_ones").first_value == 6144.0
+    assert "8192" in c.verdicts[0] and "6144" in c.verdicts[0]
+
+
+def test_error_grows_with_k_without_fp32_dest_acc():
+    """tt-metal #46101: with fp32_dest_acc_en = false the PCC falls as K grows; large-K positive sums
+    stagnate in a bf16 Dst (the spill variant's sum stops at 4096 by K = 16384)."""
+    assert not load(example("peak_bf16")).compute.fp32_dest_acc
+    ks = (1024, 4096, 16384)
+    c = _compare("peak_bf16", sweep=("K", ks))
+    for variant in ("base", "spill"):
+        pccs = [_row(c, variant, k).numerics.of("random").pcc for k in ks]
+        assert pccs[0] > pccs[1] > pccs[2], (variant, pccs)
+    pccs = [_row(c, "base", k).numerics.of("positive").pcc for k in ks]
+    assert pccs[0] > pccs[1] > pccs[2], pccs
+    rel = [_row(c, "spill", k).numerics.of("positive").max_rel for k in ks]
+    assert rel[0] < rel[1] < rel[2], rel
+    assert all(r.numerics.proxy and r.numerics.k == r.sweep for r in c.legal)
+
+
+def test_the_proxy_is_k_faithful_and_says_so():
+    c = _compare("peak_bf16")
+    n = _row(c, "base").numerics
+    assert n.proxy and n.k == 4096 and "K-faithful proxy" in n.note and "4096 x 4096" in n.note
+
+
+def test_variants_with_the_same_numerics_give_the_same_bits_and_differences_count_them():
+    c = _compare("peak_bf16")
+    by = {(d.a, d.b): d for d in c.differences}
+    assert by[("base", "l1acc")].differing == 0 and by[("base", "l1acc")].max_ulp == 0
+    d = by[("base", "spill")]
+    assert 0 < d.differing <= d.elements and sum(n for _, n in d.ulp_histogram) == d.elements
+
+
+def test_ulp_distance_against_numpy_nextafter():
+    x = np.array([1.0, 3.5, -2.0, 1e-3, 1000.0], np.float32)
+    up = np.nextafter(x, np.float32(np.inf))
+    assert ulp_distance(up, x.astype(np.float64), "Float32").tolist() == [1, 1, 1, 1, 1]
+    # bfloat16: 8 significant bits, spacing 2^-7 at 1.0
+    assert ulp_distance(np.float32([1.0 + 2 ** -7 * 3]), np.float64([1.0]), "Float16_b").tolist() == [3]
+    # against the correctly rounded result: a float64 reference between two bf16 values counts 0 for
+    # the nearer one
+    assert ulp_distance(np.float32([1.0]), np.float64([1.0 + 2 ** -9]), "Float16_b").tolist() == [0]
+    assert ulp_distance(np.float32([1.0 + 2 ** -7]), np.float64([1.0 + 2 ** -9]), "Float16_b").tolist() == [1]
+    # a near-zero reference counts at the floor's ULP, not at its own
+    assert ulp_distance(np.float32([2 ** -7]), np.float64([1e-9]), "Float16_b", floor=1.0).tolist() == [1]
+    # crossing zero is measured by the difference, not by the tiny values in between
+    assert ulp_distance(np.float32([-(2 ** -7)]), np.float64([2 ** -7]), "Float16_b", floor=1.0).tolist() == [2]
+
+
+# ----------------------------------------------------------------------------------------------
+# every example
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_example_compares(path):
+    c = compare(load_file(path), read_source(path))
+    assert c.legal and len(c.verdicts) == 1
+    for r in c.legal:
+        assert r.kernel_id.startswith("mm_") and r.speed.microseconds > 0
+        assert 0 < r.plan.l1_bytes <= r.plan.l1_usable and r.plan.l1_margin == r.plan.l1_usable - r.plan.l1_bytes
+        assert r.plan.dst_headroom >= 0
+        assert {e.distribution for e in r.numerics.errors} == {"random", "mixed", "all_ones", "positive"}
+        # all-ones inputs: the exact sum is K (plus a zero bias); fp32 Dst or L1 accumulation keep it
+        # exact at these K; relu keeps it
+        if r.plan.fp32_dest_acc:
+            assert r.numerics.of("all_ones").first_value == r.numerics.k
+
+
+# ----------------------------------------------------------------------------------------------
+# the device path, against the strict stand-in ttnn with a fake clock
+
+class _Clock:
+    def __init__(self, steps):
+        self.t, self.steps = 0.0, iter(steps)
+
+    def __call__(self) -> float:
+        self.t += next(self.steps)
+        return self.t
+
+
+def test_measure_on_device_takes_the_median_after_warmup_and_the_pcc(tmp_path):
+    folder = build(load(example("peak_small")), tmp_path).path
+    tensors = {n: fake_ttnn.FakeTensor(0x1000 * (i + 1)) for i, n in enumerate(("in0", "in1", "out"))}
+    fake_ttnn.generic_op_calls.clear()
+    # each timed run: start, then end after 1, 5, 2 (us scale) -> median 2 us
+    clock = _Clock([0.0, 1e-6, 0.0, 5e-6, 0.0, 2e-6])
+    ref = np.arange(16, dtype=np.float64).reshape(4, 4)
+    syncs = []
+    m = measure_on_device(folder, tensors, device=fake_ttnn.FakeDevice(), ttnn=fake_ttnn, reference=ref,
+                          read_output=lambda t: ref * 2 + 1, runs=3, warmup=2, clock=clock,
+                          synchronize=lambda: syncs.append(1))
+    assert m.timing == "host timing of generic_op to synchronize"     # fake_ttnn has no trace API
+    assert len(fake_ttnn.generic_op_calls) == 5           # 2 warm-up + 3 timed runs, all through generic_op
+    io, pd = fake_ttnn.generic_op_calls[-1]
+    assert io[-1] is tensors["out"] and isinstance(pd, fake_ttnn.ProgramDescriptor)
+    assert m.microseconds == pytest.approx(2.0) and m.runs == 3 and m.warmup == 2
+    assert m.pcc == pytest.approx(1.0) and len(syncs) == 4
+    assert pcc(np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])) == pytest.approx(-1.0)
+
+
+class _TracingTtnn:
+    """fake_ttnn plus the trace API of ttnn 0.81.1 (ttnn/operations/trace.py: begin_trace_capture(device,
+    cq_id) -> id, end_trace_capture(device, id, cq_id), execute_trace(device, id, cq_id, blocking),
+    release_trace(device, id)), recording what runs."""
+
+    def __init__(self):
+        self.calls: list[str] = []
+        self.capturing = False
+
+    def __getattr__(self, name):
+        return getattr(fake_ttnn, name)
+
+    def generic_op(self, io, program):
+        self.calls.append("generic_op (captured)" if self.capturing else "generic_op")
+        return fake_ttnn.generic_op(io, program)
+
+    def begin_trace_capture(self, device, *, cq_id):
+        assert cq_id == 0 and not self.capturing
+        self.capturing = True
+        self.calls.append("begin")
+        return 7
+
+    def end_trace_capture(self, device, trace_id, *, cq_id):
+        assert trace_id == 7 and cq_id == 0 and self.capturing
+        self.capturing = False
+        self.calls.append("end")
+
+    def execute_trace(self, device, trace_id, *, cq_id, blocking):
+        assert trace_id == 7 and cq_id == 0 and not blocking and not self.capturing
+        self.calls.append("execute")
+
+    def release_trace(self, device, trace_id):
+        assert trace_id == 7
+        self.calls.append("release")
+
+
+def test_measure_on_device_replays_a_trace_when_ttnn_has_one(tmp_path):
+    folder = build(load(example("peak_small")), tmp_path).path
+    tensors = {n: fake_ttnn.FakeTensor(0x1000 * (i + 1)) for i, n in enumerate(("in0", "in1", "out"))}
+    tt = _TracingTtnn()
+    clock = _Clock([0.0, 3e-6, 0.0, 1e-6, 0.0, 4e-6, 0.0, 2e-6])
+    ref = np.arange(8.0)
+    m = measure_on_device(folder, tensors, device=fake_ttnn.FakeDevice(), ttnn=tt, reference=ref,
+                          read_output=lambda t: ref, runs=4, warmup=1, clock=clock, synchronize=lambda: None)
+    assert tt.calls == ["generic_op", "begin", "generic_op (captured)", "end", *["execute"] * 4, "release"]
+    assert m.microseconds == pytest.approx(2.5) and "trace" in m.timing and m.pcc == pytest.approx(1.0)
