@@ -80,14 +80,24 @@ class Candidate:
                          packer_l1_acc=d["packer_l1_acc"], dataflow=d["dataflow"],
                          math_fidelity=d["math_fidelity"], fp32_dest_acc=d["fp32_dest_acc"])
 
+    def padded(self, spec: MatmulSpec) -> bool:
+        """per_core does not divide the tiles: TT's padded last block (kgen cannot build it yet)."""
+        mt, nt, _ = tiles(spec)
+        return mt % self.per_core[0] != 0 or nt % self.per_core[1] != 0
+
     def apply(self, spec: MatmulSpec) -> MatmulSpec:
-        """The spec with this candidate's values."""
+        """The spec with this candidate's values. A padded candidate gets the shape padded up to
+        whole per-core blocks (batch fused into M), which is what TT's padding kernels compute."""
         compute = replace(spec.compute, packer_l1_acc=self.packer_l1_acc, math_fidelity=self.math_fidelity,
                           fp32_dest_acc=self.fp32_dest_acc)
         block = BlockSpec(in0_block_w=self.in0_block_w, out_subblock=self.out_subblock, per_core=self.per_core,
                           out_block=self.out_block)
-        return replace(spec, grid=self.grid, dataflow=self.dataflow, block=block, compute=compute,
-                       variant=None)
+        out = replace(spec, grid=self.grid, dataflow=self.dataflow, block=block, compute=compute, variant=None)
+        if self.padded(spec):
+            mt, nt, _ = tiles(spec)
+            pm, pn = self.per_core
+            out = replace(out, m=-(-mt // pm) * pm * TILE_HW, n=-(-nt // pn) * pn * TILE_HW, batch=1)
+        return out
 
     def short(self) -> str:
         return (f"grid {self.grid[0]}x{self.grid[1]} per_core {self.per_core[0]}x{self.per_core[1]} "
@@ -127,6 +137,7 @@ class Space:
     searched: tuple[str, ...]        # names of the searched fields
     fixed_grid: tuple[int, int] | None
     fixed: Mapping[str, object]      # field -> the spec's value for fields not searched
+    padded: bool = False             # also per_core values that do not divide (TT's padded last block)
 
 
 @dataclass
@@ -170,7 +181,8 @@ def tiles(spec: MatmulSpec) -> tuple[int, int, int]:
     return spec.batch * spec.m // TILE_HW, spec.n // TILE_HW, spec.k // TILE_HW
 
 
-def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = False) -> Space:
+def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = False,
+                 padded: bool = False) -> Space:
     if mode not in SPACES:
         raise TuneError(f"--space {mode!r}: expected one of {', '.join(SPACES)}")
     b = spec.block
@@ -195,7 +207,7 @@ def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = F
     else:
         fixed["math_fidelity"] = spec.compute.math_fidelity
         fixed["fp32_dest_acc"] = spec.compute.fp32_dest_acc
-    return Space(mode, tuple(searched), None if "grid" in searched else spec.grid, fixed)
+    return Space(mode, tuple(searched), None if "grid" in searched else spec.grid, fixed, padded)
 
 
 @dataclass(frozen=True)
@@ -263,7 +275,13 @@ def _groups(spec: MatmulSpec, space: Space) -> list[_Group]:
     fp32s = _values(space, "fp32_dest_acc", (False, True))
     dataflows = tuple(_values(space, "dataflow", DATAFLOWS))
     policies = tuple(_values(space, "packer_l1_acc", (True, False)))
-    if "per_core" in space.searched:
+    if "per_core" in space.searched and space.padded:
+        # for each count of cores along an axis, the smallest per_core covering the tiles: every
+        # divisor is one of them, the rest pad the last row/column of cores as TT does
+        gx, gy = space.fixed_grid or arch.worker_grid
+        per_cores = [(m, n) for m in sorted({-(-mt // r) for r in range(1, min(gy, mt) + 1)})
+                     for n in sorted({-(-nt // c) for c in range(1, min(gx, nt) + 1)})]
+    elif "per_core" in space.searched:
         per_cores = [(m, n) for m in _divisors(mt) for n in _divisors(nt)]
     else:
         per_cores = [space.fixed["per_core"]]
@@ -276,10 +294,8 @@ def _groups(spec: MatmulSpec, space: Space) -> list[_Group]:
             for pc in per_cores:
                 if space.fixed_grid is not None:
                     grid = space.fixed_grid
-                elif mt % pc[0] == 0 and nt % pc[1] == 0:
-                    grid = (nt // pc[1], mt // pc[0])          # the cores with work
                 else:
-                    grid = (max(1, nt // pc[1]), max(1, mt // pc[0]))   # the planner names the rule
+                    grid = (-(-nt // pc[1]), -(-mt // pc[0]))      # the cores with work
                 if "out_block" in space.searched:
                     obs = [(h, w) for h in _divisors(pc[0]) for w in _divisors(pc[1])]
                 else:
@@ -353,9 +369,10 @@ def _evaluate_chunk(chunk: list[Candidate]) -> list[Outcome]:
 
 
 CHUNK = 128
+POOL_MIN_CANDIDATES = 2000       # below this a process pool costs more than it saves
 
 
-def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False,
+def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False, padded: bool = False,
          placement: Mapping[str, str] | None = None, top: int = 1, budget: int = DEFAULT_BUDGET, seed: int = 0,
          known: Mapping[str, Outcome] | None = None, progress: Callable[[int, int], None] | None = None,
          prune: bool = True, keep_all: bool = False, jobs: int = 1) -> TuneResult:
@@ -367,7 +384,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     processes evaluate a group's candidates in chunks (fork; the groups stay in bound order)."""
     if top < 1:
         raise TuneError(f"--top {top}: expected at least 1")
-    sp = search_space(spec, space, allow_precision)
+    sp = search_space(spec, space, allow_precision, padded)
     start = time.perf_counter()
     stats = SearchStats()
     groups = _groups(spec, sp)
@@ -386,7 +403,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     legal: list[Scored] = []
     done = 0
     pool = None
-    if jobs > 1:
+    if jobs > 1 and stats.candidates >= POOL_MIN_CANDIDATES:
         import multiprocessing
         pool = multiprocessing.get_context("fork").Pool(jobs, _worker_init, (spec, placement))
 
@@ -453,7 +470,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     if stats.bound_violations and prune:
         # the lower bound no longer holds for the model (its constants changed shape): search again
         # without it, so the answer stays exhaustive
-        return tune(spec, space=space, allow_precision=allow_precision, placement=placement, top=top, budget=budget,
+        return tune(spec, space=space, allow_precision=allow_precision, padded=padded, placement=placement, top=top, budget=budget,
                     seed=seed, known=known, progress=progress, prune=False, keep_all=keep_all, jobs=jobs)
     stats.seconds = time.perf_counter() - start
     ranked = tuple(sorted(legal, key=_rank_key)) if keep_all else tuple(best)
@@ -461,8 +478,10 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
 
 
 def _rank_key(s: Scored) -> tuple:
-    """Fastest first; ties broken by the candidate itself, so equal times rank reproducibly."""
-    return (round(s.cycles, 6), s.candidate)
+    """Fastest first; at equal time the more precise (higher fidelity, fp32 dest), then by the
+    candidate itself, so equal times rank reproducibly."""
+    c = s.candidate
+    return (round(s.cycles, 6), -FIDELITY_PHASES[c.math_fidelity], -c.fp32_dest_acc, c)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -553,3 +572,159 @@ def check_spec_for_tuning(spec: MatmulSpec) -> None:
     everything still tunes (a space of one)."""
     if spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW:
         raise SpecError("tune needs whole tiles", spec.span("shape"))
+
+
+# ----------------------------------------------------------------------------------------------
+# verification of the winners: one job per candidate, a pure function of its spec text
+# ----------------------------------------------------------------------------------------------
+
+# Exact (bit-level) emulation up to this many multiply-accumulates, float32 (`--numerics fast`)
+# beyond: the exact emulator runs ~600 M MAC/s here (README figures), fast ~9x numpy.
+EXACT_MAX_MACS = 1 << 28
+
+
+def verify_numerics(m: int, n: int, k: int, batch: int = 1) -> str:
+    return "exact" if batch * m * n * k <= EXACT_MAX_MACS else "fast"
+
+
+def verify_spec_text(text: str, numerics: str = "auto", seed: int = 0) -> dict:
+    """Build, type-check against the real TT-Metal headers, emulate and (for mcast_2d) port-check
+    the matmul of a spec text. Returns {"status": passed|failed, "errors": [...], "kernel_id",
+    "steps": {...}, "seconds"}; never raises for a failing candidate (an exception is an error).
+    Pure in its inputs: Ray ships it to any worker."""
+    from kgen.core.resources import cache_root
+    from kgen.gen.build import write_artifacts
+    from kgen.gen.pipeline import run
+    from kgen.gen.spec import parse_text, resolve
+
+    start = time.perf_counter()
+    errors: list[str] = []
+    steps: dict[str, object] = {}
+    kernel_id = None
+    try:
+        spec = resolve(parse_text(text, "<tune candidate>"))
+        artifacts = run(spec, "rendered")          # plan, lower, verify the IR, render
+        kernel_id = artifacts.rendered.kernel_id
+        plan = artifacts.plan
+        folder = write_artifacts(artifacts, cache_root() / "builds").path
+        steps["build"] = "ok"
+
+        from kgen.toolchain.compile import compile_folder
+        from kgen.toolchain.discovery import discover
+
+        tc = discover()
+        if tc.headers is None or tc.host is None:
+            missing = tc.note("headers") if tc.headers is None else tc.note("host checker")
+            errors.append(f"type-check not run: {missing}")
+            steps["typecheck"] = "not run"
+        else:
+            report = compile_folder(folder, tc, "check", parallel=1)
+            steps["typecheck"] = f"{len(report.results) - len(report.failures)}/{len(report.results)} kernel builds"
+            errors += [f"type-check failed: {r.job.kernel.name} {r.job.role}" for r in report.failures]
+
+        from kgen.proof.emulate import check_host_memory, emulate_folder
+
+        mode = numerics if numerics != "auto" else verify_numerics(spec.m, spec.n, spec.k, spec.batch)
+        check_host_memory(plan)
+        emu = emulate_folder(folder, plan, seed=seed, numerics=mode, parallel=1)
+        steps["emulate"] = {"numerics": mode, "ok": emu.ok, "status": emu.status, "exact_match": emu.exact_match,
+                            "max_abs_err": emu.errors.max_abs_err, "pcc": emu.errors.pcc,
+                            "seconds": round(emu.seconds, 3)}
+        if not emu.ok:
+            errors.append(f"emulation ({mode}) failed: status {emu.status}, "
+                          f"{'bit-exact' if emu.exact_match else str(emu.mismatched) + ' element(s) differ'}"
+                          f"{', hazards' if emu.hazards else ''}")
+        if spec.dataflow == "mcast_2d":
+            from kgen.proof.portcheck import port_check
+
+            pc = port_check(folder, plan, seed=seed, numerics=mode, parallel=1, ours=emu)
+            steps["port_check"] = {"passed": pc.passed, "failures": list(pc.failures)}
+            errors += [f"port-check: {f}" for f in pc.failures]
+        else:
+            steps["port_check"] = "not applicable (TT-Metal's 2D multicast kernel does not run the reuse dataflow)"
+    except KgenError as exc:
+        errors.append(f"{type(exc).__name__}: {getattr(exc, 'message', str(exc))}")
+    except Exception as exc:  # noqa: BLE001 - a verification job reports, it does not crash the search
+        errors.append(f"{type(exc).__name__}: {exc}")
+    return {"status": "failed" if errors else "passed", "errors": errors, "kernel_id": kernel_id,
+            "steps": steps, "seconds": round(time.perf_counter() - start, 3)}
+
+
+class Engine:
+    """Runs verification jobs: `local` (in this process, one after another) or `ray`."""
+
+    def __init__(self, name: str = "local", address: str | None = None, workers: int | None = None):
+        self.name = name
+        if name == "ray":
+            try:
+                import ray
+            except ImportError:
+                raise TuneError("--engine ray needs Ray, which is not installed; install it with "
+                                "pip install 'kgen[ray]' (or pip install ray), or use --engine local") from None
+            import os
+            address = address or os.environ.get("RAY_ADDRESS") or None
+            try:
+                if not ray.is_initialized():
+                    if address:
+                        ray.init(address=address, log_to_driver=False)
+                    else:
+                        ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+                                 log_to_driver=False)
+            except Exception as exc:  # noqa: BLE001 - Ray's own connection errors
+                where = f"the Ray cluster at {address}" if address else "a local Ray"
+                raise TuneError(f"cannot start or reach {where}: {exc}") from None
+            self._ray = ray
+            self._remote = ray.remote(verify_spec_text)
+        elif name != "local":
+            raise TuneError(f"--engine {name!r}: expected local or ray")
+
+    def run(self, texts: list[str], numerics: str = "auto") -> Iterator[tuple[int, dict]]:
+        """(index, result) for every text, as results arrive."""
+        if self.name == "local":
+            for i, t in enumerate(texts):
+                yield i, verify_spec_text(t, numerics)
+            return
+        ray = self._ray
+        futures = {self._remote.remote(t, numerics): i for i, t in enumerate(texts)}
+        pending = list(futures)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for f in ready:
+                yield futures[f], ray.get(f)
+
+
+# ----------------------------------------------------------------------------------------------
+# predicted error (--allow-precision): the golden model on a K-faithful proxy
+# ----------------------------------------------------------------------------------------------
+
+PROXY_TILES = 1          # M and N of the proxy, in tiles: the error of one output tile over the full K
+
+
+@cache
+def _proxy_error(arch: str, kt: int, fidelity: str, fp32: bool, l1acc: bool, in0_fmt: str, in1_fmt: str,
+                 out_fmt: str, partials_fmt: str, in0_block_w: int) -> float:
+    """Max |error| / max |exact| of the golden model (kgen/proof/golden.py, bit-exact to the
+    Tensix numerics of tensix-numerics.md) on a 32 x K x 32 proxy with seeded N(0, 1) inputs: the
+    same K, formats, fidelity, accumulation path and K-blocking as the candidate, so the rounding of
+    every partial sum along K is the candidate's."""
+    import numpy as np
+
+    from kgen.proof.golden import golden_matmul
+    from kgen.proof.tiles import quantize
+
+    rng = np.random.default_rng(0)
+    m = n = PROXY_TILES * TILE_HW
+    k = kt * TILE_HW
+    a = quantize(rng.standard_normal((m, k)).astype(np.float32), in0_fmt)
+    b = quantize(rng.standard_normal((k, n)).astype(np.float32), in1_fmt)
+    out = golden_matmul(a, b, fidelity=fidelity, fp32_dest_acc=fp32, packer_l1_acc=l1acc, in0_format=in0_fmt,
+                        in1_format=in1_fmt, out_format=out_fmt, partials_format=partials_fmt,
+                        in0_block_w=in0_block_w, arch=arch).values
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    return float(np.max(np.abs(out - exact)) / max(np.max(np.abs(exact)), 1e-30))
+
+
+def predicted_error(spec: MatmulSpec, c: Candidate) -> float:
+    p = make_plan(c.apply(spec))
+    return _proxy_error(p.arch.name, p.kt, p.compute.math_fidelity, p.compute.fp32_dest_acc, p.l1_acc_enabled,
+                        p.in0_format, p.in1_format, p.out_format, p.partials_format, p.in0_block_w)
