@@ -11,8 +11,8 @@ same commit). Written here from those facts, for the 2D multicast branch:
    one with M, N or K within one tile takes the 1D systolic config instead; kgen has no 1D dataflow,
    so the table says so and predicts nothing for it.
 2. per_core_M = ceil(batch*Mt / grid_y), per_core_N = ceil(Nt / grid_x) over the device's
-   compute_with_storage_grid (the arch's whole worker grid); in0_block_w = 4, lowered until it
-   divides Kt.
+   compute_with_storage_grid (the arch's whole worker grid), or the user's core grid when it fits
+   (the spec's `grid`); in0_block_w = 4, lowered until it divides Kt.
 3. out_block (get_multi_dim_per_core_factor, adjust_in0_block_w = false): per_core if TT's CB
    estimate fits; else the largest m x n product of factors of per_core_M x per_core_N (the factors
    are per_core, 1, and the divisors from per_core/2 down to 2; per product the squarest pair,
@@ -135,6 +135,8 @@ def tt_auto_config(spec: MatmulSpec, arch: ArchFacts | None = None) -> TTConfig 
         return ("TT picks its 1D systolic config here (narrow shape or a dimension within one tile); "
                 "kgen has no 1D dataflow to predict it with")
     gx, gy = arch.worker_grid
+    if spec.grid is not None and spec.grid[0] <= gx and spec.grid[1] <= gy:
+        gx, gy = spec.grid          # the user's core grid, when it fits the device's (user_core_coord)
     mt, nt, kt = height // TILE_HW, spec.n // TILE_HW, spec.k // TILE_HW
     pm, pn = math.ceil(mt / gy), max(1, math.ceil(nt / gx))
     w = 4

@@ -61,8 +61,12 @@ def run_tune(args) -> int:
 
     if args.report and not args.spec:
         path = _db_path(args)
-        if not path.is_file():
-            raise TuneDbError(f"--db {path}: no such database yet; `kgen tune SPEC --db {path}` makes one")
+        if path.is_dir():
+            raise TuneDbError(f"--db {path} is a folder; pass a database file such as tune.sqlite")
+        if not path.exists():
+            print(f"kgen tune database: {path}\n  nothing known yet: no database there (`kgen tune SPEC --db {path}` "
+                  f"makes one)")
+            return 0
         with TuneDb(path) as db:
             sys.stdout.write(db.report())
         return 0
