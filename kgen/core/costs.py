@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from functools import cache
+from types import MappingProxyType
 from typing import Mapping
 
 from kgen.core.arch import ArchFacts, load_arch
@@ -50,6 +51,7 @@ class MathCosts:
 class UnpackCosts:
     bytes_per_cycle: float
     overhead_per_tile: float
+    exponent_bytes: Mapping[str, int]    # a BFP tile's shared exponents, read beside the mantissas
 
 
 @dataclass(frozen=True)
@@ -115,8 +117,10 @@ class Costs:
     dispatch: DispatchCosts
 
     def unpack_tile(self, data_format: str) -> float:
-        """Cycles to unpack one tile of a format: its bytes at the unpacker's L1 rate, plus address setup."""
-        return self.arch.tile_bytes[data_format] / self.unpack.bytes_per_cycle + self.unpack.overhead_per_tile
+        """Cycles to unpack one tile of a format: its data bytes at the unpacker's L1 rate (a BFP tile's
+        exponents come over the unpacker's own extra read, in parallel), plus the per-tile overhead."""
+        data_bytes = self.arch.tile_bytes[data_format] - self.unpack.exponent_bytes.get(data_format, 0)
+        return data_bytes / self.unpack.bytes_per_cycle + self.unpack.overhead_per_tile
 
     def pack_tile(self, data_format: str, l1_acc: bool) -> float:
         """Cycles to pack one tile of a format from DST to L1 (L1 accumulation makes each write a read-modify-write)."""
@@ -124,12 +128,14 @@ class Costs:
         return cycles * (self.pack.l1_acc_factor if l1_acc else 1.0)
 
     def multicast_cycles(self, nbytes: int, destinations: int) -> float:
-        """One multicast of nbytes to `destinations` cores: per-transaction issue cost (transactions
-        of at most the NoC's burst), the payload at the multicast bandwidth, and the landing latency."""
+        """How long one multicast of nbytes to `destinations` cores occupies its sender: per-transaction
+        issue cost (transactions of at most the NoC's burst) and the payload at the multicast bandwidth.
+        The landing latency (`multicast.latency`) is not the sender's: it delays the receivers once per
+        pipeline fill, since the sender goes on to its next block without waiting for it."""
         mc = self.multicast
         transactions = -(-nbytes // self.arch.noc_max_burst_bytes)
         issue = transactions * (mc.issue_cycles + mc.issue_cycles_per_destination * destinations)
-        return issue + nbytes / mc.bandwidth.at(destinations) + mc.latency.at(destinations)
+        return issue + nbytes / mc.bandwidth.at(destinations)
 
 
 def _curve(rows: list[list[float]]) -> Curve:
@@ -146,7 +152,8 @@ def load_costs(arch_name: str) -> Costs:
     return Costs(
         arch=load_arch(arch_name),
         math=MathCosts(**raw["math"]),
-        unpack=UnpackCosts(**raw["unpack"]),
+        unpack=UnpackCosts(raw["unpack"]["bytes_per_cycle"], raw["unpack"]["overhead_per_tile"],
+                           MappingProxyType(dict(raw["unpack"]["exponent_bytes"]))),
         pack=PackCosts(**raw["pack"]),
         dram=DramCosts(**raw["dram"]),
         l1=L1Costs(**raw["l1"]),

@@ -74,6 +74,7 @@ class Prediction:
     utilization: float            # ideal / predicted, as GEMM_FLOPS.md defines device-based utilization
     critical_core: tuple[int, int]
     core_cycles: float            # the critical core's pipeline time
+    math_cycles: float            # its TRISC1 span (what TT's device-based utilization divides by)
     dram_floor_cycles: float
     blocks: int                   # K-block steps on the critical core
     processors: tuple[ProcessorTime, ...]
@@ -102,6 +103,10 @@ class _KernelCost:
         self.sections = 0             # DST sections (tile_regs_acquire) executed
         self.dram_bytes = 0           # bytes this kernel moves to or from DRAM on one core
         self.blocks = 0               # K-block steps: in0 blocks the compute kernel waited for
+        self.fill_latency = 0.0       # latency a pipeline fill waits for once: a multicast landing, a flag
+        self.write_cycles = 0.0       # the share of the busy cycles spent writing the output
+        self.writes = 0               # output write calls (one per subblock or row chunk)
+        self.feeds_inputs = False     # reads, multicasts or hands over an input CB's blocks
         l1_acc = False
         for o, n in counted(kernel.body):
             if o.kind == "pack_l1_acc":
@@ -171,6 +176,8 @@ class _KernelCost:
         c = self.costs
         k = o.kind
         tensors = self.tensors
+        if k in ("read_tiles", "mcast_cb", "sem_wait", "sem_inc"):
+            self.feeds_inputs = True
         if k == "read_tiles":
             tiles = int(o["rows"]) * int(o["cols"])
             page = tensors[o["tensor"]].page_bytes
@@ -192,18 +199,27 @@ class _KernelCost:
             if where == DRAM:
                 self.dram_bytes += n * nbytes
             rate = {DRAM: c.dram.write_bytes_per_cycle, L1: c.l1.write_bytes_per_cycle}.get(where)
-            self.add(processor, "dram" if where == DRAM else "noc", n * nbytes / rate if rate else 0.0)
+            cycles = n * nbytes / rate if rate else 0.0
+            self.add(processor, "dram" if where == DRAM else "noc", cycles)
+            self.write_cycles += cycles
+            self.writes += n
         elif k == "noc_write_barrier":
             latency = {DRAM: c.dram.write_latency, L1: c.l1.write_latency}.get(self.last_write, 0.0)
             self.add(processor, "dram" if self.last_write == DRAM else "noc", n * latency)
+            self.write_cycles += n * latency
         elif k == "mcast_cb":
-            self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), int(o["num_dests"])))
+            # the sender goes on once the data is issued; its landing delays the receivers once per fill
+            dests = int(o["num_dests"])
+            self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), dests))
+            self.fill_latency = max(self.fill_latency, c.multicast.latency.at(dests) + c.multicast.semaphore_latency)
         elif k == "mcast_sem_set":
             mc = c.multicast
-            issue = mc.issue_cycles + mc.issue_cycles_per_destination * int(o["num_dests"])
-            self.add(processor, "noc", n * (issue + mc.semaphore_latency))
+            self.add(processor, "noc", n * (mc.issue_cycles + mc.issue_cycles_per_destination * int(o["num_dests"])))
         elif k in ("sem_wait", "sem_inc"):
-            self.add(processor, "noc", n * c.multicast.semaphore_latency)
+            # In steady state the double-buffered CBs let the handshake of block b+1 overlap block b:
+            # a wait finds its value and an increment is posted; the one-way latency is paid per fill.
+            self.add(processor, "noc", n * c.sync.cb_op)
+            self.fill_latency = max(self.fill_latency, c.multicast.semaphore_latency)
         elif k in ("sem_set", "noc_writes_flushed") or k in _CB_OPS:
             self.add(processor, "sync", n * c.sync.cb_op)
 
@@ -218,7 +234,8 @@ class _KernelCost:
 @dataclass(frozen=True)
 class _CoreTime:
     core: tuple[int, int]
-    cycles: float
+    cycles: float                 # until the last output byte is written
+    math_cycles: float            # TRISC1's span: until the last DST section is handed to the packer
     blocks: int
     busy: Mapping[str, float]
     work: Mapping[str, Mapping[str, float]]
@@ -227,12 +244,15 @@ class _CoreTime:
     policy: Mapping[str, float]
 
 
-def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _CoreTime:
+def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost],
+               k_blocks: int) -> _CoreTime:
     busy: dict[str, float] = {}
     work: dict[str, Mapping[str, float]] = {}
     names: dict[str, str] = {}
     paced: dict[str, float] = {}
+    writing: dict[str, float] = {}
     blocks, sections, policy = 1, 1, {}
+    fill_latency, last_write, restarts = 0.0, 0.0, False
     for k in kernels:
         kc = cost_of[k.name]
         if k.processor == "TRISC":
@@ -242,21 +262,34 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
                 busy[p] = kc.total(p)
                 work[p] = dict(kc.busy[p])
                 names[p] = k.name
+        latency = kc.fill_latency
         sender = PACED_BY.get(k.role)
         if sender is not None and sender in cost_of:
             paced[k.processor] = cost_of[sender].total(k.processor)
+            latency = max(latency, cost_of[sender].fill_latency)
+        fill_latency = max(fill_latency, latency)
+        if kc.writes:
+            writing[k.processor] = kc.write_cycles
+            last_write = kc.write_cycles / kc.writes
+            # TT's in1 sender/receiver writer feeds in1 and writes the output in one loop: it reads the
+            # next out block's first K-block only after writing this block's last subblock, so the
+            # pipeline refills at every out block (reader_bmm_tile_layout_in1_*_writer_padding.cpp).
+            restarts = restarts or kc.feeds_inputs
+    out_blocks = max(1, blocks // max(k_blocks, 1)) if restarts else 1
     per_block = {p: max(busy.get(p, 0.0), paced.get(p, 0.0)) / blocks for p in PROCESSORS}
     # unpack and math hand SrcA/SrcB tile by tile: one compute stage at the slower of the two
     compute = max(per_block[UNPACK], per_block[MATH])
     readers = max(per_block[BRISC], per_block[NCRISC])
+    reading = max(per_block[p] - writing.get(p, 0.0) / blocks for p in (BRISC, NCRISC))
     stages = {"read": readers, "compute": compute, "pack": per_block[PACK]}
     slowest = max(stages, key=stages.get)
-    drain = per_block[PACK] * blocks / sections          # the last DST section's pack
-    cycles = readers + compute + drain + (blocks - 1) * stages[slowest]
+    fill = reading + fill_latency + compute             # the first K-block through the readers and the FPU
+    drain = per_block[PACK] * blocks / sections + last_write   # the last DST section's pack and write
+    cycles = out_blocks * (fill + drain) + (blocks - out_blocks) * stages[slowest]
     bottleneck_processor = {"read": BRISC if per_block[BRISC] >= per_block[NCRISC] else NCRISC,
                             "compute": UNPACK if per_block[UNPACK] > per_block[MATH] else MATH,
                             "pack": PACK}[slowest]
-    return _CoreTime(core, cycles, blocks, busy, work, names, bottleneck_processor, policy)
+    return _CoreTime(core, cycles, cycles - drain, blocks, busy, work, names, bottleneck_processor, policy)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -286,7 +319,8 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
             names = tuple(k.name for k in program.kernels if k.runs_on((x, y)))
             if names:
                 by_set.setdefault(names, (x, y))
-    times = [_core_time(core, [program.kernel(n) for n in names], cost_of) for names, core in by_set.items()]
+    times = [_core_time(core, [program.kernel(n) for n in names], cost_of, p.num_blocks)
+             for names, core in by_set.items()]
     critical = max(times, key=lambda t: t.cycles)
 
     # every byte the kernels move to or from DRAM, on every core that runs them
@@ -318,6 +352,6 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     return Prediction(
         arch=p.arch.name, clock_mhz=costs.arch.clock_mhz, cycles=cycles, microseconds=seconds * 1e6,
         tflops=flops / seconds / 1e12, ideal_cycles=ideal, utilization=ideal / cycles,
-        critical_core=critical.core, core_cycles=critical.cycles, dram_floor_cycles=floor, blocks=critical.blocks,
+        critical_core=critical.core, core_cycles=critical.cycles, math_cycles=critical.math_cycles, dram_floor_cycles=floor, blocks=critical.blocks,
         processors=processors, bottleneck=bottleneck, bottleneck_share=min(1.0, share), policy=p.policy,
         policy_cost=policy_cost, trace_us=costs.dispatch.trace_us, host_us=costs.dispatch.host_us)

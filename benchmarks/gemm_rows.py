@@ -1,0 +1,197 @@
+"""TT's published GEMM measurements (benchmarks/data/, transcribed from tt-metal's
+tech_reports/GEMM_FLOPS/GEMM_FLOPS.md @06bd3735; SOURCES.md) and the program config of every
+manually tuned row, reproduced from the benchmark's parameter table (test_benchmark.py @beafc1a1,
+test_matmul_2d_host_perf; TEST_BENCHMARK.md) as a kgen spec.
+
+    rows(card, kind)   -> the table's rows: card n150 | p150 | p150_11x10, kind manual | oob
+    manual_config(row) -> TT's program and compute config for a manual row (grid, blocks, subblock, policy)
+    manual_spec(row)   -> that config as .kspec text that `kgen check` / `kgen perf` take
+    placement(row)     -> where the row keeps its tensors, for kgen.perf.model.predict
+
+The benchmark's derivation is restated here on purpose, as the benchmark's own rule: it is what
+TT ran, not kgen's planner (which only checks the result).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
+CARDS = ("n150", "p150", "p150_11x10")
+KINDS = ("manual", "oob")
+CARD_ARCH = {"n150": "wormhole_b0", "p150": "blackhole", "p150_11x10": "blackhole"}
+# The clock the benchmark converts time to cycles with (hard-coded in test_benchmark.py; TEST_BENCHMARK.md).
+CARD_MHZ = {"n150": 1000, "p150": 1350, "p150_11x10": 1350}
+CYCLES_PER_TILE = {"LoFi": 16, "HiFi2": 32, "HiFi3": 48, "HiFi4": 64}
+KGEN_DTYPE = {"BFLOAT16": "bfloat16", "BFLOAT8_B": "bfloat8_b", "BFLOAT4_B": "bfloat4_b", "FLOAT32": "float32"}
+TILE = 32
+
+# test_benchmark.py's subblock preference, (h, w), largest h*w first (TT-Metal's SUBBLOCK_HW_CHOICES order).
+_SUBBLOCKS = ((4, 2), (2, 4), (8, 1), (1, 8), (7, 1), (1, 7), (3, 2), (2, 3), (6, 1), (1, 6), (5, 1), (1, 5),
+              (2, 2), (4, 1), (1, 4), (3, 1), (1, 3), (2, 1), (1, 2), (1, 1))
+
+
+@dataclass(frozen=True)
+class Row:
+    card: str
+    kind: str
+    index: int                    # row number in the table, from 0
+    m: int
+    k: int
+    n: int
+    use_trace: bool
+    grid: tuple[int, int]         # (x columns, y rows)
+    in0_storage: str
+    in1_storage: str
+    out_storage: str
+    dtype: str                    # BFLOAT16 | BFLOAT8_B | BFLOAT4_B
+    math_fidelity: str
+    inference_time_ns: float      # host-measured time per op (100 ops, trace or not)
+    tflops: float
+    host_util_pct: float
+    device_util_pct: float        # ideal cycles / mean TRISC1 kernel duration, in %
+    in0_sharded: bool = False
+    out_sharded: bool = False
+
+    @property
+    def arch(self) -> str:
+        return CARD_ARCH[self.card]
+
+    @property
+    def ideal_cycles(self) -> float:
+        """TT's ideal: M*K*N / 32^3 tile products at the fidelity's cycles per tile over the row's grid."""
+        gx, gy = self.grid
+        return self.m * self.k * self.n / TILE ** 3 * CYCLES_PER_TILE[self.math_fidelity] / (gx * gy)
+
+    @property
+    def device_cycles(self) -> float:
+        """The measured mean TRISC1 kernel duration, back from the device-based utilization."""
+        return self.ideal_cycles / (self.device_util_pct / 100)
+
+    @property
+    def label(self) -> str:
+        shard = " sharded" if self.in0_sharded else ""
+        return (f"{self.m}x{self.k}x{self.n} {self.dtype.lower()} {self.math_fidelity}"
+                f"{' trace' if self.use_trace else ''}{shard}")
+
+
+def _bool(text: str) -> bool:
+    if text not in ("true", "false"):
+        raise ValueError(f"not true/false: {text!r}")
+    return text == "true"
+
+
+@cache
+def rows(card: str, kind: str) -> tuple[Row, ...]:
+    if card not in CARDS or kind not in KINDS:
+        raise ValueError(f"card must be one of {CARDS} and kind one of {KINDS}")
+    out = []
+    with open(DATA / f"gemm_flops_{card}_{kind}.csv", newline="") as f:
+        for i, r in enumerate(csv.DictReader(f)):
+            out.append(Row(
+                card=card, kind=kind, index=i, m=int(r["m"]), k=int(r["k"]), n=int(r["n"]),
+                use_trace=_bool(r["use_trace"]), grid=(int(r["grid_x"]), int(r["grid_y"])),
+                in0_storage=r["in0_storage"], in1_storage=r["in1_storage"], out_storage=r["out_storage"],
+                dtype=r["dtype"], math_fidelity=r["math_fidelity"], inference_time_ns=float(r["inference_time_ns"]),
+                tflops=float(r["tflops"]), host_util_pct=float(r["host_util_pct"]),
+                device_util_pct=float(r["device_util_pct"]),
+                in0_sharded=_bool(r.get("in0_sharded") or "false"), out_sharded=_bool(r.get("out_sharded") or "false")))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ManualConfig:
+    """TT's MatmulMultiCoreReuseMultiCastProgramConfig and compute config for one manual row."""
+    grid: tuple[int, int]
+    in0_block_w: int
+    per_core: tuple[int, int]     # (M, N) tiles
+    out_block: tuple[int, int]    # (h, w) tiles
+    out_subblock: tuple[int, int]  # (h, w) tiles
+    in0_sharded: bool
+    out_sharded: bool
+    # WormholeComputeKernelConfig of the benchmark (TEST_BENCHMARK.md): fp32 dest off, packer L1
+    # accumulation on, approximate math on, dst_full_sync left at its default (off).
+    packer_l1_acc: bool = True
+    fp32_dest_acc: bool = False
+    math_approx: bool = True
+
+
+@cache
+def _param_table() -> dict[tuple[str, int, int, int], dict[str, str]]:
+    """The benchmark's per-core shape tuples, keyed by (dtype, m, k, n) per core."""
+    table: dict[tuple[str, int, int, int], dict[str, str]] = {}
+    with open(DATA / "test_benchmark_params.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            key = (r["dtype"], int(r["m"]), int(r["k"]), int(r["n"]))
+            if key in table:
+                raise ValueError(f"two parameter tuples for {key}")
+            table[key] = r
+    return table
+
+
+def _subblock(out_block_h: int, out_block_w: int, out_sharded: bool) -> tuple[int, int]:
+    for h, w in _SUBBLOCKS:
+        if out_sharded and h != 1:       # a sharded output is written row by row of subblocks
+            continue
+        if out_block_h % h == 0 and out_block_w % w == 0:
+            return h, w
+    return 1, 1
+
+
+def manual_config(row: Row) -> ManualConfig:
+    if row.kind != "manual":
+        raise ValueError("only the manually tuned rows have a program config")
+    gx, gy = row.grid
+    # The tuples are per core: M = m * gy, K = k * gx, N = n * gx.
+    m, k, n = row.m // gy, row.k // gx, row.n // gx
+    p = _param_table()[(row.dtype, m, k, n)]
+    if _bool(p["in0_sharded"]) != row.in0_sharded or _bool(p["out_sharded"]) != row.out_sharded:
+        raise ValueError(f"row {row.index} of {row.card}: sharding differs from its parameter tuple")
+    per_core_m, per_core_n = m // TILE, n // TILE
+    in0_block_w = k // TILE // int(p["in0_block_w_div"])
+    out_h, out_w = per_core_m // int(p["num_out_blocks_h"]), per_core_n // int(p["num_out_blocks_w"])
+    return ManualConfig(grid=row.grid, in0_block_w=in0_block_w, per_core=(per_core_m, per_core_n),
+                        out_block=(out_h, out_w), out_subblock=_subblock(out_h, out_w, row.out_sharded),
+                        in0_sharded=row.in0_sharded, out_sharded=row.out_sharded)
+
+
+def manual_spec(row: Row, name: str | None = None) -> str:
+    """TT's manual config of a row as kgen spec text (kgen's shape is M x N x K)."""
+    c = manual_config(row)
+    dt = KGEN_DTYPE[row.dtype]
+    name = name or f"gemm_{row.card}_{row.index}"
+    return f"""matmul {name} {{
+    arch = {row.arch}
+    shape = {row.m} x {row.n} x {row.k}
+    dtype {{ in0 = {dt}  in1 = {dt}  out = {dt} }}
+    grid = {c.grid[0]} x {c.grid[1]}
+    dataflow = mcast_2d
+    block {{
+        in0_block_w = {c.in0_block_w}
+        per_core = {c.per_core[0]} x {c.per_core[1]}
+        out_block = {c.out_block[0]} x {c.out_block[1]}
+        out_subblock = {c.out_subblock[0]} x {c.out_subblock[1]}
+    }}
+    compute {{
+        math_fidelity = {row.math_fidelity}
+        fp32_dest_acc = {str(c.fp32_dest_acc).lower()}
+        packer_l1_acc = {str(c.packer_l1_acc).lower()}
+        math_approx = {str(c.math_approx).lower()}
+        dst_full_sync = false
+    }}
+}}
+"""
+
+
+def placement(row: Row) -> dict[str, str]:
+    """Where the row's tensors live: in0 block-sharded and the output block-sharded in L1 when the
+    row says so (each core's block already in its CB), else interleaved in DRAM."""
+    out: dict[str, str] = {}
+    if row.in0_sharded:
+        out["in0"] = "sharded"
+    if row.out_sharded:
+        out["out"] = "sharded"
+    return out
