@@ -32,13 +32,14 @@ table marks it `padded`.
 
 **TT's manual (benchmark) choice.** tests/ttnn/unit_tests/benchmarks/test_benchmark.py
 (test_matmul_2d_host_perf) picks per shape; its rows and rule live in benchmarks/gemm_rows.py
-(`manual_spec(row)`), read here when that file exists.
+(`rows(card, kind)`, `manual_spec(row)`, `placement(row)`), read here when that file exists.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 from dataclasses import dataclass, replace
 from functools import cache
 from types import ModuleType
@@ -178,7 +179,7 @@ def tt_auto(spec: MatmulSpec) -> Choice:
 # the benchmark's manual configuration (benchmarks/gemm_rows.py, when present)
 # ----------------------------------------------------------------------------------------------
 
-CARDS = {"wormhole_b0": "n150", "blackhole": "p150"}
+CARDS = {"wormhole_b0": ("n150",), "blackhole": ("p150", "p150_11x10")}
 
 
 @cache
@@ -194,33 +195,35 @@ def gemm_rows() -> ModuleType | None:
         return None
     module_spec = importlib.util.spec_from_file_location("kgen_gemm_rows", path)
     module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_spec.name] = module          # dataclasses look their module up while it loads
     try:
         module_spec.loader.exec_module(module)
-    except Exception:       # a half-written file of another branch: no manual column
+    except Exception:       # noqa: BLE001 - a checkout without its data: no manual column
+        del sys.modules[module_spec.name]
         return None
     return module
 
 
-def _dtype_name(value: object) -> str:
-    return str(value).split(".")[-1].lower()
-
-
-def benchmark_row(spec: MatmulSpec, kind: str = "manual") -> dict | None:
+def benchmark_row(spec: MatmulSpec, kind: str = "manual"):
     """The row of TT's published table (kind manual | oob) for this spec's card, shape, dtype and
-    fidelity, if there is one."""
+    fidelity, if there is one (on Blackhole the 13 x 10 table first, the 11 x 10 one when the
+    spec's grid is 11 x 10)."""
     mod = gemm_rows()
-    card = CARDS.get(spec.arch)
-    if mod is None or card is None or spec.batch != 1:
+    if mod is None or spec.batch != 1:
         return None
-    try:
-        rows = mod.rows(card, kind)
-    except Exception:
-        return None
-    for r in rows:
-        if (int(r["m"]), int(r["k"]), int(r["n"])) == (spec.m, spec.k, spec.n) \
-                and _dtype_name(r["dtype"]) == spec.dtype_in0 \
-                and str(r["math_fidelity"]).split(".")[-1] == spec.compute.math_fidelity:
-            return r
+    cards = CARDS.get(spec.arch, ())
+    if spec.grid == (11, 10):
+        cards = tuple(reversed(cards))
+    for card in cards:
+        try:
+            rows = mod.rows(card, kind)
+        except Exception:   # noqa: BLE001 - missing data
+            continue
+        for r in rows:
+            if (r.m, r.k, r.n) == (spec.m, spec.k, spec.n) and mod.KGEN_DTYPE.get(r.dtype) == spec.dtype_in0 \
+                    and spec.dtype_in1 == spec.dtype_in0 == spec.dtype_out \
+                    and r.math_fidelity == spec.compute.math_fidelity:
+                return r
     return None
 
 

@@ -201,13 +201,22 @@ def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = F
     decide("in0_block_w", b.in0_block_w is None, b.in0_block_w)
     decide("out_subblock", b.out_subblock is None, b.out_subblock)
     decide("dataflow", "dataflow" not in spec.spans, spec.dataflow)
-    decide("packer_l1_acc", "compute.packer_l1_acc" not in spec.spans, spec.compute.packer_l1_acc)
+    decide("packer_l1_acc", _from_ttnn_defaults(spec, "compute.packer_l1_acc"), spec.compute.packer_l1_acc)
     if allow_precision:
         searched += ["math_fidelity", "fp32_dest_acc"]
     else:
         fixed["math_fidelity"] = spec.compute.math_fidelity
         fixed["fp32_dest_acc"] = spec.compute.fp32_dest_acc
     return Space(mode, tuple(searched), None if "grid" in searched else spec.grid, fixed, padded)
+
+
+def _from_ttnn_defaults(spec: MatmulSpec, key: str) -> bool:
+    """Whether a compute value comes from TTNN's defaults (configs/compute/ttnn_default.kspec), not
+    from the spec or a preset it names."""
+    from kgen.gen.spec import DEFAULT_COMPUTE
+
+    span = spec.spans.get(key)
+    return span is None or Path(span.path).name == f"{DEFAULT_COMPUTE}.kspec"
 
 
 @dataclass(frozen=True)
