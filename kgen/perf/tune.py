@@ -182,7 +182,10 @@ def tiles(spec: MatmulSpec) -> tuple[int, int, int]:
 
 
 def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = False,
-                 padded: bool = False) -> Space:
+                 padded: bool = False, keep: Iterable[str] = ()) -> Space:
+    """The searched and fixed fields; `keep` names fields held at the spec's value whatever the mode
+    (e.g. the dataflow where a placement only suits one)."""
+    keep = set(keep)
     if mode not in SPACES:
         raise TuneError(f"--space {mode!r}: expected one of {', '.join(SPACES)}")
     b = spec.block
@@ -190,7 +193,7 @@ def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = F
     fixed: dict[str, object] = {}
 
     def decide(name: str, open_: bool, value: object) -> None:
-        if mode == "all" or open_:
+        if name not in keep and (mode == "all" or open_):
             searched.append(name)
         else:
             fixed[name] = value
@@ -382,6 +385,7 @@ POOL_MIN_CANDIDATES = 2000       # below this a process pool costs more than it 
 
 
 def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False, padded: bool = False,
+         keep: tuple[str, ...] = (),
          placement: Mapping[str, str] | None = None, top: int = 1, budget: int = DEFAULT_BUDGET, seed: int = 0,
          known: Mapping[str, Outcome] | None = None, progress: Callable[[int, int], None] | None = None,
          prune: bool = True, keep_all: bool = False, jobs: int = 1) -> TuneResult:
@@ -393,7 +397,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     processes evaluate a group's candidates in chunks (fork; the groups stay in bound order)."""
     if top < 1:
         raise TuneError(f"--top {top}: expected at least 1")
-    sp = search_space(spec, space, allow_precision, padded)
+    sp = search_space(spec, space, allow_precision, padded, keep)
     start = time.perf_counter()
     stats = SearchStats()
     groups = _groups(spec, sp)
@@ -479,7 +483,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     if stats.bound_violations and prune:
         # the lower bound no longer holds for the model (its constants changed shape): search again
         # without it, so the answer stays exhaustive
-        return tune(spec, space=space, allow_precision=allow_precision, padded=padded, placement=placement, top=top, budget=budget,
+        return tune(spec, space=space, allow_precision=allow_precision, padded=padded, keep=keep, placement=placement, top=top, budget=budget,
                     seed=seed, known=known, progress=progress, prune=False, keep_all=keep_all, jobs=jobs)
     stats.seconds = time.perf_counter() - start
     ranked = tuple(sorted(legal, key=_rank_key)) if keep_all else tuple(best)
