@@ -40,7 +40,7 @@ from kgen.core.arch import load_arch
 from kgen.core.costs import FIDELITY_PHASES, load_costs
 from kgen.core.errors import KgenError, SpecError
 from kgen.core.resources import data_dir
-from kgen.core.types import TILE_HW
+from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
 from kgen.gen.plan import Plan, PlanError, dst_capacity, plan as make_plan
 from kgen.gen.spec import BlockSpec, MatmulSpec
 
@@ -263,16 +263,20 @@ class _Group:
 
 
 def lower_bound_cycles(arch_name: str, per_core: tuple[int, int], kt: int, fidelity: str,
-                       fp32_dest_acc: bool) -> float:
-    """Cycles no plan with this per-core block can beat in the model: the matrix engine's busy time
-    for its tile products (configs/perf [math]: cycles per tile and phase plus the per-tile issue
-    overhead, times the fp32 dest factor). The model's core time is fill + (blocks - 1) x bottleneck
-    + drain, at least the compute stage's total, which is at least this."""
-    m = load_costs(arch_name).math
+                       fp32_dest_acc: bool, in0_format: str = "Float16_b", in1_format: str = "Float16_b") -> float:
+    """Cycles no plan with this per-core block can beat in the model: its compute stage (the slower
+    of unpacker and matrix engine, tile by tile) over per_core_M x per_core_N x Kt tile products.
+    The matrix engine costs each product cycles per phase x phases plus the per-tile issue overhead
+    (times the fp32 dest factor); the unpacker streams at least one operand tile per product, at the
+    cheaper operand's rate (configs/perf). The model's core time, fills and drains included, is at
+    least the compute stage's total over the K-blocks, which is at least this."""
+    costs = load_costs(arch_name)
+    m = costs.math
     per_tile = m.cycles_per_tile_phase * FIDELITY_PHASES[fidelity] + m.overhead_per_tile
     if fp32_dest_acc:
         per_tile *= m.fp32_dest_factor
-    return per_core[0] * per_core[1] * kt * per_tile
+    unpack = min(costs.unpack_tile(in0_format), costs.unpack_tile(in1_format))
+    return per_core[0] * per_core[1] * kt * max(per_tile, unpack)
 
 
 def _values(space: Space, name: str, options: Iterable) -> list:
@@ -322,7 +326,9 @@ def _groups(spec: MatmulSpec, space: Space) -> list[_Group]:
                         blocks.append((ob, subs))
                 if blocks:
                     groups.append(_Group(grid, pc, fidelity, fp32,
-                                         lower_bound_cycles(spec.arch, pc, kt, fidelity, fp32),
+                                         lower_bound_cycles(spec.arch, pc, kt, fidelity, fp32,
+                                                            DTYPE_TO_FORMAT[spec.dtype_in0],
+                                                            DTYPE_TO_FORMAT[spec.dtype_in1]),
                                          tuple(blocks), widths, policies, dataflows))
     return groups
 
@@ -476,6 +482,11 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
                     outcomes.append(o)
                     take(o, g.bound_cycles)
                 tick(len(chunk_outcomes))
+    except BaseException:
+        if pool is not None:
+            pool.terminate()            # an interrupt stops the workers now
+            pool = None
+        raise
     finally:
         if pool is not None:
             pool.close()
@@ -663,17 +674,23 @@ def verify_spec_text(text: str, numerics: str = "auto", seed: int = 0) -> dict:
             "steps": steps, "seconds": round(time.perf_counter() - start, 3)}
 
 
+def require_ray():
+    """The ray module, or exit 2 saying how to get it."""
+    try:
+        import ray
+    except ImportError:
+        raise TuneError("--engine ray needs Ray, which is not installed; install it with "
+                        "pip install 'kgen[ray]' (or pip install ray), or use --engine local") from None
+    return ray
+
+
 class Engine:
     """Runs verification jobs: `local` (in this process, one after another) or `ray`."""
 
     def __init__(self, name: str = "local", address: str | None = None, workers: int | None = None):
         self.name = name
         if name == "ray":
-            try:
-                import ray
-            except ImportError:
-                raise TuneError("--engine ray needs Ray, which is not installed; install it with "
-                                "pip install 'kgen[ray]' (or pip install ray), or use --engine local") from None
+            ray = require_ray()
             import os
             address = address or os.environ.get("RAY_ADDRESS") or None
             try:

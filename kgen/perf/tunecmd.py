@@ -76,7 +76,13 @@ def run_tune(args) -> int:
     if args.no_db and (args.db or args.report):
         raise SpecError("--no-db cannot go with --db or --report")
     output = _check_output(args.output) if args.output else None
-    engine = Engine(args.engine, args.ray_address, args.ray_workers) if args.engine == "ray" else None
+    engine = None
+    if args.engine == "ray":
+        from kgen.perf.tune import require_ray
+
+        require_ray()                   # before the search: a missing Ray is the user's to fix (exit 2)
+        if args.verify:
+            engine = Engine(args.engine, args.ray_address, args.ray_workers)
     spec = resolve(load_file(args.spec), args.variant)
 
     db = None if args.no_db else TuneDb(_db_path(args))

@@ -28,6 +28,17 @@ def small_all_space():
     return load(SMALL)
 
 
+@pytest.mark.parametrize("dtype, fidelity", [("bfloat8_b", "LoFi"), ("bfloat4_b", "LoFi"), ("float32", "HiFi4")])
+def test_bound_holds_for_unpack_bound_formats(dtype, fidelity):
+    """LoFi block-float matmuls are unpack-bound in the model: the bound's unpack term must hold too."""
+    spec = _spec(f"arch = blackhole\n shape = 640 x 832 x 832\n dtype {{ in0 = {dtype} in1 = {dtype} out = {dtype} }}\n"
+                 f" compute {{ math_fidelity = {fidelity} }}")
+    full = tune(spec, space="all", top=3, prune=False)
+    assert full.stats.bound_violations == 0 and full.stats.predicted > 100
+    pruned = tune(spec, space="all", top=3)
+    assert [s.candidate for s in pruned.ranked] == [s.candidate for s in full.ranked]
+
+
 def test_pruned_search_is_the_exhaustive_one():
     spec = small_all_space()
     full = tune(spec, space="all", top=5, prune=False, keep_all=True)
@@ -45,7 +56,8 @@ def test_lower_bound_holds_for_every_prediction():
     _, _, kt = tiles(spec)
     for s in full.ranked:
         c = s.candidate
-        assert s.cycles >= lower_bound_cycles(spec.arch, c.per_core, kt, c.math_fidelity, c.fp32_dest_acc)
+        assert s.cycles >= lower_bound_cycles(spec.arch, c.per_core, kt, c.math_fidelity, c.fp32_dest_acc,
+                                              "Float16_b", "Float16_b")
 
 
 def test_the_planner_is_the_only_filter():
