@@ -168,3 +168,31 @@ def test_allow_precision_shows_the_predicted_error():
     data = json.loads(proc.stdout)
     assert "math_fidelity" in data["space"]["searched"]
     assert all(r["error"] is not None and 0 <= r["error"] < 1 for r in data["ranked"])
+
+
+def test_progress_bar_on_a_terminal():
+    """On a terminal (a pty of 120 columns), tqdm's bar goes to stderr and stdout keeps the table."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "kgen", "tune", PEAK, "--space", "all", "--no-db", "-j", "1"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out, _ = proc.communicate(timeout=600)
+    os.close(master)
+    assert proc.returncode == 0
+    assert b"kgen tune:" in seen and b"cand" in seen and b"%|" in seen
+    assert b"against TT-Metal" in out and b"cand/s" not in out
