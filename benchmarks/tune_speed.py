@@ -12,13 +12,12 @@ import argparse
 import statistics
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kgen.gen.spec import BlockSpec, load, parse_text, resolve  # noqa: E402
+from kgen.gen.spec import load, parse_text, resolve  # noqa: E402
 from kgen.perf.tune import Engine, spec_text, tune  # noqa: E402
 
 RATE_TARGET = 2000

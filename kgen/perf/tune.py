@@ -38,7 +38,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 
 from kgen.core.arch import load_arch
 from kgen.core.costs import FIDELITY_PHASES, load_costs
-from kgen.core.errors import KgenError, SpecError
+from kgen.core.errors import KgenError
 from kgen.core.resources import data_dir
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
 from kgen.gen.plan import Plan, PlanError, dst_capacity, plan as make_plan
@@ -589,13 +589,6 @@ def target_of(spec: MatmulSpec, placement: Mapping[str, str] | None = None) -> d
 
 def target_key(target: Mapping[str, object]) -> str:
     return json.dumps(target, sort_keys=True, separators=(",", ":"))
-
-
-def check_spec_for_tuning(spec: MatmulSpec) -> None:
-    """Shapes kgen cannot tune: none so far beyond what the spec parser rejects; a spec that fixes
-    everything still tunes (a space of one)."""
-    if spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW:
-        raise SpecError("tune needs whole tiles", spec.span("shape"))
 
 
 # ----------------------------------------------------------------------------------------------

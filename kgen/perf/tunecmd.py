@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from kgen.core.errors import SpecError
-from kgen.perf.tune import (Candidate, Engine, Scored, TuneError, TuneResult, predicted_error, spec_text,
+from kgen.perf.tune import (Engine, Scored, TuneError, TuneResult, predicted_error, spec_text,
                             target_of, tune)
 
 

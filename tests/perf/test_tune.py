@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from dataclasses import replace
 
@@ -12,9 +11,9 @@ from conftest import ROOT
 from kgen.core.errors import KgenError
 from kgen.gen.pipeline import run
 from kgen.gen.plan import PlanError, plan
-from kgen.gen.spec import BlockSpec, load, parse_text, resolve
+from kgen.gen.spec import load, parse_text, resolve
 from kgen.perf.model import predict
-from kgen.perf.tune import (Candidate, Outcome, Scored, _groups, candidate_of, lower_bound_cycles, search_space,
+from kgen.perf.tune import (candidate_of, lower_bound_cycles, search_space,
                             spec_text, target_of, tiles, tune)
 from kgen.perf.tunedb import TuneDb
 from kgen.perf.ttchoice import tt_auto, tt_auto_config
