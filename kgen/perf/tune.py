@@ -15,12 +15,16 @@ The search (issue #16):
 - **Cost.** `kgen.perf.model.predict` over the lowered IR (the IR is verified for the winners, by
   `--verify`, not for every candidate).
 - **Pruning.** Candidates are grouped by (per_core, fidelity, fp32 dest); each group has a lower
-  bound on the model's time: the matrix engine's busy cycles for per_core_M x per_core_N x Kt tile
-  products at the fidelity's cost per tile (configs/perf), which no pipeline can beat (the model
-  takes fill + (blocks - 1) x bottleneck + drain >= the compute stage's total). Groups are taken
-  in the order of their bound and a group whose bound is no better than the K-th best time found so
-  far is skipped whole: the result is the exhaustive one. A group whose per_core the planner
-  rejects (too many cores along an axis) is rejected by one plan() call.
+  bound on the model's time: its compute stage (the slower of the matrix engine and the unpacker)
+  over per_core_M x per_core_N x Kt tile products at the costs of configs/perf, which no pipeline
+  in the model beats (`lower_bound_cycles`). Groups are taken in the order of their bound and a
+  group whose bound is no better than the K-th best time found so far is skipped whole: the result
+  is the exhaustive one. A prediction below its bound (a model whose structure changed) makes the
+  search run again without pruning. A group whose per_core the planner rejects (too many cores
+  along an axis) is rejected by one plan() call.
+- **Padded per_core** (`padded=True`): per_core values that do not divide the tiles, predicted on
+  the shape padded up to whole per-core blocks, as TT's padding kernels compute it; kgen cannot
+  build those yet.
 - **Sampling.** When the space holds more than `budget` candidates, `budget` of them are drawn
   with `random.Random(seed)`: the same seed gives the same winner.
 """
