@@ -36,6 +36,8 @@ def _build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--variant", help="predict one of the spec's variants")
     perf.add_argument("--json", action="store_true", help="print the prediction as JSON")
 
+    _tune_parser(sub)
+
     ir = sub.add_parser("ir", help="print the block-lifecycle IR of every kernel")
     ir.add_argument("spec", help="path to a .kspec file")
     ir.add_argument("--variant", help="lower one of the spec's variants")
@@ -114,6 +116,51 @@ def _build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--force", action="store_true", help="fetch again even if the cache has this version")
     headers_sub.add_parser("path", help="print the header tree kgen would use")
     return parser
+
+
+def _tune_parser(sub) -> None:
+    tune = sub.add_parser("tune", help="the fastest legal configuration under the performance model; verify the "
+                                       "winners; keep every result in a database")
+    tune.add_argument("spec", nargs="?", help="path to a .kspec file (not needed with --report)")
+    tune.add_argument("--variant", help="tune one of the spec's variants")
+    tune.add_argument("--space", choices=("auto", "all"), default="auto",
+                      help="auto: what the spec leaves open (auto values, an absent dataflow line, packer_l1_acc "
+                           "from TTNN's defaults); all: grid, every block field, dataflow and policy (default: auto)")
+    tune.add_argument("--allow-precision", action="store_true",
+                      help="also search math fidelity and fp32 dest accumulation; shows each pick's predicted error")
+    tune.add_argument("--padded", action="store_true",
+                      help="also per_core values that do not divide (TT's padded last block): predicted, "
+                           "not buildable by kgen yet")
+    tune.add_argument("--top", type=_positive_int, default=5, metavar="K", help="show (and verify) the K best (default: 5)")
+    tune.add_argument("--verify", action="store_true",
+                      help="build, type-check, emulate and port-check the top K; a failing one is dropped")
+    tune.add_argument("--numerics", choices=("auto", "exact", "fast"), default="auto",
+                      help="emulation numerics of --verify (auto: exact up to 2^28 MACs, else fast)")
+    tune.add_argument("-o", "--output", metavar="FILE", help="write the winner as a .kspec")
+    tune.add_argument("--db", metavar="PATH", help="the SQLite database (default: $KGEN_CACHE_DIR/tune/tune.sqlite)")
+    tune.add_argument("--no-db", action="store_true", help="neither read nor write a database")
+    tune.add_argument("--report", action="store_true", help="print what the database knows, per target")
+    tune.add_argument("--engine", choices=("local", "ray"), default="local",
+                      help="where verification jobs run: this process, or Ray (RAY_ADDRESS / --ray-address, "
+                           "else a local Ray)")
+    tune.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS, else local)")
+    tune.add_argument("--ray-workers", type=_positive_int, metavar="N", help="CPUs of a local Ray (default: all)")
+    tune.add_argument("--budget", type=_positive_count, default=1_000_000, metavar="N",
+                      help="candidates searched at most; a larger space is sampled, seeded (default: 1000000)")
+    tune.add_argument("--seed", type=_seed, default=0, help="sampling seed (default: 0)")
+    tune.add_argument("-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
+                      help="processes that plan and predict (default: the number of CPUs)")
+    tune.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _positive_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= 100_000_000:
+        raise argparse.ArgumentTypeError(f"expected 1 to 100000000, got {value}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -208,7 +255,7 @@ _PATH_FLAGS = {"output": ("-o", "an output folder"), "trace": ("--trace", "a tra
                "keep": ("--keep", "a folder for the generated specs"),
                "reference": ("--reference", "a reference compute kernel"), "sfpi": ("--sfpi", "the SFPI folder"),
                "headers": ("--headers", "a TT-Metal header tree"), "firmware": ("--firmware", "a firmware folder"),
-               "from_wheel": ("--from-wheel", "a ttnn wheel")}
+               "from_wheel": ("--from-wheel", "a ttnn wheel"), "db": ("--db", "a database file")}
 
 
 def _resolve_user_paths(args: argparse.Namespace) -> None:
@@ -262,6 +309,9 @@ def _run(args: argparse.Namespace) -> int:
     _resolve_user_paths(args)
     if args.command in ("doctor", "headers"):
         return _run_toolchain(args)
+    if args.command == "tune":
+        from kgen.perf.tunecmd import run_tune
+        return run_tune(args)
     if args.command == "fuzz":
         from kgen.proof.fuzz import run_fuzz
         return run_fuzz(count=args.count, seed=args.seed, start=args.start, keep=args.keep,

@@ -88,7 +88,13 @@ def test_readme_command_runs_as_written(command, fresh_clone, empty_cache, host_
     if words[:2] == ["kgen", "build"] and not {"--no-compile"} & set(words):
         # Built and type-checked for real: not skipped, not failed.
         assert re.search(r"(type-checked|compiled) +\d+ kernel builds", proc.stdout), proc.stdout
-    if "-o" in words:
+    if "-o" in words and words[:2] == ["kgen", "tune"]:
+        # kgen tune -o writes the winner as a spec, which kgen check must take
+        out = fresh_clone / words[words.index("-o") + 1]
+        check = subprocess.run(["kgen", "check", str(out)], cwd=fresh_clone, env=env, capture_output=True, text=True,
+                               timeout=300)
+        assert out.is_file() and check.returncode == 0, check.stderr
+    elif "-o" in words:
         out = fresh_clone / words[words.index("-o") + 1]
         assert out.is_dir() and any(out.iterdir()), f"-o {out} holds no build"
 

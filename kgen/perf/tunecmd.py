@@ -1,0 +1,278 @@
+"""`kgen tune`'s command: search (kgen/perf/tune.py), the database (tunedb.py), verification on
+an engine, TT-Metal's own choices beside the pick (ttchoice.py), the table and the written spec."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Mapping
+
+from kgen.core.errors import SpecError
+from kgen.perf.tune import (Engine, Scored, TuneError, TuneResult, predicted_error, spec_text,
+                            target_of, tune)
+
+
+def _progress_bar(enabled: bool):
+    """tqdm on stderr; silent when stderr is not a terminal."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="cand", desc="kgen tune", file=sys.stderr, disable=not enabled, leave=False,
+               dynamic_ncols=True, mininterval=0.2)
+
+    def update(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.n = done
+        bar.refresh() if done >= total else bar.update(0)
+    return bar, update
+
+
+def _check_output(path: str) -> Path:
+    out = Path(path)
+    if out.is_dir():
+        raise SpecError(f"-o {path} is a folder", hint="pass a file path such as best.kspec")
+    if not out.parent.is_dir():
+        raise SpecError(f"-o {path}: the folder {out.parent} does not exist", hint="create it first")
+    return out
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise SpecError(f"-o {path}: cannot write it: {exc.strerror or exc}") from None
+
+
+def _db_path(args) -> Path:
+    from kgen.perf.tunedb import default_db_path
+
+    return Path(args.db) if args.db else default_db_path()
+
+
+def run_tune(args) -> int:
+    from kgen.gen.spec import load_file, resolve
+    from kgen.perf.tunedb import TuneDb, TuneDbError
+
+    if args.report and not args.spec:
+        path = _db_path(args)
+        if path.is_dir():
+            raise TuneDbError(f"--db {path} is a folder; pass a database file such as tune.sqlite")
+        if not path.exists():
+            print(f"kgen tune database: {path}\n  nothing known yet: no database there (`kgen tune SPEC --db {path}` "
+                  f"makes one)")
+            return 0
+        with TuneDb(path) as db:
+            sys.stdout.write(db.report())
+        return 0
+    if not args.spec:
+        raise SpecError("kgen tune needs a spec file (or --report to print what the database knows)",
+                        hint="kgen tune examples/peak_bf16.kspec")
+    if args.no_db and (args.db or args.report):
+        raise SpecError("--no-db cannot go with --db or --report")
+    output = _check_output(args.output) if args.output else None
+    engine = None
+    if args.engine == "ray":
+        from kgen.perf.tune import require_ray
+
+        require_ray()                   # before the search: a missing Ray is the user's to fix (exit 2)
+        if args.verify:
+            engine = Engine(args.engine, args.ray_address, args.ray_workers)
+    spec = resolve(load_file(args.spec), args.variant)
+
+    db = None if args.no_db else TuneDb(_db_path(args))
+    try:
+        target_id = db.target_id(target_of(spec)) if db else None
+        known = db.known(target_id) if db else {}
+        bar, update = _progress_bar(sys.stderr.isatty())
+        with bar:
+            result = tune(spec, space=args.space, allow_precision=args.allow_precision, padded=args.padded,
+                          top=args.top, budget=args.budget, seed=args.seed, known=known, progress=update,
+                          jobs=args.jobs)
+        if db:
+            db.record(target_id, result.outcomes)
+        if not result.ranked:
+            raise TuneError(f"no legal configuration of {spec.name} in this space ({result.stats.illegal} candidates, "
+                            f"every one rejected by the planner); `kgen check {args.spec}` names the rule")
+        verdicts: dict[int, dict] = {}
+        if args.verify:
+            verdicts = _verify(spec, result, engine or Engine("local"), args.numerics, db, target_id)
+        winner = _winner(spec, result, verdicts if args.verify else None)
+        errors = {i: predicted_error(spec, s.candidate) for i, s in enumerate(result.ranked)} \
+            if args.allow_precision else {}
+        comparison = _comparison(spec, result.ranked[0] if winner is None else winner)
+        if output is not None:
+            if winner is None:
+                raise TuneError("no candidate to write: " + ("none passed verification" if args.verify else
+                                                            "every one pads (--padded); kgen cannot build those yet"))
+            _write_atomic(output, spec_text(spec, winner.candidate,
+                                            f"{winner.microseconds:,.2f} us predicted; from {args.spec}"))
+        if args.json:
+            print(json.dumps(_as_json(spec, result, verdicts, errors, comparison, winner, output, db), indent=2,
+                             default=str))
+        else:
+            sys.stdout.write(format_tune(spec, result, verdicts, errors, comparison, winner, output,
+                                         db.path if db else None, args.jobs))
+        if args.report and db:
+            sys.stdout.write("\n" + db.report())
+    finally:
+        if db:
+            db.close()
+    return 1 if args.verify and winner is None else 0
+
+
+def _verify(spec, result: TuneResult, engine: Engine, numerics: str, db, target_id) -> dict[int, dict]:
+    """Verification verdict per rank; known verdicts come from the database."""
+    verdicts: dict[int, dict] = {}
+    texts: list[str] = []
+    index: list[int] = []
+    for i, s in enumerate(result.ranked):
+        if s.candidate.padded(spec):
+            verdicts[i] = {"status": "failed", "errors": ["padded per_core: kgen cannot build it yet"],
+                           "kernel_id": None, "steps": {}}
+            continue
+        stored = db.verification(target_id, s.candidate) if db else None
+        if stored is not None:
+            verdicts[i] = {"status": stored[0], "errors": list(stored[1]), "kernel_id": stored[2], "steps": {},
+                           "reused": True}
+            continue
+        texts.append(spec_text(spec, s.candidate))
+        index.append(i)
+    for j, verdict in engine.run(texts, numerics):
+        i = index[j]
+        verdicts[i] = verdict
+        if db:
+            db.record_verification(target_id, result.ranked[i].candidate, verdict.get("kernel_id"), verdict["status"],
+                                   verdict["errors"], verdict)
+    return verdicts
+
+
+def _winner(spec, result: TuneResult, verdicts: Mapping[int, dict] | None) -> Scored | None:
+    """The best candidate that kgen can build and, with --verify, that passed."""
+    for i, s in enumerate(result.ranked):
+        if s.candidate.padded(spec):
+            continue
+        if verdicts is not None and verdicts.get(i, {}).get("status") != "passed":
+            continue
+        return s
+    return None
+
+
+def _comparison(spec, pick: Scored) -> list[dict]:
+    """kgen's pick, TT's automatic choice and (benchmark shapes) TT's manual one, each predicted by
+    the same model with DRAM-interleaved tensors."""
+    from kgen.core.errors import KgenError
+    from kgen.gen.pipeline import run
+    from kgen.perf.model import predict
+    from kgen.perf.ttchoice import tt_auto, tt_manual
+
+    rows = [{"who": "kgen tune", "microseconds": pick.microseconds, "config": pick.candidate.short(),
+             "note": "padded" if pick.candidate.padded(spec) else ""}]
+    auto = tt_auto(spec)
+    manual = tt_manual(spec)
+    for who, choice in (("TT auto", auto), ("TT manual", manual[0] if manual else None)):
+        if choice is None:
+            rows.append({"who": who, "microseconds": None, "config": "", "note": "not a benchmark shape"})
+            continue
+        if choice.spec is None:
+            rows.append({"who": who, "microseconds": None, "config": "", "note": choice.note})
+            continue
+        try:
+            ir = run(choice.spec, "ir").ir
+            us = predict(ir).microseconds
+            p = ir.plan
+            config = (f"grid {p.grid_requested[0]}x{p.grid_requested[1]} per_core {p.per_core_m}x{p.per_core_n} "
+                      f"block {p.out_block_h}x{p.out_block_w} w {p.in0_block_w} "
+                      f"sb {p.out_subblock_h}x{p.out_subblock_w} {p.policy}")
+            rows.append({"who": who, "microseconds": us, "config": config, "note": choice.note})
+        except KgenError as exc:
+            rows.append({"who": who, "microseconds": None, "config": "",
+                         "note": f"kgen cannot plan it: {getattr(exc, 'message', str(exc))}"})
+    return rows
+
+
+def _space_line(result: TuneResult) -> str:
+    sp = result.space
+    fixed = ", ".join(f"{k} {_fmt(v)}" for k, v in sp.fixed.items())
+    return (f"{sp.mode}{' + padded per_core' if sp.padded else ''}: searched {', '.join(sp.searched) or 'nothing'}"
+            + (f"; fixed {fixed}" if fixed else ""))
+
+
+def _fmt(v) -> str:
+    if isinstance(v, tuple):
+        return " x ".join(str(x) for x in v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, output, db_path, jobs) -> str:
+    st = result.stats
+    how = (f"sampled {st.candidates:,} of {st.space_size:,} (seed)" if st.sampled
+           else f"{st.space_size:,} candidates, exhaustive")
+    lines = [f"kgen tune: {spec.name} ({spec.arch} {spec.m} x {spec.n} x {spec.k}"
+             f"{' batch ' + str(spec.batch) if spec.batch != 1 else ''}, {spec.dtype_in0} x {spec.dtype_in1} -> "
+             f"{spec.dtype_out}, {spec.compute.math_fidelity})",
+             f"  space     {_space_line(result)}",
+             f"  search    {how}: {st.predicted:,} predicted, {st.reused:,} from the database, {st.illegal:,} "
+             f"rejected by the planner, {st.duplicates:,} same policy either way, {st.pruned:,} pruned by the "
+             f"lower bound; {st.seconds:.2f} s, {st.rate:,.0f} candidates/s ({jobs} process{'es' if jobs > 1 else ''})"]
+    if db_path:
+        lines.append(f"  database  {db_path}")
+    lines += ["", "   #   time us   TFLOPS   util  policy          grid   per_core  out_block   w  subblock  dataflow"
+                  "  fidelity" + ("   error" if errors else "") + ("  verify" if verdicts else "")]
+    for i, s in enumerate(result.ranked):
+        c = s.candidate
+        row = (f"  {i + 1:>2} {s.microseconds:>9,.2f} {s.tflops:>8,.1f} {s.utilization:>6.1%}  {s.policy:<14} "
+               f"{c.grid[0]:>2}x{c.grid[1]:<3} {c.per_core[0]:>3}x{c.per_core[1]:<4} {c.out_block[0]:>4}x{c.out_block[1]:<4}"
+               f" {c.in0_block_w:>3}  {c.out_subblock[0]:>3}x{c.out_subblock[1]:<4} {c.dataflow:<9} "
+               f"{c.math_fidelity}{'+fp32' if c.fp32_dest_acc else '':<5}")
+        if errors:
+            row += f" {errors[i]:>7.2e}"
+        if verdicts:
+            v = verdicts.get(i)
+            row += "  " + (v["status"] + (" (known)" if v.get("reused") else "") if v else "-")
+        if c.padded(spec):
+            row += "  (padded)"
+        lines.append(row)
+        if verdicts and verdicts.get(i, {}).get("status") == "failed":
+            lines.append(f"      dropped: {'; '.join(verdicts[i]['errors'])}")
+    if errors:
+        lines.append("  error: max |golden - exact| / max |exact| of the golden model on a 32 x K x 32 proxy with the "
+                     "candidate's K, formats, fidelity and accumulation path")
+    lines += ["", "  against TT-Metal (the same model, DRAM-interleaved tensors)"]
+    base = comparison[0]["microseconds"]
+    for r in comparison:
+        us = f"{r['microseconds']:>10,.2f} us" if r["microseconds"] is not None else f"{'n/a':>13}"
+        ratio = f"  kgen x{r['microseconds'] / base:.2f}" if r["microseconds"] and r["who"] != "kgen tune" else ""
+        lines.append(f"    {r['who']:<10} {us}  {r['config']}{ratio}{'  (' + r['note'] + ')' if r['note'] else ''}")
+    lines.append("")
+    if winner is None:
+        lines.append("  winner    none: " + ("no candidate passed verification" if verdicts else
+                                             "every candidate pads per_core (kgen cannot build those yet)"))
+    else:
+        lines.append(f"  winner    {winner.candidate.short()}: {winner.microseconds:,.2f} us"
+                     + (" (verified)" if verdicts else ""))
+    if output is not None and winner is not None:
+        lines.append(f"  wrote     {output} (kgen check / kgen build take it)")
+    return "\n".join(lines) + "\n"
+
+
+def _as_json(spec, result: TuneResult, verdicts, errors, comparison, winner, output, db) -> dict:
+    st = result.stats
+    return {
+        "spec": spec.name, "space": {"mode": result.space.mode, "searched": list(result.space.searched),
+                                     "padded": result.space.padded},
+        "stats": {**asdict(st), "rate": st.rate},
+        "ranked": [{**asdict(s), "padded": s.candidate.padded(spec),
+                    "error": errors.get(i), "verify": verdicts.get(i)} for i, s in enumerate(result.ranked)],
+        "comparison": comparison,
+        "winner": asdict(winner) if winner else None,
+        "output": str(output) if output else None,
+        "db": str(db.path) if db else None,
+    }

@@ -1,0 +1,225 @@
+"""kgen tune's search (kgen/perf/tune.py), database (tunedb.py) and TT's own choice (ttchoice.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+from conftest import ROOT
+from kgen.core.errors import KgenError
+from kgen.gen.pipeline import run
+from kgen.gen.plan import PlanError, plan
+from kgen.gen.spec import load, parse_text, resolve
+from kgen.perf.model import predict
+from kgen.perf.tune import (candidate_of, lower_bound_cycles, search_space,
+                            spec_text, target_of, tiles, tune)
+from kgen.perf.tunedb import TuneDb
+from kgen.perf.ttchoice import tt_auto, tt_auto_config
+
+SMALL = ROOT / "examples" / "peak_small.kspec"
+PEAK = ROOT / "examples" / "peak_bf16.kspec"
+
+
+def small_all_space():
+    """peak_small with the grid fixed at 2 x 2: every block field, dataflow and policy searched."""
+    return load(SMALL)
+
+
+@pytest.mark.parametrize("dtype, fidelity", [("bfloat8_b", "LoFi"), ("bfloat4_b", "LoFi"), ("float32", "HiFi4")])
+def test_bound_holds_for_unpack_bound_formats(dtype, fidelity):
+    """LoFi block-float matmuls are unpack-bound in the model: the bound's unpack term must hold too."""
+    spec = _spec(f"arch = blackhole\n shape = 640 x 832 x 832\n dtype {{ in0 = {dtype} in1 = {dtype} out = {dtype} }}\n"
+                 f" compute {{ math_fidelity = {fidelity} }}")
+    full = tune(spec, space="all", top=3, prune=False)
+    assert full.stats.bound_violations == 0 and full.stats.predicted > 100
+    pruned = tune(spec, space="all", top=3)
+    assert [s.candidate for s in pruned.ranked] == [s.candidate for s in full.ranked]
+
+
+def test_pruned_search_is_the_exhaustive_one():
+    spec = small_all_space()
+    full = tune(spec, space="all", top=5, prune=False, keep_all=True)
+    pruned = tune(spec, space="all", top=5)
+    assert full.stats.bound_violations == 0
+    assert [s.candidate for s in pruned.ranked] == [s.candidate for s in full.ranked[:5]]
+    assert pruned.stats.pruned > 0 and pruned.stats.predicted < full.stats.predicted
+
+
+def test_lower_bound_holds_for_every_prediction():
+    """The bound is the matrix engine's busy time for the tile products (configs/perf [math]); no
+    predicted program of that per-core block is faster."""
+    spec = small_all_space()
+    full = tune(spec, space="all", top=1, prune=False, keep_all=True)
+    _, _, kt = tiles(spec)
+    for s in full.ranked:
+        c = s.candidate
+        assert s.cycles >= lower_bound_cycles(spec.arch, c.per_core, kt, c.math_fidelity, c.fp32_dest_acc,
+                                              "Float16_b", "Float16_b")
+
+
+def test_the_planner_is_the_only_filter():
+    """A candidate tune calls illegal fails plan() with a named rule; every ranked one plans to the
+    candidate's own values and predicts the same time again."""
+    spec = load(PEAK)                     # out_block searched: the large ones overflow L1
+    result = tune(spec, top=3, prune=False)
+    illegal = [o for o in result.outcomes if o.status == "illegal"]
+    assert illegal
+    for o in illegal[:50]:
+        with pytest.raises(PlanError):
+            plan(o.candidate.apply(spec))
+    for s in result.ranked:
+        p = plan(s.candidate.apply(spec))
+        assert candidate_of(p) == s.candidate
+        assert predict(run(s.candidate.apply(spec), "verified").verified).cycles == pytest.approx(s.cycles)
+
+
+def test_space_auto_searches_only_what_the_spec_leaves_open():
+    spec = load(PEAK)                       # per_core, in0_block_w, subblock, dataflow, policy given
+    space = search_space(spec, "auto")
+    assert space.searched == ("out_block",)
+    assert search_space(spec, "all").searched == ("grid", "per_core", "out_block", "in0_block_w", "out_subblock",
+                                                  "dataflow", "packer_l1_acc")
+    assert "math_fidelity" in search_space(spec, "auto", allow_precision=True).searched
+    result = tune(spec, top=3)
+    for s in result.ranked:
+        c = s.candidate
+        assert (c.per_core, c.in0_block_w, c.out_subblock, c.dataflow) == ((16, 16), 4, (4, 2), "mcast_2d")
+
+
+def test_sampling_is_seeded_and_reproducible():
+    spec = small_all_space()
+    a = tune(spec, space="all", top=3, budget=300, seed=11)
+    b = tune(spec, space="all", top=3, budget=300, seed=11)
+    c = tune(spec, space="all", top=3, budget=300, seed=12)
+    assert a.stats.sampled and a.stats.candidates == 300
+    assert [s.candidate for s in a.ranked] == [s.candidate for s in b.ranked]
+    assert a.ranked[0].cycles >= tune(spec, space="all", top=1).ranked[0].cycles     # never better than exhaustive
+    assert c.stats.sampled
+
+
+def test_parallel_search_gives_the_same_answer():
+    spec = load(PEAK)
+    one = tune(spec, space="all", top=3, jobs=1)
+    two = tune(spec, space="all", top=3, jobs=2)
+    assert [s.candidate for s in one.ranked] == [s.candidate for s in two.ranked]
+
+
+def test_4096_cubed_blackhole_search_is_fast():
+    """Issue #16: a 4096^3 Blackhole search in under 30 s on this machine (2 processes)."""
+    result = tune(load(PEAK), space="all", top=5, jobs=2)
+    assert not result.stats.sampled
+    assert result.stats.seconds < 30, result.stats
+
+
+def test_the_written_spec_round_trips(tmp_path):
+    spec = load(PEAK)
+    result = tune(spec, space="all", top=1)
+    best = result.ranked[0]
+    path = tmp_path / "best.kspec"
+    path.write_text(spec_text(spec, best.candidate))
+    again = plan(load(path))
+    assert candidate_of(again) == best.candidate
+    assert predict(run(load(path), "verified").verified).cycles == pytest.approx(best.cycles)
+
+
+def test_padded_candidates_are_predicted_on_the_padded_shape():
+    spec = load(PEAK)
+    result = tune(spec, space="all", top=1, padded=True)
+    c = result.ranked[0].candidate
+    assert c.padded(spec)                          # 128 tiles over 13 x 10 cores: TT's padded blocks win
+    padded_spec = c.apply(spec)
+    assert padded_spec.m % (c.per_core[0] * 32) == 0 and padded_spec.m >= spec.m
+    exact = tune(spec, space="all", top=1)
+    assert not exact.ranked[0].candidate.padded(spec)
+
+
+# ----------------------------------------------------------------------------------------------
+# TT's automatic choice (create_matmul_program_config, 2D multicast branch)
+# ----------------------------------------------------------------------------------------------
+
+def _spec(text_body: str):
+    return resolve(parse_text("matmul t {\n" + text_body + "\n}\n", "t.kspec"))
+
+
+def test_tt_auto_1024_cubed_wormhole():
+    """Mt = Nt = Kt = 32 on 8 x 8: per_core ceil(32/8) = 4, in0_block_w 4, the CBs fit so out_block is
+    per_core; SUBBLOCK_HW_CHOICES' first pair (4, 2) read as (w, h) divides 4 x 4 -> h 2, w 4 = per_core_N."""
+    spec = _spec("arch = wormhole_b0\n shape = 1024 x 1024 x 1024\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    cfg = tt_auto_config(spec)
+    assert (cfg.grid, cfg.per_core, cfg.in0_block_w, cfg.out_block, cfg.out_subblock) == \
+        ((8, 8), (4, 4), 4, (4, 4), (2, 4))
+
+
+def test_tt_auto_pads_and_sets_subblock_h_to_one():
+    """BH 13 x 10, 128 tiles: per_core M = ceil(128/10) = 13, N = ceil(128/13) = 10; subblock (4, 2)
+    as (w, h) needs w | 10: no; ... (5, 1) -> w 5, h 1; w != per_core_N so h = 1."""
+    spec = replace(load(PEAK), grid=None)            # the device's whole grid
+    cfg = tt_auto_config(spec)
+    assert cfg.grid == (13, 10) and cfg.per_core == (13, 10)
+    assert cfg.out_subblock == (1, 5)
+    assert tt_auto_config(load(PEAK)).grid == (8, 8)   # the spec's grid is the user's core grid
+    choice = tt_auto(spec)
+    assert choice.padded and choice.spec.m == 130 * 32 and choice.spec.n == 130 * 32
+
+
+def test_tt_auto_in0_block_w_steps_down_to_a_divisor():
+    spec = _spec("arch = wormhole_b0\n shape = 1024 x 1024 x 96\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    assert tt_auto_config(spec).in0_block_w == 3
+
+
+def test_tt_auto_narrow_shape_is_1d():
+    spec = _spec("arch = wormhole_b0\n shape = 32 x 4096 x 1024\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    assert isinstance(tt_auto_config(spec), str)
+
+
+def test_tt_auto_splits_out_block_when_the_cbs_do_not_fit():
+    """WH 4096^3 bf16 on 8 x 8: per_core 16 x 16 with in0_block_w 4 estimates 2*16*4*2 KiB * 2 +
+    16*16*2 KiB * 2 = 1.5 MiB, more than a core's L1: the largest fitting, squarest factor pair."""
+    spec = _spec("arch = wormhole_b0\n shape = 4096 x 4096 x 4096\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    cfg = tt_auto_config(spec)
+    assert cfg.per_core == (16, 16) and cfg.out_block != (16, 16)
+    h, w = cfg.out_block
+    assert 16 % h == 0 and 16 % w == 0
+
+
+# ----------------------------------------------------------------------------------------------
+# the database
+# ----------------------------------------------------------------------------------------------
+
+def test_db_records_and_reuses(tmp_path):
+    spec = load(SMALL)
+    db = TuneDb(tmp_path / "t.sqlite")
+    tid = db.target_id(target_of(spec))
+    first = tune(spec, space="all", top=3)
+    db.record(tid, first.outcomes)
+    known = db.known(tid)
+    assert len(known) == len(first.outcomes)
+    again = tune(spec, space="all", top=3, known=known)
+    assert again.stats.predicted == 0 and again.stats.reused > 0
+    assert [s.candidate for s in again.ranked] == [s.candidate for s in first.ranked]
+    assert all(s.reused for s in again.ranked)
+    db.record_verification(tid, first.ranked[0].candidate, "mm_x", "passed", [], {"k": 1})
+    assert db.verification(tid, first.ranked[0].candidate) == ("passed", (), "mm_x")
+    db.record(tid, first.outcomes)                                      # a re-run keeps the verdict
+    assert db.verification(tid, first.ranked[0].candidate)[0] == "passed"
+    report = db.report()
+    assert "256 x 256 x 1024" in report and "best verified" in report
+    db.close()
+    with sqlite3.connect(tmp_path / "t.sqlite") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_db_keys_by_target(tmp_path):
+    a = load(SMALL)
+    b = replace(a, compute=replace(a.compute, math_fidelity="HiFi4"))
+    db = TuneDb(tmp_path / "t.sqlite")
+    assert db.target_id(target_of(a)) != db.target_id(target_of(b))
+    assert db.target_id(target_of(a)) == db.target_id(target_of(a))
+    assert db.target_id(target_of(a, {"in0": "sharded"})) != db.target_id(target_of(a))
+
+
+def test_a_directory_is_not_a_database(tmp_path):
+    with pytest.raises(KgenError):
+        TuneDb(tmp_path)
