@@ -409,7 +409,7 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
 def _ab(args: argparse.Namespace) -> int:
     """`kgen ab`: flags are checked (and output paths tried) before anything is computed; the files
     are written whole or not at all."""
-    from kgen.core.resources import user_path
+    from kgen.core.resources import output_file, user_path, write_whole
     from kgen.gen.spec import load_file, read_source
     from kgen.perf.ab import compare, device_measure_with, emulate_with, open_device, parse_sweep, parse_vary
 
@@ -417,7 +417,7 @@ def _ab(args: argparse.Namespace) -> int:
     vary, sweep = parse_vary(args.vary), parse_sweep(args.sweep)
     outputs = {flag: user_path(value) for flag, value in (("--csv", args.csv), ("--html", args.html)) if value}
     for flag, path in outputs.items():
-        _check_output_path(flag, path)
+        output_file(flag, path)
     measure, opened = None, None
     if args.device:
         opened = open_device()
@@ -437,7 +437,7 @@ def _ab(args: argparse.Namespace) -> int:
 
     for flag, path in outputs.items():
         text = abreport.csv_text(comparison) if flag == "--csv" else abreport.html_text(comparison)
-        _write_whole(path, text)
+        write_whole(flag, path, text)
     if args.json:
         print(json.dumps(abreport.comparison_to_dict(comparison), indent=2))
     else:
@@ -446,30 +446,6 @@ def _ab(args: argparse.Namespace) -> int:
             sys.stdout.write(f"  wrote     {_shown(path)} ({flag[2:]})\n")
     # as kgen emulate: an emulated variant that is not its golden model's bits is a failure
     return 1 if any(r.emulated is not None and not r.emulated.ok for r in comparison.legal) else 0
-
-
-def _check_output_path(flag: str, path: Path) -> None:
-    from kgen.core.errors import SpecError
-
-    if path.is_dir():
-        raise SpecError(f"{flag} {path} is a folder", hint="pass a file path")
-    if not path.parent.is_dir():
-        raise SpecError(f"{flag} {path}: the folder {path.parent} does not exist", hint="create it first")
-    if not os.access(path.parent, os.W_OK):
-        raise SpecError(f"{flag} {path}: cannot write into {path.parent}", hint="pass a path in a folder you can write to")
-
-
-def _write_whole(path: Path, text: str) -> None:
-    """Write under a temporary name in the same folder, then rename: never half a file."""
-    from kgen.core.errors import SpecError
-
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise SpecError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @contextlib.contextmanager

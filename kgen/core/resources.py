@@ -87,6 +87,33 @@ def usable_dir(path: Path, label: str, remedy: str, error: type[Exception] | Non
     return path
 
 
+def output_file(flag: str, path: Path) -> Path:
+    """A file the user asked kgen to write (`--html FILE`, `-o best.kspec`): checked before any work,
+    so a bad path is an exit-2 error up front, not a traceback at the end."""
+    from kgen.core.errors import SpecError
+
+    if path.is_dir():
+        raise SpecError(f"{flag} {path} is a folder", hint="pass a file path")
+    if not path.parent.is_dir():
+        raise SpecError(f"{flag} {path}: the folder {path.parent} does not exist", hint="create it first")
+    if not os.access(path.parent, os.W_OK):
+        raise SpecError(f"{flag} {path}: cannot write into {path.parent}", hint="pass a path in a folder you can write to")
+    return path
+
+
+def write_whole(flag: str, path: Path, text: str) -> None:
+    """Write under a temporary name in the same folder, then rename: never half a file on disk."""
+    from kgen.core.errors import SpecError
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise SpecError(f"{flag} {path}: cannot write it: {exc.strerror or exc}") from None
+
+
 def writable_dir(path: Path) -> Path:
     """Create a folder of kgen's cache, or say clearly (exit 2) that the cache is unusable."""
     return usable_dir(path, "kgen's cache folder", "set KGEN_CACHE_DIR to a writable folder")

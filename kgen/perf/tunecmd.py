@@ -4,13 +4,13 @@ an engine, TT-Metal's own choices beside the pick (ttchoice.py), the table and t
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping
 
 from kgen.core.errors import SpecError
+from kgen.core.resources import output_file, write_whole
 from kgen.perf.tune import (Engine, Scored, TuneError, TuneResult, predicted_error, spec_text,
                             target_of, tune)
 
@@ -28,25 +28,6 @@ def _progress_bar(enabled: bool):
         bar.n = done
         bar.refresh() if done >= total else bar.update(0)
     return bar, update
-
-
-def _check_output(path: str) -> Path:
-    out = Path(path)
-    if out.is_dir():
-        raise SpecError(f"-o {path} is a folder", hint="pass a file path such as best.kspec")
-    if not out.parent.is_dir():
-        raise SpecError(f"-o {path}: the folder {out.parent} does not exist", hint="create it first")
-    return out
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise SpecError(f"-o {path}: cannot write it: {exc.strerror or exc}") from None
 
 
 def _db_path(args) -> Path:
@@ -75,7 +56,7 @@ def run_tune(args) -> int:
                         hint="kgen tune examples/peak_bf16.kspec")
     if args.no_db and (args.db or args.report):
         raise SpecError("--no-db cannot go with --db or --report")
-    output = _check_output(args.output) if args.output else None
+    output = output_file("-o", Path(args.output)) if args.output else None
     engine = None
     if args.engine == "ray":
         from kgen.perf.tune import require_ray
@@ -110,7 +91,7 @@ def run_tune(args) -> int:
             if winner is None:
                 raise TuneError("no candidate to write: " + ("none passed verification" if args.verify else
                                                             "every one pads (--padded); kgen cannot build those yet"))
-            _write_atomic(output, spec_text(spec, winner.candidate,
+            write_whole("-o", output, spec_text(spec, winner.candidate,
                                             f"{winner.microseconds:,.2f} us predicted; from {args.spec}"))
         if args.json:
             print(json.dumps(_as_json(spec, result, verdicts, errors, comparison, winner, output, db), indent=2,
