@@ -23,7 +23,7 @@ from kgen import TT_METAL_VERSION, __version__
 from kgen.gen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.core.errors import KgenBug
 from kgen.core.manifest import FORMAT_VERSION
-from kgen.gen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RowNest, RuntimeArg, Sym, TileNest, format_program, walk
+from kgen.gen.ir import CB_ARGS, Affine, Extent, Kernel, Loop, Node, Program, RowNest, RuntimeArg, Sym, TileNest, format_program, walk
 from kgen.gen.lower import COMPUTE_DEFINE_NAMES
 from kgen.core.resources import cache_root, data_dir
 from kgen.core.types import TILE_HW
@@ -116,7 +116,10 @@ def _affine(value: Affine, term) -> str:
 
 
 def _uses_var(nodes: tuple[Node, ...], var: str) -> bool:
-    return any(isinstance(v, Affine) and any(t == var for t, _ in v.terms) for n, _ in walk(nodes) for _, v in n.args)
+    def affine(v):
+        return v.first if isinstance(v, Extent) else v
+    return any(isinstance(affine(v), Affine) and any(t == var for t, _ in affine(v).terms)
+               for n, _ in walk(nodes) for _, v in n.args)
 
 
 def flatten(nodes: tuple[Node, ...], depth: int = 0) -> list[Line]:
