@@ -99,8 +99,9 @@ def _noc_index(kernel: dict) -> int:
 @dataclass(frozen=True)
 class _FactoryValues:
     """The 2D factory's shared values for one plan and build folder: blocking, semaphores, pages, and
-    the padding of the last row/column of cores (the factory's last_* values; kgen plans divide
-    evenly, so these equal the full values and every skip is 0)."""
+    the padding of the last row/column of cores: the factory's last_* values, stated here from its
+    formulas ("Parameters for last row, col, or block"); where per_core divides Mt and Nt they equal
+    the full values and every skip is 0."""
     plan: Any
     page: Mapping[str, int]                 # DRAM-aligned page size per tensor
     sems: Mapping[str, int]
