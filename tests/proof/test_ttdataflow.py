@@ -149,7 +149,7 @@ def test_reuse_dataflow_is_not_swapped(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["peak_small", "l1acc_two_blocks_bias", "one_column", "one_row", "blackhole_bias",
-                                  "padded"])
+                                  "padded", "padded_small"])
 def test_tt_metal_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, name):
     """TT-Metal's compute kernel and its four readers/writers, unchanged, on kgen's plan."""
     from kgen.proof.portcheck import port_check
