@@ -314,3 +314,16 @@ def test_an_out_block_entirely_past_the_tensor_is_refused():
 def test_evenly_divided_plans_have_no_padding():
     p = plan(make())
     assert not p.padded_blocks and p.padding_notes == () and p.in0_last_ktile_w == 0
+
+
+def test_mcast_2d_refuses_a_padded_top_row():
+    # The factory gives the top row's in1 sender/writer out_block_h / out_subblock_h, out_subblock_h and
+    # a 0 h-skip whatever the row: on a single row of cores, a padded M would be written past the output.
+    with pytest.raises(PlanError) as exc:
+        plan(make(shape="128 x 256 x 256", grid="2 x 1", pc="6 x 4"))
+    assert "not the top row" in exc.value.message
+    # reuse has no such sender, and two rows put the padding on a receiver row
+    import dataclasses
+    reuse = dataclasses.replace(make(shape="128 x 256 x 256", grid="2 x 1", pc="6 x 4"), dataflow="reuse")
+    assert plan(reuse).padded_m
+    assert plan(make(shape="160 x 256 x 256", grid="2 x 2", pc="3 x 4")).padded_m
