@@ -107,7 +107,10 @@ def test_random_schedules_give_identical_bits(host_cxx, tmp_path):
 
 @pytest.mark.parametrize("name,variant", [("peak_small", None), ("peak_small", "spill"), ("peak_small", "fp32"),
                                           ("l1acc_two_blocks_bias", None), ("untilize_relu_reuse", None),
-                                          ("l1acc_one_block", None)])
+                                          ("l1acc_one_block", None),
+                                          # padded last blocks and a shape short of whole tiles (issue #17)
+                                          ("padded_small", "bias"), ("padded_small", "bfp8"),
+                                          ("padded_small", "reuse")])
 def test_port_check_matches_tt_metal_kernel(host_cxx, host_toolchain, tmp_path, name, variant):
     from kgen.proof.portcheck import port_check
 
