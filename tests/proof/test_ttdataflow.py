@@ -133,6 +133,21 @@ def test_padding_args_follow_the_factory_rules(tmp_path):
     assert bottom[4:8] == (2, 1, 1, 4) and bottom[8:13] == (2, 2, 2, 0, 0) and bottom[13:15] == (2, 1)
 
 
+def test_in0_last_ktile_w_is_the_logical_k_modulo_the_tile(tmp_path):
+    """The factory: in0_last_ktile_w = logical K % tile width (its reader zeroes the rest of the last K
+    tile), in0_last_ktile_h = 0 without transpose_a: in0 sender CT args 7 and 8."""
+    p, _, manifest = _manifest(_spec("padded_small", tmp_path), tmp_path)       # K = 250
+    ct = tt_kernel_args(p, manifest)["in0_sender"].compile_time_args
+    assert (ct[7], ct[8]) == (250 % 32, 0)
+    # the tensors the factory sees are ttnn's padded ones: 7 x 8 tiles of in0, 8 x 9 of in1
+    tensors = {t["name"]: t for t in manifest["io_tensors"]}
+    assert tensors["in0"]["shape"] == [1, 200, 250] and tensors["in0"]["padded_shape"] == [1, 224, 256]
+    assert tensors["in1"]["padded_shape"] == [256, 288] and tensors["out"]["padded_shape"] == [1, 224, 288]
+    p2, _, manifest2 = _manifest(_spec("peak_small", tmp_path), tmp_path)
+    assert tt_kernel_args(p2, manifest2)["in0_sender"].compile_time_args[7] == 0
+    assert all("padded_shape" not in t for t in manifest2["io_tensors"])
+
+
 def test_skip_mcast_where_there_are_no_receivers(tmp_path):
     p, _, manifest = _manifest(_spec("one_column", tmp_path), tmp_path)
     args = tt_kernel_args(p, manifest)
