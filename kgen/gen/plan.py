@@ -341,7 +341,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     per_core_n = _per_core(spec, "N", nt, grid_req[0], pc[1] if pc else None, choices)
     # num_blocks_x = ceil(Nt / per_core_N), num_blocks_y = ceil(Mt / per_core_M) (2D factory)
     grid = (_ceil_div(nt, per_core_n), _ceil_div(mt, per_core_m))
-    _check_padded_top_row(spec, mt, per_core_m, grid)
+    _check_padded_top_row(spec, mt, per_core_m, grid, grid_req)
 
     # DST capacity of the sync mode and accumulation format kgen emits
     capacity = dst_capacity(arch, c)
@@ -583,7 +583,8 @@ def _check_untilized_output(spec: MatmulSpec, out_fmt: str, partials_fmt: str, p
                         "partials format is the output format (see `kgen check`: partials)")
 
 
-def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, grid: tuple[int, int]) -> None:
+def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, grid: tuple[int, int],
+                          grid_req: tuple[int, int]) -> None:
     """The 2D factory gives the top row's in1 sender/writer no M padding: its writer args are
     out_block_h / out_subblock_h, out_subblock_h and a 0 h-skip whatever the row (only the receiver
     writers of the rows below get last_block_num_nonzero_subblocks_h, last_subblock_of_last_block_h and
@@ -595,7 +596,8 @@ def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, grid: tupl
                         f"per_core_M = {per_core_m} leaves Mt = {mt} on one row of cores with {per_core_m - mt} "
                         f"padded rows of tiles, which TT-Metal's 2D factory would write past the output",
                         spec.span("block.per_core"),
-                        _nearest([d for d in _divisors(mt) if d <= per_core_m] + [_ceil_div(mt, 2)], per_core_m))
+                        _nearest([d for d in _divisors(mt) if d <= per_core_m]
+                                 + ([_ceil_div(mt, 2)] if grid_req[1] > 1 else []), per_core_m))
 
 
 def _check_untilized_padding(spec: MatmulSpec, mt: int, nt: int, per_core_m: int, per_core_n: int) -> None:
