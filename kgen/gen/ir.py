@@ -36,6 +36,12 @@ class Affine:
             merged[k] = merged.get(k, 0) + v
         return Affine(self.const + other.const, tuple((k, v) for k, v in merged.items() if v))
 
+    def scaled(self, factor: int) -> "Affine":
+        return Affine(self.const * factor, tuple((k, v * factor) for k, v in self.terms if v * factor))
+
+    def __sub__(self, other: "Affine | int") -> "Affine":
+        return self + (-other if isinstance(other, int) else other.scaled(-1))
+
     def eval(self, env: Mapping[str, int]) -> int:
         return self.const + sum(c * env[v] for v, c in self.terms)
 
@@ -105,7 +111,22 @@ class TensorArg:
     layout: str          # TILE | ROW_MAJOR
 
 
-Arg = Union[int, bool, str, Affine, RuntimeArg, tuple]
+@dataclass(frozen=True)
+class Extent:
+    """The part of a block inside the tensor along one axis, for the padded last block of the last
+    row/column of cores: block index i (0-based, tile rows or tile columns) is inside while
+    `first + i < limit`, where `first` is the block's first tile row/column in the whole tensor.
+    A nest with an extent reads or writes only the tiles inside; the others are padding (TT-Metal's
+    _padding readers skip them, its writers skip padded tiles and subblocks)."""
+
+    first: "Affine"
+    limit: int
+
+    def __str__(self) -> str:
+        return f"[{self.first} < {self.limit}]"
+
+
+Arg = Union[int, bool, str, Affine, RuntimeArg, Extent, None, tuple]
 
 
 # Every op kind with its argument names, in print order. Compute-kernel ops mirror TT-Metal 0.81.1's
@@ -137,8 +158,10 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
     "cb_wait_front": ("cb", "tiles"), "cb_pop_front": ("cb", "tiles"),
     "cb_reserve_back": ("cb", "tiles"), "cb_push_back": ("cb", "tiles"),
     # data movement
-    "read_tiles": ("tensor", "cb", "start", "rows", "cols", "row_stride"),   # DRAM -> CB write ptr
-    "write_tiles": ("tensor", "cb", "start", "rows", "cols", "row_stride"),  # CB read ptr -> DRAM
+    # Tiles past the tensor in a padded last block are skipped where `row_extent` / `col_extent`
+    # (an Extent, or None: every tile is inside) say so; the L1 page of a skipped tile keeps its slot.
+    "read_tiles": ("tensor", "cb", "start", "rows", "cols", "row_stride", "row_extent", "col_extent"),   # DRAM -> CB write ptr
+    "write_tiles": ("tensor", "cb", "start", "rows", "cols", "row_stride", "row_extent", "col_extent"),  # CB read ptr -> DRAM
     # Row-major (untilized) output: `rows` pages from `start_row`, each `row_bytes` long, written at
     # byte `offset_bytes` within the page; the CB holds the rows back to back.
     "write_rows": ("tensor", "cb", "start_row", "rows", "row_bytes", "offset_bytes"),
@@ -154,6 +177,9 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
     # copies this core's word of `sem` (set to `value` just before) to the same semaphore on the rectangle
     "mcast_sem_set": ("sem", "value", "start_x", "start_y", "end_x", "end_y", "num_dests"),
 }
+
+# Trailing arguments an op may leave out (None).
+OPTIONAL_ARGS = frozenset({"row_extent", "col_extent"})
 
 # Arguments that name a circular buffer (printed by CB name).
 CB_ARGS = frozenset({"cb", "in0", "in1", "out", "old", "new", "a", "b",
@@ -180,6 +206,9 @@ class Op:
 
 def op(kind: str, *values: Arg, note: str = "") -> Op:
     names = OP_KINDS[kind]
+    missing = names[len(values):]
+    if missing and all(n in OPTIONAL_ARGS for n in missing):
+        values = values + (None,) * len(missing)     # no extents: every tile is inside the tensor
     if len(values) != len(names):
         raise TypeError(f"{kind} takes {names}, got {values}")
     return Op(kind, tuple(zip(names, values)), note)
@@ -195,14 +224,30 @@ class TileNest:
     rows: int
     cols: int
     row_stride: int
+    row_extent: Extent | None = None  # rows past it are padding: skipped
+    col_extent: Extent | None = None  # columns past it are padding: skipped
 
     FIRST, ROW, COL = "first_tile", "tile_row", "tile_col"
+    ROW_FIRST, COL_FIRST = "extent_row", "extent_col"     # the extents' first row/column, in the kernel
 
     @staticmethod
     def of(o: "Op") -> "TileNest":
         if o.kind not in ("read_tiles", "write_tiles"):
             raise TypeError(f"{o.kind} has no tile loop nest")
-        return TileNest(o["start"], o["rows"], o["cols"], o["row_stride"])
+        return TileNest(o["start"], o["rows"], o["cols"], o["row_stride"], o.get("row_extent"), o.get("col_extent"))
+
+    @property
+    def guarded(self) -> bool:
+        return self.row_extent is not None or self.col_extent is not None
+
+    @property
+    def row_inside(self) -> Affine:
+        """The tensor row of iteration tile_row (with the extent's first row as a kernel local)."""
+        return Affine(0, ((self.ROW_FIRST, 1), (self.ROW, 1)))
+
+    @property
+    def col_inside(self) -> Affine:
+        return Affine(0, ((self.COL_FIRST, 1), (self.COL, 1)))
 
     @property
     def page(self) -> Affine:
@@ -210,9 +255,23 @@ class TileNest:
         return Affine(0, ((self.FIRST, 1), (self.ROW, self.row_stride), (self.COL, 1)))
 
     def last_page(self, ranges: Mapping[str, int]) -> int:
-        """The highest page any iteration touches, with the enclosing loop vars and the core over `ranges`."""
-        return self.page.max_over({self.ROW: self.rows, self.COL: self.cols},
-                                  {self.FIRST: _max_over(self.first_tile, ranges)})
+        """The highest page any iteration touches, with the enclosing loop vars and the core over `ranges`.
+        With extents, the page is split as (extent row + tile_row) * row_stride + (column part): the
+        rows (columns) past an extent's limit are skipped, so the row (column) index is capped there."""
+        if not self.guarded:
+            return self.page.max_over({self.ROW: self.rows, self.COL: self.cols},
+                                      {self.FIRST: _max_over(self.first_tile, ranges)})
+        first = self.first_tile if isinstance(self.first_tile, Affine) else Affine(int(self.first_tile))
+        row_first = self.row_extent.first if self.row_extent else Affine(0)
+        col_part = first - row_first.scaled(self.row_stride)      # what the page adds past whole rows
+        max_row = _max_over(row_first, ranges) + self.rows - 1
+        if self.row_extent:
+            max_row = min(max_row, self.row_extent.limit - 1)
+        if self.col_extent:
+            rest = col_part - self.col_extent.first
+            max_col = min(_max_over(self.col_extent.first, ranges) + self.cols - 1, self.col_extent.limit - 1)
+            return max_row * self.row_stride + max_col + _max_over(rest, ranges)
+        return max_row * self.row_stride + _max_over(col_part, ranges) + self.cols - 1
 
 
 @dataclass(frozen=True)
@@ -402,6 +461,8 @@ def _fmt_arg(v: Any, cb_names: Mapping[int, str], key: str) -> str:
         return "1" if v else "0"
     if isinstance(v, RuntimeArg):
         return f"{v.source}({v.coord})" if v.coord is not None else v.source
+    if v is None:
+        return "-"
     return str(int(v)) if isinstance(v, int) else str(v)
 
 

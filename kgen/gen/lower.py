@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from kgen.gen.ir import (INVALID, VALID, Affine, ComputeFlags, CoreRange, Kernel, Loop, Node, Program, RuntimeArg, Semaphore, Sym,
+from kgen.gen.ir import (INVALID, VALID, Affine, ComputeFlags, Extent, CoreRange, Kernel, Loop, Node, Program, RuntimeArg, Semaphore, Sym,
                      TensorArg, op)
 from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan
 from kgen.core.types import TILE_HW
@@ -369,14 +369,36 @@ class _Tiles:
         p = self.p
         return A(0, core_x=p.per_core_n, bw=p.out_block_w)
 
+    # Extents of the padded last blocks: only a plan whose last row (column) of cores holds fewer
+    # tiles gets them, so evenly divided plans lower (and print) exactly as before.
+    def in0_rows(self) -> Extent | None:
+        p = self.p
+        return Extent(A(0, core_y=p.per_core_m, bh=p.out_block_h), p.mt) if p.padded_m else None
+
+    def in1_cols(self) -> Extent | None:
+        p = self.p
+        return Extent(A(0, core_x=p.per_core_n, bw=p.out_block_w), p.nt) if p.padded_n else None
+
+    def out_rows(self) -> Extent | None:
+        p = self.p
+        return (Extent(A(0, core_y=p.per_core_m, bh=p.out_block_h, in0_sb=p.out_subblock_h), p.mt)
+                if p.padded_m else None)
+
+    def out_cols(self) -> Extent | None:
+        p = self.p
+        return (Extent(A(0, core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w), p.nt)
+                if p.padded_n else None)
+
     def out_subblock(self) -> Affine:
         p = self.p
         return A(0, core_y=p.per_core_m * p.nt, bh=p.out_block_h * p.nt, in0_sb=p.out_subblock_h * p.nt,
                  core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w)
 
 
-def _read(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int) -> list[Node]:
-    return [op("cb_reserve_back", cb, tiles), op("read_tiles", tensor, cb, start, rows, cols, stride),
+def _read(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
+          row_extent: Extent | None, col_extent: Extent | None) -> list[Node]:
+    return [op("cb_reserve_back", cb, tiles),
+            op("read_tiles", tensor, cb, start, rows, cols, stride, row_extent, col_extent),
             op("noc_read_barrier"), op("cb_push_back", cb, tiles)]
 
 
@@ -397,7 +419,8 @@ def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
     sb = p.out_subblock_tiles
     return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("in1_sb", 0, p.in1_num_subblocks, (
         op("cb_wait_front", CB_OUT, sb),
-        op("write_tiles", "out", CB_OUT, t.out_subblock(), p.out_subblock_h, p.out_subblock_w, p.nt),
+        op("write_tiles", "out", CB_OUT, t.out_subblock(), p.out_subblock_h, p.out_subblock_w, p.nt,
+           t.out_rows(), t.out_cols()),
         op("noc_write_barrier"),
         op("cb_pop_front", CB_OUT, sb),
     )),))]
@@ -477,13 +500,14 @@ def _reuse_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     t = _Tiles(p)
     tensors = _tensors(p)
     k_block = Loop("block", 0, p.num_blocks, tuple(
-        _read(CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles)
-        + _read(CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles)))
+        _read(CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, t.in0_rows(), None)
+        + _read(CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles,
+                None, t.in1_cols())))
 
     def reader_body(first: bool) -> tuple[Node, ...]:
         ops: list[Node] = [k_block]
         if _needs_bias_read(p, first):
-            ops += _read(CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w)
+            ops += _read(CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w, None, t.in1_cols())
         return tuple(ops)
 
     read_tensors = tuple(tensors[n] for n in ("in0", "in1", "bias") if n in tensors)
@@ -514,8 +538,10 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     kernels: list[Kernel] = []
 
     def sender_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
+                     extents: tuple[Extent | None, Extent | None],
                      sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...]) -> list[Node]:
-        ops: list[Node] = [op("cb_reserve_back", cb, tiles), op("read_tiles", tensor, cb, start, rows, cols, stride),
+        ops: list[Node] = [op("cb_reserve_back", cb, tiles),
+                           op("read_tiles", tensor, cb, start, rows, cols, stride, *extents),
                            op("noc_read_barrier")]
         if num_dests:
             ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),
@@ -542,7 +568,7 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     in1_sems = (("in1_sender", SEMAPHORE_IDS["in1_sender"]), ("in1_receiver", SEMAPHORE_IDS["in1_receiver"]))
 
     in0_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
-        CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles,
+        CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
         "in0_sender", "in0_receiver", nx - 1, row_rect)))
     kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, CoreRange(0, 0, 0, ny - 1),
                               _out_block_loops(p, lambda first: (in0_send,)), (tensors["in0"],),
@@ -556,14 +582,14 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
                                   in0_sems, in0_sender_core))
 
     in1_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
-        CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles,
+        CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles, (None, t.in1_cols()),
         "in1_sender", "in1_receiver", ny - 1, col_rect)))
 
     def in1_sender_body(first: bool) -> tuple[Node, ...]:
         ops: list[Node] = [in1_send]
         if _needs_bias_read(p, first):
             ops += sender_block(CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
-                                "in1_sender", "in1_receiver", ny - 1, col_rect)
+                                (None, t.in1_cols()), "in1_sender", "in1_receiver", ny - 1, col_rect)
         return tuple(ops + _writer_ops(p, t))
 
     writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)

@@ -172,8 +172,84 @@ class Plan:
     def cb(self, index: int) -> CircularBuffer:
         return next(c for c in self.cbs if c.index == index)
 
+    # The last row / column of cores may hold a partial block: TT-Metal's 2D factory computes the grid
+    # as ceil(Mt / per_core_M) x ceil(Nt / per_core_N) and gives the last row/column these values
+    # (matmul_multicore_reuse_mcast_2d_program_factory.cpp, "Parameters for last row, col, or block").
+    @property
+    def last_per_core_m(self) -> int:
+        return self.mt % self.per_core_m or self.per_core_m
+
+    @property
+    def last_per_core_n(self) -> int:
+        return self.nt % self.per_core_n or self.per_core_n
+
+    @property
+    def last_out_block_h(self) -> int:
+        return self.last_per_core_m % self.out_block_h or self.out_block_h
+
+    @property
+    def last_out_block_w(self) -> int:
+        return self.last_per_core_n % self.out_block_w or self.out_block_w
+
+    @property
+    def padded_m(self) -> bool:
+        """The bottom row of cores has fewer than per_core_M rows of tiles."""
+        return self.mt % self.per_core_m != 0
+
+    @property
+    def padded_n(self) -> bool:
+        """The right column of cores has fewer than per_core_N columns of tiles."""
+        return self.nt % self.per_core_n != 0
+
+    @property
+    def padded_blocks(self) -> bool:
+        return self.padded_m or self.padded_n
+
+    @property
+    def tile_padding(self) -> dict[str, tuple[int, int]]:
+        """Dimensions that are not tile multiples: name -> (elements, elements padded to tiles)."""
+        return {d: (v, round_up_tiles(v) * TILE_HW) for d, v in (("M", self.spec.m), ("N", self.spec.n),
+                                                               ("K", self.spec.k)) if v % TILE_HW}
+
+    @property
+    def in0_last_ktile_w(self) -> int:
+        """Columns of in0's last K tile inside the tensor, 0 when K is a tile multiple (the factory's
+        in0_last_ktile_w = logical_K % tile_w; its reader zeroes the rest of that tile)."""
+        return self.spec.k % TILE_HW
+
+    @property
+    def padding_notes(self) -> tuple[str, ...]:
+        """What was padded, for `kgen check`: tensors to whole tiles, and the last row/column of cores."""
+        notes = []
+        for d, (v, padded) in self.tile_padding.items():
+            notes.append(f"{d} = {v} padded to {padded} ({padded - v} zero {'columns' if d != 'M' else 'rows'} "
+                         f"in the last tile, as ttnn tilizes; "
+                         + ("the output is sliced back" if d != "K" else
+                            f"zero K padding never changes the result; TT-Metal's in0 reader also zeroes "
+                            f"the last K tile past column {self.in0_last_ktile_w}") + ")")
+        if self.padded_m:
+            notes.append(f"bottom row of cores: {self.last_per_core_m} of per_core_M = {self.per_core_m} rows of tiles "
+                         f"(Mt = {self.mt} = {self.grid[1] - 1} x {self.per_core_m} + {self.last_per_core_m}); "
+                         f"its last out block has {self.last_out_block_h} of {self.out_block_h} rows, the rest "
+                         f"is padding: not read, computed on stale data, not written")
+        if self.padded_n:
+            notes.append(f"right column of cores: {self.last_per_core_n} of per_core_N = {self.per_core_n} columns "
+                         f"of tiles (Nt = {self.nt} = {self.grid[0] - 1} x {self.per_core_n} + {self.last_per_core_n}); "
+                         f"its last out block has {self.last_out_block_w} of {self.out_block_w} columns, the rest "
+                         f"is padding: not read, computed on stale data, not written")
+        return tuple(notes)
+
 
 # ----------------------------------------------------------------------------------------------
+
+def round_up_tiles(elements: int) -> int:
+    """Tiles of a dimension, padded up to whole tiles as ttnn's tilize does."""
+    return -(-elements // TILE_HW)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
 
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
@@ -252,7 +328,8 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     c = spec.compute
     choices: list[str] = []
 
-    mt, nt, kt = spec.batch * spec.m // TILE_HW, spec.n // TILE_HW, spec.k // TILE_HW
+    # ttnn pads each tensor to whole tiles (tilize pads with zeros); batch is fused into M after padding
+    mt, nt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
     batch_ct = 1
 
     in0_fmt, in1_fmt, out_fmt = (DTYPE_TO_FORMAT[d] for d in (spec.dtype_in0, spec.dtype_in1, spec.dtype_out))
@@ -262,7 +339,9 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     pc = spec.block.per_core
     per_core_m = _per_core(spec, "M", mt, grid_req[1], pc[0] if pc else None, choices)
     per_core_n = _per_core(spec, "N", nt, grid_req[0], pc[1] if pc else None, choices)
-    grid = (nt // per_core_n, mt // per_core_m)
+    # num_blocks_x = ceil(Nt / per_core_N), num_blocks_y = ceil(Mt / per_core_M) (2D factory)
+    grid = (_ceil_div(nt, per_core_n), _ceil_div(mt, per_core_m))
+    _check_padded_top_row(spec, mt, per_core_m, grid, grid_req)
 
     # DST capacity of the sync mode and accumulation format kgen emits
     capacity = dst_capacity(arch, c)
@@ -270,7 +349,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     dst_accum = "Float32" if c.fp32_dest_acc else "Float16_b"
 
     blocking = _Blocking(spec, arch, kt, per_core_m, per_core_n, capacity, dst_sync, dst_accum, batch_ct,
-                         in0_fmt, in1_fmt, out_fmt, bias_fmt)
+                         in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt)
     (obh, obw), in0_block_w, (sbh, sbw) = blocking.choose(choices)
 
     num_blocks = kt // in0_block_w
@@ -289,6 +368,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
                         spec.span("block"), _l1_suggestions(kt, per_core_m, per_core_n, (obh, obw), in0_block_w,
                                                             (sbh, sbw), blocking.fits))
     _check_untilized_output(spec, out_fmt, partials_fmt, partials_reason)
+    _check_untilized_padding(spec, mt, nt, per_core_m, per_core_n)
 
     chosen = Plan(
         spec=spec, arch=arch, compute=c, mt=mt, nt=nt, kt=kt, batch_ct=batch_ct, grid_requested=grid_req,
@@ -327,14 +407,14 @@ def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | N
         choices.append(f"per_core_{dim} auto -> {value}: {dim}t = {tiles} over {tiles // value} of "
                        f"{cores} grid {axis} cores")
         return value
-    if tiles % given:
-        raise PlanError(f"{dim}t % per_core_{dim} == 0 (kgen emits no padded last block)",
-                        f"per_core_{dim} = {given} does not divide {dim}t = {tiles}",
-                        spec.span("block.per_core"), _nearest(legal, given))
-    if tiles // given > cores:
-        raise PlanError(f"num_blocks_{axis} <= grid.{axis}",
-                        f"per_core_{dim} = {given} needs {tiles // given} cores along {axis}, "
-                        f"the grid has {cores}", spec.span("block.per_core"), _nearest(legal, given))
+    blocks = _ceil_div(tiles, given)
+    if blocks > cores:
+        # the smallest per_core that fits is ceil(tiles / cores); it need not divide (padded last block)
+        least = _ceil_div(tiles, cores)
+        raise PlanError(f"num_blocks_{axis} <= grid.{axis}, num_blocks_{axis} = ceil({dim}t / per_core_{dim})",
+                        f"per_core_{dim} = {given} needs {blocks} cores along {axis}, "
+                        f"the grid has {cores}", spec.span("block.per_core"),
+                        _nearest(range(least, min(tiles, least + 3) + 1), given))
     return given
 
 
@@ -355,6 +435,8 @@ class _Blocking:
     in1_fmt: str
     out_fmt: str
     bias_fmt: str | None
+    mt: int
+    nt: int
 
     def check_out_block(self, ob: tuple[int, int]) -> None:
         for i, (dim, per) in enumerate((("h", self.per_core_m), ("w", self.per_core_n))):
@@ -362,6 +444,28 @@ class _Blocking:
                 raise PlanError(f"per_core_{'MN'[i]} % out_block_{dim} == 0",
                                 f"out_block_{dim} = {ob[i]} does not divide per_core_{'MN'[i]} = {per}",
                                 self.spec.span("block.out_block"), _nearest(_divisors(per), ob[i]))
+
+    def padding_violation(self, ob: tuple[int, int]) -> tuple[str, str, str] | None:
+        """TT-Metal's _padding readers skip rows/columns past the tensor only in a core's last out block
+        (reader_bmm_tile_layout_in0_sender_padding.cpp: `bh < num_blocks_h_dim - 1 || h < last_block_h`;
+        in1: `bw < num_blocks_w_dim - 1 || w < last_block_w`): every earlier block is read whole. So the
+        last core's tiles must reach into its last out block, or its readers would read past the tensor."""
+        for i, (dim, tiles, per) in enumerate((("h", self.mt, self.per_core_m), ("w", self.nt, self.per_core_n))):
+            last = tiles % per or per
+            if last <= per - ob[i]:
+                mn = "MN"[i]
+                return (f"{mn}t % per_core_{mn} > per_core_{mn} - out_block_{dim} (TT-Metal's readers pad only a "
+                        f"core's last out block)",
+                        f"the last core along {'yx'[i]} holds {last} of per_core_{mn} = {per} tiles, so out_block_{dim} "
+                        f"= {ob[i]} leaves it {(per - last) // ob[i]} out block(s) entirely past the tensor, which "
+                        f"TT-Metal's _padding readers would read in full",
+                        _nearest([d for d in _divisors(per) if last > per - d], ob[i]))
+        return None
+
+    def check_padding(self, ob: tuple[int, int]) -> None:
+        bad = self.padding_violation(ob)
+        if bad:
+            raise PlanError(bad[0], bad[1], self.spec.span("block.out_block"), bad[2])
 
     def check_in0_block_w(self, w: int) -> None:
         if self.kt % w:
@@ -407,12 +511,14 @@ class _Blocking:
         given_ob, given_w, given_sb = block.out_block, block.in0_block_w, block.out_subblock
         if given_ob is not None:
             self.check_out_block(given_ob)
+            self.check_padding(given_ob)
         if given_w is not None:
             self.check_in0_block_w(given_w)
 
         ob_candidates = [given_ob] if given_ob else sorted(
             ((h, w) for h in _divisors(self.per_core_m) for w in _divisors(self.per_core_n)),
             key=lambda p: (-(p[0] * p[1]), -p[1]))
+        ob_candidates = [ob for ob in ob_candidates if given_ob or self.padding_violation(ob) is None]
         w_candidates = [given_w] if given_w else [d for d in reversed(_divisors(self.kt))
                                                   if d <= AUTO_IN0_BLOCK_W_MAX]
         chosen: tuple[tuple[int, int], int, tuple[int, int]] | None = None
@@ -475,6 +581,32 @@ def _check_untilized_output(spec: MatmulSpec, out_fmt: str, partials_fmt: str, p
                         spec.span("untilize_out"),
                         "untilize_out = false, dtype out = the partials' dtype, or a compute config whose "
                         "partials format is the output format (see `kgen check`: partials)")
+
+
+def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, grid: tuple[int, int],
+                          grid_req: tuple[int, int]) -> None:
+    """The 2D factory gives the top row's in1 sender/writer no M padding: its writer args are
+    out_block_h / out_subblock_h, out_subblock_h and a 0 h-skip whatever the row (only the receiver
+    writers of the rows below get last_block_num_nonzero_subblocks_h, last_subblock_of_last_block_h and
+    last_block_padded_block_tiles_h_skip). So with one row of cores a padded M would be written past
+    the output tensor by TT-Metal's program."""
+    if spec.dataflow == "mcast_2d" and mt % per_core_m and grid[1] == 1:
+        raise PlanError("mcast_2d: a padded last row of cores is not the top row (TT-Metal's in1 sender/writer "
+                        "has no M padding args)",
+                        f"per_core_M = {per_core_m} leaves Mt = {mt} on one row of cores with {per_core_m - mt} "
+                        f"padded rows of tiles, which TT-Metal's 2D factory would write past the output",
+                        spec.span("block.per_core"),
+                        _nearest([d for d in _divisors(mt) if d <= per_core_m]
+                                 + ([_ceil_div(mt, 2)] if grid_req[1] > 1 else []), per_core_m))
+
+
+def _check_untilized_padding(spec: MatmulSpec, mt: int, nt: int, per_core_m: int, per_core_n: int) -> None:
+    if spec.untilize_out and (mt % per_core_m or nt % per_core_n or spec.m % TILE_HW or spec.n % TILE_HW
+                              or spec.k % TILE_HW):
+        raise PlanError("untilize_out needs tile-multiple shapes and per_core dividing Mt and Nt",
+                        "untilize_out with a padded shape or a padded last block: kgen's row-major writer "
+                        "writes whole out blocks (and TT-Metal's 2D multicast writers write tiles only)",
+                        spec.span("untilize_out"), "untilize_out = false, or per_core dividing Mt x Nt")
 
 
 def _warnings(p: Plan) -> tuple[str, ...]:

@@ -23,10 +23,11 @@ from kgen import TT_METAL_VERSION, __version__
 from kgen.gen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.core.errors import KgenBug
 from kgen.core.manifest import FORMAT_VERSION
-from kgen.gen.ir import CB_ARGS, Affine, Kernel, Loop, Node, Program, RowNest, RuntimeArg, Sym, TileNest, format_program, walk
+from kgen.gen.ir import CB_ARGS, Affine, Extent, Kernel, Loop, Node, Program, RowNest, RuntimeArg, Sym, TileNest, format_program, walk
 from kgen.gen.lower import COMPUTE_DEFINE_NAMES
 from kgen.core.resources import cache_root, data_dir
 from kgen.core.types import TILE_HW
+from kgen.gen.plan import round_up_tiles
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -116,7 +117,10 @@ def _affine(value: Affine, term) -> str:
 
 
 def _uses_var(nodes: tuple[Node, ...], var: str) -> bool:
-    return any(isinstance(v, Affine) and any(t == var for t, _ in v.terms) for n, _ in walk(nodes) for _, v in n.args)
+    def affine(v):
+        return v.first if isinstance(v, Extent) else v
+    return any(isinstance(affine(v), Affine) and any(t == var for t, _ in affine(v).terms)
+               for n, _ in walk(nodes) for _, v in n.args)
 
 
 def flatten(nodes: tuple[Node, ...], depth: int = 0) -> list[Line]:
@@ -332,6 +336,10 @@ def manifest_body(program: Program) -> dict[str, Any]:
             tensors[t.name] = {"data_format": t.data_format, "layout": t.layout, "page_size": t.page_bytes}
     s = plan.spec
     shapes = {"in0": [s.batch, s.m, s.k], "in1": [s.k, s.n], "bias": [1, s.n], "out": [s.batch, s.m, s.n]}
+    # ttnn's padded_shape (each dimension but the batch padded to whole tiles), where it differs
+    tiles = {d: round_up_tiles(v) * TILE_HW for d, v in (("m", s.m), ("n", s.n), ("k", s.k))}
+    padded = {"in0": [s.batch, tiles["m"], tiles["k"]], "in1": [tiles["k"], tiles["n"]], "bias": [1, tiles["n"]],
+              "out": [s.batch, tiles["m"], tiles["n"]]}
     io = [name for name in ("in0", "in1", "bias", "out") if name in tensors]
     return {
         "arch": plan.arch.name,
@@ -339,7 +347,8 @@ def manifest_body(program: Program) -> dict[str, Any]:
         "kgen_version": __version__,
         "spec": {"name": s.name, "variant": s.variant},
         "policy": plan.policy,
-        "io_tensors": [{"name": n, "shape": shapes[n], **tensors[n]} for n in io],
+        "io_tensors": [{"name": n, "shape": shapes[n], **tensors[n],
+                        **({"padded_shape": padded[n]} if padded[n] != shapes[n] else {})} for n in io],
         "kernels": kernels,
         "cbs": cbs,
         "semaphores": semaphores,

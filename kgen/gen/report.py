@@ -54,6 +54,20 @@ def plan_to_dict(p: Plan, variants: dict[str, str] | None = None) -> dict[str, A
         "choices": list(p.choices),
         "warnings": list(p.warnings),
         "variants": variants or {},
+        # only padded plans carry these keys, so the plan.json of an evenly divided plan is unchanged
+        **({"padding": _padding_dict(p)} if p.padding_notes else {}),
+    }
+
+
+def _padding_dict(p: Plan) -> dict[str, Any]:
+    """What was padded: tensor dimensions to whole tiles, and the last row/column of cores (the 2D
+    factory's last_* values)."""
+    return {
+        "tiles": {d: {"elements": v, "padded_elements": padded} for d, (v, padded) in p.tile_padding.items()},
+        "in0_last_ktile_w": p.in0_last_ktile_w,
+        "last_per_core": {"M": p.last_per_core_m, "N": p.last_per_core_n},
+        "last_out_block": {"h": p.last_out_block_h, "w": p.last_out_block_w},
+        "notes": list(p.padding_notes),
     }
 
 
@@ -97,6 +111,7 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
         ("DST", f"{p.out_subblock_tiles} tiles per subblock of {p.dst_capacity} "
                 f"({p.dst_sync}, {p.dst_accum_format} accumulation), headroom {p.dst_capacity - p.out_subblock_tiles}"),
     ]
+    kv += [("padding", note) for note in p.padding_notes]
     width = max(len(k) for k, _ in kv)
     lines = [title, ""] + [f"  {k:<{width}}  {v}" for k, v in kv]
     lines += ["", "circular buffers (per core):"]

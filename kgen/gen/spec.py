@@ -648,13 +648,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
     compute = _compute_config(preset, preset_entry.value.span if preset_entry else spec.matmul_span, spec,
                               {k: e for k, e in entries.items() if k.startswith("compute.")}, spans)
     m, n, k = vals["shape"]
-    for dim_name, value in (("M", m), ("N", n), ("K", k)):
-        if value % TILE_HW:
-            lo, hi = value // TILE_HW * TILE_HW, (value // TILE_HW + 1) * TILE_HW
-            near = f"{lo} or {hi}" if lo else f"{hi}"
-            raise SpecError(f"shape {dim_name} = {value} is not a multiple of the {TILE_HW}-element tile",
-                            spans["shape"], hint=f"nearest legal values for {dim_name}: {near} "
-                            "(kgen emits no padded-tile path)")
+    # M, N, K need not be tile multiples: ttnn pads each tensor to whole tiles (the plan says what)
     _check_page_ids(m, n, k, vals.get("batch", 1), spans)
     block = BlockSpec(
         in0_block_w=vals.get("block.in0_block_w"),
@@ -680,7 +674,7 @@ MAX_PAGE_ID = (1 << 32) - 1    # kernels index DRAM pages with uint32_t (TensorA
 def _check_page_ids(m: int, n: int, k: int, batch: int, spans: Mapping[str, Span]) -> None:
     """Every tile a kernel addresses must have a page id that fits in 32 bits. in0 is batch x M x K,
     in1 is K x N (shared by the batch, which is fused into M), out is batch x M x N."""
-    mt, nt, kt = m // TILE_HW, n // TILE_HW, k // TILE_HW
+    mt, nt, kt = (-(-v // TILE_HW) for v in (m, n, k))      # padded to whole tiles
     for tensor, tiles in (("in0", batch * mt * kt), ("in1", kt * nt), ("out", batch * mt * nt)):
         if tiles - 1 > MAX_PAGE_ID:
             key = "batch" if "batch" in spans and tiles // batch - 1 <= MAX_PAGE_ID else "shape"

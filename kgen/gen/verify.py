@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kgen.core.errors import KgenBug
-from kgen.gen.ir import COMPUTE_CB_OPS, Affine, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, counted, walk
+from kgen.gen.ir import COMPUTE_CB_OPS, Affine, Extent, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, counted, walk
 from kgen.gen.plan import CB_OUT, CB_PARTIALS
 from kgen.core.types import TILE_HW
 
@@ -229,6 +229,8 @@ def _check_uint32(kernel: Kernel, n: Op, ranges: dict[str, int]) -> None:
     (printed as a literal times a loop variable or core coordinate) and its largest value over the
     loops and cores. The spec's page-id rule should make this unreachable; it is the backstop."""
     for name, v in n.args:
+        if isinstance(v, Extent):
+            v = v.first                  # the kernel computes the extent's first row / column too
         if isinstance(v, bool) or not isinstance(v, (int, Affine)):
             continue
         values = (v,) if isinstance(v, int) else (v.const, *(c for _, c in v.terms), v.max_over(ranges))

@@ -291,6 +291,17 @@ class Inputs:
     in0: np.ndarray                  # (batch*M, K) float32, quantised to its format
     in1: np.ndarray                  # (K, N)
     bias: np.ndarray | None          # (N,)
+    # Shapes that are not tile multiples: the arrays above are ttnn's padded tensors (zeros past the
+    # logical shape, as tilize pads), and these say which output elements are real: (batch, M, N).
+    logical: tuple[int, int, int] | None = None
+
+    def logical_output(self, values: np.ndarray) -> np.ndarray:
+        """The real (batch*M, N) part of a padded (batch*Mp, Np) output: the output sliced back."""
+        if self.logical is None:
+            return values
+        batch, m, n = self.logical
+        mp = values.shape[0] // batch
+        return values.reshape(batch, mp, -1)[:, :m, :n].reshape(batch * m, n)
 
 
 def round_up(v: int, a: int) -> int:
@@ -300,7 +311,7 @@ def round_up(v: int, a: int) -> int:
 def tensors_of(manifest: dict) -> list[Tensor]:
     out = []
     for t in manifest["io_tensors"]:
-        shape = tuple(t["shape"])
+        shape = tuple(t.get("padded_shape", t["shape"]))     # the device tensor: padded to whole tiles
         rows = int(np.prod(shape[:-1]))
         cols = shape[-1]
         fmt = t["data_format"]
@@ -318,13 +329,29 @@ def make_inputs(manifest: dict, seed: int) -> Inputs:
     rng = np.random.default_rng(seed)
     by_name = {t.name: t for t in tensors_of(manifest)}
     a, b = by_name["in0"], by_name["in1"]
-    in0 = tl.quantize(rng.standard_normal((int(np.prod(a.shape[:-1])), a.shape[-1]), dtype=np.float32), a.data_format)
-    in1 = tl.quantize(rng.standard_normal(b.shape, dtype=np.float32), b.data_format)
-    bias = None
-    if "bias" in by_name:
-        t = by_name["bias"]
-        bias = tl.quantize(rng.standard_normal((1, t.shape[-1]), dtype=np.float32), t.data_format)[0]
-    return Inputs(np.asarray(in0, np.float32), np.asarray(in1, np.float32), None if bias is None else np.asarray(bias, np.float32))
+    raw0 = rng.standard_normal((int(np.prod(a.shape[:-1])), a.shape[-1]), dtype=np.float32)
+    raw1 = rng.standard_normal(b.shape, dtype=np.float32)
+    raw_bias = rng.standard_normal((1, by_name["bias"].shape[-1]), dtype=np.float32) if "bias" in by_name else None
+    logical = {t["name"]: t["shape"] for t in manifest["io_tensors"]}
+    dims = None
+    if any("padded_shape" in t for t in manifest["io_tensors"]):
+        # zeros past the logical shape, as ttnn's tilize pads (so a padded K adds nothing), before
+        # quantising, so the padding plays no part in a block float's shared exponent
+        batch, m, k = logical["in0"]
+        n = logical["in1"][1]
+        padded0 = raw0.reshape(batch, -1, a.shape[-1])
+        padded0[:, m:, :] = 0.0
+        padded0[:, :, k:] = 0.0
+        raw1[k:, :] = 0.0
+        raw1[:, n:] = 0.0
+        if raw_bias is not None:
+            raw_bias[:, n:] = 0.0
+        dims = (batch, m, n)
+    in0 = tl.quantize(raw0, a.data_format)
+    in1 = tl.quantize(raw1, b.data_format)
+    bias = None if raw_bias is None else tl.quantize(raw_bias, by_name["bias"].data_format)[0]
+    return Inputs(np.asarray(in0, np.float32), np.asarray(in1, np.float32),
+                  None if bias is None else np.asarray(bias, np.float32), dims)
 
 
 def _tensor_bytes(t: Tensor, inputs: Inputs) -> bytes:
@@ -500,6 +527,8 @@ def error_stats(values: np.ndarray, inputs: Inputs, relu: bool) -> ErrorStats:
         ref = ref + inputs.bias.astype(np.float64)[None, :]
     if relu:
         ref = np.maximum(ref, 0.0)
+    # the padding is no output: compare the logical part only (the output sliced back)
+    ref, values = inputs.logical_output(ref), inputs.logical_output(values)
     with np.errstate(invalid="ignore", over="ignore"):
         out = values.astype(np.float64)
         diff = np.abs(out - ref)

@@ -12,6 +12,7 @@ Size: the emulator runs every core, so the cost is the whole matmul. Batch*M and
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import random
@@ -38,6 +39,10 @@ MAX_KT = 16                  # K in tiles, <= 512 elements
 MAX_TILE_MACS = 512          # Mt*Nt*Kt; one tile triple is 32**3 MACs -> <= 16 Mi MACs per case
 AUTO_IN0_BLOCK_W_MAX = 8     # plan.py's bound on the auto in0_block_w search (mirrored, not imported)
 INPUT_BUFFERING_DEPTH = 2    # in0/in1 CBs are double-buffered when more than one K-block flows
+# Shares of cases drawn padded (issue #17): a last row or column of cores with fewer tiles than
+# per_core (TT-Metal's padded last blocks), and M, N or K short of whole tiles (padded as ttnn tilizes).
+PADDED_BLOCKS_SHARE = 0.3
+TILE_PADDING_SHARE = 0.3
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
 DTYPES: tuple[str, ...] = tuple(DTYPE_TO_FORMAT)
@@ -105,6 +110,7 @@ class _Choice:
     untilize: bool
     auto: frozenset[str]       # block keys written as `auto`
     omit: frozenset[str]       # optional keys left out (the default applies)
+    trim: tuple[int, int, int] = (0, 0, 0)   # elements short of whole tiles in M (per batch), N, K
 
     @property
     def num_blocks(self) -> int:
@@ -316,7 +322,7 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
     def block_value(key: str, value: str) -> str:
         return "auto" if key in c.auto else value
 
-    m, n, k = c.mt * TILE_HW // c.batch, c.nt * TILE_HW, c.kt * TILE_HW
+    m, n, k = c.mt * TILE_HW // c.batch - c.trim[0], c.nt * TILE_HW - c.trim[1], c.kt * TILE_HW - c.trim[2]
     in0, in1, out, bias_dtype = c.dtypes
     dtype = f"dtype {{ in0 = {in0}  in1 = {in1}  out = {out}" + (f"  bias = {bias_dtype}" if bias_dtype else "") + " }"
     block = [f"in0_block_w = {block_value('in0_block_w', str(c.in0_block_w))}",
@@ -368,8 +374,34 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
             break
     else:  # unreachable within the size limits above (worst case ~1.34 MB < 1.39 MB)
         raise AssertionError(f"fuzz: no case within L1 after {MAX_DRAWS} draws (seed {seed}, index {index})")
+    # the padded forms draw from their own stream, so the rest of a case is what it was before them
+    c = _padded(random.Random(f"kgen-fuzz-padding:{seed}:{index}"), c)
     name = _case_name(seed, index)
     return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
+
+
+def _padded(rng: random.Random, c: _Choice) -> _Choice:
+    """Some cases made padded. Fewer tiles on the last row (column) of cores, by fewer than one out
+    block, so the last core's tiles still reach its last out block (TT-Metal's _padding readers read
+    every earlier block whole; plan.py's rule); and M, N, K short of whole tiles. The per-core
+    blocking, and so the L1 budget, is unchanged. Not with untilize_out (the planner refuses it) nor
+    with a batch (each batch is a whole number of tile rows here)."""
+    if c.untilize:
+        return c
+    mt, nt, auto = c.mt, c.nt, set(c.auto)
+    (pm, pn), (obh, obw) = c.per_core, c.out_block
+    if rng.random() < PADDED_BLOCKS_SHARE and c.batch == 1:
+        # mcast_2d pads M only below the top row (plan.py: TT-Metal's in1 sender/writer has no M padding)
+        if min(pm, obh) > 1 and (c.dataflow == "reuse" or c.mt // pm > 1) and rng.random() < 0.6:
+            mt -= rng.randint(1, min(pm, obh) - 1)
+        if min(pn, obw) > 1 and rng.random() < 0.6:
+            nt -= rng.randint(1, min(pn, obw) - 1)
+        if (mt, nt) != (c.mt, c.nt):
+            auto.discard("per_core")        # the planner's auto per_core divides Mt and Nt
+    trim = (0, 0, 0)
+    if rng.random() < TILE_PADDING_SHARE:
+        trim = tuple(rng.randint(1, TILE_HW - 1) if rng.random() < 0.5 else 0 for _ in range(3))
+    return dataclasses.replace(c, mt=mt, nt=nt, auto=frozenset(auto), trim=trim)
 
 
 def generate_cases(count: int, seed: int) -> list[FuzzCase]:
@@ -409,6 +441,8 @@ def features(p: Plan) -> dict[str, object]:
         "untilize_out": p.untilize_out, "grid": f"{p.grid[0]}x{p.grid[1]}",
         "grid_requested": f"{p.grid_requested[0]}x{p.grid_requested[1]}",
         "macs": p.mt * p.nt * p.kt * TILE_HW ** 3,
+        "padded_blocks": "/".join(d for d, on in (("M", p.padded_m), ("N", p.padded_n)) if on) or "none",
+        "tile_padding": "/".join(p.tile_padding) or "none",
     }
 
 

@@ -31,6 +31,7 @@ from typing import Any, Mapping
 from kgen.core.manifest import cores_of
 from kgen.proof.emulate import round_up
 from kgen.core.errors import KgenError
+from kgen.core.types import TILE_HW
 from kgen.toolchain.headers import toolchain_config
 
 # kgen kernel name -> TT-Metal 0.81.1 kernel file (in the headers' dataflow kernel folder).
@@ -99,8 +100,9 @@ def _noc_index(kernel: dict) -> int:
 @dataclass(frozen=True)
 class _FactoryValues:
     """The 2D factory's shared values for one plan and build folder: blocking, semaphores, pages, and
-    the padding of the last row/column of cores (the factory's last_* values; kgen plans divide
-    evenly, so these equal the full values and every skip is 0)."""
+    the padding of the last row/column of cores: the factory's last_* values, stated here from its
+    formulas ("Parameters for last row, col, or block"); where per_core divides Mt and Nt they equal
+    the full values and every skip is 0."""
     plan: Any
     page: Mapping[str, int]                 # DRAM-aligned page size per tensor
     sems: Mapping[str, int]
@@ -206,7 +208,9 @@ def _in0_sender(f: _FactoryValues, k: dict) -> TtKernelArgs:
         0)) for (x, y) in cores_of(k["core_ranges"]))                  # sparsity_addr
     return TtKernelArgs(
         "in0_sender",
-        (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, 0, 0, 0, 0, 0, p.num_blocks, p.num_blocks_w_dim,
+        # in0_last_ktile_w = logical K % tile width (the reader zeroes the rest of the last K tile),
+        # in0_last_ktile_h = 0 (no transpose_a), then extract_shard_sub_blocks, shard_w, shard_h (no sharding)
+        (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, p.spec.k % TILE_HW, 0, 0, 0, 0, p.num_blocks, p.num_blocks_w_dim,
          p.num_blocks_h_dim, f.sems["in0_sender"], f.sems["in0_receiver"], cols - 1, cols - 1, p.mt * kt,
          f.batch, f.batch,
          0, 0, 0, 1, 0, 0,                    # reuse_in0, batchB, sparsity page, bcast_A, batch from reader, fuse_op

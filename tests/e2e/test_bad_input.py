@@ -429,11 +429,23 @@ def test_per_core_needs_more_cores_than_the_grid(capsys, tmp_path):
                       message=("needs 8 cores", "grid has 2"), hint=("nearest legal values", "4"))
 
 
-def test_per_core_not_dividing_mt(capsys, tmp_path):
+def test_per_core_needing_more_rows_than_the_grid(capsys, tmp_path):
+    # per_core need not divide Mt (TT-Metal pads the last row of cores), but ceil(8 / 3) = 3 rows > 2
     text = edit(BASE, ("per_core     = auto", "per_core     = 3 x 4"))
     path, rc, out, err = check_text(capsys, tmp_path, text)
     assert_spec_error(rc, out, err, path, line=line_of(text, "per_core"), under="3 x 4",
-                      message=("per_core_M = 3 does not divide Mt = 8",), hint=("nearest legal values", "4"))
+                      message=("per_core_M = 3 needs 3 cores along y, the grid has 2",),
+                      hint=("nearest legal values", "4"))
+
+
+def test_out_block_entirely_past_the_tensor(capsys, tmp_path):
+    # Mt = 8 over per_core_M = 6: the last row of cores holds 2 rows of tiles; out_block_h = 2 would
+    # leave it two out blocks past the tensor, which TT-Metal's _padding readers read in full
+    text = edit(BASE, ("per_core     = auto", "per_core     = 6 x 4\n        out_block    = 2 x 4"))
+    path, rc, out, err = check_text(capsys, tmp_path, text)
+    assert_spec_error(rc, out, err, path, line=line_of(text, "out_block"), under="2 x 4",
+                      message=("the last core along y holds 2 of per_core_M = 6 tiles",),
+                      hint=("nearest legal values", "6"))
 
 
 def test_out_block_not_dividing_per_core(capsys, tmp_path):
@@ -600,22 +612,22 @@ def test_negative_dimension_says_it_must_be_positive(capsys, tmp_path, old, new,
 
 
 # ----------------------------------------------------------------------------------------------
-# 7. Shapes that are not multiples of the 32-element tile
+# 7. Shapes that are not multiples of the 32-element tile: no longer bad input (issue #17). ttnn
+#    pads each tensor to whole tiles; `kgen check` says what was padded.
 # ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("shape,dim,near", [
-    ("250 x 256 x 1024", "M = 250", "224 or 256"),
-    ("256 x 100 x 1024", "N = 100", "96 or 128"),
-    ("256 x 256 x 16", "K = 16", "32"),
-    ("256 x 256 x 1000", "K = 1000", "992 or 1024"),
-    ("33 x 256 x 1024", "M = 33", "32 or 64"),
+@pytest.mark.parametrize("shape,dim,padded", [
+    ("250 x 256 x 1024", "M = 250", "256"),
+    ("256 x 100 x 1024", "N = 100", "128"),
+    ("256 x 256 x 100", "K = 100", "128"),
+    ("256 x 256 x 1000", "K = 1000", "1024"),
+    ("33 x 256 x 1024", "M = 33", "64"),
 ])
-def test_shape_not_a_multiple_of_32(capsys, tmp_path, shape, dim, near):
+def test_shape_not_a_multiple_of_32_is_padded_to_tiles(capsys, tmp_path, shape, dim, padded):
     text = edit(BASE, ("256 x 256 x 1024", shape))
     path, rc, out, err = check_text(capsys, tmp_path, text)
-    assert_spec_error(rc, out, err, path, line=line_of(text, "shape"), under=shape,
-                      message=(f"shape {dim} is not a multiple of the 32-element tile",),
-                      hint=("nearest legal values", near))
+    assert rc == 0, err
+    assert f"{dim} padded to {padded}" in out, out
 
 
 # ----------------------------------------------------------------------------------------------

@@ -40,6 +40,24 @@ def test_check_json_matches_the_table():
     assert set(data["variants"]) == {"spill", "l1acc"}
 
 
+def test_check_says_what_was_padded():
+    # TT-Metal's 2D factory: 128 tiles over per_core 13 x 10 -> ceil(128 / 13) = 10 rows and ceil(128 / 10)
+    # = 13 columns; the last row holds 128 - 9 * 13 = 11 rows of tiles, the last column 128 - 12 * 10 = 8;
+    # last_out_block_w = 8 % 5 = 3 (out_block 13 x 5)
+    r = run("check", "examples/bh_4096_full_grid.kspec", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["grid"] == {"x": 13, "y": 10, "cores": 130}
+    assert data["padding"]["last_per_core"] == {"M": 11, "N": 8}
+    assert data["padding"]["last_out_block"] == {"h": 11, "w": 3}
+    assert data["padding"]["tiles"] == {} and data["padding"]["in0_last_ktile_w"] == 0
+    r = run("check", "examples/non_tile_1000.kspec")
+    assert r.returncode == 0, r.stderr
+    for dim in "MNK":
+        assert f"padding       {dim} = 1000 padded to 1024" in r.stdout, dim
+    assert "padding" not in json.loads(run("check", "examples/peak_small.kspec", "--json").stdout)
+
+
 def test_check_reports_the_policy_reason_for_two_blocks():
     r = run("check", "examples/l1acc_two_blocks.kspec")
     assert "packer_l1_acc requested, but num_blocks = 2: TT-Metal turns L1 accumulation on only when " \

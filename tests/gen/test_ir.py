@@ -62,3 +62,18 @@ def test_counted_is_walk_with_the_loop_counts_multiplied():
         for o, n in counted(kernel.body):
             by_counted[o.kind] += n
         assert +by_walk == by_counted, kernel.name
+
+
+def test_extents_cap_the_pages_a_padded_nest_touches():
+    from kgen.gen.ir import Extent
+    # in0 of a 7 x 8-tile tensor read in 2 x 2 blocks per core_y (per_core_M = 4): rows 7 on are padding,
+    # so the highest page is row 6's last tile, 6 * 8 + 7 = 55, not row 7's.
+    rows = Extent(Affine.of(0, core_y=4, bh=2), 7)
+    nest = TileNest.of(op("read_tiles", "in0", 0, Affine.of(0, core_y=32, bh=16, block=2), 2, 2, 8, rows, None))
+    assert nest.last_page({"core_y": 2, "bh": 2, "block": 4}) == 6 * 8 + 7
+    unguarded = TileNest.of(op("read_tiles", "in0", 0, Affine.of(0, core_y=32, bh=16, block=2), 2, 2, 8))
+    assert unguarded.last_page({"core_y": 2, "bh": 2, "block": 4}) == 7 * 8 + 7
+    # columns: in1 7 tiles wide, 4-column blocks per core_x, the last column of tiles is 6
+    cols = Extent(Affine.of(0, core_x=4), 7)
+    nest = TileNest.of(op("read_tiles", "in1", 1, Affine.of(0, block=14, core_x=4), 2, 4, 7, None, cols))
+    assert nest.last_page({"core_x": 2, "block": 3}) == 2 * 14 + 1 * 7 + 6

@@ -199,8 +199,10 @@ def test_auto_subblock_in_table_order(out_block, fp32, full, expected):
     (dict(sb="3 x 2"), "out_block_h % out_subblock_h == 0", "2, 4"),               # out_block 4 x 4
     (dict(sb="4 x 4"), "out_subblock_h * out_subblock_w <= get_dest_reg_count", "4 x 2"),
     (dict(sb="4 x 2", fp32="true"), "get_dest_reg_count", "2 x 2"),
-    (dict(pc="3 x 4"), "Mt % per_core_M == 0", "4, 8"),        # Mt = 8, at most 2 rows of cores
-    (dict(pc="2 x 4"), "num_blocks_y <= grid.y", "4, 8"),                            # 4 rows > 2
+    # Mt = 8 over at most 2 rows of cores: TT-Metal's grid is ceil(Mt / per_core_M) rows, so per_core_M
+    # need not divide Mt (the last row is padded), but it must be at least ceil(8 / 2) = 4
+    (dict(pc="3 x 4"), "num_blocks_y <= grid.y", "4, 5"),     # ceil(8 / 3) = 3 rows > 2
+    (dict(pc="2 x 4"), "num_blocks_y <= grid.y", "4, 5"),     # 4 rows > 2
     (dict(grid="9 x 8"), "grid within compute_with_storage_grid_size", "8 x 8"),
     (dict(ob="3 x 4"), "per_core_M % out_block_h == 0", "2, 4"),
 ])
@@ -267,3 +269,61 @@ def test_arch_behaviour_is_data_with_the_values_tt_metal_gives():
     assert wh.fpu_renormalisation_quirk and not bh.fpu_renormalisation_quirk
     assert wh.hifi4_fp32_dest_accuracy_bug and not bh.hifi4_fp32_dest_accuracy_bug
     assert load_arch("wormhole_b0").toolchain.pcie_noc == (0, 3) and load_arch("blackhole").toolchain.num_dram_banks == 8
+
+
+# ----------------------------------------------------------------------------------------------
+# Padded last blocks. TT-Metal's 2D factory (matmul_multicore_reuse_mcast_2d_program_factory.cpp,
+# "Parameters for last row, col, or block"): num_blocks_y = ceil(Mt / per_core_M), num_blocks_x =
+# ceil(Nt / per_core_N); last_per_core_M = Mt % per_core_M or per_core_M; last_out_block_h =
+# last_per_core_M % out_block_h or out_block_h (and the same for N / w).
+
+def test_blackhole_4096_cubed_on_the_full_grid_pads_the_last_row_and_column():
+    # 128 tiles over 10 rows: per_core_M = ceil(128 / 10) = 13, ceil(128 / 13) = 10 rows, the last
+    # holds 128 - 9 * 13 = 11; over 13 columns: per_core_N = ceil(128 / 13) = 10, 13 columns, the last 8.
+    p = plan(make(arch="blackhole", shape="4096 x 4096 x 4096", grid="13 x 10", pc="13 x 10"))
+    assert p.grid == (13, 10)
+    assert (p.last_per_core_m, p.last_per_core_n) == (11, 8)
+    assert p.padded_m and p.padded_n
+    # the CBs are the factory's full-block sizes: padding does not shrink them
+    assert p.cb(0).pages == p.out_block_h * p.in0_block_w * 2 and p.cb(1).pages == p.out_block_w * p.in0_block_w * 2
+    notes = " ".join(p.padding_notes)
+    assert "11 of per_core_M = 13" in notes and "8 of per_core_N = 10" in notes
+
+
+def test_last_out_block_values_are_the_factorys():
+    # Mt = Nt = 7 over per_core 4 x 4 with out_block 2 x 4: last_per_core = 3, last_out_block_h = 3 % 2 = 1,
+    # last_out_block_w = 3 % 4 = 3
+    p = plan(make(shape="224 x 224 x 256", pc="4 x 4", ob="2 x 4", sb="1 x 2"))
+    assert p.grid == (2, 2)
+    assert (p.last_out_block_h, p.last_out_block_w) == (1, 3)
+
+
+def test_an_out_block_entirely_past_the_tensor_is_refused():
+    # TT-Metal's _padding readers read every block but a core's last one in full
+    # (`bh < num_blocks_h_dim - 1 || h < last_block_h`): with Mt = 7, per_core_M = 6 and out_block_h = 2
+    # the last core holds 1 row, so its first two blocks would be read past the tensor.
+    with pytest.raises(PlanError) as exc:
+        plan(make(shape="224 x 256 x 256", pc="6 x 4", ob="2 x 4"))
+    assert "pad only a core's last out block" in exc.value.message
+    assert "6" in (exc.value.hint or "")
+    # auto out_block picks one that reaches the last core's tiles
+    p = plan(make(shape="224 x 256 x 256", pc="6 x 4"))
+    assert p.last_per_core_m > p.per_core_m - p.out_block_h
+
+
+def test_evenly_divided_plans_have_no_padding():
+    p = plan(make())
+    assert not p.padded_blocks and p.padding_notes == () and p.in0_last_ktile_w == 0
+
+
+def test_mcast_2d_refuses_a_padded_top_row():
+    # The factory gives the top row's in1 sender/writer out_block_h / out_subblock_h, out_subblock_h and
+    # a 0 h-skip whatever the row: on a single row of cores, a padded M would be written past the output.
+    with pytest.raises(PlanError) as exc:
+        plan(make(shape="128 x 256 x 256", grid="2 x 1", pc="6 x 4"))
+    assert "not the top row" in exc.value.message
+    # reuse has no such sender, and two rows put the padding on a receiver row
+    import dataclasses
+    reuse = dataclasses.replace(make(shape="128 x 256 x 256", grid="2 x 1", pc="6 x 4"), dataflow="reuse")
+    assert plan(reuse).padded_m
+    assert plan(make(shape="160 x 256 x 256", grid="2 x 2", pc="3 x 4")).padded_m

@@ -192,3 +192,15 @@ def test_every_fuzz_drawn_plan_is_predicted_within_the_ideal():
         assert compare_policies(v, pr).note or compare_policies(v, pr).other_cycles > 0
         predicted += 1
     assert predicted >= 50
+
+
+def test_the_model_runs_on_padded_plans():
+    # 4096^3 on Blackhole's 13 x 10 grid: per_core 13 x 10 does not divide 128 x 128 tiles, so the last
+    # row and column of cores hold padded last blocks (issue #17). The model reads the padded IR.
+    v = verified(spec(shape="4096 x 4096 x 4096", grid="13 x 10", extra="block { per_core = 13 x 10 }"))
+    assert v.plan.padded_m and v.plan.padded_n
+    pr = predict(v)
+    assert pr.cycles > 0 and 0 < pr.utilization <= 1
+    # a shape that is no tile multiple plans, lowers and is predicted too
+    odd = predict(verified(spec(shape="1000 x 1000 x 1024", grid="4 x 4")))
+    assert odd.cycles > 0 and 0 < odd.utilization <= 1

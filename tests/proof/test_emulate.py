@@ -19,8 +19,11 @@ from kgen.gen.spec import load_file, resolve
 # Examples small enough for exact emulation in the test run (MACs <= ~300 M). The larger ones
 # (peak_bf16, wh_bfp8_spill, bh_fp32_bias, wh_fp32_hifi4: 2-69 G MACs) run in fast mode here and
 # in exact mode by hand (benchmarks/emulate_examples.py).
-EXACT_EXAMPLES = ["peak_small", "l1acc_one_block", "l1acc_two_blocks", "l1acc_two_blocks_bias", "untilize_relu_reuse"]
-LARGE_EXAMPLES = ["wh_fp32_hifi4", "bh_fp32_bias", "wh_bfp8_spill", "peak_bf16"]
+EXACT_EXAMPLES = ["peak_small", "l1acc_one_block", "l1acc_two_blocks", "l1acc_two_blocks_bias", "untilize_relu_reuse",
+                  "padded_small"]
+# non_tile_1000 (1 G MACs) and bh_4096_full_grid (69 G MACs) are padded (issue #17); wh_mlp_11008
+# (92 G MACs, about 2 minutes in fast mode) runs by hand.
+LARGE_EXAMPLES = ["wh_fp32_hifi4", "bh_fp32_bias", "wh_bfp8_spill", "peak_bf16", "non_tile_1000", "bh_4096_full_grid"]
 
 
 def _variants(name: str) -> list[str | None]:
@@ -118,7 +121,10 @@ def test_random_schedules_give_identical_bits(host_cxx, tmp_path):
 
 @pytest.mark.parametrize("name,variant", [("peak_small", None), ("peak_small", "spill"), ("peak_small", "fp32"),
                                           ("l1acc_two_blocks_bias", None), ("untilize_relu_reuse", None),
-                                          ("l1acc_one_block", None)])
+                                          ("l1acc_one_block", None),
+                                          # padded last blocks and a shape short of whole tiles (issue #17)
+                                          ("padded_small", "bias"), ("padded_small", "bfp8"),
+                                          ("padded_small", "reuse")])
 def test_port_check_matches_tt_metal_kernel(host_cxx, host_toolchain, tmp_path, name, variant):
     from kgen.proof.portcheck import port_check
 
@@ -314,3 +320,59 @@ def test_the_emulator_takes_every_cost_from_the_performance_models_tables():
         assert [(x, cycles[f"mcast_latency@{x:g}"]) for x, _ in costs.multicast.latency.points] == \
             list(costs.multicast.latency.points)
         assert "emulator" not in str(cycles) and not {"noc_op", "noc_bytes_per_cycle", "unpack_tile"} & set(cycles)
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes that are not tile multiples (issue #17): padded to tiles as ttnn tilizes (zeros), the output
+# sliced back.
+
+ODD_K = """matmul odd_k {{
+    arch = wormhole_b0  shape = 64 x 96 x {k}  grid = 2 x 1  dataflow = mcast_2d
+    dtype {{ in0 = bfloat16  in1 = bfloat8_b  out = bfloat16 }}
+    block {{ in0_block_w = 2  per_core = 2 x 2  out_subblock = auto }}
+    compute {{ packer_l1_acc = true  fp32_dest_acc = false }}
+}}
+"""
+
+
+def _odd_built(tmp_path, k: int):
+    path = tmp_path / f"odd_k_{k}.kspec"
+    path.write_text(ODD_K.format(k=k))
+    spec = resolve(load_file(path), None)
+    return plan(spec), build(spec, tmp_path / f"build_{k}").path
+
+
+def test_padded_k_never_changes_the_result(host_cxx, tmp_path):
+    """K = 100 pads to 128 with zeros; the same matmul with K = 128 whose last 28 K columns/rows are zero
+    gives the same bits, kernel for kernel: the padding adds exact zeros."""
+    from kgen.proof.emulate import load_manifest, make_inputs
+
+    p_odd, odd = _odd_built(tmp_path, 100)
+    p_full, full = _odd_built(tmp_path, 128)
+    assert (p_odd.kt, p_odd.tile_padding) == (4, {"K": (100, 128)}) and p_full.kt == 4
+    inputs = make_inputs(load_manifest(odd)[1], seed=5)
+    assert not inputs.in0[:, 100:].any() and not inputs.in1[100:, :].any()       # zeros, as tilize pads
+    assert inputs.in0[:, :100].any() and inputs.in1[:100, :].any()
+    a = _emulate(odd, p_odd, inputs=inputs)
+    b = _emulate(full, p_full, inputs=inputs)
+    assert a.status == b.status == "ok" and a.exact_match and b.exact_match
+    assert a.out_bytes == b.out_bytes
+
+
+def test_the_error_against_float64_ignores_the_padding():
+    """Only the logical output is compared with float64: the padded rows and columns are no output."""
+    import numpy as np
+
+    from kgen.proof.emulate import Inputs, error_stats
+
+    rng = np.random.default_rng(0)
+    a, b = np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32)
+    a[:40, :50] = rng.standard_normal((40, 50))
+    b[:50, :33] = rng.standard_normal((50, 33))
+    inputs = Inputs(a, b, None, (1, 40, 33))
+    out = (a.astype(np.float64) @ b).astype(np.float32)
+    out[40:, :] = np.nan                    # whatever lies in the padding does not count
+    out[:, 33:] = 1e30
+    e = error_stats(out, inputs, relu=False)
+    assert e.max_abs_err < 1e-5 and e.pcc > 0.999999      # float32 rounding of the output only
+    assert inputs.logical_output(out).shape == (40, 33)

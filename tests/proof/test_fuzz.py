@@ -144,6 +144,13 @@ def test_coverage(results, cases):
     assert any(p.grid != p.grid_requested for p in plans)
     assert any(p.num_blocks_h_dim * p.num_blocks_w_dim > 1 for p in plans)
     assert any(p.untilize_out and p.in1_num_subblocks > 1 for p in plans)
+    # padded forms (issue #17): padded last row and column of cores, on mcast_2d and reuse, and M, N, K
+    # each short of whole tiles, some of them together with padded blocks
+    assert any(p.padded_m for p in plans) and any(p.padded_n for p in plans)
+    assert {p.spec.dataflow for p in plans if p.padded_blocks} == {"mcast_2d", "reuse"}
+    for dim in ("M", "N", "K"):
+        assert any(dim in p.tile_padding for p in plans), dim
+    assert any(p.padded_blocks and p.tile_padding for p in plans)
     # the text: every block key both explicit and auto; every way of giving a compute config
     text = "\n".join(c.text for c in cases)
     for key in ("in0_block_w", "out_subblock", "per_core", "out_block"):

@@ -41,6 +41,14 @@ SMALL_SPECS = {
         block { in0_block_w = 2  out_subblock = auto  per_core = auto }
         fuse { bias = true }
     }""",
+    # Mt = 7, Nt = 9 over per_core 4 x 4: 3 x 2 cores, the bottom row holds 3 rows of tiles and the
+    # right column 1 column (padded last blocks; TT-Metal's _padding readers/writers' case)
+    "padded": """matmul padded {
+        arch = wormhole_b0  shape = 224 x 288 x 256  grid = 3 x 2  dataflow = mcast_2d
+        dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16  bias = bfloat16 }
+        block { in0_block_w = 2  out_subblock = 1 x 2  per_core = 4 x 4  out_block = 2 x 4 }
+        fuse { bias = true }
+    }""",
 }
 
 
@@ -87,6 +95,59 @@ def test_args_follow_the_factory_rules(tmp_path):
     assert rt[3] == p.per_core_n + p.per_core_m * p.nt             # output start tile of core (1, 1)
 
 
+def test_padding_args_follow_the_factory_rules(tmp_path):
+    """The factory's "Parameters for last row, col, or block", computed here from its formulas for
+    Mt = 7, Nt = 9, per_core 4 x 4, out_block 2 x 4, out_subblock 1 x 2, bf16 out (2048-byte tiles)."""
+    p, _, manifest = _manifest(_spec("padded", tmp_path), tmp_path)
+    assert p.grid == (3, 2)                                # ceil(9 / 4) x ceil(7 / 4)
+    args = tt_kernel_args(p, manifest)
+    out_block_h, out_block_w, sbh, sbw, tile = 2, 4, 1, 2, 2048
+    last_per_core_m, last_per_core_n = 7 % 4, 9 % 4                        # 3, 1
+    last_out_block_h = last_per_core_m % out_block_h or out_block_h         # 1
+    last_out_block_w = last_per_core_n % out_block_w or out_block_w         # 1
+    last_out_num_blocks_h = (last_per_core_m - 1) // out_block_h + 1        # 2
+    last_out_num_blocks_w = (last_per_core_n - 1) // out_block_w + 1        # 1
+    nonzero_sb_h = (last_out_block_h - 1) // sbh + 1                         # 1
+    nonzero_sb_w = (last_out_block_w - 1) // sbw + 1                         # 1
+    last_sb_h = last_out_block_h % sbh or sbh                                # 1
+    last_sb_w = last_out_block_w % sbw or sbw                                # 1
+    addr_skip = tile * (sbw - last_sb_w)                                     # 2048
+    w_skip = (sbw * sbh) * (out_block_w // sbw - nonzero_sb_w)               # 2
+    h_skip = (out_block_h // sbh - nonzero_sb_h) * (out_block_w * sbh)       # 4
+    rt = {k: dict(a.runtime_args) for k, a in args.items()}
+    # in0 sender: last_out_block_h on the last row, out_block_h elsewhere (after the rectangle)
+    assert rt["in0_sender"][(0, 1)][6] == last_out_block_h and rt["in0_sender"][(0, 0)][6] == out_block_h
+    # in1 sender/writer of the right column: last_out_block_w, the writer's padding args, bias, blocks in w
+    right = rt["in1_sender_writer"][(2, 0)]
+    assert right[9] == last_out_block_w
+    assert right[10:18] == (out_block_h // sbh, sbh, 0, out_block_w // sbw, nonzero_sb_w, last_sb_w, addr_skip, w_skip)
+    assert right[20] == last_out_num_blocks_w
+    inner = rt["in1_sender_writer"][(1, 0)]
+    assert inner[9] == out_block_w and inner[14:18] == (out_block_w // sbw, sbw, 0, 0) and inner[20] == 1
+    # in1 receiver/writer of the bottom-right core: both edges
+    corner = rt["in1_receiver_writer"][(2, 1)]
+    assert corner[4:8] == (out_block_h // sbh, nonzero_sb_h, last_sb_h, h_skip)
+    assert corner[8:13] == (out_block_w // sbw, nonzero_sb_w, last_sb_w, addr_skip, w_skip)
+    assert corner[13:15] == (last_out_num_blocks_h, last_out_num_blocks_w)
+    bottom = rt["in1_receiver_writer"][(0, 1)]
+    assert bottom[4:8] == (2, 1, 1, 4) and bottom[8:13] == (2, 2, 2, 0, 0) and bottom[13:15] == (2, 1)
+
+
+def test_in0_last_ktile_w_is_the_logical_k_modulo_the_tile(tmp_path):
+    """The factory: in0_last_ktile_w = logical K % tile width (its reader zeroes the rest of the last K
+    tile), in0_last_ktile_h = 0 without transpose_a: in0 sender CT args 7 and 8."""
+    p, _, manifest = _manifest(_spec("padded_small", tmp_path), tmp_path)       # K = 250
+    ct = tt_kernel_args(p, manifest)["in0_sender"].compile_time_args
+    assert (ct[7], ct[8]) == (250 % 32, 0)
+    # the tensors the factory sees are ttnn's padded ones: 7 x 8 tiles of in0, 8 x 9 of in1
+    tensors = {t["name"]: t for t in manifest["io_tensors"]}
+    assert tensors["in0"]["shape"] == [1, 200, 250] and tensors["in0"]["padded_shape"] == [1, 224, 256]
+    assert tensors["in1"]["padded_shape"] == [256, 288] and tensors["out"]["padded_shape"] == [1, 224, 288]
+    p2, _, manifest2 = _manifest(_spec("peak_small", tmp_path), tmp_path)
+    assert tt_kernel_args(p2, manifest2)["in0_sender"].compile_time_args[7] == 0
+    assert all("padded_shape" not in t for t in manifest2["io_tensors"])
+
+
 def test_skip_mcast_where_there_are_no_receivers(tmp_path):
     p, _, manifest = _manifest(_spec("one_column", tmp_path), tmp_path)
     args = tt_kernel_args(p, manifest)
@@ -102,7 +163,8 @@ def test_reuse_dataflow_is_not_swapped(tmp_path):
         tt_kernel_args(p, manifest)
 
 
-@pytest.mark.parametrize("name", ["peak_small", "l1acc_two_blocks_bias", "one_column", "one_row", "blackhole_bias"])
+@pytest.mark.parametrize("name", ["peak_small", "l1acc_two_blocks_bias", "one_column", "one_row", "blackhole_bias",
+                                  "padded", "padded_small"])
 def test_tt_metal_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, name):
     """TT-Metal's compute kernel and its four readers/writers, unchanged, on kgen's plan."""
     from kgen.proof.portcheck import port_check
