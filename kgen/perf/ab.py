@@ -22,9 +22,11 @@ Input distributions (rows of one 32 x 32 proxy, PROXY_LAYOUT):
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -697,15 +699,61 @@ def pcc(out: np.ndarray, ref: np.ndarray) -> float:
     return float(np.corrcoef(o, r)[0, 1])
 
 
+@dataclass(frozen=True)
+class DeviceProfiler:
+    """TT-Metal's device profiler, read the way TT's GEMM benchmark reads it (test_benchmark.py,
+    get_profiler_data): with TT_METAL_DEVICE_PROFILER set, `ttnn.ReadDeviceProfiler(device)` writes
+    the device-side log, tracy's `import_log_run_stats` digests it, and the figure is the mean TRISC1
+    (math) kernel duration in cycles (`device_trisc1_kernel_duration`, stats "Average") at the clock
+    the log records (`deviceInfo.freq`, MHz)."""
+
+    log_path: Path
+    default_setup: Callable[[], Any]
+    import_log_run_stats: Callable[[Any], Mapping[str, Any]]
+
+    def clear(self, ttnn, device) -> None:
+        """Flush what the warm-up runs left in the profiler and drop the log, so that only the
+        timed runs are profiled."""
+        ttnn.ReadDeviceProfiler(device)
+        self.log_path.unlink(missing_ok=True)
+
+    def trisc1_microseconds(self, ttnn, device) -> float:
+        ttnn.ReadDeviceProfiler(device)
+        setup = self.default_setup()
+        setup.deviceInputLog = self.log_path
+        data = self.import_log_run_stats(setup)
+        cycles = data["devices"][0]["cores"]["DEVICE"]["analysis"]["device_trisc1_kernel_duration"]["stats"]["Average"]
+        return float(cycles) / float(data["deviceInfo"]["freq"])
+
+
+def device_profiler(environ: Mapping[str, str] | None = None) -> DeviceProfiler | None:
+    """The device profiler when it is on (TT_METAL_DEVICE_PROFILER set, as TT's benchmark checks)
+    and tracy, TT-Metal's profiler tools, imports; else None (host timing)."""
+    environ = os.environ if environ is None else environ
+    if environ.get("TT_METAL_DEVICE_PROFILER") is None:
+        return None
+    try:
+        from tracy import device_post_proc_config  # noqa: PLC0415 - TT-Metal's tools, device-only
+        from tracy.common import PROFILER_DEVICE_SIDE_LOG, PROFILER_LOGS_DIR  # noqa: PLC0415
+        from tracy.process_device_log import import_log_run_stats  # noqa: PLC0415
+    except ImportError:
+        return None
+    return DeviceProfiler(Path(PROFILER_LOGS_DIR) / PROFILER_DEVICE_SIDE_LOG, device_post_proc_config.default_setup,
+                          import_log_run_stats)
+
+
 def measure_on_device(folder, tensors: Mapping[str, Any], *, device, ttnn, reference: np.ndarray,
                       read_output: Callable[[Any], np.ndarray], runs: int = 10, warmup: int = 2,
                       clock: Callable[[], float] = time.perf_counter,
-                      synchronize: Callable[[], None] | None = None, trace: bool = True) -> Measured:
+                      synchronize: Callable[[], None] | None = None, trace: bool = True,
+                      profiler: DeviceProfiler | None = None) -> Measured:
     """Run a build folder with `ttnn.generic_op` (kgen.device.runtime.run) `warmup` times, then
     `runs` timed times, each timed on the host to the device's completion (`synchronize`): the
     median, and the output's PCC against the host reference. With `trace` (and a ttnn that has the
     trace API) the program is captured once into a trace and the timed runs replay it, which takes
-    the host's dispatch out of the figure (TT's GEMM benchmark measures with trace too)."""
+    the host's dispatch out of the figure (TT's GEMM benchmark measures with trace too). With the
+    device `profiler` on, the figure is instead its mean TRISC1 kernel duration over the timed runs,
+    the device time TT's GEMM report's device-based utilization divides by."""
     from kgen.device.runtime import run as run_on_device
 
     if runs < 1 or warmup < 0:
@@ -714,6 +762,8 @@ def measure_on_device(folder, tensors: Mapping[str, Any], *, device, ttnn, refer
     out = None
     for _ in range(warmup):
         out = run_on_device(folder, device, tensors, ttnn=ttnn)
+    if profiler is not None:
+        profiler.clear(ttnn, device)
     sync()
     traced = trace and all(hasattr(ttnn, f) for f in ("begin_trace_capture", "end_trace_capture", "execute_trace",
                                                       "release_trace"))
@@ -736,7 +786,11 @@ def measure_on_device(folder, tensors: Mapping[str, Any], *, device, ttnn, refer
         if traced:
             ttnn.release_trace(device, trace_id)
     how = "host timing of a replayed trace to synchronize" if traced else "host timing of generic_op to synchronize"
-    return Measured(float(np.median(times)) * 1e6, runs, warmup, how, pcc(read_output(out), reference))
+    microseconds = float(np.median(times)) * 1e6
+    if profiler is not None:
+        microseconds = profiler.trisc1_microseconds(ttnn, device)
+        how = "device profiler: mean TRISC1 kernel duration" + (" of a replayed trace" if traced else "")
+    return Measured(microseconds, runs, warmup, how, pcc(read_output(out), reference))
 
 
 # Trace buffer the device is opened with: one traced generic_op needs a few KiB of commands.
@@ -800,5 +854,5 @@ def device_measure_with(ttnn, device, *, runs: int, warmup: int, seed: int) -> M
             ref = np.maximum(ref, 0.0)
         return measure_on_device(folder, tensors, device=device, ttnn=ttnn, reference=ref,
                                  read_output=lambda t: ttnn.to_torch(t).float().numpy().reshape(ref.shape),
-                                 runs=runs, warmup=warmup)
+                                 runs=runs, warmup=warmup, profiler=device_profiler())
     return run_one

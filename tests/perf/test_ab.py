@@ -301,3 +301,70 @@ def test_measure_on_device_replays_a_trace_when_ttnn_has_one(tmp_path):
                           read_output=lambda t: ref, runs=4, warmup=1, clock=clock, synchronize=lambda: None)
     assert tt.calls == ["generic_op", "begin", "generic_op (captured)", "end", *["execute"] * 4, "release"]
     assert m.microseconds == pytest.approx(2.5) and "trace" in m.timing and m.pcc == pytest.approx(1.0)
+
+
+class _ProfilingTtnn(_TracingTtnn):
+    """_TracingTtnn plus ttnn.ReadDeviceProfiler(device), which writes the device-side log."""
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    def ReadDeviceProfiler(self, device):  # noqa: N802 - ttnn's name
+        self.calls.append("read profiler")
+        self.log.write_text("device-side log")
+
+
+def test_measure_on_device_reads_the_device_profiler_as_tts_gemm_benchmark_does(tmp_path):
+    # test_benchmark.py: ReadDeviceProfiler after the warm-up and the log deleted, then the timed runs,
+    # ReadDeviceProfiler again, and import_log_run_stats(setup with deviceInputLog = the log)'s
+    # device_trisc1_kernel_duration "Average" in cycles, at deviceInfo "freq" MHz.
+    from kgen.perf.ab import DeviceProfiler
+
+    folder = build(load(example("peak_small")), tmp_path).path
+    tensors = {n: fake_ttnn.FakeTensor(0x1000 * (i + 1)) for i, n in enumerate(("in0", "in1", "out"))}
+    log = tmp_path / "profile_log_device.csv"
+    tt = _ProfilingTtnn(log)
+    seen = []
+
+    class Setup:
+        deviceInputLog = None
+
+    def stats(setup):
+        seen.append((setup.deviceInputLog, log.exists()))
+        return {"deviceInfo": {"freq": 1350},
+                "devices": {0: {"cores": {"DEVICE": {"analysis": {"device_trisc1_kernel_duration": {
+                    "stats": {"Average": 27000.0}}}}}}}}
+
+    profiler = DeviceProfiler(log, Setup, stats)
+    m = measure_on_device(folder, tensors, device=fake_ttnn.FakeDevice(), ttnn=tt, reference=np.arange(4.0),
+                          read_output=lambda t: np.arange(4.0), runs=3, warmup=2, clock=_Clock([0.0, 1.0] * 3),
+                          synchronize=lambda: None, profiler=profiler)
+    assert tt.calls[:3] == ["generic_op", "generic_op", "read profiler"]   # warm-up, then flushed
+    assert tt.calls[-2:] == ["release", "read profiler"] and tt.calls.count("execute") == 3
+    assert seen == [(log, True)]                         # the log of the timed runs only
+    assert m.microseconds == pytest.approx(27000 / 1350) and m.timing.startswith("device profiler")
+
+
+def test_the_device_profiler_is_on_only_as_tt_metal_turns_it_on(monkeypatch):
+    import sys
+    import types
+
+    from kgen.perf.ab import device_profiler
+
+    assert device_profiler({}) is None                   # TT_METAL_DEVICE_PROFILER unset: host timing
+    monkeypatch.setitem(sys.modules, "tracy", None)      # set, but TT-Metal's tools are not installed
+    assert device_profiler({"TT_METAL_DEVICE_PROFILER": "1"}) is None
+    tracy = types.ModuleType("tracy")
+    tracy.__path__ = []
+    parts = {"tracy.device_post_proc_config": {"default_setup": object},
+             "tracy.common": {"PROFILER_LOGS_DIR": "/logs", "PROFILER_DEVICE_SIDE_LOG": "device.csv"},
+             "tracy.process_device_log": {"import_log_run_stats": lambda setup: {}}}
+    monkeypatch.setitem(sys.modules, "tracy", tracy)
+    for name, attrs in parts.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attrs)
+        monkeypatch.setitem(sys.modules, name, module)
+        setattr(tracy, name.split(".")[1], module)
+    p = device_profiler({"TT_METAL_DEVICE_PROFILER": "1"})
+    assert p is not None and str(p.log_path) == "/logs/device.csv"
