@@ -385,9 +385,11 @@ PROXY_LAYOUT = {"random": (slice(0, 16), slice(0, 16)), "mixed": (slice(16, 24),
                 "all_ones": (slice(24, 28), slice(16, 32)), "positive": (slice(28, 32), slice(16, 32))}
 
 
-def proxy_inputs(k: int, seed: int, formats: tuple[str, str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def proxy_inputs(k: int, seed: int, formats: tuple[str, str, str],
+                 padded_k: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(in0 32 x K, in1 K x 32, bias 32) holding every distribution (PROXY_LAYOUT), quantised to the
-    (in0, in1, bias) formats."""
+    (in0, in1, bias) formats. A K short of whole tiles is padded to `padded_k` with zeros before
+    quantising, as ttnn's tilize pads (the padding adds exact zeros to every sum)."""
     from kgen.proof import tiles as tl
 
     rng = np.random.default_rng(seed)
@@ -403,6 +405,8 @@ def proxy_inputs(k: int, seed: int, formats: tuple[str, str, str]) -> tuple[np.n
     in1[:, :half] = rng.standard_normal((k, half), dtype=np.float32)
     bias = np.zeros(PROXY_COLS, np.float32)
     bias[:half] = rng.standard_normal(half, dtype=np.float32)
+    pad = (padded_k or k) - k
+    in0, in1 = np.pad(in0, ((0, 0), (0, pad))), np.pad(in1, ((0, pad), (0, 0)))
     q = lambda x, f: np.asarray(tl.quantize(x, f), np.float32)   # noqa: E731
     return q(in0, f0), q(in1, f1), q(bias[None, :], fb)[0]
 
@@ -497,7 +501,8 @@ class _Golden:
         from kgen.proof.golden import golden_from_plan
 
         k = p.spec.k
-        in0, in1, bias = proxy_inputs(k, self.seed, (p.in0_format, p.in1_format, p.bias_format or p.out_format))
+        in0, in1, bias = proxy_inputs(k, self.seed, (p.in0_format, p.in1_format, p.bias_format or p.out_format),
+                                      padded_k=p.kt * TILE_HW)
         values = golden_from_plan(p, in0, in1, bias if p.fuse_bias else None, mode="exact").values
         ref = in0.astype(np.float64) @ in1.astype(np.float64)
         if p.fuse_bias:

@@ -45,7 +45,7 @@ from kgen.core.costs import FIDELITY_PHASES, load_costs
 from kgen.core.errors import KgenError
 from kgen.core.resources import data_dir
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
-from kgen.gen.plan import Plan, PlanError, dst_capacity, plan as make_plan
+from kgen.gen.plan import Plan, PlanError, dst_capacity, plan as make_plan, round_up_tiles
 from kgen.gen.spec import BlockSpec, MatmulSpec
 
 FIDELITIES = ("LoFi", "HiFi2", "HiFi3", "HiFi4")
@@ -182,7 +182,8 @@ def _divisors(n: int) -> list[int]:
 
 
 def tiles(spec: MatmulSpec) -> tuple[int, int, int]:
-    return spec.batch * spec.m // TILE_HW, spec.n // TILE_HW, spec.k // TILE_HW
+    """Mt, Nt, Kt as the planner counts them: a shape short of whole tiles is padded up (ttnn's tilize)."""
+    return spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
 
 
 def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = False,

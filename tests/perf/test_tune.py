@@ -223,3 +223,14 @@ def test_db_keys_by_target(tmp_path):
 def test_a_directory_is_not_a_database(tmp_path):
     with pytest.raises(KgenError):
         TuneDb(tmp_path)
+
+
+def test_a_shape_short_of_whole_tiles_is_tuned_on_the_planners_tiles():
+    # ttnn tilizes 1000 x 1000 x 1000 to 32 x 32 x 32 tiles (zeros past the shape): the search counts
+    # the tiles as the planner does, and its winner plans with those tiles.
+    spec = _spec("arch = wormhole_b0\n shape = 1000 x 1000 x 1000\n"
+                 " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    assert tiles(spec) == (32, 32, 32)
+    result = tune(spec, space="all", top=1)
+    winner = plan(result.ranked[0].candidate.apply(spec))
+    assert (winner.mt, winner.nt, winner.kt) == (32, 32, 32)
