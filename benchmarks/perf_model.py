@@ -3,6 +3,8 @@
     python3 benchmarks/perf_model.py            # every manual row of n150 and p150 (13x10, 11x10): predicted vs measured
     python3 benchmarks/perf_model.py --rows     # ... with the table of every row
     python3 benchmarks/perf_model.py --fit      # refit the calibrated constants on the n150 rows (scipy)
+    python3 benchmarks/perf_model.py --oob      # the out-of-box rows: TT's automatic config, as kgen
+                                                # reproduces it (kgen/perf/ttchoice.py), against them
 
 Every manually tuned row of tech_reports/GEMM_FLOPS/GEMM_FLOPS.md (benchmarks/data/) is planned with
 TT's own program config (gemm_rows.manual_spec), lowered, verified and predicted by
@@ -211,11 +213,47 @@ def fit(pairs) -> None:
     _fit_step(pairs, fitted, DISPATCH, lambda c: c.inference_error, "dispatch constants", 200)
 
 
+def out_of_box(card: str) -> None:
+    """TT's automatic config of every out-of-box row (ttchoice.tt_auto, from ttnn's
+    create_matmul_program_config) predicted against the row's measured TRISC1 time. The out-of-box
+    test passes no compute config; the row's fidelity label (bfloat16 HiFi2, block floats LoFi in
+    GEMM_FLOPS.md) is used, with TTNN's other defaults. Diagnostic only: not a calibration or
+    validation set, since which config TT's library picked is itself uncertain."""
+    from gemm_rows import KGEN_DTYPE
+    from kgen.perf.ttchoice import tt_auto
+
+    errors = []
+    for r in rows(card, "oob"):
+        if r.use_trace:
+            continue
+        dt = KGEN_DTYPE[r.dtype]
+        spec = resolve(parse_text(f"matmul oob {{ arch = {r.arch}  shape = {r.m} x {r.n} x {r.k}  "
+                                  f"dtype {{ in0 = {dt}  in1 = {dt}  out = {dt} }}  grid = {r.grid[0]} x {r.grid[1]}  "
+                                  f"dataflow = mcast_2d  compute {{ math_fidelity = {r.math_fidelity} }} }}",
+                                  "oob.kspec"))
+        choice = tt_auto(spec)
+        if choice.spec is None:
+            print(f"{r.label:<44} {choice.note}")
+            continue
+        p = predict(run(choice.spec, "verified").verified)
+        errors.append(abs(p.math_cycles / r.device_cycles - 1))
+        c = choice.config
+        print(f"{r.label:<44} util {r.device_util_pct:5.1f}%  measured {r.device_cycles:>10,.0f}  predicted "
+              f"{p.math_cycles:>10,.0f} cycles  {p.math_cycles / r.device_cycles - 1:+6.1%}  per_core {c.per_core} "
+              f"w {c.in0_block_w} out_block {c.out_block} subblock {c.out_subblock}{' padded' if choice.padded else ''}")
+    print(f"{card} out-of-box: median |error| {statistics.median(errors):.1%} over {len(errors)} rows")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row")
     ap.add_argument("--fit", action="store_true", help="refit the FIT constants on the n150 rows")
+    ap.add_argument("--oob", action="store_true", help="TT's automatic config against the out-of-box rows")
     args = ap.parse_args(argv)
+    if args.oob:
+        for card in (CALIBRATION, *VALIDATION):
+            out_of_box(card)
+        return 0
     if args.fit:
         fit(programs(CALIBRATION))
         return 0
