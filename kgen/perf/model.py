@@ -304,10 +304,10 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
             # next out block's first K-block only after writing this block's last subblock, so the
             # pipeline refills at every out block (reader_bmm_tile_layout_in1_*_writer_padding.cpp).
             restarts = restarts or kc.feeds_inputs
-    out_blocks = max(1, blocks // max(plan.num_blocks, 1)) if restarts else 1
+    out_blocks_per_core = max(1, blocks // max(plan.num_blocks, 1))
+    out_blocks = out_blocks_per_core if restarts else 1          # pipeline fills
     per_block = {p: max(busy.get(p, 0.0), paced.get(p, 0.0)) / blocks for p in PROCESSORS}
     # The bias stage is no K-block's work: it runs after each out block's K loop, in the drain.
-    out_blocks_per_core = max(1, blocks // max(plan.num_blocks, 1))
     for p in (UNPACK, MATH):
         per_block[p] -= epilogue.get(p, 0.0) / blocks
     bias_stage = max(epilogue.get(UNPACK, 0.0), epilogue.get(MATH, 0.0)) / out_blocks_per_core
