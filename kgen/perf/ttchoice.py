@@ -25,10 +25,8 @@ same commit). Written here from those facts, for the 2D multicast branch:
    most 4 tiles under fp32 dest accumulation, that divides the out block; then out_subblock_h = 1
    unless out_subblock_w == per_core_N.
 
-When per_core does not divide the tiles, TT pads the last row/column of cores; kgen emits no
-padded block, so the choice is predicted on the shape padded up to whole per-core blocks (the
-critical core computes a full block either way; the DRAM floor grows by the padding) and the
-table marks it `padded`.
+When per_core does not divide the tiles, TT pads the last row/column of cores; so does kgen's
+planner, as TT-Metal's padding kernels do (issue #17), and the table marks the choice `padded`.
 
 **TT's manual (benchmark) choice.** tests/ttnn/unit_tests/benchmarks/test_benchmark.py
 (test_matmul_2d_host_perf) picks per shape; its rows and rule live in benchmarks/gemm_rows.py
@@ -48,7 +46,7 @@ from typing import Mapping
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import KgenError
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
-from kgen.gen.plan import SUBBLOCK_HW_CHOICES
+from kgen.gen.plan import SUBBLOCK_HW_CHOICES, round_up_tiles
 from kgen.gen.spec import BlockSpec, MatmulSpec
 
 TT_SOURCE = ("tenstorrent/tt-metal@001cea9a149df28de134c87b5324972bf4308d48: "
@@ -138,7 +136,8 @@ def tt_auto_config(spec: MatmulSpec, arch: ArchFacts | None = None) -> TTConfig 
     gx, gy = arch.worker_grid
     if spec.grid is not None and spec.grid[0] <= gx and spec.grid[1] <= gy:
         gx, gy = spec.grid          # the user's core grid, when it fits the device's (user_core_coord)
-    mt, nt, kt = height // TILE_HW, spec.n // TILE_HW, spec.k // TILE_HW
+    # ttnn tilizes a shape short of whole tiles: the padded tile counts
+    mt, nt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
     pm, pn = math.ceil(mt / gy), max(1, math.ceil(nt / gx))
     w = 4
     while kt % w:
@@ -154,17 +153,15 @@ def tt_auto_config(spec: MatmulSpec, arch: ArchFacts | None = None) -> TTConfig 
 
 
 def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
-    """The kgen spec of a TT config, on the shape padded up to whole per-core blocks if needed."""
-    mt, nt = spec.batch * spec.m // TILE_HW, spec.n // TILE_HW
+    """The kgen spec of a TT config, and whether its per_core pads the last row/column of cores
+    (which the planner then does, as TT-Metal's padding kernels do)."""
+    mt, nt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n)
     pm, pn = cfg.per_core
     rows, cols = math.ceil(mt / pm), math.ceil(nt / pn)
-    padded = rows * pm != mt or cols * pn != nt
     block = BlockSpec(in0_block_w=cfg.in0_block_w, out_subblock=cfg.out_subblock, per_core=cfg.per_core,
                       out_block=cfg.out_block)
-    out = replace(spec, grid=(cols, rows), dataflow="mcast_2d", block=block, variant=None)
-    if padded:
-        out = replace(out, m=rows * pm * TILE_HW, n=cols * pn * TILE_HW, batch=1)
-    return out, padded
+    return (replace(spec, grid=(cols, rows), dataflow="mcast_2d", block=block, variant=None),
+            rows * pm != mt or cols * pn != nt)
 
 
 def tt_auto(spec: MatmulSpec) -> Choice:
@@ -172,7 +169,7 @@ def tt_auto(spec: MatmulSpec) -> Choice:
     if isinstance(cfg, str):
         return Choice(None, None, False, cfg)
     s, padded = spec_for_config(spec, cfg)
-    return Choice(cfg, s, padded, "padded to whole per-core blocks" if padded else "")
+    return Choice(cfg, s, padded, "padded last blocks" if padded else "")
 
 
 # ----------------------------------------------------------------------------------------------

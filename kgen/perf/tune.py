@@ -22,9 +22,9 @@ The search (issue #16):
   is the exhaustive one. A prediction below its bound (a model whose structure changed) makes the
   search run again without pruning. A group whose per_core the planner rejects (too many cores
   along an axis) is rejected by one plan() call.
-- **Padded per_core** (`padded=True`): per_core values that do not divide the tiles, predicted on
-  the shape padded up to whole per-core blocks, as TT's padding kernels compute it; kgen cannot
-  build those yet.
+- **Padded per_core** (`padded=True`): per_core values that do not divide the tiles, for each
+  count of cores along an axis the smallest per_core that covers the tiles: the planner pads the
+  last row/column of cores as TT-Metal's padding kernels do (issue #17), and kgen builds them.
 - **Sampling.** When the space holds more than `budget` candidates, `budget` of them are drawn
   with `random.Random(seed)`: the same seed gives the same winner.
 """
@@ -85,23 +85,17 @@ class Candidate:
                          math_fidelity=d["math_fidelity"], fp32_dest_acc=d["fp32_dest_acc"])
 
     def padded(self, spec: MatmulSpec) -> bool:
-        """per_core does not divide the tiles: TT's padded last block (kgen cannot build it yet)."""
+        """per_core does not divide the tiles: the last row/column of cores gets TT's padded last block."""
         mt, nt, _ = tiles(spec)
         return mt % self.per_core[0] != 0 or nt % self.per_core[1] != 0
 
     def apply(self, spec: MatmulSpec) -> MatmulSpec:
-        """The spec with this candidate's values. A padded candidate gets the shape padded up to
-        whole per-core blocks (batch fused into M), which is what TT's padding kernels compute."""
+        """The spec with this candidate's values (a padded per_core is the planner's to pad)."""
         compute = replace(spec.compute, packer_l1_acc=self.packer_l1_acc, math_fidelity=self.math_fidelity,
                           fp32_dest_acc=self.fp32_dest_acc)
         block = BlockSpec(in0_block_w=self.in0_block_w, out_subblock=self.out_subblock, per_core=self.per_core,
                           out_block=self.out_block)
-        out = replace(spec, grid=self.grid, dataflow=self.dataflow, block=block, compute=compute, variant=None)
-        if self.padded(spec):
-            mt, nt, _ = tiles(spec)
-            pm, pn = self.per_core
-            out = replace(out, m=-(-mt // pm) * pm * TILE_HW, n=-(-nt // pn) * pn * TILE_HW, batch=1)
-        return out
+        return replace(spec, grid=self.grid, dataflow=self.dataflow, block=block, compute=compute, variant=None)
 
     def short(self) -> str:
         return (f"grid {self.grid[0]}x{self.grid[1]} per_core {self.per_core[0]}x{self.per_core[1]} "

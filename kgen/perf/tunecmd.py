@@ -89,8 +89,7 @@ def run_tune(args) -> int:
         comparison = _comparison(spec, result.ranked[0] if winner is None else winner)
         if output is not None:
             if winner is None:
-                raise TuneError("no candidate to write: " + ("none passed verification" if args.verify else
-                                                            "every one pads (--padded); kgen cannot build those yet"))
+                raise TuneError("no candidate to write: none passed verification")
             write_whole("-o", output, spec_text(spec, winner.candidate,
                                             f"{winner.microseconds:,.2f} us predicted; from {args.spec}"))
         if args.json:
@@ -113,10 +112,6 @@ def _verify(spec, result: TuneResult, engine: Engine, numerics: str, db, target_
     texts: list[str] = []
     index: list[int] = []
     for i, s in enumerate(result.ranked):
-        if s.candidate.padded(spec):
-            verdicts[i] = {"status": "failed", "errors": ["padded per_core: kgen cannot build it yet"],
-                           "kernel_id": None, "steps": {}}
-            continue
         stored = db.verification(target_id, s.candidate) if db else None
         if stored is not None:
             verdicts[i] = {"status": stored[0], "errors": list(stored[1]), "kernel_id": stored[2], "steps": {},
@@ -134,10 +129,8 @@ def _verify(spec, result: TuneResult, engine: Engine, numerics: str, db, target_
 
 
 def _winner(spec, result: TuneResult, verdicts: Mapping[int, dict] | None) -> Scored | None:
-    """The best candidate that kgen can build and, with --verify, that passed."""
+    """The best candidate and, with --verify, the best that passed."""
     for i, s in enumerate(result.ranked):
-        if s.candidate.padded(spec):
-            continue
         if verdicts is not None and verdicts.get(i, {}).get("status") != "passed":
             continue
         return s

@@ -124,15 +124,20 @@ def test_the_written_spec_round_trips(tmp_path):
     assert predict(run(load(path), "verified").verified).cycles == pytest.approx(best.cycles)
 
 
-def test_padded_candidates_are_predicted_on_the_padded_shape():
+def test_padded_candidates_are_planned_with_tts_padded_last_blocks():
+    # 128 tiles over Blackhole's 13 x 10 cores: a per_core that does not divide wins, and the planner
+    # pads the last row/column of cores as TT-Metal does (grid = ceil(Mt / per_core_M) x ...)
     spec = load(PEAK)
     result = tune(spec, space="all", top=1, padded=True)
     c = result.ranked[0].candidate
-    assert c.padded(spec)                          # 128 tiles over 13 x 10 cores: TT's padded blocks win
-    padded_spec = c.apply(spec)
-    assert padded_spec.m % (c.per_core[0] * 32) == 0 and padded_spec.m >= spec.m
+    assert c.padded(spec)
+    p = plan(c.apply(spec))
+    assert (p.spec.m, p.spec.n, p.spec.k) == (spec.m, spec.n, spec.k)          # the shape is the spec's
+    assert p.grid == (-(-p.nt // c.per_core[1]), -(-p.mt // c.per_core[0]))
+    assert p.mt % c.per_core[0] or p.nt % c.per_core[1]
     exact = tune(spec, space="all", top=1)
     assert not exact.ranked[0].candidate.padded(spec)
+    assert result.ranked[0].microseconds <= exact.ranked[0].microseconds
 
 
 # ----------------------------------------------------------------------------------------------
@@ -161,7 +166,8 @@ def test_tt_auto_pads_and_sets_subblock_h_to_one():
     assert cfg.out_subblock == (1, 5)
     assert tt_auto_config(load(PEAK)).grid == (8, 8)   # the spec's grid is the user's core grid
     choice = tt_auto(spec)
-    assert choice.padded and choice.spec.m == 130 * 32 and choice.spec.n == 130 * 32
+    assert choice.padded and (choice.spec.m, choice.spec.n) == (spec.m, spec.n)   # the planner pads
+    assert plan(choice.spec).grid == (13, 10)
 
 
 def test_tt_auto_in0_block_w_steps_down_to_a_divisor():
