@@ -9,8 +9,8 @@ and placement. Then, on the out-of-box tables, for every shape whose measured de
 below 60 %, the tuned time is compared with TT's automatic choice (kgen/perf/ttchoice.py, ttnn's
 create_matmul_program_config) under the same model: the target is >= 1.2x on at least half of them.
 
-`--padded` also searches per_core values that do not divide (TT's padded last block, predicted on
-the padded shape; kgen cannot build those yet). Rows that differ only in use_trace share one
+`--padded` also searches per_core values that do not divide (TT's padded last block, which the
+planner builds). Rows that differ only in use_trace share one
 device time and are tuned once. Run by hand: `python3 benchmarks/tune_vs_tt.py [--cards n150 p150]
 [--padded] [-j 2]`.
 """

@@ -227,8 +227,7 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
         lines.append(f"    {r['who']:<10} {us}  {r['config']}{ratio}{'  (' + r['note'] + ')' if r['note'] else ''}")
     lines.append("")
     if winner is None:
-        lines.append("  winner    none: " + ("no candidate passed verification" if verdicts else
-                                             "every candidate pads per_core (kgen cannot build those yet)"))
+        lines.append("  winner    none: no candidate passed verification")
     else:
         lines.append(f"  winner    {winner.candidate.short()}: {winner.microseconds:,.2f} us"
                      + (" (verified)" if verdicts else ""))
