@@ -153,44 +153,23 @@ def _tune_parser(sub) -> None:
     tune.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def _positive_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 1 <= value <= 100_000_000:
-        raise argparse.ArgumentTypeError(f"expected 1 to 100000000, got {value}")
-    return value
+def _whole_number(low: int, high: int):
+    """An argparse type: a whole number from `low` to `high`, else one clear error (exit 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected {low} to {high}, got {value}")
+        return value
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 1 <= value <= 256:
-        raise argparse.ArgumentTypeError(f"expected 1 to 256, got {value}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 0 <= value <= 100000:
-        raise argparse.ArgumentTypeError(f"expected 0 to 100000, got {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 0 <= value < 1 << 32:     # numpy's generators take non-negative seeds; 32 bits are plenty
-        raise argparse.ArgumentTypeError(f"expected 0 to {(1 << 32) - 1}, got {value}")
-    return value
+_positive_count = _whole_number(1, 100_000_000)
+_positive_int = _whole_number(1, 256)
+_count = _whole_number(0, 100_000)
+_seed = _whole_number(0, (1 << 32) - 1)      # numpy's generators take non-negative seeds; 32 bits are plenty
 
 
 def _emulation_flags(parser: argparse.ArgumentParser) -> None:
