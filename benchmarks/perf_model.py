@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from gemm_rows import CARD_MHZ, Row, manual_spec, placement, rows  # noqa: E402
 
 from kgen.core.costs import Costs, load_costs  # noqa: E402
+from kgen.core.errors import KgenError  # noqa: E402
 from kgen.gen.pipeline import run  # noqa: E402
 from kgen.gen.spec import parse_text, resolve  # noqa: E402
 from kgen.perf.model import Prediction, predict  # noqa: E402
@@ -214,13 +215,13 @@ def fit(pairs) -> None:
 
 
 def out_of_box(card: str) -> None:
-    """TT's automatic config of every out-of-box row (ttchoice.tt_auto, from ttnn's
-    create_matmul_program_config) predicted against the row's measured TRISC1 time. The out-of-box
-    test passes no compute config; the row's fidelity label (bfloat16 HiFi2, block floats LoFi in
-    GEMM_FLOPS.md) is used, with TTNN's other defaults. Diagnostic only: not a calibration or
-    validation set, since which config TT's library picked is itself uncertain."""
+    """TT's automatic config of every out-of-box row (ttchoice.tt_auto: ttnn's
+    create_simple_matmul_program_config on the card's grid, with ttnn.matmul's default compute config,
+    whose fidelities are the rows' labels) predicted against the row's measured TRISC1 time.
+    Diagnostic only: not a calibration or validation set, since which config TT's library picked at
+    the document's commit is itself reconstructed."""
     from gemm_rows import KGEN_DTYPE
-    from kgen.perf.ttchoice import tt_auto
+    from kgen.perf.ttchoice import tt_auto, tt_matmul_compute
 
     errors = []
     for r in rows(card, "oob"):
@@ -228,19 +229,24 @@ def out_of_box(card: str) -> None:
             continue
         dt = KGEN_DTYPE[r.dtype]
         spec = resolve(parse_text(f"matmul oob {{ arch = {r.arch}  shape = {r.m} x {r.n} x {r.k}  "
-                                  f"dtype {{ in0 = {dt}  in1 = {dt}  out = {dt} }}  grid = {r.grid[0]} x {r.grid[1]}  "
-                                  f"dataflow = mcast_2d  compute {{ math_fidelity = {r.math_fidelity} }} }}",
-                                  "oob.kspec"))
-        choice = tt_auto(spec)
+                                  f"dtype {{ in0 = {dt}  in1 = {dt}  out = {dt} }} }}", "oob.kspec"))
+        spec = replace(spec, compute=tt_matmul_compute(spec))
+        assert spec.compute.math_fidelity == r.math_fidelity, (r.label, spec.compute.math_fidelity)
+        choice = tt_auto(spec, device_grid=r.grid)
         if choice.spec is None:
             print(f"{r.label:<44} {choice.note}")
             continue
-        p = predict(run(choice.spec, "verified").verified)
+        try:
+            p = predict(run(choice.spec, "verified").verified)
+        except KgenError as exc:
+            print(f"{r.label:<44} kgen cannot plan TT's {choice.config.dataflow} choice: {exc}")
+            continue
         errors.append(abs(p.math_cycles / r.device_cycles - 1))
         c = choice.config
         print(f"{r.label:<44} util {r.device_util_pct:5.1f}%  measured {r.device_cycles:>10,.0f}  predicted "
-              f"{p.math_cycles:>10,.0f} cycles  {p.math_cycles / r.device_cycles - 1:+6.1%}  per_core {c.per_core} "
-              f"w {c.in0_block_w} out_block {c.out_block} subblock {c.out_subblock}{' padded' if choice.padded else ''}")
+              f"{p.math_cycles:>10,.0f} cycles  {p.math_cycles / r.device_cycles - 1:+6.1%}  {c.dataflow} "
+              f"per_core {c.per_core} w {c.in0_block_w} out_block {c.out_block} subblock {c.out_subblock}"
+              f"{' padded' if choice.padded else ''}")
     print(f"{card} out-of-box: median |error| {statistics.median(errors):.1%} over {len(errors)} rows")
 
 

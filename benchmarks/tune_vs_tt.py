@@ -7,7 +7,7 @@ the card's, every block field, dataflow, policy; fidelity and dtypes fixed) unde
 placement, and its predicted device time is compared with TT's manual config under the same model
 and placement. Then, on the out-of-box tables, for every shape whose measured device utilization is
 below 60 %, the tuned time is compared with TT's automatic choice (kgen/perf/ttchoice.py, ttnn's
-create_matmul_program_config) under the same model: the target is >= 1.2x on at least half of them.
+create_simple_matmul_program_config on the card's grid) under the same model: the target is >= 1.2x on at least half of them.
 
 `--padded` also searches per_core values that do not divide (TT's padded last block, which the
 planner builds). Rows that differ only in use_trace share one
@@ -31,7 +31,7 @@ from kgen.core.errors import KgenError  # noqa: E402
 from kgen.gen.pipeline import run  # noqa: E402
 from kgen.gen.spec import BlockSpec, parse_text, resolve  # noqa: E402
 from kgen.perf.model import predict  # noqa: E402
-from kgen.perf.ttchoice import tt_auto  # noqa: E402
+from kgen.perf.ttchoice import tt_auto, tt_matmul_compute  # noqa: E402
 from kgen.perf.tune import tune  # noqa: E402
 
 OOB_UTIL_BELOW = 60.0
@@ -64,6 +64,8 @@ def main() -> int:
     parser.add_argument("--cards", nargs="+", default=["n150", "p150"], choices=gemm_rows.CARDS)
     parser.add_argument("--padded", action="store_true", help="also per_core values that do not divide")
     parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--tables", nargs="+", default=["manual", "oob"], choices=["manual", "oob"],
+                        help="which of the published tables to run (both by default)")
     args = parser.parse_args()
     start = time.perf_counter()
 
@@ -75,7 +77,7 @@ def main() -> int:
         print(f"{'shape MxKxN':>18} {'dtype':>9} {'fid':>5} {'place':>14} {'TT manual us':>13} {'kgen us':>10} "
               f"{'ratio':>6}  kgen's pick")
         seen = set()
-        for row in gemm_rows.rows(card, "manual"):
+        for row in gemm_rows.rows(card, "manual") if "manual" in args.tables else ():
             place = gemm_rows.placement(row)
             key = (row.m, row.k, row.n, row.dtype, row.math_fidelity, tuple(sorted(place.items())))
             if key in seen:
@@ -104,7 +106,7 @@ def main() -> int:
         print(f"{'shape MxKxN':>18} {'dtype':>9} {'fid':>5} {'util %':>7} {'TT auto us':>11} {'kgen us':>10} "
               f"{'speedup':>8}  TT auto config")
         seen = set()
-        for row in gemm_rows.rows(card, "oob"):
+        for row in gemm_rows.rows(card, "oob") if "oob" in args.tables else ():
             if row.device_util_pct >= OOB_UTIL_BELOW:
                 continue
             key = (row.m, row.k, row.n, row.dtype, row.math_fidelity)
@@ -113,11 +115,13 @@ def main() -> int:
             seen.add(key)
             dt = gemm_rows.KGEN_DTYPE[row.dtype]
             text = (f"matmul oob {{\n arch = {row.arch}\n shape = {row.m} x {row.n} x {row.k}\n"
-                    f" dtype {{ in0 = {dt} in1 = {dt} out = {dt} }}\n grid = {row.grid[0]} x {row.grid[1]}\n"
-                    f" compute {{ math_fidelity = {row.math_fidelity} }}\n}}\n")
-            spec = resolve(parse_text(text, "<oob row>"))          # TTNN's default compute config
+                    f" dtype {{ in0 = {dt} in1 = {dt} out = {dt} }}\n}}\n")
+            spec = resolve(parse_text(text, "<oob row>"))
+            # the out-of-box call passes no compute config: ttnn.matmul's own defaults (the row's label)
+            spec = replace(spec, compute=tt_matmul_compute(spec))
+            assert spec.compute.math_fidelity == row.math_fidelity, row.label
             place = gemm_rows.placement(row)
-            auto = tt_auto(spec)
+            auto = tt_auto(spec, device_grid=row.grid)      # no core grid: the card's whole grid
             if auto.spec is None:
                 print(f"{row.m:>5}x{row.k:>5}x{row.n:>5} {dt:>9} {row.math_fidelity:>5} {row.device_util_pct:>7.1f} "
                       f"{'n/a':>11}  ({auto.note})")
@@ -127,13 +131,13 @@ def main() -> int:
             except KgenError as exc:
                 print(f"{row.m}x{row.k}x{row.n}: TT's auto config does not plan in kgen: {exc}")
                 continue
-            best, _ = _tuned(replace(spec, grid=None), place, args.padded, args.jobs)
+            best, _ = _tuned(spec, place, args.padded, args.jobs)
             oob_total += 1
             speedup = auto_us / best.microseconds
             oob_ok += speedup >= SPEEDUP
             c = auto.config
             print(f"{row.m:>5}x{row.k:>5}x{row.n:>5} {dt:>9} {row.math_fidelity:>5} {row.device_util_pct:>7.1f} "
-                  f"{auto_us:>11,.2f} {best.microseconds:>10,.2f} {speedup:>8.2f}  grid {c.grid[0]}x{c.grid[1]} "
+                  f"{auto_us:>11,.2f} {best.microseconds:>10,.2f} {speedup:>8.2f}  {c.dataflow} grid {c.grid[0]}x{c.grid[1]} "
                   f"per_core {c.per_core[0]}x{c.per_core[1]} block {c.out_block[0]}x{c.out_block[1]} w {c.in0_block_w} "
                   f"sb {c.out_subblock[0]}x{c.out_subblock[1]}{' padded' if auto.padded else ''}")
 

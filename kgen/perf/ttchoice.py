@@ -1,29 +1,46 @@
 """What TT-Metal would have picked, for `kgen tune`'s comparison table.
 
-**TT's out-of-box choice.** ttnn's matmul, given no program config and interleaved inputs, calls
-`create_matmul_program_config` (tenstorrent/tt-metal,
-ttnn/cpp/ttnn/operations/matmul/device/config/matmul_program_config.cpp, read at commit
-001cea9a149df28de134c87b5324972bf4308d48; its helpers get_estimated_size_of_cbs and
-estimate_interm_tile_size in ttnn/cpp/ttnn/operations/matmul/device/utilities/matmul_utilities.cpp,
-same commit). Written here from those facts, for the 2D multicast branch:
+**TT's out-of-box choice.** `ttnn.matmul(a, b)` with no program config picks one in
+generate_matmul_program_config (tenstorrent/tt-metal, ttnn/cpp/ttnn/operations/matmul/device/matmul_op.cpp,
+read at commit 0136a1baaf05b2f3f284ebf680a9421dbda7a47b). Written here from those facts:
 
-1. A narrow problem (the larger of batch*M and N over the smaller, integer division, above 8) or
-   one with M, N or K within one tile takes the 1D systolic config instead; kgen has no 1D dataflow,
-   so the table says so and predicts nothing for it.
-2. per_core_M = ceil(batch*Mt / grid_y), per_core_N = ceil(Nt / grid_x) over the device's
-   compute_with_storage_grid (the arch's whole worker grid), or the user's core grid when it fits
-   (the spec's `grid`); in0_block_w = 4, lowered until it divides Kt.
-3. out_block (get_multi_dim_per_core_factor, adjust_in0_block_w = false): per_core if TT's CB
-   estimate fits; else the largest m x n product of factors of per_core_M x per_core_N (the factors
-   are per_core, 1, and the divisors from per_core/2 down to 2; per product the squarest pair,
-   a later pair of equal ratio replacing an earlier one) whose estimate fits. The estimate is
-   2*m*w*in0_tile + 2*n*w*in1_tile + m*n*in0_tile (the output, sized as in0) + m*n*interm_tile
-   + n*bias_tile, compared (strictly below) with the core's free L1, here the arch's usable CB
-   bytes (configs/arch); interm_tile is Float32's with fp32 dest accumulation, else the larger of
-   Float16_b's and the output's.
-4. out_subblock (get_subblock_sizes): the first SUBBLOCK_HW_CHOICES pair read as (w, h), with at
-   most 4 tiles under fp32 dest accumulation, that divides the out block; then out_subblock_h = 1
-   unless out_subblock_w == per_core_N.
+- **No core grid given, interleaved inputs** (the out-of-box benchmark's call):
+  create_simple_matmul_program_config on the device's compute grid.
+  1. A narrow shape (the larger of M and N over the smaller, integer division, above 8; with all
+     tensors in DRAM also M or N within one tile) is wide (N > M) or tall.
+  2. per_core_factor: the largest of 16, 8, 4, 2 whose square block passes TT's CB estimate with
+     in0_block_w = 2 (get_per_core_factor); blocks = ceil(Mt / f) x ceil(Nt / f).
+  3. get_core_range: the blocks, unless there is one block or they do not fit the grid (then 0 x 0).
+     One row of blocks, or a wide shape: the 1D config multicasting in0 (get_mcast_1d_config:
+     per_core_M = Mt, per_core_N = ceil(ceil(N / cores) / 32), in0_block_w 2 when Kt is even, else 1).
+     One column, or a tall shape: the 1D config multicasting in1 (per_core_M = ceil(ceil(M / cores) / 32),
+     per_core_N = Nt). Otherwise, with every tensor DRAM-interleaved, the 2D multicast config over the
+     whole grid: per_core = ceil(Mt / rows) x ceil(Nt / cols), in0_block_w = Kt / cols when cols
+     divides Kt, else 1.
+  4. out_block: get_multi_dim_per_core_factor (below); the 2D config may also lower in0_block_w to
+     a divisor (adjust_in0_block_w = true), the 1D one may not. out_subblock: get_matmul_subblock_params,
+     SUBBLOCK_HW_CHOICES read as (h, w), at most 4 tiles under fp32 dest accumulation, else 1 x 1.
+- **A core grid given** (`ttnn.matmul(..., core_grid=...)`, the spec's `grid` here):
+  create_matmul_program_config on that grid, 2D branch: a narrow shape or M, N or K within one tile
+  takes the 1D systolic config instead (not predicted here); per_core = ceil(batch*Mt / grid_y) x
+  ceil(Nt / grid_x), in0_block_w = 4 lowered to a divisor of Kt, out_block as below (in0_block_w
+  kept), out_subblock from get_subblock_sizes (SUBBLOCK_HW_CHOICES read as (w, h)) with
+  out_subblock_h = 1 unless out_subblock_w == per_core_N.
+
+get_multi_dim_per_core_factor: per_core if TT's CB estimate fits; else, for in0_block_w and (when
+allowed) its divisors going down, the largest m x n product of factors of per_core_M x per_core_N
+(per_core, 1, and the divisors from per_core/2 down to 2; per product the squarest pair, a later pair
+of equal ratio replacing an earlier one) whose estimate fits. The estimate (get_estimated_size_of_cbs)
+is 2*m*w*in0_tile + 2*n*w*in1_tile + m*n*in0_tile (the output, sized as in0) + m*n*interm_tile +
+w*bias_tile, compared (strictly below) with the core's free L1, here the arch's usable CB bytes
+(configs/arch); interm_tile is Float32's with fp32 dest accumulation, else the larger of Float16_b's
+and the output's.
+
+**TT's default compute config** for such a call (create_matmul_attributes,
+ttnn/cpp/ttnn/operations/matmul/device/matmul_device_operation.cpp, commit
+9f46ee6b1ceff25961a57b11cdcbdab29d036a0a): HiFi2, or LoFi when both inputs are block floats, HiFi4
+for float32 inputs; fp32 dest accumulation only for a float32 output; packer L1 accumulation unless
+the output is float32. These are the fidelities GEMM_FLOPS.md labels its out-of-box rows with.
 
 When per_core does not divide the tiles, TT pads the last row/column of cores; so does kgen's
 planner, as TT-Metal's padding kernels do (issue #17), and the table marks the choice `padded`.
@@ -47,11 +64,15 @@ from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import KgenError
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
 from kgen.gen.plan import SUBBLOCK_HW_CHOICES, round_up_tiles
-from kgen.gen.spec import BlockSpec, MatmulSpec
+from kgen.gen.spec import BlockSpec, ComputeConfig, MatmulSpec
 
-TT_SOURCE = ("tenstorrent/tt-metal@001cea9a149df28de134c87b5324972bf4308d48: "
-             "ttnn/cpp/ttnn/operations/matmul/device/config/matmul_program_config.cpp create_matmul_program_config")
+TT_SOURCE = ("tenstorrent/tt-metal@0136a1baaf05b2f3f284ebf680a9421dbda7a47b: "
+             "ttnn/cpp/ttnn/operations/matmul/device/matmul_op.cpp generate_matmul_program_config")
 NARROW_SHAPE_RATIO_THRESHOLD = 8
+PER_CORE_FACTORS = (16, 8, 4, 2)        # get_per_core_factor's trials, largest first
+SIMPLE_IN0_BLOCK_W = 2                  # create_simple_matmul_program_config's starting in0_block_w
+USER_GRID_IN0_BLOCK_W = 4               # create_matmul_program_config's starting k_tiles_per_core
+BLOCK_FLOATS = ("bfloat8_b", "bfloat4_b")
 
 
 @dataclass(frozen=True)
@@ -64,6 +85,7 @@ class TTConfig:
     in0_block_w: int
     out_block: tuple[int, int]
     out_subblock: tuple[int, int]
+    dataflow: str = "mcast_2d"       # mcast_2d | mcast_1d_in0 | mcast_1d_in1
     note: str = ""
 
 
@@ -77,12 +99,25 @@ class Choice:
     note: str
 
 
+def tt_matmul_compute(spec: MatmulSpec) -> ComputeConfig:
+    """The compute config ttnn.matmul runs with when it is given none (create_matmul_attributes)."""
+    if spec.dtype_in0 in BLOCK_FLOATS and spec.dtype_in1 in BLOCK_FLOATS:
+        fidelity = "LoFi"
+    elif spec.dtype_in0 == spec.dtype_in1 == "float32":
+        fidelity = "HiFi4"
+    else:
+        fidelity = "HiFi2"
+    fp32_out = spec.dtype_out == "float32"
+    return replace(spec.compute, math_fidelity=fidelity, fp32_dest_acc=fp32_out, packer_l1_acc=not fp32_out,
+                   math_approx=False)
+
+
 def _tile_bytes(arch: ArchFacts, dtype: str) -> int:
     return arch.tile_bytes[DTYPE_TO_FORMAT[dtype]]
 
 
 def _estimate(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int) -> int:
-    """TT's get_estimated_size_of_cbs for interleaved inputs (no shard, no transpose)."""
+    """TT's get_estimated_size_of_cbs for interleaved inputs (no in0 shard)."""
     in0 = _tile_bytes(arch, spec.dtype_in0)
     in1 = _tile_bytes(arch, spec.dtype_in1)
     if spec.compute.fp32_dest_acc:
@@ -90,66 +125,136 @@ def _estimate(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int) -> int:
     else:
         interm = max(arch.tile_bytes["Float16_b"], _tile_bytes(arch, spec.dtype_out))
     bias = _tile_bytes(arch, spec.dtype_bias) if spec.fuse_bias else 0
-    return 2 * m * w * in0 + 2 * n * w * in1 + m * n * in0 + m * n * interm + n * bias
+    return 2 * m * w * in0 + 2 * n * w * in1 + m * n * in0 + m * n * interm + w * bias
 
 
-def _out_block(arch: ArchFacts, spec: MatmulSpec, pm: int, pn: int, w: int) -> tuple[int, int]:
-    """get_multi_dim_per_core_factor with adjust_in0_block_w = false."""
-    limit = arch.usable_cb_bytes
-    if _estimate(arch, spec, pm, pn, w) < limit:
-        return pm, pn
-    m_factors = [pm, 1] + [d for d in range(pm // 2, 1, -1) if pm % d == 0]
-    n_factors = [pn, 1] + [d for d in range(pn // 2, 1, -1) if pn % d == 0]
+def _fits(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int) -> bool:
+    return _estimate(arch, spec, m, n, w) < arch.usable_cb_bytes
+
+
+def _factors(per_core: int) -> list[int]:
+    return [per_core, 1] + [d for d in range(per_core // 2, 1, -1) if per_core % d == 0]
+
+
+def _out_block(arch: ArchFacts, spec: MatmulSpec, pm: int, pn: int, w: int,
+               adjust_in0_block_w: bool) -> tuple[int, int, int]:
+    """get_multi_dim_per_core_factor: (out_block_h, out_block_w, in0_block_w)."""
+    if _fits(arch, spec, pm, pn, w):
+        return pm, pn, w
     by_product: dict[int, tuple[int, int]] = {}
-    for fm in m_factors:
-        for fn in n_factors:
+    for fm in _factors(pm):
+        for fn in _factors(pn):
             ratio = max(fm, fn) / min(fm, fn)
             old = by_product.get(fm * fn)
             if old is not None and max(old) / min(old) < ratio:
                 continue
             by_product[fm * fn] = (fm, fn)
-    for product in sorted(by_product, reverse=True):
-        fm, fn = by_product[product]
-        if _estimate(arch, spec, fm, fn, w) < limit:
-            return fm, fn
+    for k in range(w, 0 if adjust_in0_block_w else w - 1, -1):
+        if w % k:
+            continue
+        for product in sorted(by_product, reverse=True):
+            fm, fn = by_product[product]
+            if _fits(arch, spec, fm, fn, k):
+                return fm, fn, k
+    return 1, 1, 1
+
+
+def _subblock_hw(obh: int, obw: int, fp32: bool) -> tuple[int, int]:
+    """bmm_op_utils::get_matmul_subblock_params, no equality constraint: SUBBLOCK_HW_CHOICES as (h, w)."""
+    for h, w in SUBBLOCK_HW_CHOICES:
+        if fp32 and h * w > 4:
+            continue
+        if obh % h == 0 and obw % w == 0:
+            return h, w
     return 1, 1
 
 
-def _subblock(obh: int, obw: int, fp32: bool) -> tuple[int, int] | None:
+def _subblock_wh(obh: int, obw: int, fp32: bool) -> tuple[int, int] | None:
     """get_subblock_sizes: SUBBLOCK_HW_CHOICES read as (w, h)."""
-    for first, second in SUBBLOCK_HW_CHOICES:
-        w, h = first, second
+    for w, h in SUBBLOCK_HW_CHOICES:
         if h * w <= 4 or not fp32:
             if obh % h == 0 and obw % w == 0:
                 return h, w
     return None
 
 
-def tt_auto_config(spec: MatmulSpec, arch: ArchFacts | None = None) -> TTConfig | str:
-    """ttnn's automatic program config for this matmul, or why it is not the 2D multicast one."""
-    arch = arch or load_arch(spec.arch)
+def _is_narrow(height: int, width: int, all_dram: bool) -> bool:
+    if max(height, width) // min(height, width) > NARROW_SHAPE_RATIO_THRESHOLD:
+        return True
+    return all_dram and (height <= TILE_HW or width <= TILE_HW)
+
+
+def _mcast_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], mcast_in0: bool) -> TTConfig:
+    """get_mcast_1d_config (fuse_batch false, output interleaved)."""
+    cores = grid[0] * grid[1]
+    mt, nt, kt = round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
+    if mcast_in0:
+        pm, pn = mt, math.ceil(math.ceil(nt * TILE_HW / cores) / TILE_HW)
+    else:
+        pm, pn = math.ceil(math.ceil(mt * TILE_HW / cores) / TILE_HW), nt
+    w = 2 if kt % 2 == 0 else 1
+    obh, obw, _ = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=False)
+    sb = _subblock_hw(obh, obw, spec.compute.fp32_dest_acc)
+    return TTConfig("TT auto", grid, (pm, pn), w, (obh, obw), sb,
+                    dataflow="mcast_1d_in0" if mcast_in0 else "mcast_1d_in1")
+
+
+def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfig | str:
+    """create_simple_matmul_program_config for DRAM-interleaved tensors."""
+    cols, rows = grid
+    mt, nt, kt = round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
+    narrow = _is_narrow(mt * TILE_HW, nt * TILE_HW, all_dram=True)
+    wide = narrow and nt > mt
+    tall = narrow and not wide
+    factor = next((f for f in PER_CORE_FACTORS if _fits(arch, spec, f, f, SIMPLE_IN0_BLOCK_W)), 1)
+    blocks_y, blocks_x = math.ceil(mt / factor), math.ceil(nt / factor)
+    in_range = not (blocks_y == 1 and blocks_x == 1) and blocks_y <= rows and blocks_x <= cols
+    range_x, range_y = (blocks_x, blocks_y) if in_range else (0, 0)
+    if range_y == 1 or wide:
+        return _mcast_1d(arch, spec, grid, mcast_in0=True)
+    if range_x == 1 or tall:
+        return _mcast_1d(arch, spec, grid, mcast_in0=False)
+    w = kt // cols if kt % cols == 0 else 1
+    pm, pn = math.ceil(mt / rows), math.ceil(nt / cols)
+    obh, obw, w = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=True)
+    sb = _subblock_hw(obh, obw, spec.compute.fp32_dest_acc)
+    return TTConfig("TT auto", grid, (pm, pn), w, (obh, obw), sb)
+
+
+def _with_user_grid(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfig | str:
+    """create_matmul_program_config on the user's core grid (interleaved, in1 not batched)."""
     height, width = spec.batch * spec.m, spec.n
-    ratio = max(height, width) // min(height, width)
-    if ratio > NARROW_SHAPE_RATIO_THRESHOLD or min(spec.k, spec.m, spec.n) <= TILE_HW:
-        return ("TT picks its 1D systolic config here (narrow shape or a dimension within one tile); "
-                "kgen has no 1D dataflow to predict it with")
-    gx, gy = arch.worker_grid
-    if spec.grid is not None and spec.grid[0] <= gx and spec.grid[1] <= gy:
-        gx, gy = spec.grid          # the user's core grid, when it fits the device's (user_core_coord)
-    # ttnn tilizes a shape short of whole tiles: the padded tile counts
+    if _is_narrow(height, width, all_dram=False) or min(spec.k, spec.m, spec.n) <= TILE_HW:
+        return ("with a core grid, TT picks its 1D systolic config here (narrow shape or a dimension "
+                "within one tile), which kgen does not reconstruct")
+    gx, gy = grid
     mt, nt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
     pm, pn = math.ceil(mt / gy), max(1, math.ceil(nt / gx))
-    w = 4
+    w = USER_GRID_IN0_BLOCK_W
     while kt % w:
         w -= 1
-    obh, obw = _out_block(arch, spec, pm, pn, w)
-    sb = _subblock(obh, obw, spec.compute.fp32_dest_acc)
+    obh, obw, _ = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=False)
+    sb = _subblock_wh(obh, obw, spec.compute.fp32_dest_acc)
     if sb is None:
         return "TT finds no subblock (TT_THROW: Unable to find subblock sizes)"
     sbh, sbw = sb
     if sbw != pn:
         sbh = 1
     return TTConfig("TT auto", (gx, gy), (pm, pn), w, (obh, obw), (sbh, sbw))
+
+
+def tt_auto_config(spec: MatmulSpec, arch: ArchFacts | None = None, *,
+                   device_grid: tuple[int, int] | None = None) -> TTConfig | str:
+    """ttnn's automatic program config for this matmul (DRAM-interleaved tensors), or why kgen does
+    not reconstruct it. The spec's `grid`, when set, is the user's core grid; `device_grid` is the
+    device's compute grid (the arch's whole worker grid by default)."""
+    arch = arch or load_arch(spec.arch)
+    device = device_grid or arch.worker_grid
+    if spec.grid is not None and spec.grid[0] <= device[0] and spec.grid[1] <= device[1]:
+        return _with_user_grid(arch, spec, spec.grid)
+    if spec.batch != 1:
+        return "TT's batched choice (batch > 1 without a core grid) is not reconstructed"
+    return _simple(arch, spec, device)
 
 
 def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
@@ -160,16 +265,23 @@ def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
     rows, cols = math.ceil(mt / pm), math.ceil(nt / pn)
     block = BlockSpec(in0_block_w=cfg.in0_block_w, out_subblock=cfg.out_subblock, per_core=cfg.per_core,
                       out_block=cfg.out_block)
-    return (replace(spec, grid=(cols, rows), dataflow="mcast_2d", block=block, variant=None),
-            rows * pm != mt or cols * pn != nt)
+    padded = rows * pm != mt or cols * pn != nt
+    if cfg.dataflow == "mcast_2d":
+        grid = (cols, rows)
+    else:
+        # the 1D factory's cores: one block each, laid along the device grid's rows (TODO check)
+        grid = (cols, rows)
+    return replace(spec, grid=grid, dataflow=cfg.dataflow, block=block, variant=None), padded
 
 
-def tt_auto(spec: MatmulSpec) -> Choice:
-    cfg = tt_auto_config(spec)
+def tt_auto(spec: MatmulSpec, *, device_grid: tuple[int, int] | None = None) -> Choice:
+    cfg = tt_auto_config(spec, device_grid=device_grid)
     if isinstance(cfg, str):
         return Choice(None, None, False, cfg)
     s, padded = spec_for_config(spec, cfg)
-    return Choice(cfg, s, padded, "padded last blocks" if padded else "")
+    notes = [n for n in (cfg.dataflow if cfg.dataflow != "mcast_2d" else "",
+                         "padded last blocks" if padded else "") if n]
+    return Choice(cfg, s, padded, ", ".join(notes))
 
 
 # ----------------------------------------------------------------------------------------------

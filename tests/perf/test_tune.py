@@ -16,7 +16,7 @@ from kgen.perf.model import predict
 from kgen.perf.tune import (candidate_of, lower_bound_cycles, search_space,
                             spec_text, target_of, tiles, tune)
 from kgen.perf.tunedb import TuneDb
-from kgen.perf.ttchoice import tt_auto, tt_auto_config
+from kgen.perf.ttchoice import tt_auto, tt_auto_config, tt_matmul_compute
 
 SMALL = ROOT / "examples" / "peak_small.kspec"
 PEAK = ROOT / "examples" / "peak_bf16.kspec"
@@ -141,53 +141,96 @@ def test_padded_candidates_are_planned_with_tts_padded_last_blocks():
 
 
 # ----------------------------------------------------------------------------------------------
-# TT's automatic choice (create_matmul_program_config, 2D multicast branch)
+# TT's automatic choice (ttnn's generate_matmul_program_config; rules restated here from TT-Metal's
+# source as an independent oracle: WH usable L1 for CBs 1,393,312 B, bf16 tile 2,048 B, bf8 1,088 B)
 # ----------------------------------------------------------------------------------------------
 
 def _spec(text_body: str):
     return resolve(parse_text("matmul t {\n" + text_body + "\n}\n", "t.kspec"))
 
 
+def _tt_estimate(m, n, w, in_tile, interm_tile):
+    """get_estimated_size_of_cbs: double-buffered in0/in1, the output sized as in0, the partials."""
+    return 2 * m * w * in_tile + 2 * n * w * in_tile + m * n * in_tile + m * n * interm_tile
+
+
+WH_L1 = 1_393_312
+
+
 def test_tt_auto_1024_cubed_wormhole():
-    """Mt = Nt = Kt = 32 on 8 x 8: per_core ceil(32/8) = 4, in0_block_w 4, the CBs fit so out_block is
-    per_core; SUBBLOCK_HW_CHOICES' first pair (4, 2) read as (w, h) divides 4 x 4 -> h 2, w 4 = per_core_N."""
+    """create_simple_matmul_program_config: per_core_factor 16 fits (estimate 1,310,720 B < L1), so
+    the blocks are ceil(32/16) = 2 x 2, neither one row nor one column: the 2D config over the whole
+    8 x 8 grid with per_core ceil(32/8) = 4 x 4, in0_block_w = Kt / cols = 4; it fits, so out_block is
+    per_core; SUBBLOCK_HW_CHOICES' first pair (4, 2) read as (h, w) divides 4 x 4."""
+    assert _tt_estimate(16, 16, 2, 2048, 2048) < WH_L1
     spec = _spec("arch = wormhole_b0\n shape = 1024 x 1024 x 1024\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
     cfg = tt_auto_config(spec)
-    assert (cfg.grid, cfg.per_core, cfg.in0_block_w, cfg.out_block, cfg.out_subblock) == \
-        ((8, 8), (4, 4), 4, (4, 4), (2, 4))
+    assert (cfg.dataflow, cfg.grid, cfg.per_core, cfg.in0_block_w, cfg.out_block, cfg.out_subblock) == \
+        ("mcast_2d", (8, 8), (4, 4), 4, (4, 4), (4, 2))
 
 
-def test_tt_auto_pads_and_sets_subblock_h_to_one():
-    """BH 13 x 10, 128 tiles: per_core M = ceil(128/10) = 13, N = ceil(128/13) = 10; subblock (4, 2)
-    as (w, h) needs w | 10: no; ... (5, 1) -> w 5, h 1; w != per_core_N so h = 1."""
+def test_tt_auto_one_row_of_blocks_is_the_1d_in0_config():
+    """512 x 1024 x 1024 (GEMM_FLOPS.md's slow out-of-box row): blocks ceil(16/16) = 1 x ceil(32/16) = 2,
+    one row -> get_mcast_1d_config(mcast_in0): per_core_M = Mt = 16, per_core_N =
+    ceil(ceil(1024 / 64 cores) / 32) = 1, in0_block_w 2 (Kt even); subblock (8, 1) is the first pair
+    dividing 16 x 1."""
+    spec = _spec("arch = wormhole_b0\n shape = 512 x 1024 x 1024\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    cfg = tt_auto_config(spec)
+    assert (cfg.dataflow, cfg.per_core, cfg.in0_block_w, cfg.out_block, cfg.out_subblock) == \
+        ("mcast_1d_in0", (16, 1), 2, (16, 1), (8, 1))
+
+
+def test_tt_auto_pads_on_the_full_blackhole_grid():
+    """BH 13 x 10, 128 tiles each way: per_core M = ceil(128/10) = 13, N = ceil(128/13) = 10;
+    13 columns do not divide Kt = 128, so in0_block_w = 1; subblock: the first (h, w) pair dividing
+    13 x 10 is (1, 5)."""
     spec = replace(load(PEAK), grid=None)            # the device's whole grid
     cfg = tt_auto_config(spec)
-    assert cfg.grid == (13, 10) and cfg.per_core == (13, 10)
+    assert cfg.grid == (13, 10) and cfg.per_core == (13, 10) and cfg.in0_block_w == 1
     assert cfg.out_subblock == (1, 5)
-    assert tt_auto_config(load(PEAK)).grid == (8, 8)   # the spec's grid is the user's core grid
     choice = tt_auto(spec)
     assert choice.padded and (choice.spec.m, choice.spec.n) == (spec.m, spec.n)   # the planner pads
     assert plan(choice.spec).grid == (13, 10)
 
 
-def test_tt_auto_in0_block_w_steps_down_to_a_divisor():
-    spec = _spec("arch = wormhole_b0\n shape = 1024 x 1024 x 96\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
-    assert tt_auto_config(spec).in0_block_w == 3
+def test_tt_auto_with_a_core_grid_sets_subblock_h_to_one():
+    """With a core grid (the spec's grid, ttnn.matmul(core_grid=...)): create_matmul_program_config,
+    in0_block_w 4 stepped down to a divisor of Kt, get_subblock_sizes reading pairs as (w, h), and
+    out_subblock_h = 1 unless out_subblock_w == per_core_N."""
+    cfg = tt_auto_config(load(PEAK))
+    assert cfg.grid == (8, 8)
+    spec = _spec("arch = wormhole_b0\n shape = 1024 x 1024 x 96\n grid = 8 x 8\n"
+                 " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    cfg = tt_auto_config(spec)
+    assert cfg.in0_block_w == 3 and cfg.per_core == (4, 4) and cfg.out_subblock == (2, 4)
 
 
-def test_tt_auto_narrow_shape_is_1d():
+def test_tt_auto_narrow_shape():
+    """32 x 4096: narrow (ratio 128 > 8) and wide: the 1D in0 config, per_core_N = ceil(ceil(4096/64)/32)
+    = 2; with a core grid, TT's 1D systolic config, which kgen does not reconstruct."""
     spec = _spec("arch = wormhole_b0\n shape = 32 x 4096 x 1024\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
-    assert isinstance(tt_auto_config(spec), str)
+    cfg = tt_auto_config(spec)
+    assert cfg.dataflow == "mcast_1d_in0" and cfg.per_core == (1, 2) and cfg.in0_block_w == 2
+    assert isinstance(tt_auto_config(replace(spec, grid=(8, 8))), str)
 
 
 def test_tt_auto_splits_out_block_when_the_cbs_do_not_fit():
-    """WH 4096^3 bf16 on 8 x 8: per_core 16 x 16 with in0_block_w 4 estimates 2*16*4*2 KiB * 2 +
-    16*16*2 KiB * 2 = 1.5 MiB, more than a core's L1: the largest fitting, squarest factor pair."""
+    """WH 4096^3 bf16 on 8 x 8: per_core 16 x 16, in0_block_w 128/8 = 16 does not fit; going down the
+    products (256: 16x16, 128: 8x16, 64: 8x8 as the squarest) the first that fits is 8 x 8 at w 16."""
+    assert _tt_estimate(16, 16, 16, 2048, 2048) >= WH_L1
+    assert _tt_estimate(8, 16, 16, 2048, 2048) >= WH_L1
+    assert _tt_estimate(8, 8, 16, 2048, 2048) < WH_L1
     spec = _spec("arch = wormhole_b0\n shape = 4096 x 4096 x 4096\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
     cfg = tt_auto_config(spec)
-    assert cfg.per_core == (16, 16) and cfg.out_block != (16, 16)
-    h, w = cfg.out_block
-    assert 16 % h == 0 and 16 % w == 0
+    assert (cfg.per_core, cfg.in0_block_w, cfg.out_block, cfg.out_subblock) == ((16, 16), 16, (8, 8), (4, 2))
+
+
+def test_tt_default_compute_config():
+    """ttnn.matmul with no compute config: HiFi2, LoFi for two block-float inputs; packer L1 acc on."""
+    bf16 = _spec("arch = wormhole_b0\n shape = 64 x 64 x 64\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    bf8 = _spec("arch = wormhole_b0\n shape = 64 x 64 x 64\n dtype { in0 = bfloat8_b in1 = bfloat8_b out = bfloat8_b }")
+    assert tt_matmul_compute(bf16).math_fidelity == "HiFi2" and tt_matmul_compute(bf8).math_fidelity == "LoFi"
+    assert tt_matmul_compute(bf16).packer_l1_acc and not tt_matmul_compute(bf16).fp32_dest_acc
 
 
 # ----------------------------------------------------------------------------------------------
