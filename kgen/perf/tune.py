@@ -676,6 +676,22 @@ def require_ray():
     return ray
 
 
+def cluster_runtime_env() -> dict:
+    """What a Ray cluster's workers need to import this kgen: an installed kgen ships its package
+    (its configs/ and templates/ are inside, kgen/_data); a source checkout ships the checkout's
+    kgen/, configs/ and templates/ as the job's working_dir (Ray puts it on the workers' path).
+    The C++ toolchain and TT-Metal headers are each node's own (`bash .ci/setup`)."""
+    from kgen.core.resources import data_dir
+
+    package = Path(__file__).resolve().parent.parent
+    if (package / "_data").is_dir():
+        return {"py_modules": [str(package)]}
+    root = data_dir("configs").parent
+    return {"working_dir": str(root),
+            "excludes": [".git", ".hypothesis", ".pytest_cache", "build", "benchmarks", "tests", "examples",
+                         "**/__pycache__"]}
+
+
 class Engine:
     """Runs verification jobs: `local` (in this process, one after another) or `ray`."""
 
@@ -688,7 +704,7 @@ class Engine:
             try:
                 if not ray.is_initialized():
                     if address:
-                        ray.init(address=address, log_to_driver=False)
+                        ray.init(address=address, log_to_driver=False, runtime_env=cluster_runtime_env())
                     else:
                         ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
                                  log_to_driver=False)
