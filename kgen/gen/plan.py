@@ -261,6 +261,8 @@ class Plan:
                          + ("the output is sliced back" if d != "K" else
                             f"zero K padding never changes the result; TT-Metal's in0 reader also zeroes "
                             f"the last K tile past column {self.in0_last_ktile_w}") + ")")
+        if self.is_1d:
+            return tuple(notes) + self._padding_notes_1d()
         if self.padded_m:
             notes.append(f"bottom row of cores: {self.last_per_core_m} of per_core_M = {self.per_core_m} rows of tiles "
                          f"(Mt = {self.mt} = {self.grid[1] - 1} x {self.per_core_m} + {self.last_per_core_m}); "
@@ -271,6 +273,24 @@ class Plan:
                          f"of tiles (Nt = {self.nt} = {self.grid[0] - 1} x {self.per_core_n} + {self.last_per_core_n}); "
                          f"its last out block has {self.last_out_block_w} of {self.out_block_w} columns, the rest "
                          f"is padding: not read, computed on stale data, not written")
+        return tuple(notes)
+
+
+    def _padding_notes_1d(self) -> tuple[str, ...]:
+        """The padded last block of the 1D factory: inside the one block of the multicast dimension on
+        every core, and on the last core of the row-major run for the other."""
+        notes = []
+        every, last = "every core (the one M-block)", f"the last of the {self.num_cores} cores"
+        if self.padded_m:
+            where = every if self.spec.dataflow == "mcast_1d_in0" else last
+            notes.append(f"{where}: {self.last_per_core_m} of per_core_M = {self.per_core_m} rows of tiles "
+                         f"(Mt = {self.mt}); its last out block has {self.last_out_block_h} of {self.out_block_h} "
+                         f"rows, the rest is padding: not read, computed on stale data, not written")
+        if self.padded_n:
+            where = last if self.spec.dataflow == "mcast_1d_in0" else "every core (the one N-block)"
+            notes.append(f"{where}: {self.last_per_core_n} of per_core_N = {self.per_core_n} columns of tiles "
+                         f"(Nt = {self.nt}); its last out block has {self.last_out_block_w} of {self.out_block_w} "
+                         f"columns, the rest is padding: not read, computed on stale data, not written")
         return tuple(notes)
 
 
