@@ -3,7 +3,8 @@
 Fills every `auto`, checks every rule TT-Metal's matmul validation checks
 (matmul_device_operation.cpp; ttmetal-matmul.md §2.2, §2.8, §3.3) plus the L1 budget, and takes
 the accumulation-policy and CB decisions exactly as the 2D multicast factory does
-(matmul_multicore_reuse_mcast_2d_program_factory.cpp).
+(matmul_multicore_reuse_mcast_2d_program_factory.cpp), or, for `mcast_1d_in0` / `mcast_1d_in1`, as the
+1D multicast factory does (matmul_multicore_reuse_mcast_1d_program_factory.cpp: `_plan_1d`, `_policy`).
 """
 
 from __future__ import annotations
