@@ -65,6 +65,8 @@ def test_mcast_in1_example_plans_as_the_factory():
     assert (p.mt, p.nt, p.kt, p.per_core_m, p.per_core_n, p.grid) == (32, 2, 8, 4, 2, (4, 2))
     assert cbs(p) == {0: (4 * 2 * 2, BF16, "in0"), 1: (2 * 2 * 2, BF16, "in1"),
                       4: (4 * 2, BF16, "out+partials"), 5: (4 * 2, BF16, "out+partials")}
+    # with the bias: c_3 holds out_block_w = 2 tiles (in3_CB_tiles, no double buffer)
+    assert cbs(plan(load(example("mcast_1d_in1_small"), "bias")))[3] == (2, BF16, "bias")
 
 
 @pytest.mark.parametrize("dataflow,blocks,on", [
