@@ -10,7 +10,6 @@ ranges whose bodies are identical, so that every op the hardware executes is vis
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import partial
 from types import MappingProxyType
 from typing import Callable, Mapping
 
@@ -574,37 +573,34 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     nx, ny = p.grid
     in0_noc, in1_noc = 1, 0     # in0 on NCRISC/NOC 1, in1 + writer on BRISC/NOC 0 (ttmetal-matmul.md §2.4)
     kernels: list[Kernel] = []
-    sender_block = partial(_sender_block, p)
-    receiver_block = _receiver_block
-
     # in0 travels along its row; in1 and the bias down their column.
     row_rect = _noc_rect(in0_noc, A(1), A(0, core_y=1), A(nx - 1), A(0, core_y=1))
     col_rect = _noc_rect(in1_noc, A(0, core_x=1), A(1), A(0, core_x=1), A(ny - 1))
     in0_sems = (("in0_sender", SEMAPHORE_IDS["in0_sender"]), ("in0_receiver", SEMAPHORE_IDS["in0_receiver"]))
     in1_sems = (("in1_sender", SEMAPHORE_IDS["in1_sender"]), ("in1_receiver", SEMAPHORE_IDS["in1_receiver"]))
 
-    in0_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
-        CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
+    in0_send = Loop("block", 0, p.num_blocks, tuple(_sender_block(
+        p, CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
         "in0_sender", "in0_receiver", nx - 1, row_rect)))
     kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, CoreRange(0, 0, 0, ny - 1),
                               _out_block_loops(p, lambda first: (in0_send,)), (tensors["in0"],),
                               (("cb_in0", CB_IN0),), in0_sems, row_rect if nx > 1 else ()))
     if nx > 1:
         in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", A(0)), RuntimeArg("in0_sender_noc_y", "noc_y", A(0, core_y=1)))
-        in0_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
+        in0_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
             CB_IN0, p.in0_block_tiles, "in0_sender", "in0_receiver", in0_sender_core)))
         kernels.append(_dm_kernel("in0_receiver", "NCRISC", in0_noc, CoreRange(1, 0, nx - 1, ny - 1),
                                   _out_block_loops(p, lambda first: (in0_recv,)), (), (("cb_in0", CB_IN0),),
                                   in0_sems, in0_sender_core))
 
-    in1_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
-        CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles, (None, t.in1_cols()),
+    in1_send = Loop("block", 0, p.num_blocks, tuple(_sender_block(
+        p, CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles, (None, t.in1_cols()),
         "in1_sender", "in1_receiver", ny - 1, col_rect)))
 
     def in1_sender_body(first: bool) -> tuple[Node, ...]:
         ops: list[Node] = [in1_send]
         if _needs_bias_read(p, first):
-            ops += sender_block(CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
+            ops += _sender_block(p, CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
                                 (None, t.in1_cols()), "in1_sender", "in1_receiver", ny - 1, col_rect)
         return tuple(ops + _writer_ops(p, t))
 
@@ -615,13 +611,13 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
                               col_rect if ny > 1 else ()))
     if ny > 1:
         in1_sender_core = (RuntimeArg("in1_sender_noc_x", "noc_x", A(0, core_x=1)), RuntimeArg("in1_sender_noc_y", "noc_y", A(0)))
-        in1_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
+        in1_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
             CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", in1_sender_core)))
 
         def in1_receiver_body(first: bool) -> tuple[Node, ...]:
             ops: list[Node] = [in1_recv]
             if _needs_bias_read(p, first):
-                ops += receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", in1_sender_core)
+                ops += _receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", in1_sender_core)
             return tuple(ops + _writer_ops(p, t))
 
         kernels.append(_dm_kernel("in1_receiver_writer", "BRISC", in1_noc, CoreRange(0, 1, nx - 1, ny - 1),

@@ -276,7 +276,6 @@ class Plan:
                          f"is padding: not read, computed on stale data, not written")
         return tuple(notes)
 
-
     def _padding_notes_1d(self) -> tuple[str, ...]:
         """The padded last block of the 1D factory: inside the one block of the multicast dimension on
         every core, and on the last core of the row-major run for the other."""
