@@ -8,9 +8,8 @@ estimate_interm_tile_size in ttnn/cpp/ttnn/operations/matmul/device/utilities/ma
 same commit). Written here from those facts, for the 2D multicast branch:
 
 1. A narrow problem (the larger of batch*M and N over the smaller, integer division, above 8) or
-   one with M, N or K within one tile takes the 1D systolic config instead; kgen builds the 1D
-   dataflows from a spec (mcast_1d_in0 / mcast_1d_in1) but does not reproduce ttnn's automatic 1D
-   config, so the table says so and predicts nothing for it.
+   one with M, N or K within one tile takes the 1D systolic config instead; kgen has no 1D dataflow,
+   so the table says so and predicts nothing for it.
 2. per_core_M = ceil(batch*Mt / grid_y), per_core_N = ceil(Nt / grid_x) over the device's
    compute_with_storage_grid (the arch's whole worker grid), or the user's core grid when it fits
    (the spec's `grid`); in0_block_w = 4, lowered until it divides Kt.
@@ -133,7 +132,7 @@ def tt_auto_config(spec: MatmulSpec, arch: ArchFacts | None = None) -> TTConfig 
     ratio = max(height, width) // min(height, width)
     if ratio > NARROW_SHAPE_RATIO_THRESHOLD or min(spec.k, spec.m, spec.n) <= TILE_HW:
         return ("TT picks its 1D systolic config here (narrow shape or a dimension within one tile); "
-                "kgen does not reproduce ttnn's automatic 1D config to predict it with")
+                "kgen has no 1D dataflow to predict it with")
     gx, gy = arch.worker_grid
     if spec.grid is not None and spec.grid[0] <= gx and spec.grid[1] <= gy:
         gx, gy = spec.grid          # the user's core grid, when it fits the device's (user_core_coord)
