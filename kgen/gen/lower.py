@@ -350,59 +350,60 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
 # ----------------------------------------------------------------------------------------------
 
 class _Tiles:
-    """Tile-id expressions of one core's blocks (row-major interleaved tensors). A core's M-block and
-    N-block indices are sums of its coordinates (Plan.core_m_terms, core_n_terms): core_y and core_x
-    on the 2D and reuse grids, the row-major core index for the 1D multicast factory's cores."""
+    """Tile-id expressions of one core's blocks (row-major interleaved tensors)."""
 
     def __init__(self, p: Plan):
         self.p = p
 
-    def m(self, scale: int) -> Affine:
-        """scale x this core's M-block index."""
-        return A(0, **{v: c * scale for v, c in self.p.core_m_terms.items()})
-
-    def n(self, scale: int) -> Affine:
-        """scale x this core's N-block index."""
-        return A(0, **{v: c * scale for v, c in self.p.core_n_terms.items()})
+    def _a(self, **terms: int) -> Affine:
+        """An affine expression whose core_y term is this core's M-block index and core_x its N-block
+        index: core_y and core_x themselves on the 2D and reuse grids, the row-major core index
+        core_y * grid_x + core_x for the 1D multicast factory's run of cores, or nothing for the block
+        every core shares (Plan.core_m_terms, core_n_terms)."""
+        index = {"core_y": self.p.core_m_terms, "core_x": self.p.core_n_terms}
+        out = A(0)
+        for v, c in terms.items():
+            out = out + (A(0, **{w: k * c for w, k in index[v].items()}) if v in index else A(0, **{v: c}))
+        return out
 
     def in0_block(self) -> Affine:
         p = self.p
-        # row = m_block*per_core_M + bh*out_block_h; col = block*in0_block_w
-        return self.m(p.per_core_m * p.kt) + A(0, bh=p.out_block_h * p.kt, block=p.in0_block_w)
+        # row = core_y*per_core_M + bh*out_block_h; col = block*in0_block_w
+        return self._a(core_y=p.per_core_m * p.kt, bh=p.out_block_h * p.kt, block=p.in0_block_w)
 
     def in1_block(self) -> Affine:
         p = self.p
-        # row = block*in0_block_w; col = n_block*per_core_N + bw*out_block_w
-        return A(0, block=p.in0_block_w * p.nt) + self.n(p.per_core_n) + A(0, bw=p.out_block_w)
+        # row = block*in0_block_w; col = core_x*per_core_N + bw*out_block_w
+        return self._a(block=p.in0_block_w * p.nt, core_x=p.per_core_n, bw=p.out_block_w)
 
     def bias_block(self) -> Affine:
         p = self.p
-        return self.n(p.per_core_n) + A(0, bw=p.out_block_w)
+        return self._a(core_x=p.per_core_n, bw=p.out_block_w)
 
     # Extents of the padded last blocks: only a plan whose last row (column) of cores holds fewer
     # tiles gets them, so evenly divided plans lower (and print) exactly as before.
     def in0_rows(self) -> Extent | None:
         p = self.p
-        return Extent(self.m(p.per_core_m) + A(0, bh=p.out_block_h), p.mt) if p.padded_m else None
+        return Extent(self._a(core_y=p.per_core_m, bh=p.out_block_h), p.mt) if p.padded_m else None
 
     def in1_cols(self) -> Extent | None:
         p = self.p
-        return Extent(self.n(p.per_core_n) + A(0, bw=p.out_block_w), p.nt) if p.padded_n else None
+        return Extent(self._a(core_x=p.per_core_n, bw=p.out_block_w), p.nt) if p.padded_n else None
 
     def out_rows(self) -> Extent | None:
         p = self.p
-        return (Extent(self.m(p.per_core_m) + A(0, bh=p.out_block_h, in0_sb=p.out_subblock_h), p.mt)
+        return (Extent(self._a(core_y=p.per_core_m, bh=p.out_block_h, in0_sb=p.out_subblock_h), p.mt)
                 if p.padded_m else None)
 
     def out_cols(self) -> Extent | None:
         p = self.p
-        return (Extent(self.n(p.per_core_n) + A(0, bw=p.out_block_w, in1_sb=p.out_subblock_w), p.nt)
+        return (Extent(self._a(core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w), p.nt)
                 if p.padded_n else None)
 
     def out_subblock(self) -> Affine:
         p = self.p
-        return (self.m(p.per_core_m * p.nt) + A(0, bh=p.out_block_h * p.nt, in0_sb=p.out_subblock_h * p.nt)
-                + self.n(p.per_core_n) + A(0, bw=p.out_block_w, in1_sb=p.out_subblock_w))
+        return self._a(core_y=p.per_core_m * p.nt, bh=p.out_block_h * p.nt, in0_sb=p.out_subblock_h * p.nt,
+                 core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w)
 
 
 def _read(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
@@ -419,10 +420,10 @@ def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
         return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("h", 0, p.out_subblock_h, (
             op("cb_wait_front", CB_OUT, p.out_block_w),
             op("write_rows", "out", CB_OUT,
-               t.m(TILE_HW * p.per_core_m) + A(0, bh=TILE_HW * p.out_block_h, in0_sb=TILE_HW * p.out_subblock_h,
-                                               h=TILE_HW),
+               t._a(core_y=TILE_HW * p.per_core_m, bh=TILE_HW * p.out_block_h, in0_sb=TILE_HW * p.out_subblock_h,
+                    h=TILE_HW),
                TILE_HW, p.out_block_w * tile_row_bytes,
-               t.n(p.per_core_n * tile_row_bytes) + A(0, bw=p.out_block_w * tile_row_bytes)),
+               t._a(core_x=p.per_core_n * tile_row_bytes, bw=p.out_block_w * tile_row_bytes)),
             op("noc_write_barrier"),
             op("cb_pop_front", CB_OUT, p.out_block_w),
         )),))]
@@ -540,10 +541,96 @@ def _noc_rect(noc: int, x0: Affine, y0: Affine, x1: Affine, y1: Affine) -> tuple
             RuntimeArg("mcast_end_x", "noc_x", x1), RuntimeArg("mcast_end_y", "noc_y", y1))
 
 
+def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
+    t = _Tiles(p)
+    tensors = _tensors(p)
+    nx, ny = p.grid
+    in0_noc, in1_noc = 1, 0     # in0 on NCRISC/NOC 1, in1 + writer on BRISC/NOC 0 (ttmetal-matmul.md §2.4)
+    kernels: list[Kernel] = []
+
+    def sender_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
+                     extents: tuple[Extent | None, Extent | None],
+                     sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...]) -> list[Node]:
+        ops: list[Node] = [op("cb_reserve_back", cb, tiles),
+                           op("read_tiles", tensor, cb, start, rows, cols, stride, *extents),
+                           op("noc_read_barrier")]
+        if num_dests:
+            ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),
+                    op("sem_set", sender_sem, 0),
+                    op("mcast_cb", cb, tiles, tiles * p.cb(cb).page_bytes, *rect, num_dests)]
+            if p.arch.behaviour.flush_mcast_before_flag:
+                # flush the data multicast before the flag multicast that releases the receivers
+                ops.append(op("noc_writes_flushed"))
+            ops += [op("sem_set", receiver_sem, VALID, note="the local word the flag multicast copies"),
+                    op("mcast_sem_set", receiver_sem, VALID, *rect, num_dests)]
+        ops.append(op("cb_push_back", cb, tiles))
+        return ops
+
+    def receiver_block(cb: int, tiles: int, sender_sem: str, receiver_sem: str,
+                       sender: tuple[RuntimeArg, RuntimeArg]) -> list[Node]:
+        return [op("cb_reserve_back", cb, tiles), op("sem_set", receiver_sem, INVALID),
+                op("sem_inc", sender_sem, *sender, 1), op("sem_wait", receiver_sem, VALID),
+                op("cb_push_back", cb, tiles)]
+
+    # in0 travels along its row; in1 and the bias down their column.
+    row_rect = _noc_rect(in0_noc, A(1), A(0, core_y=1), A(nx - 1), A(0, core_y=1))
+    col_rect = _noc_rect(in1_noc, A(0, core_x=1), A(1), A(0, core_x=1), A(ny - 1))
+    in0_sems = (("in0_sender", SEMAPHORE_IDS["in0_sender"]), ("in0_receiver", SEMAPHORE_IDS["in0_receiver"]))
+    in1_sems = (("in1_sender", SEMAPHORE_IDS["in1_sender"]), ("in1_receiver", SEMAPHORE_IDS["in1_receiver"]))
+
+    in0_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
+        CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
+        "in0_sender", "in0_receiver", nx - 1, row_rect)))
+    kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, CoreRange(0, 0, 0, ny - 1),
+                              _out_block_loops(p, lambda first: (in0_send,)), (tensors["in0"],),
+                              (("cb_in0", CB_IN0),), in0_sems, row_rect if nx > 1 else ()))
+    if nx > 1:
+        in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", A(0)), RuntimeArg("in0_sender_noc_y", "noc_y", A(0, core_y=1)))
+        in0_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
+            CB_IN0, p.in0_block_tiles, "in0_sender", "in0_receiver", in0_sender_core)))
+        kernels.append(_dm_kernel("in0_receiver", "NCRISC", in0_noc, CoreRange(1, 0, nx - 1, ny - 1),
+                                  _out_block_loops(p, lambda first: (in0_recv,)), (), (("cb_in0", CB_IN0),),
+                                  in0_sems, in0_sender_core))
+
+    in1_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
+        CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles, (None, t.in1_cols()),
+        "in1_sender", "in1_receiver", ny - 1, col_rect)))
+
+    def in1_sender_body(first: bool) -> tuple[Node, ...]:
+        ops: list[Node] = [in1_send]
+        if _needs_bias_read(p, first):
+            ops += sender_block(CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
+                                (None, t.in1_cols()), "in1_sender", "in1_receiver", ny - 1, col_rect)
+        return tuple(ops + _writer_ops(p, t))
+
+    writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
+    send_tensors = tuple(tensors[n] for n in ("in1", "bias", "out") if n in tensors)
+    kernels.append(_dm_kernel("in1_sender_writer", "BRISC", in1_noc, CoreRange(0, 0, nx - 1, 0),
+                              _out_block_loops(p, in1_sender_body), send_tensors, writer_cbs, in1_sems,
+                              col_rect if ny > 1 else ()))
+    if ny > 1:
+        in1_sender_core = (RuntimeArg("in1_sender_noc_x", "noc_x", A(0, core_x=1)), RuntimeArg("in1_sender_noc_y", "noc_y", A(0)))
+        in1_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
+            CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", in1_sender_core)))
+
+        def in1_receiver_body(first: bool) -> tuple[Node, ...]:
+            ops: list[Node] = [in1_recv]
+            if _needs_bias_read(p, first):
+                ops += receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", in1_sender_core)
+            return tuple(ops + _writer_ops(p, t))
+
+        kernels.append(_dm_kernel("in1_receiver_writer", "BRISC", in1_noc, CoreRange(0, 1, nx - 1, ny - 1),
+                                  _out_block_loops(p, in1_receiver_body), (tensors["out"],), writer_cbs,
+                                  in1_sems, in1_sender_core))
+    return tuple(kernels)
+
+
 def _sender_block(p: Plan, cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
                   extents: tuple[Extent | None, Extent | None],
                   sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...]) -> list[Node]:
-    """Read one block into the CB and, with receivers, multicast it to them once each has reserved space."""
+    """Read one block into the CB and, with receivers, multicast it to them once each has reserved space:
+    the lifecycle of _mcast_kernels' sender_block, for the 1D kernels (kept apart from that function so
+    the branches that change it merge; one copy once they have)."""
     ops: list[Node] = [op("cb_reserve_back", cb, tiles),
                        op("read_tiles", tensor, cb, start, rows, cols, stride, *extents),
                        op("noc_read_barrier")]
@@ -565,65 +652,6 @@ def _receiver_block(cb: int, tiles: int, sender_sem: str, receiver_sem: str,
     return [op("cb_reserve_back", cb, tiles), op("sem_set", receiver_sem, INVALID),
             op("sem_inc", sender_sem, *sender, 1), op("sem_wait", receiver_sem, VALID),
             op("cb_push_back", cb, tiles)]
-
-
-def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
-    t = _Tiles(p)
-    tensors = _tensors(p)
-    nx, ny = p.grid
-    in0_noc, in1_noc = 1, 0     # in0 on NCRISC/NOC 1, in1 + writer on BRISC/NOC 0 (ttmetal-matmul.md §2.4)
-    kernels: list[Kernel] = []
-    # in0 travels along its row; in1 and the bias down their column.
-    row_rect = _noc_rect(in0_noc, A(1), A(0, core_y=1), A(nx - 1), A(0, core_y=1))
-    col_rect = _noc_rect(in1_noc, A(0, core_x=1), A(1), A(0, core_x=1), A(ny - 1))
-    in0_sems = (("in0_sender", SEMAPHORE_IDS["in0_sender"]), ("in0_receiver", SEMAPHORE_IDS["in0_receiver"]))
-    in1_sems = (("in1_sender", SEMAPHORE_IDS["in1_sender"]), ("in1_receiver", SEMAPHORE_IDS["in1_receiver"]))
-
-    in0_send = Loop("block", 0, p.num_blocks, tuple(_sender_block(
-        p, CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
-        "in0_sender", "in0_receiver", nx - 1, row_rect)))
-    kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, CoreRange(0, 0, 0, ny - 1),
-                              _out_block_loops(p, lambda first: (in0_send,)), (tensors["in0"],),
-                              (("cb_in0", CB_IN0),), in0_sems, row_rect if nx > 1 else ()))
-    if nx > 1:
-        in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", A(0)), RuntimeArg("in0_sender_noc_y", "noc_y", A(0, core_y=1)))
-        in0_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
-            CB_IN0, p.in0_block_tiles, "in0_sender", "in0_receiver", in0_sender_core)))
-        kernels.append(_dm_kernel("in0_receiver", "NCRISC", in0_noc, CoreRange(1, 0, nx - 1, ny - 1),
-                                  _out_block_loops(p, lambda first: (in0_recv,)), (), (("cb_in0", CB_IN0),),
-                                  in0_sems, in0_sender_core))
-
-    in1_send = Loop("block", 0, p.num_blocks, tuple(_sender_block(
-        p, CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles, (None, t.in1_cols()),
-        "in1_sender", "in1_receiver", ny - 1, col_rect)))
-
-    def in1_sender_body(first: bool) -> tuple[Node, ...]:
-        ops: list[Node] = [in1_send]
-        if _needs_bias_read(p, first):
-            ops += _sender_block(p, CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
-                                (None, t.in1_cols()), "in1_sender", "in1_receiver", ny - 1, col_rect)
-        return tuple(ops + _writer_ops(p, t))
-
-    writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
-    send_tensors = tuple(tensors[n] for n in ("in1", "bias", "out") if n in tensors)
-    kernels.append(_dm_kernel("in1_sender_writer", "BRISC", in1_noc, CoreRange(0, 0, nx - 1, 0),
-                              _out_block_loops(p, in1_sender_body), send_tensors, writer_cbs, in1_sems,
-                              col_rect if ny > 1 else ()))
-    if ny > 1:
-        in1_sender_core = (RuntimeArg("in1_sender_noc_x", "noc_x", A(0, core_x=1)), RuntimeArg("in1_sender_noc_y", "noc_y", A(0)))
-        in1_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
-            CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", in1_sender_core)))
-
-        def in1_receiver_body(first: bool) -> tuple[Node, ...]:
-            ops: list[Node] = [in1_recv]
-            if _needs_bias_read(p, first):
-                ops += _receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", in1_sender_core)
-            return tuple(ops + _writer_ops(p, t))
-
-        kernels.append(_dm_kernel("in1_receiver_writer", "BRISC", in1_noc, CoreRange(0, 1, nx - 1, ny - 1),
-                                  _out_block_loops(p, in1_receiver_body), (tensors["out"],), writer_cbs,
-                                  in1_sems, in1_sender_core))
-    return tuple(kernels)
 
 
 # TT-Metal's 1D factory creates two semaphores, sender then receiver, for the operand it multicasts.
