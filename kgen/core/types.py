@@ -15,7 +15,10 @@ DTYPE_TO_FORMAT: dict[str, str] = {
 MATH_FIDELITY_VALUE: dict[str, int] = {"LoFi": 0, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 
 ARCHS = ("wormhole_b0", "blackhole")
-DATAFLOWS = ("mcast_2d", "reuse")
+DATAFLOWS = ("mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1")
+# The dataflows of TT-Metal's 1D multicast factory (MatmulMultiCoreReuseMultiCast1DProgramConfig,
+# mcast_in0 = true / false): one sender multicasts one operand to every core of a row-major run of cores.
+MCAST_1D = ("mcast_1d_in0", "mcast_1d_in1")
 ACTIVATIONS = ("none", "relu")
 
 TILE_HW = 32  # TILE_HEIGHT = TILE_WIDTH = 32 (constants.hpp); kgen plans 32x32 tiles only

@@ -9,7 +9,7 @@ ranges whose bodies are identical, so that every op the hardware executes is vis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Callable, Mapping
 
@@ -355,43 +355,54 @@ class _Tiles:
     def __init__(self, p: Plan):
         self.p = p
 
+    def _a(self, **terms: int) -> Affine:
+        """An affine expression whose core_y term is this core's M-block index and core_x its N-block
+        index: core_y and core_x themselves on the 2D and reuse grids, the row-major core index
+        core_y * grid_x + core_x for the 1D multicast factory's run of cores, or nothing for the block
+        every core shares (Plan.core_m_terms, core_n_terms)."""
+        index = {"core_y": self.p.core_m_terms, "core_x": self.p.core_n_terms}
+        out = A(0)
+        for v, c in terms.items():
+            out = out + (A(0, **{w: k * c for w, k in index[v].items()}) if v in index else A(0, **{v: c}))
+        return out
+
     def in0_block(self) -> Affine:
         p = self.p
         # row = core_y*per_core_M + bh*out_block_h; col = block*in0_block_w
-        return A(0, core_y=p.per_core_m * p.kt, bh=p.out_block_h * p.kt, block=p.in0_block_w)
+        return self._a(core_y=p.per_core_m * p.kt, bh=p.out_block_h * p.kt, block=p.in0_block_w)
 
     def in1_block(self) -> Affine:
         p = self.p
         # row = block*in0_block_w; col = core_x*per_core_N + bw*out_block_w
-        return A(0, block=p.in0_block_w * p.nt, core_x=p.per_core_n, bw=p.out_block_w)
+        return self._a(block=p.in0_block_w * p.nt, core_x=p.per_core_n, bw=p.out_block_w)
 
     def bias_block(self) -> Affine:
         p = self.p
-        return A(0, core_x=p.per_core_n, bw=p.out_block_w)
+        return self._a(core_x=p.per_core_n, bw=p.out_block_w)
 
     # Extents of the padded last blocks: only a plan whose last row (column) of cores holds fewer
     # tiles gets them, so evenly divided plans lower (and print) exactly as before.
     def in0_rows(self) -> Extent | None:
         p = self.p
-        return Extent(A(0, core_y=p.per_core_m, bh=p.out_block_h), p.mt) if p.padded_m else None
+        return Extent(self._a(core_y=p.per_core_m, bh=p.out_block_h), p.mt) if p.padded_m else None
 
     def in1_cols(self) -> Extent | None:
         p = self.p
-        return Extent(A(0, core_x=p.per_core_n, bw=p.out_block_w), p.nt) if p.padded_n else None
+        return Extent(self._a(core_x=p.per_core_n, bw=p.out_block_w), p.nt) if p.padded_n else None
 
     def out_rows(self) -> Extent | None:
         p = self.p
-        return (Extent(A(0, core_y=p.per_core_m, bh=p.out_block_h, in0_sb=p.out_subblock_h), p.mt)
+        return (Extent(self._a(core_y=p.per_core_m, bh=p.out_block_h, in0_sb=p.out_subblock_h), p.mt)
                 if p.padded_m else None)
 
     def out_cols(self) -> Extent | None:
         p = self.p
-        return (Extent(A(0, core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w), p.nt)
+        return (Extent(self._a(core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w), p.nt)
                 if p.padded_n else None)
 
     def out_subblock(self) -> Affine:
         p = self.p
-        return A(0, core_y=p.per_core_m * p.nt, bh=p.out_block_h * p.nt, in0_sb=p.out_subblock_h * p.nt,
+        return self._a(core_y=p.per_core_m * p.nt, bh=p.out_block_h * p.nt, in0_sb=p.out_subblock_h * p.nt,
                  core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w)
 
 
@@ -409,10 +420,10 @@ def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
         return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("h", 0, p.out_subblock_h, (
             op("cb_wait_front", CB_OUT, p.out_block_w),
             op("write_rows", "out", CB_OUT,
-               A(0, core_y=TILE_HW * p.per_core_m, bh=TILE_HW * p.out_block_h, in0_sb=TILE_HW * p.out_subblock_h,
-                 h=TILE_HW),
+               t._a(core_y=TILE_HW * p.per_core_m, bh=TILE_HW * p.out_block_h, in0_sb=TILE_HW * p.out_subblock_h,
+                    h=TILE_HW),
                TILE_HW, p.out_block_w * tile_row_bytes,
-               A(0, core_x=p.per_core_n * tile_row_bytes, bw=p.out_block_w * tile_row_bytes)),
+               t._a(core_x=p.per_core_n * tile_row_bytes, bw=p.out_block_w * tile_row_bytes)),
             op("noc_write_barrier"),
             op("cb_pop_front", CB_OUT, p.out_block_w),
         )),))]
@@ -614,6 +625,131 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     return tuple(kernels)
 
 
+def _sender_block(p: Plan, cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
+                  extents: tuple[Extent | None, Extent | None],
+                  sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...]) -> list[Node]:
+    """Read one block into the CB and, with receivers, multicast it to them once each has reserved space:
+    the lifecycle of _mcast_kernels' sender_block, for the 1D kernels (kept apart from that function so
+    the branches that change it merge; one copy once they have)."""
+    ops: list[Node] = [op("cb_reserve_back", cb, tiles),
+                       op("read_tiles", tensor, cb, start, rows, cols, stride, *extents),
+                       op("noc_read_barrier")]
+    if num_dests:
+        ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),
+                op("sem_set", sender_sem, 0),
+                op("mcast_cb", cb, tiles, tiles * p.cb(cb).page_bytes, *rect, num_dests)]
+        if p.arch.behaviour.flush_mcast_before_flag:
+            # flush the data multicast before the flag multicast that releases the receivers
+            ops.append(op("noc_writes_flushed"))
+        ops += [op("sem_set", receiver_sem, VALID, note="the local word the flag multicast copies"),
+                op("mcast_sem_set", receiver_sem, VALID, *rect, num_dests)]
+    ops.append(op("cb_push_back", cb, tiles))
+    return ops
+
+
+def _receiver_block(cb: int, tiles: int, sender_sem: str, receiver_sem: str,
+                    sender: tuple[RuntimeArg, RuntimeArg]) -> list[Node]:
+    return [op("cb_reserve_back", cb, tiles), op("sem_set", receiver_sem, INVALID),
+            op("sem_inc", sender_sem, *sender, 1), op("sem_wait", receiver_sem, VALID),
+            op("cb_push_back", cb, tiles)]
+
+
+# TT-Metal's 1D factory creates two semaphores, sender then receiver, for the operand it multicasts.
+SEMAPHORE_IDS_1D = {"mcast_1d_in0": {"in0_sender": 0, "in0_receiver": 1},
+                    "mcast_1d_in1": {"in1_sender": 0, "in1_receiver": 1}}
+
+
+def _all_but_first(nx: int, ny: int) -> tuple[CoreRange, ...]:
+    """Every core of an nx x ny rectangle but (0, 0), as rectangles: the rest of row 0, then the rows below."""
+    ranges = [CoreRange(1, 0, nx - 1, 0)] if nx > 1 else []
+    if ny > 1:
+        ranges.append(CoreRange(0, 1, nx - 1, ny - 1))
+    return tuple(ranges)
+
+
+def _mcast_1d_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
+    """The kernels of TT-Metal's 1D multicast factory (matmul_multicore_reuse_mcast_1d_program_factory.cpp).
+    Core (0, 0) reads the shared operand and multicasts it to the bounding box of all cores (itself
+    excluded: a multicast without loopback); every core reads its own block of the other operand.
+
+    - mcast_1d_in0: in0_sender on (0, 0), in0_receiver on the rest; in1_sender_writer on every core
+      reads its in1 (and bias) columns without multicast and writes its output.
+    - mcast_1d_in1: in1_sender_writer on (0, 0) multicasts in1 (and the bias), in1_receiver_writer on the
+      rest; in0_sender on every core reads its in0 rows without multicast.
+
+    The receivers of a grid taller than one row run on two rectangles (the rest of row 0, the rows below),
+    one kernel each with the same body (role in0_receiver / in1_receiver_writer)."""
+    t = _Tiles(p)
+    tensors = _tensors(p)
+    nx, ny = p.grid
+    dests = nx * ny - 1
+    in0_noc, in1_noc = 1, 0     # in0 on NCRISC/NOC 1, in1 + writer on BRISC/NOC 0, as the factory places them
+    in0_mcast = p.spec.dataflow == "mcast_1d_in0"
+    sem_ids = SEMAPHORE_IDS_1D[p.spec.dataflow]
+    sems = tuple(sem_ids.items())
+    origin = CoreRange(0, 0, 0, 0)
+    sender_core = (RuntimeArg("mcast_sender_noc_x", "noc_x", A(0)), RuntimeArg("mcast_sender_noc_y", "noc_y", A(0)))
+    kernels: list[Kernel] = []
+
+    def rect(noc: int) -> tuple[RuntimeArg, ...]:
+        # the bounding box of every core with work, from (0, 0): the factory's in0/in1 mcast rectangle
+        return _noc_rect(noc, A(0), A(0), A(nx - 1), A(ny - 1))
+
+    def receivers(name: str, processor: str, noc: int, body: tuple[Node, ...], kernel_tensors: tuple[TensorArg, ...],
+                  cbs: tuple[tuple[str, int], ...]) -> list[Kernel]:
+        out = []
+        for i, cores in enumerate(_all_but_first(nx, ny)):
+            k = _dm_kernel(name if i == 0 else f"{name}_rows", processor, noc, cores, body, kernel_tensors, cbs,
+                           sems, sender_core)
+            out.append(replace(k, role=name))
+        return out
+
+    in0_dests = dests if in0_mcast else 0
+    in0_read = Loop("block", 0, p.num_blocks, tuple(_sender_block(
+        p, CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles,
+        (t.in0_rows(), None), "in0_sender", "in0_receiver", in0_dests, rect(in0_noc))))
+    kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, origin if in0_mcast else all_cores,
+                              _out_block_loops(p, lambda first: (in0_read,)), (tensors["in0"],),
+                              (("cb_in0", CB_IN0),), sems if in0_mcast else (),
+                              rect(in0_noc) if in0_dests else ()))
+    if in0_mcast and dests:
+        in0_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
+            CB_IN0, p.in0_block_tiles, "in0_sender", "in0_receiver", sender_core)))
+        kernels += receivers("in0_receiver", "NCRISC", in0_noc, _out_block_loops(p, lambda first: (in0_recv,)),
+                             (), (("cb_in0", CB_IN0),))
+
+    in1_dests = 0 if in0_mcast else dests
+    in1_read = Loop("block", 0, p.num_blocks, tuple(_sender_block(
+        p, CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles,
+        (None, t.in1_cols()), "in1_sender", "in1_receiver", in1_dests, rect(in1_noc))))
+
+    def in1_sender_body(first: bool) -> tuple[Node, ...]:
+        ops: list[Node] = [in1_read]
+        if _needs_bias_read(p, first):
+            ops += _sender_block(p, CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
+                                 (None, t.in1_cols()), "in1_sender", "in1_receiver", in1_dests, rect(in1_noc))
+        return tuple(ops + _writer_ops(p, t))
+
+    writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
+    send_tensors = tuple(tensors[n] for n in ("in1", "bias", "out") if n in tensors)
+    kernels.append(_dm_kernel("in1_sender_writer", "BRISC", in1_noc, all_cores if in0_mcast else origin,
+                              _out_block_loops(p, in1_sender_body), send_tensors, writer_cbs,
+                              () if in0_mcast else sems, rect(in1_noc) if in1_dests else ()))
+    if not in0_mcast and dests:
+        in1_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
+            CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", sender_core)))
+
+        def in1_receiver_body(first: bool) -> tuple[Node, ...]:
+            ops: list[Node] = [in1_recv]
+            if _needs_bias_read(p, first):
+                ops += _receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", sender_core)
+            return tuple(ops + _writer_ops(p, t))
+
+        kernels += receivers("in1_receiver_writer", "BRISC", in1_noc, _out_block_loops(p, in1_receiver_body),
+                             (tensors["out"],), writer_cbs)
+    return tuple(kernels)
+
+
 def lower(p: Plan) -> Program:
     """Build the IR of every kernel. The stage driver verifies it next (kgen/gen/pipeline.py)."""
     nx, ny = p.grid
@@ -624,6 +760,9 @@ def lower(p: Plan) -> Program:
     if p.spec.dataflow == "reuse":
         dm = _reuse_kernels(p, all_cores)
         sems: tuple[Semaphore, ...] = ()
+    elif p.spec.dataflow in SEMAPHORE_IDS_1D:
+        dm = _mcast_1d_kernels(p, all_cores)
+        sems = tuple(Semaphore(name, i, INVALID, all_cores) for name, i in SEMAPHORE_IDS_1D[p.spec.dataflow].items())
     else:
         dm = _mcast_kernels(p, all_cores)
         sems = tuple(Semaphore(name, i, INVALID, all_cores) for name, i in SEMAPHORE_IDS.items())

@@ -3,7 +3,8 @@
 Fills every `auto`, checks every rule TT-Metal's matmul validation checks
 (matmul_device_operation.cpp; ttmetal-matmul.md §2.2, §2.8, §3.3) plus the L1 budget, and takes
 the accumulation-policy and CB decisions exactly as the 2D multicast factory does
-(matmul_multicore_reuse_mcast_2d_program_factory.cpp).
+(matmul_multicore_reuse_mcast_2d_program_factory.cpp), or, for `mcast_1d_in0` / `mcast_1d_in1`, as the
+1D multicast factory does (matmul_multicore_reuse_mcast_1d_program_factory.cpp: `_plan_1d`, `_policy`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Iterable
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import SpecError, Span
 from kgen.gen.spec import ComputeConfig, MatmulSpec
-from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
+from kgen.core.types import DTYPE_TO_FORMAT, MCAST_1D, TILE_HW
 
 # SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
 # bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (ttmetal-matmul.md §3.4).
@@ -85,7 +86,8 @@ class Plan:
     kt: int
     batch_ct: int
     grid_requested: tuple[int, int]      # x, y
-    grid: tuple[int, int]                # cores with work: x = num_blocks_x, y = num_blocks_y
+    grid: tuple[int, int]                # cores with work: x = num_blocks_x, y = num_blocks_y (2D, reuse);
+                                         # 1D multicast: the rectangle their row-major run fills
     per_core_m: int
     per_core_n: int
     out_block_h: int
@@ -162,6 +164,39 @@ class Plan:
         return self.grid[0] * self.grid[1]
 
     @property
+    def is_1d(self) -> bool:
+        return self.spec.dataflow in MCAST_1D
+
+    @property
+    def core_m_terms(self) -> dict[str, int]:
+        """A core's M-block index as a sum of its coordinates: core_y (2D, reuse: one row of cores per
+        M-block), none (mcast_1d_in0: every core holds the one M-block), or its row-major index
+        core_y * grid_x + core_x (mcast_1d_in1: core i holds M-block i, the factory's output_idx_y = i)."""
+        if self.spec.dataflow == "mcast_1d_in0":
+            return {}
+        if self.spec.dataflow == "mcast_1d_in1":
+            return {"core_x": 1, "core_y": self.grid[0]}
+        return {"core_y": 1}
+
+    @property
+    def core_n_terms(self) -> dict[str, int]:
+        """A core's N-block index: core_x (2D, reuse), the row-major index (mcast_1d_in0: the factory's
+        output_idx_x = i), or none (mcast_1d_in1: every core holds the one N-block)."""
+        if self.spec.dataflow == "mcast_1d_in0":
+            return {"core_x": 1, "core_y": self.grid[0]}
+        if self.spec.dataflow == "mcast_1d_in1":
+            return {}
+        return {"core_x": 1}
+
+    @property
+    def in0_reader_cores(self) -> int:
+        """Cores that read in0 from DRAM: one per row (2D: the left column's senders), one (mcast_1d_in0),
+        every core (reuse, mcast_1d_in1)."""
+        if self.spec.dataflow == "mcast_2d":
+            return self.grid[1]
+        return 1 if self.spec.dataflow == "mcast_1d_in0" else self.num_cores
+
+    @property
     def cb_bytes(self) -> int:
         return sum(r.bytes for r in self.regions)
 
@@ -227,6 +262,8 @@ class Plan:
                          + ("the output is sliced back" if d != "K" else
                             f"zero K padding never changes the result; TT-Metal's in0 reader also zeroes "
                             f"the last K tile past column {self.in0_last_ktile_w}") + ")")
+        if self.is_1d:
+            return tuple(notes) + self._padding_notes_1d()
         if self.padded_m:
             notes.append(f"bottom row of cores: {self.last_per_core_m} of per_core_M = {self.per_core_m} rows of tiles "
                          f"(Mt = {self.mt} = {self.grid[1] - 1} x {self.per_core_m} + {self.last_per_core_m}); "
@@ -237,6 +274,23 @@ class Plan:
                          f"of tiles (Nt = {self.nt} = {self.grid[0] - 1} x {self.per_core_n} + {self.last_per_core_n}); "
                          f"its last out block has {self.last_out_block_w} of {self.out_block_w} columns, the rest "
                          f"is padding: not read, computed on stale data, not written")
+        return tuple(notes)
+
+    def _padding_notes_1d(self) -> tuple[str, ...]:
+        """The padded last block of the 1D factory: inside the one block of the multicast dimension on
+        every core, and on the last core of the row-major run for the other."""
+        notes = []
+        every, last = "every core (the one M-block)", f"the last of the {self.num_cores} cores"
+        if self.padded_m:
+            where = every if self.spec.dataflow == "mcast_1d_in0" else last
+            notes.append(f"{where}: {self.last_per_core_m} of per_core_M = {self.per_core_m} rows of tiles "
+                         f"(Mt = {self.mt}); its last out block has {self.last_out_block_h} of {self.out_block_h} "
+                         f"rows, the rest is padding: not read, computed on stale data, not written")
+        if self.padded_n:
+            where = last if self.spec.dataflow == "mcast_1d_in0" else "every core (the one N-block)"
+            notes.append(f"{where}: {self.last_per_core_n} of per_core_N = {self.per_core_n} columns of tiles "
+                         f"(Nt = {self.nt}); its last out block has {self.last_out_block_w} of {self.out_block_w} "
+                         f"columns, the rest is padding: not read, computed on stale data, not written")
         return tuple(notes)
 
 
@@ -337,10 +391,13 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
 
     grid_req = _requested_grid(spec, arch, choices)
     pc = spec.block.per_core
-    per_core_m = _per_core(spec, "M", mt, grid_req[1], pc[0] if pc else None, choices)
-    per_core_n = _per_core(spec, "N", nt, grid_req[0], pc[1] if pc else None, choices)
-    # num_blocks_x = ceil(Nt / per_core_N), num_blocks_y = ceil(Mt / per_core_M) (2D factory)
-    grid = (_ceil_div(nt, per_core_n), _ceil_div(mt, per_core_m))
+    if spec.dataflow in MCAST_1D:
+        per_core_m, per_core_n, grid = _plan_1d(spec, mt, nt, grid_req, choices)
+    else:
+        per_core_m = _per_core(spec, "M", mt, grid_req[1], pc[0] if pc else None, choices)
+        per_core_n = _per_core(spec, "N", nt, grid_req[0], pc[1] if pc else None, choices)
+        # num_blocks_x = ceil(Nt / per_core_N), num_blocks_y = ceil(Mt / per_core_M) (2D factory)
+        grid = (_ceil_div(nt, per_core_n), _ceil_div(mt, per_core_m))
     _check_padded_top_row(spec, mt, per_core_m, grid, grid_req)
 
     # DST capacity of the sync mode and accumulation format kgen emits
@@ -416,6 +473,83 @@ def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | N
                         f"the grid has {cores}", spec.span("block.per_core"),
                         _nearest(range(least, min(tiles, least + 3) + 1), given))
     return given
+
+
+def _rectangle_of(cores: int, cols: int) -> tuple[int, int] | None:
+    """The rectangle a row-major run of `cores` cores fills on a grid `cols` wide (the 1D factory's
+    num_cores_to_corerangeset(..., row_major = true)), or None when its last row is partial."""
+    if cores <= cols:
+        return cores, 1
+    return (cols, cores // cols) if cores % cols == 0 else None
+
+
+def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
+             choices: list[str]) -> tuple[int, int, tuple[int, int]]:
+    """per_core_M, per_core_N and the cores of TT-Metal's 1D multicast factory
+    (matmul_multicore_reuse_mcast_1d_program_factory.cpp; validation in matmul_device_operation.cpp):
+
+    - num_blocks_y = ceil(Mt / per_core_M), num_blocks_x = ceil(Nt / per_core_N), and their product
+      (num_cores) <= grid.x * grid.y ("Number of blocks exceeds number of cores");
+    - mcast_in0: num_blocks_y == 1 (M fits one per_core_M); mcast_in1: num_blocks_x == 1;
+    - the cores are the first num_cores of the grid in row-major order, core i holding block i.
+
+    kgen's own rule on top: those cores fill whole rows (num_cores <= grid.x, or a multiple of it), so
+    that the multicast rectangle, the bounding box of the cores, holds no core without work."""
+    in0 = spec.dataflow == "mcast_1d_in0"
+    pc = spec.block.per_core
+    cols, rows = grid_req
+    cells = cols * rows
+    # the operand every core shares: its per_core must cover the whole dimension
+    shared_dim, shared_tiles = ("M", mt) if in0 else ("N", nt)
+    split_dim, split_tiles = ("N", nt) if in0 else ("M", mt)
+    given_shared = (pc[0] if in0 else pc[1]) if pc else None
+    given_split = (pc[1] if in0 else pc[0]) if pc else None
+    flavour = "mcast_in0" if in0 else "mcast_in1"
+    if given_shared is None:
+        shared = shared_tiles
+        choices.append(f"per_core_{shared_dim} auto -> {shared}: {flavour} gives every core all "
+                       f"{shared_dim}t = {shared_tiles} tiles")
+    elif given_shared < shared_tiles:
+        raise PlanError(f"{flavour}: num_blocks_{'y' if in0 else 'x'} == 1 ({shared_dim}t <= per_core_{shared_dim})",
+                        f"per_core_{shared_dim} = {given_shared} splits {shared_dim}t = {shared_tiles} over "
+                        f"{_ceil_div(shared_tiles, given_shared)} blocks, but TT-Metal's 1D factory multicasts "
+                        f"{'in0' if in0 else 'in1'} to every core, so every core holds all of {shared_dim}",
+                        spec.span("block.per_core"), str(shared_tiles))
+    else:
+        shared = given_shared
+    if given_split is None:
+        legal = [d for d in _divisors(split_tiles) if _rectangle_of(split_tiles // d, cols)
+                 and split_tiles // d <= cells]
+        split = min(legal)
+        choices.append(f"per_core_{split_dim} auto -> {split}: {split_dim}t = {split_tiles} over "
+                       f"{split_tiles // split} of the {cells} cores of the {_fmt_pair(grid_req)} grid")
+    else:
+        split = given_split
+    cores = _ceil_div(split_tiles, split)
+    if cores > cells:
+        least = _ceil_div(split_tiles, cells)
+        raise PlanError("num_blocks_x * num_blocks_y <= grid.x * grid.y (1D factory)",
+                        f"per_core_{split_dim} = {split} needs {cores} cores, the {_fmt_pair(grid_req)} grid has "
+                        f"{cells}", spec.span("block.per_core"),
+                        _nearest(range(least, min(split_tiles, least + 3) + 1), split))
+    grid = _rectangle_of(cores, cols)
+    if grid is None:
+        fits = [d for d in range(1, split_tiles + 1)
+                if _ceil_div(split_tiles, d) <= cells and _rectangle_of(_ceil_div(split_tiles, d), cols)]
+        raise PlanError("1D multicast: the cores fill whole rows of the grid (kgen)",
+                        f"per_core_{split_dim} = {split} gives {cores} cores, which fill {cores // cols} rows of the "
+                        f"{cols}-wide grid and part of another; TT-Metal's multicast rectangle (their bounding box) "
+                        f"would include cores without work, which kgen does not plan",
+                        spec.span("block.per_core"), _nearest(fits, split))
+    if not in0 and split_tiles % split:
+        # the factory's mcast_in1 in0 readers all get last_block_h = per_core_M: no M padding
+        raise PlanError("mcast_in1: per_core_M divides Mt (TT-Metal's 1D factory gives every in0 reader "
+                        "last_block_h = per_core_M)",
+                        f"per_core_M = {split} leaves the last core {split_tiles % split} of {split} rows of tiles; "
+                        f"TT-Metal's in0 reader would read the rest past the tensor",
+                        spec.span("block.per_core"),
+                        _nearest([d for d in _divisors(split_tiles) if split_tiles // d <= cells], split))
+    return (shared, split, grid) if in0 else (split, shared, grid)
 
 
 @dataclass(frozen=True)
@@ -645,9 +779,13 @@ def factory_departures(c: ComputeConfig, dst_sync: str, capacity: int) -> tuple[
 
 
 def _policy(spec: MatmulSpec, c: ComputeConfig, num_blocks: int) -> tuple[bool, str]:
-    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2) (2D factory)."""
-    threshold = 1 if spec.fuse_bias else 2
-    why_threshold = ("TT-Metal turns L1 accumulation on only when num_blocks > 1 with a fused bias "
+    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2) (2D factory, and the
+    1D factory's mcast_in1 path); packer_l1_acc && num_blocks > 1 (the 1D factory's mcast_in0 path,
+    process_mcast_in0_program_and_create_override_variables)."""
+    threshold = 1 if spec.fuse_bias or spec.dataflow == "mcast_1d_in0" else 2
+    why_threshold = ("TT-Metal's 1D factory turns L1 accumulation on for mcast_in0 when num_blocks > 1"
+                     if spec.dataflow == "mcast_1d_in0" else
+                     "TT-Metal turns L1 accumulation on only when num_blocks > 1 with a fused bias "
                      "(the last block stays in the partials for the bias add)" if spec.fuse_bias else
                      "TT-Metal turns L1 accumulation on only when num_blocks > 2, or > 1 with a fused bias "
                      "(the last K-block is always a spill/reload, so 2 blocks gain nothing)")
@@ -660,6 +798,9 @@ def _policy(spec: MatmulSpec, c: ComputeConfig, num_blocks: int) -> tuple[bool, 
     if num_blocks > threshold:
         extra = ("; the last K-block packs into the partials with L1 acc and the bias stage consumes them"
                  if spec.fuse_bias else
+                 "; with 2 K-blocks the packer never accumulates (block 0 packs the partials with L1 acc off, "
+                 "the last block reloads them): TT-Metal's kernel under its 1D mcast_in0 factory"
+                 if num_blocks == 2 else
                  "; blocks 0..n-2 accumulate in L1, the last block reloads once and packs to out with L1 acc off")
         return True, f"packer_l1_acc requested and num_blocks = {num_blocks} > {threshold} -> packer L1 accumulation" + extra
     return False, f"packer_l1_acc requested, but num_blocks = {num_blocks}: {why_threshold} -> {fallback}"

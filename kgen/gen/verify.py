@@ -466,14 +466,14 @@ def _check_semaphores(program: Program) -> None:
                 # start/end are in NoC order (swapped on NOC 1): the rectangle is their bounding box
                 sx, sy, ex, ey = (n[k].logical(env) for k in ("start_x", "start_y", "end_x", "end_y"))
                 x0, x1, y0, y1 = min(sx, ex), max(sx, ex), min(sy, ey), max(sy, ey)
-                if (x1 - x0 + 1) * (y1 - y0 + 1) != n["num_dests"]:
+                # a multicast without loopback skips its own core when the rectangle holds it (TT-Metal's 1D
+                # factory multicasts to the bounding box of all cores, sender included): num_dests excludes it
+                targets = [(xx, yy) for yy in range(y0, y1 + 1) for xx in range(x0, x1 + 1) if (xx, yy) != core]
+                if len(targets) != n["num_dests"]:
                     raise IRVerificationError(kernel.name, f"multicast rectangle ({x0},{y0})-({x1},{y1}) "
-                                              f"is not {n['num_dests']} cores")
-                for yy in range(y0, y1 + 1):
-                    for xx in range(x0, x1 + 1):
-                        if core == (xx, yy):
-                            raise IRVerificationError(kernel.name, "multicast targets its own core")
-                        arriving[(n["sem"], xx, yy)] += mult
+                                              f"holds {len(targets)} cores besides its own, not {n['num_dests']}")
+                for target in targets:
+                    arriving[(n["sem"], *target)] += mult
             elif n.kind == "sem_wait":
                 # A sender waits for `value` increments; a receiver waits for one VALID set.
                 weight = n["value"] if n["sem"].endswith("_sender") else 1
@@ -503,7 +503,11 @@ def _check_compute_flags(program: Program) -> None:
             raise IRVerificationError(compute.name, f"{what} = {on} but {define} is "
                                       f"{'not ' if on else ''}defined")
     sets_l1_acc = any(n.kind == "pack_l1_acc" and n["enable"] for n, _ in walk(compute.body))
-    if sets_l1_acc != flags.l1_acc_enabled:
+    # With two K-blocks and no bias TT-Metal's kernel never turns accumulation on even under PACKER_L1_ACC
+    # (block 0 packs with it off, the last block reloads): the 1D factory's mcast_in0 path defines it there.
+    plan = program.plan
+    accumulates = flags.l1_acc_enabled and (plan.num_blocks > 2 or plan.fuse_bias)
+    if sets_l1_acc != accumulates:
         raise IRVerificationError(compute.name, f"l1_acc_enabled = {flags.l1_acc_enabled} but the compute kernel "
                                   f"{'never turns' if flags.l1_acc_enabled else 'turns'} L1 accumulation on")
     capacity = program.plan.arch.dst_tiles(flags.dst_sync == "SyncFull", flags.fp32_dest_acc)

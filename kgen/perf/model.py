@@ -12,6 +12,12 @@ stage, the fill is the first block through the readers and the compute, and the 
 subblock's pack. A multicast receiver cannot run ahead of its sender, so its reader stage takes the
 sender's pace. The program takes the slowest core, and never less than the card's DRAM floor
 (every input byte read from DRAM once, every output byte written once).
+
+The fan-out is the IR's: 2D multicast sends in0 along each row and in1 down each column; TT-Metal's
+1D factory (mcast_1d_in0 / mcast_1d_in1) sends one operand from core (0,0) to every other core
+(num_dests = num_cores - 1, priced per transaction by that count) while every core reads its own
+block of the other operand from DRAM; its receivers on the rows below the first are kernels of the
+same role, paced by the same sender.
 """
 
 from __future__ import annotations

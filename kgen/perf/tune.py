@@ -604,7 +604,7 @@ def verify_numerics(m: int, n: int, k: int, batch: int = 1) -> str:
 
 
 def verify_spec_text(text: str, numerics: str = "auto", seed: int = 0) -> dict:
-    """Build, type-check against the real TT-Metal headers, emulate and (for mcast_2d) port-check
+    """Build, type-check against the real TT-Metal headers, emulate and (for the multicast dataflows) port-check
     the matmul of a spec text. Returns {"status": passed|failed, "errors": [...], "kernel_id",
     "steps": {...}, "seconds"}; never raises for a failing candidate (an exception is an error).
     Pure in its inputs: Ray ships it to any worker."""
@@ -650,14 +650,14 @@ def verify_spec_text(text: str, numerics: str = "auto", seed: int = 0) -> dict:
             errors.append(f"emulation ({mode}) failed: status {emu.status}, "
                           f"{'bit-exact' if emu.exact_match else str(emu.mismatched) + ' element(s) differ'}"
                           f"{', hazards' if emu.hazards else ''}")
-        if spec.dataflow == "mcast_2d":
+        if spec.dataflow in ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1"):
             from kgen.proof.portcheck import port_check
 
             pc = port_check(folder, plan, seed=seed, numerics=mode, parallel=1, ours=emu)
             steps["port_check"] = {"passed": pc.passed, "failures": list(pc.failures)}
             errors += [f"port-check: {f}" for f in pc.failures]
         else:
-            steps["port_check"] = "not applicable (TT-Metal's 2D multicast kernel does not run the reuse dataflow)"
+            steps["port_check"] = "not applicable (TT-Metal's multicast kernels do not run the reuse dataflow)"
     except KgenError as exc:
         errors.append(f"{type(exc).__name__}: {getattr(exc, 'message', str(exc))}")
     except Exception as exc:  # noqa: BLE001 - a verification job reports, it does not crash the search

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import KgenBug, KgenError
-from kgen.core.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
+from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, MCAST_1D, TILE_HW
 
 if TYPE_CHECKING:  # stage modules are imported lazily, as cli.py does, so generation stays cheap
     from kgen.gen.ir import Program
@@ -42,6 +42,10 @@ INPUT_BUFFERING_DEPTH = 2    # in0/in1 CBs are double-buffered when more than on
 # Shares of cases drawn padded (issue #17): a last row or column of cores with fewer tiles than
 # per_core (TT-Metal's padded last blocks), and M, N or K short of whole tiles (padded as ttnn tilizes).
 PADDED_BLOCKS_SHARE = 0.3
+ONE_D_SHARE = 0.25           # cases made TT-Metal's 1D multicast (mcast_1d_in0 / mcast_1d_in1)
+# The dataflows a case is drawn with; the 1D multicast forms are made from drawn cases (_one_d), on
+# their own random stream, so that the cases of a seed that stay 2D or reuse are what they were.
+DRAWN_DATAFLOWS = ("mcast_2d", "reuse")
 TILE_PADDING_SHARE = 0.3
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
@@ -135,10 +139,11 @@ def _auto_in0_block_w(kt: int) -> int:
     return max(d for d in _divisors(kt) if d <= AUTO_IN0_BLOCK_W_MAX)
 
 
-def _l1_acc(packer_l1_acc: bool, bias: bool, num_blocks: int) -> bool:
-    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2). A deliberate
-    independent restatement of plan._policy's rule (TT-Metal's 2D factory), as the fuzzer's oracle."""
-    return packer_l1_acc and num_blocks > (1 if bias else 2)
+def _l1_acc(packer_l1_acc: bool, bias: bool, num_blocks: int, dataflow: str = "mcast_2d") -> bool:
+    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2), and
+    packer_l1_acc && num_blocks > 1 for the 1D factory's mcast_in0. A deliberate independent
+    restatement of plan._policy's rule (TT-Metal's 2D and 1D factories), as the fuzzer's oracle."""
+    return packer_l1_acc and num_blocks > (1 if bias or dataflow == "mcast_1d_in0" else 2)
 
 
 def _partials_format(fp32_dest_acc: bool, l1acc: bool, out_fmt: str) -> str:
@@ -158,7 +163,7 @@ def _cb_bytes(arch: ArchFacts, c: _Choice) -> int:
     bias_fmt = DTYPE_TO_FORMAT[c.dtypes[3] or c.dtypes[2]]
     obh, obw = c.out_block
     depth = INPUT_BUFFERING_DEPTH if c.num_blocks > 1 else 1
-    pf = _partials_format(c.fp32_dest_acc, _l1_acc(c.packer_l1_acc, c.bias, c.num_blocks), out_fmt)
+    pf = _partials_format(c.fp32_dest_acc, _l1_acc(c.packer_l1_acc, c.bias, c.num_blocks, c.dataflow), out_fmt)
     out, partials = obh * obw * tb[out_fmt], obh * obw * tb[pf]
     # An independent mirror of plan.out_partials_share: TT-Metal's in-place rule, and kgen's split
     # when several output blocks per core pass through a region partials are packed into first.
@@ -195,7 +200,7 @@ def _blocking(rng: random.Random, mt: int, nt: int, auto_w: bool) -> tuple[int, 
 
 def _draw(rng: random.Random) -> _Choice:
     arch = rng.choice(ARCHS)
-    dataflow = rng.choice(DATAFLOWS)
+    dataflow = rng.choice(DRAWN_DATAFLOWS)
 
     # Grid with work first, then per-core tiles, so that totals stay within MAX_MT x MAX_NT; a
     # share of cases spreads one or two tiles per core over grids up to the whole worker grid.
@@ -374,10 +379,33 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
             break
     else:  # unreachable within the size limits above (worst case ~1.34 MB < 1.39 MB)
         raise AssertionError(f"fuzz: no case within L1 after {MAX_DRAWS} draws (seed {seed}, index {index})")
-    # the padded forms draw from their own stream, so the rest of a case is what it was before them
+    # the 1D and padded forms draw from their own streams, so the rest of a case is what it was before them
+    c = _one_d(random.Random(f"kgen-fuzz-1d:{seed}:{index}"), c)
     c = _padded(random.Random(f"kgen-fuzz-padding:{seed}:{index}"), c)
     name = _case_name(seed, index)
     return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
+
+
+def _one_d(rng: random.Random, c: _Choice) -> _Choice:
+    """Some cases made TT-Metal's 1D multicast (README, "The 1D multicast factory"): the drawn grid's
+    cores become one row-major run, each holding the drawn per-core block, and the multicast operand's
+    dimension shrinks to one per-core block (mcast_in0: Mt = per_core_M; mcast_in1: Nt = per_core_N) while
+    the other spreads over every core. The per-core blocking (and so the L1 budget) and the MACs per
+    core are the drawn ones. The grid is the drawn grid with work, which the cores fill exactly."""
+    if rng.random() >= ONE_D_SHARE:
+        return c
+    dataflow = rng.choice(MCAST_1D)
+    gx, gy = c.nt // c.per_core[1], c.mt // c.per_core[0]        # the drawn grid with work
+    pm, pn = c.per_core
+    cores = gx * gy
+    mt, nt = (pm, cores * pn) if dataflow == "mcast_1d_in0" else (cores * pm, pn)
+    batch = c.batch if mt % c.batch == 0 else 1                   # batch is fused into M
+    one_d = dataclasses.replace(c, dataflow=dataflow, mt=mt, nt=nt, batch=batch, grid_req=(gx, gy),
+                                auto=frozenset(c.auto - {"per_core"}),       # 1D's auto per_core is its own
+                                omit=frozenset(c.omit - {"dataflow"}))
+    # mcast_in0 turns L1 accumulation on from 2 K-blocks, which can change the partials and so the L1
+    arch = load_arch(c.arch)
+    return one_d if _cb_bytes(arch, one_d) <= arch.usable_cb_bytes else c
 
 
 def _padded(rng: random.Random, c: _Choice) -> _Choice:
@@ -391,8 +419,11 @@ def _padded(rng: random.Random, c: _Choice) -> _Choice:
     mt, nt, auto = c.mt, c.nt, set(c.auto)
     (pm, pn), (obh, obw) = c.per_core, c.out_block
     if rng.random() < PADDED_BLOCKS_SHARE and c.batch == 1:
-        # mcast_2d pads M only below the top row (plan.py: TT-Metal's in1 sender/writer has no M padding)
-        if min(pm, obh) > 1 and (c.dataflow == "reuse" or c.mt // pm > 1) and rng.random() < 0.6:
+        # mcast_2d pads M only below the top row (plan.py: TT-Metal's in1 sender/writer has no M padding);
+        # mcast_1d_in0 pads it on every core (the one M-block), mcast_1d_in1 never (its in0 readers read
+        # per_core_M rows whatever the core)
+        m_ok = {"reuse": True, "mcast_1d_in0": True, "mcast_1d_in1": False}.get(c.dataflow, c.mt // pm > 1)
+        if min(pm, obh) > 1 and m_ok and rng.random() < 0.6:
             mt -= rng.randint(1, min(pm, obh) - 1)
         if min(pn, obw) > 1 and rng.random() < 0.6:
             nt -= rng.randint(1, min(pn, obw) - 1)
@@ -486,8 +517,8 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
              port_check: bool = False, parallel: int = 2, out) -> int:
     """Generate, build, type-check and emulate `count` cases; 0 when all pass, 1 at the first failure
     (with the spec written to disk and the commands that reproduce it). With `port_check`, each case
-    also runs `kgen port-check`: TT-Metal's compute kernel, and for mcast_2d TT-Metal's whole
-    program, must give kgen's bits."""
+    also runs `kgen port-check`: TT-Metal's compute kernel, and for mcast_2d and the 1D multicast forms
+    TT-Metal's whole program, must give kgen's bits."""
     import tempfile
     import time
     from pathlib import Path
@@ -560,7 +591,7 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
         tc_note = ", type-check skipped: no TT-Metal headers or host checker (kgen doctor)"
     if port_check:
         tc_note += (f"; TT-Metal's compute kernel bit-identical on all, its whole program on the {ported} "
-                    f"mcast_2d case(s)")
+                    f"mcast_2d / mcast_1d case(s)")
     if keep is None:                   # nothing failed, so nothing to look at: leave no temporary folder
         shutil.rmtree(keep_dir, ignore_errors=True)
     where = f"; specs in {keep_dir}" if keep is not None else ""

@@ -6,8 +6,8 @@ Two comparisons, each emulated with the same inputs as kgen's own program:
   ``bmm_large_block_zm_fused_bias_activation.cpp`` from the fetched headers) in place of kgen's
   (the `rendered` override :func:`kgen.gen.pipeline.with_compute_kernel`): same compile-time args, named args, defines and CB
   table, kgen's data-movement kernels. Reports bit-identity and the compute op counts per kind.
-- **program** (mcast_2d plans): TT-Metal's whole program: that compute kernel plus TT-Metal's four
-  2D-multicast readers/writers with the args TT-Metal's factory gives them
+- **program** (mcast_2d, mcast_1d_in0, mcast_1d_in1 plans): TT-Metal's whole program: that compute kernel
+  plus TT-Metal's multicast readers/writers with the args TT-Metal's 2D or 1D factory gives them
   (:mod:`kgen.proof.ttdataflow`). Reports bit-identity and the data-movement op counts of both.
 """
 
@@ -227,16 +227,18 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                                               ttnn_include=ttnn_include_dir(tree))
             program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
                                      inputs=inputs, progress=lambda phase: progress(f"TT-Metal's program: {phase}"))
-            note = f"{ref.name} with TT-Metal's 2D multicast readers/writers from {kernels}"
+            factory = "1D" if plan.is_1d else "2D"
+            note = f"{ref.name} with TT-Metal's {factory} multicast readers/writers from {kernels}"
     return PortCheck(ref, ours, theirs, program, note, plan.factory_departures, _ktile_padding_barriers(plan))
 
 
 def _ktile_padding_barriers(plan) -> int:
-    """TT-Metal's in0 sender (one per row of cores) barriers once per row of every out block's last K-block
-    when in0_last_ktile_w > 0 (reader_bmm_tile_layout_in0_sender_padding.cpp)."""
+    """TT-Metal's in0 sender (one per row of cores in 2D, one in mcast_1d_in0, one per core in mcast_1d_in1)
+    barriers once per row of every out block's last K-block when in0_last_ktile_w > 0
+    (reader_bmm_tile_layout_in0_sender_padding.cpp)."""
     if not plan.in0_last_ktile_w:
         return 0
-    return plan.grid[1] * plan.batch_ct * plan.num_blocks_h_dim * plan.num_blocks_w_dim * plan.out_block_h
+    return plan.in0_reader_cores * plan.batch_ct * plan.num_blocks_h_dim * plan.num_blocks_w_dim * plan.out_block_h
 
 
 def format_port_check(pc: PortCheck) -> str:

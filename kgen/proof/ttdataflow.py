@@ -15,6 +15,19 @@ the values the legacy 2D builder's, `create_program_mcast_in0_in1`). With TT-Met
 kernel swapped in too (:func:`kgen.gen.pipeline.with_compute_kernel`) the folder is TT-Metal's whole
 program on kgen's plan, CB table and inputs, which `kgen port-check` runs beside kgen's.
 
+For an `mcast_1d_in0` / `mcast_1d_in1` plan the same four TT-Metal kernels run in the places TT-Metal's
+1D multicast factory gives them (matmul_multicore_reuse_mcast_1d_program_factory.cpp, the legacy
+`process_mcast_in0_program_and_create_override_variables` / `process_mcast_in1_...` builders; README,
+"The 1D multicast factory"):
+
+    mcast_1d_in0   in0_sender on core (0,0) multicasting to the bounding box of all cores;
+                   in0_receiver on the others; in1_sender_writer on every core, SKIP_MCAST
+    mcast_1d_in1   in1_sender_writer on core (0,0) multicasting; in1_receiver_writer on the others;
+                   in0_sender on every core, SKIP_MCAST
+
+kgen's receivers of a grid taller than one row are two kernels (`*_rows` for the rows below the
+first); both get TT-Metal's receiver kernel, as the factory's one kernel on a CoreRangeSet.
+
 Only what kgen's plans use is reproduced: interleaved DRAM tensors in tile layout, no sharding,
 no transpose_mcast, no sparsity and no fused collectives. The "split half" second NOC of the right
 half's receivers is not reproduced: the emulator's NoC has no per-NOC effect on the result.
@@ -40,7 +53,12 @@ TT_KERNELS = {
     "in0_receiver": "reader_bmm_tile_layout_in0_receiver.cpp",
     "in1_sender_writer": "reader_bmm_tile_layout_in1_sender_writer_padding.cpp",
     "in1_receiver_writer": "reader_bmm_tile_layout_in1_receiver_writer_padding.cpp",
+    # 1D multicast: the receivers on the rows below the first (kgen/gen/lower.py, _mcast_1d_kernels)
+    "in0_receiver_rows": "reader_bmm_tile_layout_in0_receiver.cpp",
+    "in1_receiver_writer_rows": "reader_bmm_tile_layout_in1_receiver_writer_padding.cpp",
 }
+
+DATAFLOWS_WITH_TT_PROGRAM = ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1")
 
 # CB indices the 2D factory names for TT-Metal's readers whether or not the plan has them: the
 # height-sharded in0 CB (c_2), the bias CB (c_3) and the sparsity CBs of the in0 and in1 senders
@@ -68,12 +86,12 @@ class TtKernelArgs:
 
 def unsupported_reason(plan, manifest: dict) -> str | None:
     """Why TT-Metal's 2D multicast readers cannot run this plan, or None when they can."""
-    if plan.spec.dataflow != "mcast_2d":
+    if plan.spec.dataflow not in DATAFLOWS_WITH_TT_PROGRAM:
         return (f"dataflow {plan.spec.dataflow}: TT-Metal's reader_bmm_tile_layout_in0/in1 sender/receiver kernels "
-                f"are those of the 2D multicast factory (mcast_2d)")
+                f"are those of the 2D and 1D multicast factories (mcast_2d, mcast_1d_in0, mcast_1d_in1)")
     for t in manifest["io_tensors"]:
         if t["layout"] != "TILE":
-            return f"tensor {t['name']} is {t['layout']}; TT-Metal's 2D multicast writers write tiles"
+            return f"tensor {t['name']} is {t['layout']}; TT-Metal's multicast writers write tiles"
     senders = {"in0_sender", "in1_sender_writer"}         # receivers exist only on grids wider/taller than 1
     missing = sorted(senders - {k["name"] for k in manifest["kernels"]})
     if missing:
@@ -285,9 +303,148 @@ def _in1_receiver_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
         tuple(rt))
 
 
+# ---- the 1D multicast factory ------------------------------------------------------------------
+# process_mcast_in0_program_and_create_override_variables / process_mcast_in1_... of
+# matmul_multicore_reuse_mcast_1d_program_factory.cpp (tt-metal @00629f0f, its legacy builders), in
+# the argument layout of the 0.81.1 kernels. Core (x, y) of the grid is the factory's core i = y * grid_x + x.
+
+def _core_index(f: _FactoryValues, x: int, y: int) -> int:
+    return y * f.cols + x
+
+
+def _mcast_1d_counts(f: _FactoryValues) -> tuple[int, int]:
+    """(num_dests, num_cores) of the 1D multicast: every core but the sender, and the bounding box of
+    all cores less the sender (the factory's num_cores - 1 and in0/in1_mcast_receiver_num_cores - 1)."""
+    cores = f.cols * f.rows
+    return cores - 1, cores - 1
+
+
+def _writer_h_args(f: _FactoryValues, last: bool) -> tuple[int, int, int]:
+    """The writer's M padding args: nonzero subblocks, last subblock height and h skip of the last out block."""
+    p = f.plan
+    return ((f.last_nsbh, f.last_sbh, f.h_skip) if last else (p.out_block_h // p.out_subblock_h, p.out_subblock_h, 0))
+
+
+def _in0_sender_ct_1d(f: _FactoryValues, dests: int, cores: int, sems: tuple[int, int]) -> tuple[int, ...]:
+    p = f.plan
+    kt, ibw, obh = p.kt, p.in0_block_w, p.out_block_h
+    return (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, p.spec.k % TILE_HW, 0, 0, 0, 0,
+            p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim, *sems, dests, cores, p.mt * kt,
+            f.batch, f.batch, 0, 0, 0, 1, 0,       # B, B, reuse_in0_in_CB, batchB, sparsity page, bcast_A, from reader
+            0,                                     # fuse_op (all-gather)
+            INTERLEAVED_DRAM, f.page["in0"], 0, 0,  # TensorAccessorArgs(in0), TensorAccessorArgs() for sparsity
+            0)                                     # num_batch_compute
+
+
+def _in1_sender_writer_ct_1d(f: _FactoryValues, dests: int, cores: int, sems: tuple[int, int]) -> tuple[int, ...]:
+    p = f.plan
+    nt, ibw, obw = p.nt, p.in0_block_w, p.out_block_w
+    return (1, nt, ibw * nt, obw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
+            *sems, dests, cores, p.kt * nt, f.batch, 1, 0, 0,   # KtNt, batch, bcast_B (in1 has no batch), sparsity
+            *f.writer_ct(),
+            1 if f.bias else 0, 0, 0, 0,              # bias stride, all-gather, reduce-scatter, compact_output
+            INTERLEAVED_DRAM, f.page["in1"], 0, 0, INTERLEAVED_DRAM, f.page["out"],
+            *((INTERLEAVED_DRAM, f.page["bias"]) if f.bias else ()))
+
+
+_IN0_NAMED_1D = {"cb_in0_sharded": TT_FIXED_CBS["cb_in0_sharded"], "cb_sparsity": TT_FIXED_CBS["in0_sender cb_sparsity"],
+                 "num_active": 0}
+
+
+def _in0_sender_1d(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    p = f.plan
+    named = {"cb_in0": f.named["in0_sender"]["cb_in0"], **_IN0_NAMED_1D}
+    if p.spec.dataflow == "mcast_1d_in0":
+        dests, cores = _mcast_1d_counts(f)
+        rt = tuple(((x, y), ({"buffer_address": "in0"}, 0,                 # output_idx_y = 0: one M-block
+                             *_rectangle((0, 0), (f.cols - 1, f.rows - 1), _noc_index(k)),
+                             f.last_obh,                                   # in0_last_out_block_h
+                             0)) for (x, y) in cores_of(k["core_ranges"]))
+        return TtKernelArgs("in0_sender", _in0_sender_ct_1d(f, dests, cores, (f.sems["in0_sender"], f.sems["in0_receiver"])),
+                            {**named, "cb_l1_array": TT_FIXED_CBS["in0_sender cb_sparsity"]},
+                            {"SKIP_MCAST": "1"} if cores == 0 else {}, rt)
+    # mcast_1d_in1: every core reads its own per_core_M rows, without multicast; last_block_h = per_core_M
+    rt = tuple(((x, y), ({"buffer_address": "in0"}, p.per_core_m * p.kt * _core_index(f, x, y), 0, 0, 0, 0,
+                         p.per_core_m, 0)) for (x, y) in cores_of(k["core_ranges"]))
+    return TtKernelArgs("in0_sender", _in0_sender_ct_1d(f, 0, 0, (0, 0)), named, {"SKIP_MCAST": "1"}, rt)
+
+
+def _in0_receiver_1d(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    p = f.plan
+    return TtKernelArgs(
+        k["name"],
+        (p.out_block_h * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
+         f.sems["in0_sender"], f.sems["in0_receiver"], f.batch, 0),
+        {"cb_in0": f.named[k["name"]]["cb_in0"]}, {},
+        tuple(((x, y), (*_noc(0, 0),)) for (x, y) in cores_of(k["core_ranges"])))   # the sender: top-left core
+
+
+def _in1_sender_writer_1d(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    p = f.plan
+    pcm, pcn, obw = p.per_core_m, p.per_core_n, p.out_block_w
+    bias = f.bias
+    named = {**f.cb_fixed("in1_sender_writer"), "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0}
+    rt = []
+    if p.spec.dataflow == "mcast_1d_in0":
+        # every core reads in1 column block i (output_idx_x = i) and writes it; M padding on every core
+        cores = f.cols * f.rows
+        for (x, y) in cores_of(k["core_ranges"]):
+            i = _core_index(f, x, y)
+            last = i == cores - 1
+            rt.append(((x, y), (
+                {"buffer_address": "in1"}, pcn * i, 0, 0, 0, 0, 0,
+                {"buffer_address": "out"}, pcn * i,
+                f.last_obw if last else obw, *_writer_h_args(f, True), *f.out_subblocks_w(last),
+                {"buffer_address": "bias"} if bias else 0, pcn * i if bias else 0,
+                f.last_nbw if last else p.num_blocks_w_dim)))
+        return TtKernelArgs("in1_sender_writer", _in1_sender_writer_ct_1d(f, 0, 0, (0, 0)), named,
+                            {**({"FUSE_BIAS": "1"} if bias else {}), "SKIP_MCAST": "1"}, tuple(rt))
+    # mcast_1d_in1: core (0,0) reads the one in1 column block and multicasts it; it writes M-block 0
+    dests, cores = _mcast_1d_counts(f)
+    for (x, y) in cores_of(k["core_ranges"]):
+        last_y = f.rows * f.cols == 1
+        rt.append(((x, y), (
+            {"buffer_address": "in1"}, 0,
+            *_rectangle((0, 0), (f.cols - 1, f.rows - 1), _noc_index(k)), 0,
+            {"buffer_address": "out"}, 0,
+            f.last_obw, *_writer_h_args(f, last_y), *f.out_subblocks_w(True),   # last_x: num_blocks_x == 1
+            {"buffer_address": "bias"} if bias else 0, 0,
+            f.last_nbw)))
+    return TtKernelArgs("in1_sender_writer",
+                        _in1_sender_writer_ct_1d(f, dests, cores, (f.sems["in1_sender"], f.sems["in1_receiver"])),
+                        named, {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if cores == 0 else {})},
+                        tuple(rt))
+
+
+def _in1_receiver_writer_1d(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    p = f.plan
+    cores = f.cols * f.rows
+    rt = []
+    for (x, y) in cores_of(k["core_ranges"]):
+        i = _core_index(f, x, y)                     # output_idx_y = i, output_idx_x = 0
+        last_y = i == cores - 1
+        rt.append(((x, y), (
+            *_noc(0, 0), {"buffer_address": "out"}, i * p.per_core_m * p.nt,
+            p.out_block_h // p.out_subblock_h, *_writer_h_args(f, last_y),
+            *f.out_subblocks_w(True),
+            f.last_nbh if last_y else p.num_blocks_h_dim, f.last_nbw)))
+    return TtKernelArgs(
+        k["name"],
+        (p.out_block_w * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
+         f.sems["in1_sender"], f.sems["in1_receiver"], f.batch,
+         *f.writer_ct(),
+         p.out_block_w if f.bias else 0, 0, INTERLEAVED_DRAM, f.page["out"]),
+        f.cb_fixed(k["name"]),
+        {"FUSE_BIAS": "1"} if f.bias else {},
+        tuple(rt))
+
+
 # kgen kernel -> the factory's args for TT-Metal's kernel in its place.
 _ARGS_OF = {"in0_sender": _in0_sender, "in0_receiver": _in0_receiver,
             "in1_sender_writer": _in1_sender_writer, "in1_receiver_writer": _in1_receiver_writer}
+_ARGS_OF_1D = {"in0_sender": _in0_sender_1d, "in0_receiver": _in0_receiver_1d, "in0_receiver_rows": _in0_receiver_1d,
+               "in1_sender_writer": _in1_sender_writer_1d, "in1_receiver_writer": _in1_receiver_writer_1d,
+               "in1_receiver_writer_rows": _in1_receiver_writer_1d}
 
 
 def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
@@ -297,7 +454,8 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
         raise DataflowSwapError(reason)
     values = _FactoryValues.of(plan, manifest)
     kernels = {k["name"]: k for k in manifest["kernels"]}
-    return {name: args_of(values, kernels[name]) for name, args_of in _ARGS_OF.items() if name in kernels}
+    table = _ARGS_OF if plan.spec.dataflow == "mcast_2d" else _ARGS_OF_1D
+    return {name: args_of(values, kernels[name]) for name, args_of in table.items() if name in kernels}
 
 
 def tt_dataflow_dir(tree) -> Path:

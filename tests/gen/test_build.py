@@ -70,9 +70,15 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
     assert ("FP32_DEST_ACC_EN" in compute["defines"]) == cc.fp32_dest_acc
     assert compute["core_ranges"] == [{"start": [0, 0], "end": [nx - 1, ny - 1]}]
     assert compute["compile_time_args"][7] == plan_json["num_blocks"]
-    expected_roles = ({"compute", "reader", "writer"} if spec.dataflow == "reuse" else
-                      {"compute", "in0_sender", "in1_sender_writer"} | ({"in0_receiver"} if nx > 1 else set())
-                      | ({"in1_receiver_writer"} if ny > 1 else set()))
+    if spec.dataflow in ("mcast_1d_in0", "mcast_1d_in1"):
+        # TT-Metal's 1D factory: one sender on (0,0); the receivers on the rest of row 0 and on the rows below
+        receiver = "in0_receiver" if spec.dataflow == "mcast_1d_in0" else "in1_receiver_writer"
+        expected_roles = ({"compute", "in0_sender", "in1_sender_writer"} | ({receiver} if nx > 1 else set())
+                          | ({f"{receiver}_rows"} if ny > 1 else set()))
+    else:
+        expected_roles = ({"compute", "reader", "writer"} if spec.dataflow == "reuse" else
+                          {"compute", "in0_sender", "in1_sender_writer"} | ({"in0_receiver"} if nx > 1 else set())
+                          | ({"in1_receiver_writer"} if ny > 1 else set()))
     assert set(kernels) == expected_roles
     covered: dict[str, set] = {}
     for k in m["kernels"]:
@@ -100,6 +106,8 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
     sems = m["semaphores"]
     if spec.dataflow == "mcast_2d":
         assert [s["id"] for s in sems] == [0, 1, 2, 3] and all(s["initial_value"] == 0 for s in sems)
+    elif spec.dataflow in ("mcast_1d_in0", "mcast_1d_in1"):
+        assert [s["id"] for s in sems] == [0, 1] and all(s["initial_value"] == 0 for s in sems)
     else:
         assert sems == []
     # plan.json and ir.txt are what `kgen check --json` and `kgen ir` print (plan.json without the path;

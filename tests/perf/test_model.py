@@ -204,3 +204,64 @@ def test_the_model_runs_on_padded_plans():
     # a shape that is no tile multiple plans, lowers and is predicted too
     odd = predict(verified(spec(shape="1000 x 1000 x 1024", grid="4 x 4")))
     assert odd.cycles > 0 and 0 < odd.utilization <= 1
+
+
+# ---- TT-Metal's 1D multicast factory (issue #17 item 5) -----------------------------------------
+
+def spec_1d(dataflow, shape, grid, per_core, arch="wormhole_b0"):
+    return resolve(parse_text(f"""
+matmul t {{
+    arch = {arch}
+    shape = {shape}
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+    grid = {grid}
+    dataflow = {dataflow}
+    block {{ per_core = {per_core}  in0_block_w = 2 }}
+    compute {{ math_fidelity = HiFi2  packer_l1_acc = true }}
+}}
+""", "t.kspec"))
+
+
+@pytest.mark.parametrize("dataflow,shape,per_core", [
+    ("mcast_1d_in0", "64 x 1024 x 256", "2 x 4"),      # in0 (2 x 8 tiles) to 8 cores; in1 32 columns / 8
+    ("mcast_1d_in1", "1024 x 64 x 256", "4 x 2"),      # in1 (8 x 2 tiles) to 8 cores; in0 32 rows / 8
+])
+def test_1d_multicast_fans_out_from_one_sender_to_every_core(dataflow, shape, per_core):
+    """The 1D factory's fan-out: one sender, core (0,0), multicasts the shared operand to every other core
+    of the grid (num_dests = num_cores - 1, 7 here); every core reads its own block of the other operand
+    from DRAM, so each tensor crosses DRAM once: the DRAM floor is (Mt*Kt + Kt*Nt + Mt*Nt) bf16 tiles of
+    2048 bytes at the card's bandwidth (configs/perf)."""
+    from kgen.gen.ir import walk
+    from kgen.perf.model import _KernelCost
+
+    v = verified(spec_1d(dataflow, shape, "4 x 2", per_core))
+    p, costs = v.plan, load_costs("wormhole_b0")
+    cores = 8
+    operand, sender = ("in0", "in0_sender") if dataflow == "mcast_1d_in0" else ("in1", "in1_sender_writer")
+    send = v.kernel(sender)
+    assert send.cores.x1 == send.cores.x0 == 0 and send.cores.y1 == send.cores.y0 == 0
+    mcasts = [n for n, _ in walk(send.body) if n.kind == "mcast_cb"]
+    assert mcasts and all(n["num_dests"] == cores - 1 for n in mcasts)
+    # the sender pays each K-block's multicast to 7 destinations at the table's price
+    block_bytes = (p.out_block_h if operand == "in0" else p.out_block_w) * p.in0_block_w * 2048
+    processor = "NCRISC" if operand == "in0" else "BRISC"
+    noc = _KernelCost(v, send, costs, {}).busy[processor]["noc"]
+    assert noc >= p.num_blocks * costs.multicast_cycles(block_bytes, cores - 1)
+    # each tensor read (written) from DRAM exactly once
+    tiles = p.mt * p.kt + p.kt * p.nt + p.mt * p.nt
+    floor = tiles * 2048 / (costs.dram.card_bytes_per_second * costs.dram.card_efficiency) * costs.arch.clock_mhz * 1e6
+    pr = predict(v)
+    assert pr.dram_floor_cycles == pytest.approx(floor)
+    assert pr.cycles > 0 and 0 < pr.utilization <= 1
+
+
+def test_1d_multicast_sender_cost_grows_with_the_fan_out():
+    """The same per-core work on 8 and on 2 cores: the in0 sender multicasts to 7 destinations instead of
+    1, which costs it more NoC time per block (the multicast bandwidth falls with the destinations)."""
+    from kgen.perf.model import _KernelCost
+
+    costs = load_costs("wormhole_b0")
+    wide = verified(spec_1d("mcast_1d_in0", "64 x 1024 x 256", "8 x 1", "2 x 4"))
+    narrow = verified(spec_1d("mcast_1d_in0", "64 x 256 x 256", "2 x 1", "2 x 4"))
+    noc = lambda v: _KernelCost(v, v.kernel("in0_sender"), costs, {}).busy["NCRISC"]["noc"]
+    assert noc(wide) > noc(narrow)

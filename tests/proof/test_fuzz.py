@@ -96,6 +96,14 @@ def test_cases_are_small(results):
         p = r.plan
         wx, wy = load_arch(p.spec.arch).worker_grid
         assert p.kt * TILE_HW <= 512                                                        # K
+        if p.is_1d:
+            # a drawn case made 1D (fuzz._one_d): the drawn per-core block, its dimension shared by every
+            # core one per-core block, the other over every core of the drawn grid (the whole of it)
+            assert p.grid_requested == p.grid and p.mt * p.nt * p.kt <= max(MAX_TILE_MACS, p.mt * p.nt)
+            assert (p.mt <= p.per_core_m) if p.spec.dataflow == "mcast_1d_in0" else (p.nt <= p.per_core_n)
+            if max(p.grid) > MAX_GRID:
+                full += 1
+            continue
         if max(p.grid) <= MAX_GRID:
             assert p.mt * TILE_HW <= 256 and p.nt * TILE_HW <= 256                          # batch*M, N
             assert p.mt * p.nt * p.kt <= MAX_TILE_MACS and features(p)["macs"] <= 16 * 2 ** 20
@@ -112,7 +120,7 @@ def test_coverage(results, cases):
     s = summarize(results)
     plans = [r.plan for r in results]
     assert set(s["arch"]) == {"wormhole_b0", "blackhole"}
-    assert set(s["dataflow"]) == {"mcast_2d", "reuse"}
+    assert set(s["dataflow"]) == {"mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1"}
     assert set(s["fidelity"]) == {"LoFi", "HiFi2", "HiFi3", "HiFi4"}
     assert set(s["fp32_dest_acc"]) == {True, False} and set(s["dst_full_sync"]) == {True, False}
     assert set(s["policy"]) == {"packer_l1_acc", "spill_reload", "dst_only"}
@@ -147,7 +155,13 @@ def test_coverage(results, cases):
     # padded forms (issue #17): padded last row and column of cores, on mcast_2d and reuse, and M, N, K
     # each short of whole tiles, some of them together with padded blocks
     assert any(p.padded_m for p in plans) and any(p.padded_n for p in plans)
-    assert {p.spec.dataflow for p in plans if p.padded_blocks} == {"mcast_2d", "reuse"}
+    assert {p.spec.dataflow for p in plans if p.padded_blocks} == {"mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1"}
+    # the 1D factory: M padded inside mcast_in0's one M-block, N inside mcast_in1's one N-block; grids of
+    # one row and of several (the receivers on two rectangles)
+    assert any(p.spec.dataflow == "mcast_1d_in0" and p.padded_m for p in plans)
+    assert any(p.spec.dataflow == "mcast_1d_in1" and p.padded_n for p in plans)
+    for flow in ("mcast_1d_in0", "mcast_1d_in1"):
+        assert {min(p.grid[1], 2) for p in plans if p.spec.dataflow == flow} == {1, 2}, flow
     for dim in ("M", "N", "K"):
         assert any(dim in p.tile_padding for p in plans), dim
     assert any(p.padded_blocks and p.tile_padding for p in plans)
