@@ -266,11 +266,9 @@ def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
     block = BlockSpec(in0_block_w=cfg.in0_block_w, out_subblock=cfg.out_subblock, per_core=cfg.per_core,
                       out_block=cfg.out_block)
     padded = rows * pm != mt or cols * pn != nt
-    if cfg.dataflow == "mcast_2d":
-        grid = (cols, rows)
-    else:
-        # the 1D factory's cores: one block each, laid along the device grid's rows (TODO check)
-        grid = (cols, rows)
+    # the 2D factory's grid is the blocks'; the 1D factory takes the compute grid and uses its first
+    # num_blocks cores in row-major order (the planner's _plan_1d)
+    grid = (cols, rows) if cfg.dataflow == "mcast_2d" else cfg.grid
     return replace(spec, grid=grid, dataflow=cfg.dataflow, block=block, variant=None), padded
 
 

@@ -49,7 +49,8 @@ from kgen.gen.plan import Plan, PlanError, dst_capacity, plan as make_plan, roun
 from kgen.gen.spec import BlockSpec, MatmulSpec
 
 FIDELITIES = ("LoFi", "HiFi2", "HiFi3", "HiFi4")
-DATAFLOWS = ("mcast_2d", "reuse")
+DATAFLOWS = ("mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1")
+ONE_D = {"mcast_1d_in0": 0, "mcast_1d_in1": 1}   # the 1D dataflows and the per_core axis that covers its tiles
 SPACES = ("auto", "all")
 DEFAULT_BUDGET = 1_000_000
 
@@ -311,6 +312,16 @@ def _groups(spec: MatmulSpec, space: Space) -> list[_Group]:
                     grid = space.fixed_grid
                 else:
                     grid = (-(-nt // pc[1]), -(-mt // pc[0]))      # the cores with work
+                # the 2D and reuse dataflows share the grid of the cores with work; a 1D dataflow applies
+                # when per_core covers its multicast operand's axis (TT's num_blocks_y or _x == 1) and
+                # takes the compute grid whose first cores, row-major, hold the blocks (the planner's
+                # _plan_1d), here the fewest whole rows of the arch's grid that hold them
+                layouts = [(grid, tuple(d for d in dataflows if d not in ONE_D))]
+                for df, axis in ONE_D.items():
+                    if df in dataflows and pc[axis] >= (mt, nt)[axis]:
+                        blocks_1d = -(-(nt, mt)[axis] // pc[1 - axis])
+                        cols = min(blocks_1d, arch.worker_grid[0])
+                        layouts.append((space.fixed_grid or (cols, -(-blocks_1d // cols)), (df,)))
                 if "out_block" in space.searched:
                     obs = [(h, w) for h in _divisors(pc[0]) for w in _divisors(pc[1])]
                 else:
@@ -323,12 +334,12 @@ def _groups(spec: MatmulSpec, space: Space) -> list[_Group]:
                         subs = (space.fixed["out_subblock"],)
                     if subs:
                         blocks.append((ob, subs))
-                if blocks:
-                    groups.append(_Group(grid, pc, fidelity, fp32,
-                                         lower_bound_cycles(spec.arch, pc, kt, fidelity, fp32,
-                                                            DTYPE_TO_FORMAT[spec.dtype_in0],
-                                                            DTYPE_TO_FORMAT[spec.dtype_in1]),
-                                         tuple(blocks), widths, policies, dataflows))
+                if not blocks:
+                    continue
+                bound = lower_bound_cycles(spec.arch, pc, kt, fidelity, fp32, DTYPE_TO_FORMAT[spec.dtype_in0],
+                                           DTYPE_TO_FORMAT[spec.dtype_in1])
+                groups.extend(_Group(g, pc, fidelity, fp32, bound, tuple(blocks), widths, policies, dfs)
+                              for g, dfs in layouts if dfs)
     return groups
 
 
@@ -414,7 +425,8 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
         stats.sampled = True
     stats.candidates = min(stats.space_size, budget)
     stats.groups = len(groups)
-    groups.sort(key=lambda g: (g.bound_cycles, g.per_core, FIDELITIES.index(g.math_fidelity), g.fp32_dest_acc))
+    groups.sort(key=lambda g: (g.bound_cycles, g.per_core, FIDELITIES.index(g.math_fidelity), g.fp32_dest_acc,
+                               g.dataflows))
     known = known or {}
     best: list[Scored] = []              # sorted, at most `top`
     outcomes: list[Outcome] = []         # evaluated in this run (for the database)

@@ -88,6 +88,34 @@ def test_space_auto_searches_only_what_the_spec_leaves_open():
         assert (c.per_core, c.in0_block_w, c.out_subblock, c.dataflow) == ((16, 16), 4, (4, 2), "mcast_2d")
 
 
+def test_space_all_searches_the_1d_dataflows_where_they_apply():
+    """TT's 1D factory needs num_blocks_y == 1 (mcast_in0: per_core_M covers Mt) or num_blocks_x == 1
+    (mcast_in1); a decode-like shape (1 row of tiles) gets 1D in0 candidates, each on the fewest whole
+    rows of the 8-wide grid that hold ceil(Nt / per_core_N) cores, and they plan to those cores."""
+    spec = _spec("arch = wormhole_b0\n shape = 32 x 4096 x 1024\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    result = tune(spec, space="all", top=200, prune=False)
+    one_d = [o for o in result.outcomes if o.candidate.dataflow == "mcast_1d_in0" and o.status == "predicted"]
+    assert one_d
+    for o in one_d[:20]:
+        c = o.candidate
+        assert c.per_core[0] >= 1                       # Mt = 1: every per_core_M covers it
+        cores = -(-128 // c.per_core[1])
+        assert c.grid == (min(cores, 8), -(-cores // min(cores, 8)))
+        p = plan(c.apply(spec))
+        assert p.spec.dataflow == "mcast_1d_in0" and p.grid == c.grid
+    assert not [o for o in result.outcomes if o.candidate.dataflow == "mcast_1d_in1" and o.candidate.per_core[1] < 128]
+
+
+def test_tt_autos_1d_choice_plans_with_the_1d_factory():
+    """512 x 1024 x 1024 on n150: TT's 1D in0 config (per_core 16 x 1 over the 8 x 8 compute grid)
+    is 32 blocks, the first 32 cores row-major: 4 whole rows of 8."""
+    spec = _spec("arch = wormhole_b0\n shape = 512 x 1024 x 1024\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    choice = tt_auto(spec)
+    assert choice.spec.dataflow == "mcast_1d_in0" and choice.spec.grid == (8, 8)
+    p = plan(choice.spec)
+    assert (p.per_core_m, p.per_core_n) == (16, 1) and p.grid == (8, 4)
+
+
 def test_sampling_is_seeded_and_reproducible():
     spec = small_all_space()
     a = tune(spec, space="all", top=3, budget=300, seed=11)
