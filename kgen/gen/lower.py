@@ -354,44 +354,51 @@ class _Tiles:
 
     def __init__(self, p: Plan):
         self.p = p
+        # transpose_mcast swaps which core coordinate indexes M blocks and which N blocks (the
+        # factory: `if (transpose_mcast) std::swap(in0_idx, in1_idx)`); core_y/core_x below name the
+        # untransposed roles, M along y and N along x
+        self.rename = {"core_y": "core_x", "core_x": "core_y"} if p.transpose_mcast else {}
+
+    def _a(self, **terms: int) -> Affine:
+        return A(0, **{self.rename.get(v, v): c for v, c in terms.items()})
 
     def in0_block(self) -> Affine:
         p = self.p
         # row = core_y*per_core_M + bh*out_block_h; col = block*in0_block_w
-        return A(0, core_y=p.per_core_m * p.kt, bh=p.out_block_h * p.kt, block=p.in0_block_w)
+        return self._a(core_y=p.per_core_m * p.kt, bh=p.out_block_h * p.kt, block=p.in0_block_w)
 
     def in1_block(self) -> Affine:
         p = self.p
         # row = block*in0_block_w; col = core_x*per_core_N + bw*out_block_w
-        return A(0, block=p.in0_block_w * p.nt, core_x=p.per_core_n, bw=p.out_block_w)
+        return self._a(block=p.in0_block_w * p.nt, core_x=p.per_core_n, bw=p.out_block_w)
 
     def bias_block(self) -> Affine:
         p = self.p
-        return A(0, core_x=p.per_core_n, bw=p.out_block_w)
+        return self._a(core_x=p.per_core_n, bw=p.out_block_w)
 
     # Extents of the padded last blocks: only a plan whose last row (column) of cores holds fewer
     # tiles gets them, so evenly divided plans lower (and print) exactly as before.
     def in0_rows(self) -> Extent | None:
         p = self.p
-        return Extent(A(0, core_y=p.per_core_m, bh=p.out_block_h), p.mt) if p.padded_m else None
+        return Extent(self._a(core_y=p.per_core_m, bh=p.out_block_h), p.mt) if p.padded_m else None
 
     def in1_cols(self) -> Extent | None:
         p = self.p
-        return Extent(A(0, core_x=p.per_core_n, bw=p.out_block_w), p.nt) if p.padded_n else None
+        return Extent(self._a(core_x=p.per_core_n, bw=p.out_block_w), p.nt) if p.padded_n else None
 
     def out_rows(self) -> Extent | None:
         p = self.p
-        return (Extent(A(0, core_y=p.per_core_m, bh=p.out_block_h, in0_sb=p.out_subblock_h), p.mt)
+        return (Extent(self._a(core_y=p.per_core_m, bh=p.out_block_h, in0_sb=p.out_subblock_h), p.mt)
                 if p.padded_m else None)
 
     def out_cols(self) -> Extent | None:
         p = self.p
-        return (Extent(A(0, core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w), p.nt)
+        return (Extent(self._a(core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w), p.nt)
                 if p.padded_n else None)
 
     def out_subblock(self) -> Affine:
         p = self.p
-        return A(0, core_y=p.per_core_m * p.nt, bh=p.out_block_h * p.nt, in0_sb=p.out_subblock_h * p.nt,
+        return self._a(core_y=p.per_core_m * p.nt, bh=p.out_block_h * p.nt, in0_sb=p.out_subblock_h * p.nt,
                  core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w)
 
 
@@ -409,10 +416,10 @@ def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
         return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("h", 0, p.out_subblock_h, (
             op("cb_wait_front", CB_OUT, p.out_block_w),
             op("write_rows", "out", CB_OUT,
-               A(0, core_y=TILE_HW * p.per_core_m, bh=TILE_HW * p.out_block_h, in0_sb=TILE_HW * p.out_subblock_h,
-                 h=TILE_HW),
+               t._a(core_y=TILE_HW * p.per_core_m, bh=TILE_HW * p.out_block_h, in0_sb=TILE_HW * p.out_subblock_h,
+                    h=TILE_HW),
                TILE_HW, p.out_block_w * tile_row_bytes,
-               A(0, core_x=p.per_core_n * tile_row_bytes, bw=p.out_block_w * tile_row_bytes)),
+               t._a(core_x=p.per_core_n * tile_row_bytes, bw=p.out_block_w * tile_row_bytes)),
             op("noc_write_barrier"),
             op("cb_pop_front", CB_OUT, p.out_block_w),
         )),))]
@@ -561,44 +568,62 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
                 op("sem_inc", sender_sem, *sender, 1), op("sem_wait", receiver_sem, VALID),
                 op("cb_push_back", cb, tiles)]
 
-    # in0 travels along its row; in1 and the bias down their column.
-    row_rect = _noc_rect(in0_noc, A(1), A(0, core_y=1), A(nx - 1), A(0, core_y=1))
-    col_rect = _noc_rect(in1_noc, A(0, core_x=1), A(1), A(0, core_x=1), A(ny - 1))
+    # in0 travels along its row; in1 and the bias down their column. transpose_mcast swaps the two
+    # (the factory swaps the sender ranges and the multicast rectangles): in0 from the top row down its
+    # column, in1 from the left column along its row. Each keeps its NoC.
+    row_rect = lambda noc: _noc_rect(noc, A(1), A(0, core_y=1), A(nx - 1), A(0, core_y=1))       # noqa: E731
+    col_rect = lambda noc: _noc_rect(noc, A(0, core_x=1), A(1), A(0, core_x=1), A(ny - 1))       # noqa: E731
+    left_column, top_row = CoreRange(0, 0, 0, ny - 1), CoreRange(0, 0, nx - 1, 0)
+    left_sender = (A(0), A(0, core_y=1))            # the core at the left end of this core's row
+    top_sender = (A(0, core_x=1), A(0))             # the core at the top of this core's column
+    if p.transpose_mcast:
+        in0_rect, in1_rect = col_rect(in0_noc), row_rect(in1_noc)
+        in0_senders, in1_senders = top_row, left_column
+        in0_receivers, in1_receivers = CoreRange(0, 1, nx - 1, ny - 1), CoreRange(1, 0, nx - 1, ny - 1)
+        in0_from, in1_from = top_sender, left_sender
+    else:
+        in0_rect, in1_rect = row_rect(in0_noc), col_rect(in1_noc)
+        in0_senders, in1_senders = left_column, top_row
+        in0_receivers, in1_receivers = CoreRange(1, 0, nx - 1, ny - 1), CoreRange(0, 1, nx - 1, ny - 1)
+        in0_from, in1_from = left_sender, top_sender
+    in0_dests, in1_dests = p.n_blocks - 1, p.m_blocks - 1   # in0 goes to every core of its M block
     in0_sems = (("in0_sender", SEMAPHORE_IDS["in0_sender"]), ("in0_receiver", SEMAPHORE_IDS["in0_receiver"]))
     in1_sems = (("in1_sender", SEMAPHORE_IDS["in1_sender"]), ("in1_receiver", SEMAPHORE_IDS["in1_receiver"]))
 
     in0_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
         CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
-        "in0_sender", "in0_receiver", nx - 1, row_rect)))
-    kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, CoreRange(0, 0, 0, ny - 1),
+        "in0_sender", "in0_receiver", in0_dests, in0_rect)))
+    kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, in0_senders,
                               _out_block_loops(p, lambda first: (in0_send,)), (tensors["in0"],),
-                              (("cb_in0", CB_IN0),), in0_sems, row_rect if nx > 1 else ()))
-    if nx > 1:
-        in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", A(0)), RuntimeArg("in0_sender_noc_y", "noc_y", A(0, core_y=1)))
+                              (("cb_in0", CB_IN0),), in0_sems, in0_rect if in0_dests else ()))
+    if in0_dests:
+        in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", in0_from[0]),
+                           RuntimeArg("in0_sender_noc_y", "noc_y", in0_from[1]))
         in0_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
             CB_IN0, p.in0_block_tiles, "in0_sender", "in0_receiver", in0_sender_core)))
-        kernels.append(_dm_kernel("in0_receiver", "NCRISC", in0_noc, CoreRange(1, 0, nx - 1, ny - 1),
+        kernels.append(_dm_kernel("in0_receiver", "NCRISC", in0_noc, in0_receivers,
                                   _out_block_loops(p, lambda first: (in0_recv,)), (), (("cb_in0", CB_IN0),),
                                   in0_sems, in0_sender_core))
 
     in1_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
         CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles, (None, t.in1_cols()),
-        "in1_sender", "in1_receiver", ny - 1, col_rect)))
+        "in1_sender", "in1_receiver", in1_dests, in1_rect)))
 
     def in1_sender_body(first: bool) -> tuple[Node, ...]:
         ops: list[Node] = [in1_send]
         if _needs_bias_read(p, first):
             ops += sender_block(CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
-                                (None, t.in1_cols()), "in1_sender", "in1_receiver", ny - 1, col_rect)
+                                (None, t.in1_cols()), "in1_sender", "in1_receiver", in1_dests, in1_rect)
         return tuple(ops + _writer_ops(p, t))
 
     writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
     send_tensors = tuple(tensors[n] for n in ("in1", "bias", "out") if n in tensors)
-    kernels.append(_dm_kernel("in1_sender_writer", "BRISC", in1_noc, CoreRange(0, 0, nx - 1, 0),
+    kernels.append(_dm_kernel("in1_sender_writer", "BRISC", in1_noc, in1_senders,
                               _out_block_loops(p, in1_sender_body), send_tensors, writer_cbs, in1_sems,
-                              col_rect if ny > 1 else ()))
-    if ny > 1:
-        in1_sender_core = (RuntimeArg("in1_sender_noc_x", "noc_x", A(0, core_x=1)), RuntimeArg("in1_sender_noc_y", "noc_y", A(0)))
+                              in1_rect if in1_dests else ()))
+    if in1_dests:
+        in1_sender_core = (RuntimeArg("in1_sender_noc_x", "noc_x", in1_from[0]),
+                           RuntimeArg("in1_sender_noc_y", "noc_y", in1_from[1]))
         in1_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
             CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", in1_sender_core)))
 
@@ -608,7 +633,7 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
                 ops += receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", in1_sender_core)
             return tuple(ops + _writer_ops(p, t))
 
-        kernels.append(_dm_kernel("in1_receiver_writer", "BRISC", in1_noc, CoreRange(0, 1, nx - 1, ny - 1),
+        kernels.append(_dm_kernel("in1_receiver_writer", "BRISC", in1_noc, in1_receivers,
                                   _out_block_loops(p, in1_receiver_body), (tensors["out"],), writer_cbs,
                                   in1_sems, in1_sender_core))
     return tuple(kernels)

@@ -169,6 +169,20 @@ class Plan:
     def l1_margin(self) -> int:
         return self.arch.usable_cb_bytes - self.cb_bytes
 
+    @property
+    def transpose_mcast(self) -> bool:
+        return self.spec.transpose_mcast
+
+    @property
+    def m_blocks(self) -> int:
+        """Cores along M (the factory's num_blocks_y): the grid's rows, its columns with transpose_mcast."""
+        return self.grid[0] if self.transpose_mcast else self.grid[1]
+
+    @property
+    def n_blocks(self) -> int:
+        """Cores along N (the factory's num_blocks_x): the grid's columns, its rows with transpose_mcast."""
+        return self.grid[1] if self.transpose_mcast else self.grid[0]
+
     def cb(self, index: int) -> CircularBuffer:
         return next(c for c in self.cbs if c.index == index)
 
@@ -228,13 +242,13 @@ class Plan:
                             f"zero K padding never changes the result; TT-Metal's in0 reader also zeroes "
                             f"the last K tile past column {self.in0_last_ktile_w}") + ")")
         if self.padded_m:
-            notes.append(f"bottom row of cores: {self.last_per_core_m} of per_core_M = {self.per_core_m} rows of tiles "
-                         f"(Mt = {self.mt} = {self.grid[1] - 1} x {self.per_core_m} + {self.last_per_core_m}); "
+            notes.append(f"{'right column' if self.transpose_mcast else 'bottom row'} of cores: {self.last_per_core_m} "
+                         f"of per_core_M = {self.per_core_m} rows of tiles (Mt = {self.mt} = {self.m_blocks - 1} x {self.per_core_m} + {self.last_per_core_m}); "
                          f"its last out block has {self.last_out_block_h} of {self.out_block_h} rows, the rest "
                          f"is padding: not read, computed on stale data, not written")
         if self.padded_n:
-            notes.append(f"right column of cores: {self.last_per_core_n} of per_core_N = {self.per_core_n} columns "
-                         f"of tiles (Nt = {self.nt} = {self.grid[0] - 1} x {self.per_core_n} + {self.last_per_core_n}); "
+            notes.append(f"{'bottom row' if self.transpose_mcast else 'right column'} of cores: {self.last_per_core_n} "
+                         f"of per_core_N = {self.per_core_n} columns of tiles (Nt = {self.nt} = {self.n_blocks - 1} x {self.per_core_n} + {self.last_per_core_n}); "
                          f"its last out block has {self.last_out_block_w} of {self.out_block_w} columns, the rest "
                          f"is padding: not read, computed on stale data, not written")
         return tuple(notes)
@@ -336,12 +350,17 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     bias_fmt = DTYPE_TO_FORMAT[spec.dtype_bias] if spec.fuse_bias else None
 
     grid_req = _requested_grid(spec, arch, choices)
+    _check_transpose_mcast(spec)
     pc = spec.block.per_core
-    per_core_m = _per_core(spec, "M", mt, grid_req[1], pc[0] if pc else None, choices)
-    per_core_n = _per_core(spec, "N", nt, grid_req[0], pc[1] if pc else None, choices)
+    # M blocks over the grid's rows, N blocks over its columns; transpose_mcast swaps them (2D factory:
+    # `if (transpose_mcast) std::swap(num_cores_with_work_c, num_cores_with_work_r)`)
+    m_axis, n_axis = (0, 1) if spec.transpose_mcast else (1, 0)
+    per_core_m = _per_core(spec, "M", mt, grid_req[m_axis], pc[0] if pc else None, choices, "xy"[m_axis])
+    per_core_n = _per_core(spec, "N", nt, grid_req[n_axis], pc[1] if pc else None, choices, "xy"[n_axis])
     # num_blocks_x = ceil(Nt / per_core_N), num_blocks_y = ceil(Mt / per_core_M) (2D factory)
-    grid = (_ceil_div(nt, per_core_n), _ceil_div(mt, per_core_m))
-    _check_padded_top_row(spec, mt, per_core_m, grid, grid_req)
+    m_blocks, n_blocks = _ceil_div(mt, per_core_m), _ceil_div(nt, per_core_n)
+    grid = (m_blocks, n_blocks) if spec.transpose_mcast else (n_blocks, m_blocks)
+    _check_padded_top_row(spec, mt, per_core_m, m_blocks, grid_req[m_axis])
 
     # DST capacity of the sync mode and accumulation format kgen emits
     capacity = dst_capacity(arch, c)
@@ -397,10 +416,10 @@ def _requested_grid(spec: MatmulSpec, arch: ArchFacts, choices: list[str]) -> tu
     return grid_req
 
 
-def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | None, choices: list[str]) -> int:
-    """per_core_M (dim "M", over the grid's y cores) or per_core_N ("N", over x): the given value checked,
-    or the smallest that spreads the tiles over at most `cores` cores."""
-    axis = "y" if dim == "M" else "x"
+def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | None, choices: list[str],
+              axis: str) -> int:
+    """per_core_M (dim "M", over the grid's y cores, x with transpose_mcast) or per_core_N ("N", over
+    x, or y): the given value checked, or the smallest that spreads the tiles over at most `cores` cores."""
     legal = [d for d in _divisors(tiles) if tiles // d <= cores]
     if given is None:
         value = min(legal)
@@ -411,7 +430,9 @@ def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | N
     if blocks > cores:
         # the smallest per_core that fits is ceil(tiles / cores); it need not divide (padded last block)
         least = _ceil_div(tiles, cores)
-        raise PlanError(f"num_blocks_{axis} <= grid.{axis}, num_blocks_{axis} = ceil({dim}t / per_core_{dim})",
+        blocks_name = "num_blocks_y" if dim == "M" else "num_blocks_x"     # the factory's names, whatever the axis
+        raise PlanError(f"{blocks_name} <= grid.{axis}, {blocks_name} = ceil({dim}t / per_core_{dim})"
+                        + (" (swapped by transpose_mcast)" if spec.transpose_mcast else ""),
                         f"per_core_{dim} = {given} needs {blocks} cores along {axis}, "
                         f"the grid has {cores}", spec.span("block.per_core"),
                         _nearest(range(least, min(tiles, least + 3) + 1), given))
@@ -583,21 +604,30 @@ def _check_untilized_output(spec: MatmulSpec, out_fmt: str, partials_fmt: str, p
                         "partials format is the output format (see `kgen check`: partials)")
 
 
-def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, grid: tuple[int, int],
-                          grid_req: tuple[int, int]) -> None:
+def _check_transpose_mcast(spec: MatmulSpec) -> None:
+    """transpose_mcast is a field of the 2D multicast program config only
+    (MatmulMultiCoreReuseMultiCastProgramConfig, matmul_program_config_types.hpp)."""
+    if spec.transpose_mcast and spec.dataflow != "mcast_2d":
+        raise PlanError("transpose_mcast belongs to the 2D multicast factory",
+                        f"transpose_mcast = true with dataflow = {spec.dataflow}: only mcast_2d multicasts in0 "
+                        f"and in1, so only it can swap their directions", spec.span("transpose_mcast"),
+                        "dataflow = mcast_2d, or transpose_mcast = false")
+
+
+def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, m_blocks: int, m_cores: int) -> None:
     """The 2D factory gives the top row's in1 sender/writer no M padding: its writer args are
     out_block_h / out_subblock_h, out_subblock_h and a 0 h-skip whatever the row (only the receiver
     writers of the rows below get last_block_num_nonzero_subblocks_h, last_subblock_of_last_block_h and
     last_block_padded_block_tiles_h_skip). So with one row of cores a padded M would be written past
     the output tensor by TT-Metal's program."""
-    if spec.dataflow == "mcast_2d" and mt % per_core_m and grid[1] == 1:
+    if spec.dataflow == "mcast_2d" and mt % per_core_m and m_blocks == 1:
         raise PlanError("mcast_2d: a padded last row of cores is not the top row (TT-Metal's in1 sender/writer "
                         "has no M padding args)",
                         f"per_core_M = {per_core_m} leaves Mt = {mt} on one row of cores with {per_core_m - mt} "
                         f"padded rows of tiles, which TT-Metal's 2D factory would write past the output",
                         spec.span("block.per_core"),
                         _nearest([d for d in _divisors(mt) if d <= per_core_m]
-                                 + ([_ceil_div(mt, 2)] if grid_req[1] > 1 else []), per_core_m))
+                                 + ([_ceil_div(mt, 2)] if m_cores > 1 else []), per_core_m))
 
 
 def _check_untilized_padding(spec: MatmulSpec, mt: int, nt: int, per_core_m: int, per_core_n: int) -> None:

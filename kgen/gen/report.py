@@ -18,6 +18,7 @@ def plan_to_dict(p: Plan, variants: dict[str, str] | None = None) -> dict[str, A
         "shape_elements": {"M": s.m, "N": s.n, "K": s.k, "batch": s.batch},
         "tiles": {"Mt": p.mt, "Nt": p.nt, "Kt": p.kt},
         "dataflow": s.dataflow,
+        "transpose_mcast": s.transpose_mcast,
         "grid_requested": {"x": p.grid_requested[0], "y": p.grid_requested[1]},
         "grid": {"x": p.grid[0], "y": p.grid[1], "cores": p.num_cores},
         "per_core": {"M": p.per_core_m, "N": p.per_core_n},
@@ -90,7 +91,8 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
         ("dtypes", f"in0 {s.dtype_in0} ({p.in0_format}), in1 {s.dtype_in1} ({p.in1_format}), "
                    f"out {s.dtype_out} ({p.out_format})"
                    + (f", bias {s.dtype_bias} ({p.bias_format})" if p.bias_format else "")),
-        ("dataflow", s.dataflow),
+        ("dataflow", s.dataflow + (" with transpose_mcast: M blocks along x, in0 multicast down columns from the "
+                                   "top row, in1 along rows from the left column" if s.transpose_mcast else "")),
         ("grid", f"{p.grid[0]} x {p.grid[1]} cores with work (x by y, {p.num_cores} cores) of "
                  f"{p.grid_requested[0]} x {p.grid_requested[1]} requested"),
         ("per core", f"per_core_M x per_core_N = {p.per_core_m} x {p.per_core_n} tiles"),

@@ -80,6 +80,8 @@ class MatmulSpec:
     variant: str | None
     variants: tuple[str, ...]
     spans: Mapping[str, Span] = field(compare=False, repr=False)
+    # MatmulMultiCoreReuseMultiCastProgramConfig.transpose_mcast: in0 multicast down columns, in1 across rows
+    transpose_mcast: bool = False
 
     def span(self, key: str) -> Span:
         """The span of a key, else of its group, else of the matmul header."""
@@ -438,6 +440,7 @@ MATMUL_KEYS: dict[str, Checker] = {
     "fuse.bias": _bool,
     "fuse.activation": _enum(ACTIVATIONS),
     "untilize_out": _bool,
+    "transpose_mcast": _bool,
 }
 REQUIRED_MATMUL_KEYS = ("arch", "shape", "dtype.in0", "dtype.in1", "dtype.out")
 MATMUL_GROUPS = ("dtype", "block", "compute", "fuse", "variants")
@@ -665,6 +668,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         fuse_bias=vals.get("fuse.bias", False), activation=vals.get("fuse.activation", "none"),
         untilize_out=vals.get("untilize_out", False), variant=variant,
         variants=tuple(spec.variants), spans=MappingProxyType(spans),
+        transpose_mcast=vals.get("transpose_mcast", False),
     )
 
 

@@ -236,7 +236,7 @@ def _ktile_padding_barriers(plan) -> int:
     when in0_last_ktile_w > 0 (reader_bmm_tile_layout_in0_sender_padding.cpp)."""
     if not plan.in0_last_ktile_w:
         return 0
-    return plan.grid[1] * plan.batch_ct * plan.num_blocks_h_dim * plan.num_blocks_w_dim * plan.out_block_h
+    return plan.m_blocks * plan.batch_ct * plan.num_blocks_h_dim * plan.num_blocks_w_dim * plan.out_block_h
 
 
 def format_port_check(pc: PortCheck) -> str:

@@ -16,7 +16,11 @@ kernel swapped in too (:func:`kgen.gen.pipeline.with_compute_kernel`) the folder
 program on kgen's plan, CB table and inputs, which `kgen port-check` runs beside kgen's.
 
 Only what kgen's plans use is reproduced: interleaved DRAM tensors in tile layout, no sharding,
-no transpose_mcast, no sparsity and no fused collectives. The "split half" second NOC of the right
+no sparsity and no fused collectives. transpose_mcast is the factory's: in0_idx and in1_idx swap (M
+blocks along x), the in0 sender is the top row multicasting down its column and the in1
+sender/writer the left column multicasting along its row, each on its own NoC (the factory swaps the
+sender ranges and `std::swap(in0_mcast_start, in1_mcast_end)`, tt-metal @0000d49e
+matmul_multicore_reuse_mcast_2d_program_factory.cpp). The "split half" second NOC of the right
 half's receivers is not reproduced: the emulator's NoC has no per-NOC effect on the result.
 """
 
@@ -125,11 +129,41 @@ class _FactoryValues:
 
     @property
     def cols(self) -> int:
-        return self.plan.grid[0]             # num_blocks_x
+        return self.plan.n_blocks            # num_blocks_x: cores along N (the grid's rows with transpose_mcast)
 
     @property
     def rows(self) -> int:
-        return self.plan.grid[1]             # num_blocks_y
+        return self.plan.m_blocks            # num_blocks_y: cores along M
+
+    def idx(self, core: tuple[int, int]) -> tuple[int, int]:
+        """(in0_idx, in1_idx) of a core: its M block and its N block; the factory swaps them under
+        transpose_mcast (`std::swap(in0_idx, in1_idx)`)."""
+        x, y = core
+        return (x, y) if self.plan.transpose_mcast else (y, x)
+
+    def in0_rect(self, core: tuple[int, int], noc: int) -> list[dict]:
+        """The in0 multicast rectangle: the rest of the sender's row, or of its column under
+        transpose_mcast (where the factory takes in1's rectangle: `std::swap(in0_mcast_start, in1_mcast_end)`)."""
+        x, y = core
+        if self.plan.transpose_mcast:
+            return _rectangle((x, min(1, self.cols - 1)), (x, self.cols - 1), noc)
+        return _rectangle((min(1, self.cols - 1), y), (self.cols - 1, y), noc)
+
+    def in1_rect(self, core: tuple[int, int], noc: int) -> list[dict]:
+        """The in1 multicast rectangle: the rest of the sender's column, or of its row under transpose_mcast."""
+        x, y = core
+        if self.plan.transpose_mcast:
+            return _rectangle((min(1, self.rows - 1), y), (self.rows - 1, y), noc)
+        return _rectangle((x, min(1, self.rows - 1)), (x, self.rows - 1), noc)
+
+    def in0_sender_of(self, core: tuple[int, int]) -> tuple[dict, dict]:
+        """The NoC coordinates of a core's in0 sender: the left end of its row (top of its column)."""
+        x, y = core
+        return _noc(x, 0) if self.plan.transpose_mcast else _noc(0, y)
+
+    def in1_sender_of(self, core: tuple[int, int]) -> tuple[dict, dict]:
+        x, y = core
+        return _noc(0, y) if self.plan.transpose_mcast else _noc(x, 0)
 
     @property
     def last_obh(self) -> int:
@@ -201,11 +235,11 @@ class _FactoryValues:
 def _in0_sender(f: _FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     kt, ibw, obh, cols, rows = p.kt, p.in0_block_w, p.out_block_h, f.cols, f.rows
-    rt = tuple(((x, y), (
-        {"buffer_address": "in0"}, p.per_core_m * kt * y,
-        *_rectangle((min(1, cols - 1), y), (cols - 1, y), _noc_index(k)),
-        f.last_obh if y == rows - 1 else obh,
-        0)) for (x, y) in cores_of(k["core_ranges"]))                  # sparsity_addr
+    rt = tuple((core, (
+        {"buffer_address": "in0"}, p.per_core_m * kt * f.idx(core)[0],
+        *f.in0_rect(core, _noc_index(k)),
+        f.last_obh if f.idx(core)[0] == rows - 1 else obh,
+        0)) for core in cores_of(k["core_ranges"]))                  # sparsity_addr
     return TtKernelArgs(
         "in0_sender",
         # in0_last_ktile_w = logical K % tile width (the reader zeroes the rest of the last K tile),
@@ -229,7 +263,7 @@ def _in0_receiver(f: _FactoryValues, k: dict) -> TtKernelArgs:
         (p.out_block_h * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in0_sender"], f.sems["in0_receiver"], f.batch, 0),
         {"cb_in0": f.named["in0_receiver"]["cb_in0"]}, {},
-        tuple(((x, y), (*_noc(0, y),)) for (x, y) in cores_of(k["core_ranges"])))
+        tuple((core, f.in0_sender_of(core)) for core in cores_of(k["core_ranges"])))
 
 
 def _in1_sender_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
@@ -237,13 +271,14 @@ def _in1_sender_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
     pcm, pcn, nt, obw, obh, ibw = p.per_core_m, p.per_core_n, p.nt, p.out_block_w, p.out_block_h, p.in0_block_w
     cols, rows, bias = f.cols, f.rows, f.bias
     rt = []
-    for (x, y) in cores_of(k["core_ranges"]):
+    for core in cores_of(k["core_ranges"]):
+        m, x = f.idx(core)                                               # in0_idx, in1_idx
         right = x == cols - 1
-        rt.append(((x, y), (
+        rt.append((core, (
             {"buffer_address": "in1"}, pcn * x,
-            *_rectangle((x, min(1, rows - 1)), (x, rows - 1), _noc_index(k)),
+            *f.in1_rect(core, _noc_index(k)),
             0,                                                           # sparsity_addr
-            {"buffer_address": "out"}, x * pcn + y * pcm * nt,
+            {"buffer_address": "out"}, x * pcn + m * pcm * nt,
             f.last_obw if right else obw,
             obh // p.out_subblock_h, p.out_subblock_h, 0,
             *f.out_subblocks_w(right),
@@ -266,10 +301,11 @@ def _in1_receiver_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     sbh, obh = p.out_subblock_h, p.out_block_h
     rt = []
-    for (x, y) in cores_of(k["core_ranges"]):
+    for core in cores_of(k["core_ranges"]):
+        y, x = f.idx(core)                                               # in0_idx, in1_idx
         right, bottom = x == f.cols - 1, y == f.rows - 1
-        rt.append(((x, y), (
-            *_noc(x, 0), {"buffer_address": "out"}, x * p.per_core_n + y * p.per_core_m * p.nt,
+        rt.append((core, (
+            *f.in1_sender_of(core), {"buffer_address": "out"}, x * p.per_core_n + y * p.per_core_m * p.nt,
             obh // sbh, f.last_nsbh if bottom else obh // sbh, f.last_sbh if bottom else sbh,
             f.h_skip if bottom else 0,
             *f.out_subblocks_w(right),
