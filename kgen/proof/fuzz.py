@@ -43,6 +43,7 @@ INPUT_BUFFERING_DEPTH = 2    # in0/in1 CBs are double-buffered when more than on
 # per_core (TT-Metal's padded last blocks), and M, N or K short of whole tiles (padded as ttnn tilizes).
 PADDED_BLOCKS_SHARE = 0.3
 TILE_PADDING_SHARE = 0.3
+TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks along x; issue #17 item 4)
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
 DTYPES: tuple[str, ...] = tuple(DTYPE_TO_FORMAT)
@@ -111,6 +112,7 @@ class _Choice:
     auto: frozenset[str]       # block keys written as `auto`
     omit: frozenset[str]       # optional keys left out (the default applies)
     trim: tuple[int, int, int] = (0, 0, 0)   # elements short of whole tiles in M (per batch), N, K
+    transpose_mcast: bool = False            # grid_req is then M cores along x, N cores along y
 
     @property
     def num_blocks(self) -> int:
@@ -338,6 +340,8 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
         lines.append(f"batch    = {c.batch}")
     if "dataflow" not in c.omit:
         lines.append(f"dataflow = {c.dataflow}")
+    if c.transpose_mcast:
+        lines.append("transpose_mcast = true")
     fuse = ([f"bias = {_b(c.bias)}"] if c.bias or rng.random() < 0.3 else []) + \
            ([f"activation = {'relu' if c.relu else ACTIVATIONS[0]}"] if c.relu or rng.random() < 0.3 else [])
     if fuse:
@@ -376,6 +380,7 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
         raise AssertionError(f"fuzz: no case within L1 after {MAX_DRAWS} draws (seed {seed}, index {index})")
     # the padded forms draw from their own stream, so the rest of a case is what it was before them
     c = _padded(random.Random(f"kgen-fuzz-padding:{seed}:{index}"), c)
+    c = _transposed(random.Random(f"kgen-fuzz-transpose:{seed}:{index}"), c)
     name = _case_name(seed, index)
     return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
 
@@ -402,6 +407,18 @@ def _padded(rng: random.Random, c: _Choice) -> _Choice:
     if rng.random() < TILE_PADDING_SHARE:
         trim = tuple(rng.randint(1, TILE_HW - 1) if rng.random() < 0.5 else 0 for _ in range(3))
     return dataclasses.replace(c, mt=mt, nt=nt, auto=frozenset(auto), trim=trim)
+
+
+def _transposed(rng: random.Random, c: _Choice) -> _Choice:
+    """Some mcast_2d cases with transpose_mcast: the 2D factory then lays the M blocks along x and the
+    N blocks along y, so the requested grid is written swapped (and must still fit the worker grid:
+    the factory checks num_blocks_y <= grid.x and num_blocks_x <= grid.y after the swap). per_core is
+    written out: auto would spread M over the swapped grid's columns."""
+    wx, wy = load_arch(c.arch).worker_grid
+    gx, gy = c.grid_req
+    if c.dataflow != "mcast_2d" or gy > wx or gx > wy or rng.random() >= TRANSPOSE_MCAST_SHARE:
+        return c
+    return dataclasses.replace(c, grid_req=(gy, gx), transpose_mcast=True, auto=c.auto - {"per_core"})
 
 
 def generate_cases(count: int, seed: int) -> list[FuzzCase]:
@@ -438,7 +455,7 @@ def features(p: Plan) -> dict[str, object]:
         "dtypes": f"{s.dtype_in0}/{s.dtype_in1}->{s.dtype_out}", "fidelity": c.math_fidelity,
         "fp32_dest_acc": c.fp32_dest_acc, "packer_l1_acc": c.packer_l1_acc, "dst_full_sync": c.dst_full_sync,
         "policy": p.policy, "num_blocks": p.num_blocks, "bias": p.fuse_bias, "relu": p.pack_relu,
-        "untilize_out": p.untilize_out, "grid": f"{p.grid[0]}x{p.grid[1]}",
+        "untilize_out": p.untilize_out, "grid": f"{p.grid[0]}x{p.grid[1]}", "transpose_mcast": p.transpose_mcast,
         "grid_requested": f"{p.grid_requested[0]}x{p.grid_requested[1]}",
         "macs": p.mt * p.nt * p.kt * TILE_HW ** 3,
         "padded_blocks": "/".join(d for d, on in (("M", p.padded_m), ("N", p.padded_n)) if on) or "none",

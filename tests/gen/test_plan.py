@@ -327,3 +327,28 @@ def test_mcast_2d_refuses_a_padded_top_row():
     reuse = dataclasses.replace(make(shape="128 x 256 x 256", grid="2 x 1", pc="6 x 4"), dataflow="reuse")
     assert plan(reuse).padded_m
     assert plan(make(shape="160 x 256 x 256", grid="2 x 2", pc="3 x 4")).padded_m
+
+
+def test_transpose_mcast_puts_m_blocks_along_x():
+    # The 2D factory: num_blocks_y = ceil(Mt / per_core_M), num_blocks_x = ceil(Nt / per_core_N), and with
+    # transpose_mcast `std::swap(num_cores_with_work_c, num_cores_with_work_r)`: the cores with work are
+    # num_blocks_y columns by num_blocks_x rows. Mt = 8, Nt = 4, per_core 2 x 2: 4 M blocks, 2 N blocks.
+    import dataclasses
+    spec = dataclasses.replace(make(shape="256 x 128 x 256", grid="4 x 2", pc="2 x 2"), transpose_mcast=True)
+    p = plan(spec)
+    assert p.grid == (4, 2) and (p.m_blocks, p.n_blocks) == (4, 2)
+    # validation after the swap: num_blocks_y <= grid.x, num_blocks_x <= grid.y
+    with pytest.raises(PlanError) as exc:
+        plan(dataclasses.replace(spec, grid=(2, 4)))
+    assert "num_blocks_y <= grid.x" in exc.value.message
+    # the field belongs to the 2D multicast program config only
+    with pytest.raises(PlanError) as exc:
+        plan(dataclasses.replace(spec, dataflow="reuse"))
+    assert "2D multicast factory" in exc.value.message
+
+
+def test_transpose_mcast_is_a_spec_key():
+    text = BASE.format(arch="wormhole_b0", shape="256 x 128 x 256", out="bfloat16", grid="4 x 2", w="auto",
+                       sb="auto", pc="2 x 2", ob="auto", fp32="false", l1="false", full="false")
+    spec = resolve(parse_text(text.replace("grid", "transpose_mcast = true\n    grid", 1), "t.kspec"))
+    assert spec.transpose_mcast and plan(spec).grid == (4, 2)

@@ -204,3 +204,26 @@ def test_the_model_runs_on_padded_plans():
     # a shape that is no tile multiple plans, lowers and is predicted too
     odd = predict(verified(spec(shape="1000 x 1000 x 1024", grid="4 x 4")))
     assert odd.cycles > 0 and 0 < odd.utilization <= 1
+
+
+def test_transpose_mcast_swaps_the_multicast_fan_outs():
+    # The same 4 x 2 grid: untransposed, in0 goes along a row of 4 cores (3 destinations) and in1 down a
+    # column of 2 (1 destination); with transpose_mcast (M blocks along x) in0 goes down a column (1)
+    # and in1 along a row (3) (2D factory: the sender ranges and rectangles are swapped).
+    from kgen.gen.ir import walk
+    def fan_outs(program):
+        return {k.name: {n["num_dests"] for n, _ in walk(k.body) if n.kind == "mcast_cb"}
+                for k in program.kernels if k.name.endswith(("sender", "sender_writer"))}
+    text = lambda t: f"""
+matmul t {{
+    arch = wormhole_b0  shape = {t}  grid = 4 x 2  dataflow = mcast_2d  transpose_mcast = {str(t == "512 x 256 x 256").lower()}
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+    block {{ in0_block_w = 2  per_core = 4 x 4 }}
+}}
+"""
+    plain = verified(resolve(parse_text(text("256 x 512 x 256"), "t.kspec")))       # Mt 8 / 4 = 2 rows, Nt 16 / 4 = 4 columns
+    transposed = verified(resolve(parse_text(text("512 x 256 x 256"), "t.kspec")))  # Mt 16 / 4 = 4 columns, Nt 8 / 4 = 2 rows
+    assert fan_outs(plain) == {"in0_sender": {3}, "in1_sender_writer": {1}}
+    assert fan_outs(transposed) == {"in0_sender": {1}, "in1_sender_writer": {3}}
+    # the model reads those fan-outs from the IR and predicts both
+    assert predict(plain).cycles > 0 and predict(transposed).cycles > 0

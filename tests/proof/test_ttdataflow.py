@@ -49,6 +49,14 @@ SMALL_SPECS = {
         block { in0_block_w = 2  out_subblock = 1 x 2  per_core = 4 x 4  out_block = 2 x 4 }
         fuse { bias = true }
     }""",
+    # transpose_mcast with padded last blocks along both M and N: Mt = 7 over per_core_M = 2 gives 4
+    # M blocks along x, the last with 1 row of tiles; Nt = 3 over per_core_N = 2 gives 2 N blocks along y
+    "transposed": """matmul transposed {
+        arch = wormhole_b0  shape = 224 x 96 x 128  grid = 4 x 2  dataflow = mcast_2d  transpose_mcast = true
+        dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16  bias = bfloat16 }
+        block { in0_block_w = 2  out_subblock = 1 x 2  per_core = 2 x 2  out_block = 2 x 2 }
+        fuse { bias = true }
+    }""",
 }
 
 
@@ -133,6 +141,44 @@ def test_padding_args_follow_the_factory_rules(tmp_path):
     assert bottom[4:8] == (2, 1, 1, 4) and bottom[8:13] == (2, 2, 2, 0, 0) and bottom[13:15] == (2, 1)
 
 
+def test_transpose_mcast_args_follow_the_factory(tmp_path):
+    """transpose_mcast, as matmul_multicore_reuse_mcast_2d_program_factory.cpp (tt-metal @0000d49e) does
+    it: the cores with work are num_blocks_y x num_blocks_x (M blocks along x), in0_idx = core.x and
+    in1_idx = core.y, the in0 sender is the top row and multicasts down its column, the in1
+    sender/writer is the left column and multicasts along its row; the CT dest counts keep their
+    meaning (in0: num_blocks_x - 1, in1: num_blocks_y - 1). in0 is on NOC 1, in1 on NOC 0."""
+    p, _, manifest = _manifest(_spec("transposed", tmp_path), tmp_path)
+    num_blocks_y, num_blocks_x = -(-7 // 2), -(-3 // 2)                     # 4 M blocks, 2 N blocks
+    assert p.grid == (num_blocks_y, num_blocks_x)
+    kernels = {k["name"]: k for k in manifest["kernels"]}
+    assert kernels["in0_sender"]["core_ranges"] == [{"start": [0, 0], "end": [3, 0]}]       # top row
+    assert kernels["in1_sender_writer"]["core_ranges"] == [{"start": [0, 0], "end": [0, 1]}]  # left column
+    args = tt_kernel_args(p, manifest)
+    ct0, ct1 = args["in0_sender"].compile_time_args, args["in1_sender_writer"].compile_time_args
+    assert ct0[17] == ct0[18] == num_blocks_x - 1 and ct1[12] == ct1[13] == num_blocks_y - 1
+    rt = {k: dict(a.runtime_args) for k, a in args.items()}
+    # in0 sender of M block 2 (core (2, 0)): start tile per_core_M * Kt * 2; its column below it, given
+    # on NOC 1 end first: in1's rectangle (bottom .. top+1) of the untransposed factory
+    kt, nt, pcm, pcn = 4, 3, 2, 2
+    assert rt["in0_sender"][(2, 0)][1] == pcm * kt * 2
+    assert rt["in0_sender"][(2, 0)][2:6] == ({"noc_x": 2}, {"noc_y": 1}, {"noc_x": 2}, {"noc_y": 1})
+    # the last M block (x = 3) reads last_out_block_h = 7 % 2 = 1 rows
+    assert rt["in0_sender"][(3, 0)][6] == 1 and rt["in0_sender"][(2, 0)][6] == 2
+    # in0 receivers are sent to by the top of their column
+    assert rt["in0_receiver"][(1, 1)] == ({"noc_x": 1}, {"noc_y": 0})
+    # in1 sender/writer of N block 1 (core (0, 1)): start tile per_core_N * 1, its row right of it on NOC 0
+    # start first; out start tile in1_idx * per_core_N + in0_idx * per_core_M * Nt
+    w = rt["in1_sender_writer"][(0, 1)]
+    assert w[1] == pcn * 1 and w[2:6] == ({"noc_x": 1}, {"noc_y": 1}, {"noc_x": 3}, {"noc_y": 1})
+    assert w[8] == 1 * pcn + 0 * pcm * nt
+    # N block 1 is the last (in1_idx == in1_end_idx): last_out_block_w = (3 % 2) % 2 = 1
+    assert w[9] == 1 and rt["in1_sender_writer"][(0, 0)][9] == 2
+    # in1 receiver/writer (3, 1): sent to by the left end of its row; the last M and N block
+    r = rt["in1_receiver_writer"][(3, 1)]
+    assert r[:2] == ({"noc_x": 0}, {"noc_y": 1}) and r[3] == 1 * pcn + 3 * pcm * nt
+    assert r[13:15] == (1, 1)                            # last_out_num_blocks_h, _w
+
+
 def test_in0_last_ktile_w_is_the_logical_k_modulo_the_tile(tmp_path):
     """The factory: in0_last_ktile_w = logical K % tile width (its reader zeroes the rest of the last K
     tile), in0_last_ktile_h = 0 without transpose_a: in0 sender CT args 7 and 8."""
@@ -164,7 +210,7 @@ def test_reuse_dataflow_is_not_swapped(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["peak_small", "l1acc_two_blocks_bias", "one_column", "one_row", "blackhole_bias",
-                                  "padded", "padded_small"])
+                                  "padded", "padded_small", "transposed", "transpose_mcast_small"])
 def test_tt_metal_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, name):
     """TT-Metal's compute kernel and its four readers/writers, unchanged, on kgen's plan."""
     from kgen.proof.portcheck import port_check
