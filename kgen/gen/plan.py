@@ -36,6 +36,11 @@ AUTO_IN0_BLOCK_W_MAX = 8
 
 # TT-Metal CB indices and named compile-time args of the matmul compute kernel (ttmetal-matmul.md §1.2).
 CB_IN0, CB_IN1, CB_BIAS, CB_OUT, CB_PARTIALS = 0, 1, 3, 4, 5
+# The block-sharded in0 shard (globally allocated on the in0 buffer) and the 64-byte L1 scratch array
+# the 2D factory creates beside it (matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e:
+# `src2_cb_config ... set_globally_allocated_address(*in0_buffer)`, `cb_for_l1_array_config(32 * 2, Float16_b)`).
+CB_IN0_SHARD, CB_L1_ARRAY = 2, 6
+L1_ARRAY_BYTES = 32 * 2
 
 POLICY_L1_ACC = "packer_l1_acc"
 POLICY_SPILL = "spill_reload"
@@ -61,6 +66,7 @@ class CircularBuffer:
     page_bytes: int
     pages: int
     region: str           # CBs with the same region share one L1 allocation
+    buffer: str | None = None   # the tensor whose L1 buffer this CB is globally allocated on (a shard)
 
     @property
     def total_bytes(self) -> int:
@@ -168,6 +174,36 @@ class Plan:
     @property
     def l1_margin(self) -> int:
         return self.arch.usable_cb_bytes - self.cb_bytes
+
+    @property
+    def memory(self):
+        return self.spec.memory
+
+    @property
+    def in0_shard_w(self) -> int:
+        """K tiles of each core's block-sharded in0 shard (the factory's in0_shard_width_in_tiles)."""
+        return self.kt // self.n_blocks if self.memory.in0 == "l1_block_sharded" else (
+            self.kt if self.memory.in0 == "l1_height_sharded" else 0)
+
+    @property
+    def shard_specs(self) -> dict[str, dict]:
+        """ttnn ShardSpecs of the sharded tensors: core grid (x0, y0, x1, y1), shard shape in elements
+        (height, width) and orientation. in0 block-sharded: per_core_M x Kt / (cores along N) on the grid
+        with work, COL_MAJOR under transpose_mcast (its width along y); height-sharded: per_core_M x K on
+        the in0 senders' column; the output: per_core_M x per_core_N on the grid with work."""
+        out: dict[str, dict] = {}
+        orientation = "COL_MAJOR" if self.transpose_mcast else "ROW_MAJOR"
+        grid = (0, 0, self.grid[0] - 1, self.grid[1] - 1)
+        if self.memory.in0 == "l1_block_sharded":
+            out["in0"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
+                          "shape": (self.per_core_m * TILE_HW, self.in0_shard_w * TILE_HW)}
+        elif self.memory.in0 == "l1_height_sharded":
+            out["in0"] = {"memory_layout": "HEIGHT_SHARDED", "grid": (0, 0, 0, self.m_blocks - 1),
+                          "orientation": "ROW_MAJOR", "shape": (self.per_core_m * TILE_HW, self.kt * TILE_HW)}
+        if self.memory.out == "l1_block_sharded":
+            out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
+                          "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
+        return out
 
     @property
     def transpose_mcast(self) -> bool:
@@ -310,22 +346,37 @@ def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_nu
 
 def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_fmt: str, bias_fmt: str | None,
               partials_fmt: str, out_block: tuple[int, int], in0_block_w: int, num_blocks: int,
-              batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int
+              batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int,
+              per_core: tuple[int, int] = (0, 0), in0_shard_w: int = 0
               ) -> tuple[tuple[CircularBuffer, ...], tuple[L1Region, ...], str]:
-    """CB sizing of the 2D factory (ttmetal-matmul.md §2.3)."""
+    """CB sizing of the 2D factory (ttmetal-matmul.md §2.3). With a block-sharded in0, c_2 holds the
+    core's shard (per_core_M x shard width tiles, globally allocated on in0) and c_6 is the factory's
+    64-byte scratch; with a sharded output c_4 holds the core's whole output shard (per_core_M x
+    per_core_N tiles, globally allocated on out), and `do_not_inplace_interm0_out_CB = output_is_sharded
+    && per_core_M != out_block_h` keeps the partials apart."""
     tb = arch.tile_bytes
     obh, obw = out_block
     depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
+    out_sharded = spec.memory.out != "dram"
     share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
                                         out_blocks_per_core)
+    if share and out_sharded and per_core[0] != obh:
+        share, sharing = False, (f"separate: do_not_inplace_interm0_out_CB (TT-Metal's factory: a sharded output "
+                                 f"with per_core_M = {per_core[0]} != out_block_h = {obh})")
     out_region = "out+partials" if share else "out"
+    out_pages = per_core[0] * per_core[1] if out_sharded else obh * obw
     cbs = [
         CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0"),
         CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], obw * in0_block_w * depth, "in1"),
     ]
+    if spec.memory.in0 == "l1_block_sharded":
+        cbs.append(CircularBuffer(CB_IN0_SHARD, "cb_in0_sharded", "in0 shard", in0_fmt, tb[in0_fmt],
+                                  per_core[0] * in0_shard_w, "in0 shard", buffer="in0"))
+        cbs.append(CircularBuffer(CB_L1_ARRAY, "cb_l1_array", "l1 array", "Float16_b", L1_ARRAY_BYTES, 1, "l1 array"))
     if bias_fmt is not None:
         cbs.append(CircularBuffer(CB_BIAS, "cb_bias", "bias", bias_fmt, tb[bias_fmt], obw, "bias"))
-    cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], obh * obw, out_region))
+    cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], out_pages, out_region,
+                              buffer="out" if out_sharded else None))
     cbs.append(CircularBuffer(CB_PARTIALS, "cb_intermed0", "partials", partials_fmt, tb[partials_fmt], obh * obw,
                               out_region if share else "partials"))
     regions: dict[str, list[CircularBuffer]] = {}
@@ -361,6 +412,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     m_blocks, n_blocks = _ceil_div(mt, per_core_m), _ceil_div(nt, per_core_n)
     grid = (m_blocks, n_blocks) if spec.transpose_mcast else (n_blocks, m_blocks)
     _check_padded_top_row(spec, mt, per_core_m, m_blocks, grid_req[m_axis])
+    in0_shard_w = _check_memory(spec, mt, nt, kt, per_core_m, per_core_n, n_blocks)
 
     # DST capacity of the sync mode and accumulation format kgen emits
     capacity = dst_capacity(arch, c)
@@ -368,7 +420,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     dst_accum = "Float32" if c.fp32_dest_acc else "Float16_b"
 
     blocking = _Blocking(spec, arch, kt, per_core_m, per_core_n, capacity, dst_sync, dst_accum, batch_ct,
-                         in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt)
+                         in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt, in0_shard_w)
     (obh, obw), in0_block_w, (sbh, sbw) = blocking.choose(choices)
 
     num_blocks = kt // in0_block_w
@@ -458,6 +510,17 @@ class _Blocking:
     bias_fmt: str | None
     mt: int
     nt: int
+    in0_shard_w: int = 0             # K tiles of a block-sharded in0's shard (0: in0 is not block-sharded)
+
+    @property
+    def out_sharded(self) -> bool:
+        return self.spec.memory.out != "dram"
+
+    def sharded_out_allows(self, hw: tuple[int, int]) -> bool:
+        """TT's validation of a sharded output (matmul_device_operation.cpp @001cea9a): out_subblock_w ==
+        per_core_N || out_subblock_h == 1, and the same of out_block, so that the packed tiles land in
+        the shard row by row."""
+        return not self.out_sharded or hw[1] == self.per_core_n or hw[0] == 1
 
     def check_out_block(self, ob: tuple[int, int]) -> None:
         for i, (dim, per) in enumerate((("h", self.per_core_m), ("w", self.per_core_n))):
@@ -465,6 +528,10 @@ class _Blocking:
                 raise PlanError(f"per_core_{'MN'[i]} % out_block_{dim} == 0",
                                 f"out_block_{dim} = {ob[i]} does not divide per_core_{'MN'[i]} = {per}",
                                 self.spec.span("block.out_block"), _nearest(_divisors(per), ob[i]))
+        if not self.sharded_out_allows(ob):
+            raise PlanError("sharded output: out_block_w == per_core_N || out_block_h == 1",
+                            f"out_block {_fmt_pair(ob)} with a sharded output and per_core_N = {self.per_core_n}",
+                            self.spec.span("block.out_block"), f"{ob[0]} x {self.per_core_n}, 1 x {ob[1]}")
 
     def padding_violation(self, ob: tuple[int, int]) -> tuple[str, str, str] | None:
         """TT-Metal's _padding readers skip rows/columns past the tensor only in a core's last out block
@@ -492,10 +559,17 @@ class _Blocking:
         if self.kt % w:
             raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {self.kt}",
                             self.spec.span("block.in0_block_w"), _nearest(_divisors(self.kt), w))
+        if self.in0_shard_w and self.in0_shard_w % w:
+            raise PlanError("shard_shape[1] / tile_width % in0_block_w == 0 (sharded in0)",
+                            f"in0_block_w = {w} does not divide the in0 shard width of {self.in0_shard_w} tiles",
+                            self.spec.span("block.in0_block_w"), _nearest(_divisors(self.in0_shard_w), w))
+
+    def w_allowed(self, w: int) -> bool:
+        return not self.in0_shard_w or self.in0_shard_w % w == 0
 
     def subblock_for(self, ob: tuple[int, int]) -> tuple[int, int] | None:
         for h, w in SUBBLOCK_HW_CHOICES:
-            if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity:
+            if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity and self.sharded_out_allows((h, w)):
                 return h, w
         return None
 
@@ -512,6 +586,10 @@ class _Blocking:
                             f"out_subblock {_fmt_pair(sb)} = {sb[0] * sb[1]} tiles, but DST holds {self.capacity} "
                             f"tiles in {self.dst_sync} with {self.dst_accum} accumulation",
                             self.spec.span("block.out_subblock"), ", ".join(legal) or "none")
+        if not self.sharded_out_allows(sb):
+            raise PlanError("sharded output: out_subblock_w == per_core_N || out_subblock_h == 1",
+                            f"out_subblock {_fmt_pair(sb)} with a sharded output and per_core_N = {self.per_core_n}",
+                            self.spec.span("block.out_subblock"), f"1 x {sb[1]}")
 
     def cbs_for(self, ob: tuple[int, int], w: int, sb: tuple[int, int]):
         nb = self.kt // w
@@ -519,7 +597,8 @@ class _Blocking:
         pf, _ = _partials_format(self.spec.compute, l1acc, self.out_fmt)
         out_blocks = self.batch_ct * (self.per_core_m // ob[0]) * (self.per_core_n // ob[1])
         return _cb_table(self.spec, self.arch, self.in0_fmt, self.in1_fmt, self.out_fmt, self.bias_fmt, pf, ob, w,
-                         nb, self.batch_ct, ob[1] // sb[1], out_blocks)
+                         nb, self.batch_ct, ob[1] // sb[1], out_blocks, (self.per_core_m, self.per_core_n),
+                         self.in0_shard_w)
 
     def fits(self, ob: tuple[int, int], w: int, sb: tuple[int, int]) -> bool:
         _, regions, _ = self.cbs_for(ob, w, sb)
@@ -539,9 +618,12 @@ class _Blocking:
         ob_candidates = [given_ob] if given_ob else sorted(
             ((h, w) for h in _divisors(self.per_core_m) for w in _divisors(self.per_core_n)),
             key=lambda p: (-(p[0] * p[1]), -p[1]))
-        ob_candidates = [ob for ob in ob_candidates if given_ob or self.padding_violation(ob) is None]
+        ob_candidates = [ob for ob in ob_candidates if given_ob or (self.padding_violation(ob) is None
+                                                                     and self.sharded_out_allows(ob))]
         w_candidates = [given_w] if given_w else [d for d in reversed(_divisors(self.kt))
-                                                  if d <= AUTO_IN0_BLOCK_W_MAX]
+                                                  if d <= AUTO_IN0_BLOCK_W_MAX and self.w_allowed(d)]
+        if self.spec.memory.in0 == "l1_height_sharded" and not given_w:
+            w_candidates = [self.kt]          # TT: K == in0_block_w == the shard's width
         chosen: tuple[tuple[int, int], int, tuple[int, int]] | None = None
         first_legal: tuple[tuple[int, int], int, tuple[int, int]] | None = None
         for ob in ob_candidates:
@@ -602,6 +684,60 @@ def _check_untilized_output(spec: MatmulSpec, out_fmt: str, partials_fmt: str, p
                         spec.span("untilize_out"),
                         "untilize_out = false, dtype out = the partials' dtype, or a compute config whose "
                         "partials format is the output format (see `kgen check`: partials)")
+
+
+def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, per_core_n: int,
+                  n_blocks: int) -> int:
+    """TT's validation of sharded operands for the 2D multicast program config
+    (matmul_device_operation.cpp @001cea9a) and kgen's own limits; returns the K tiles of a
+    block-sharded in0's shard (0 when in0 is not block-sharded). Batch fusion, which TT requires for a
+    sharded in0, is always on in kgen."""
+    mem = spec.memory
+    if not mem.sharded:
+        if mem.orientation is not None:
+            raise PlanError("a shard orientation needs a sharded tensor", "memory.orientation is given but no tensor "
+                            "is sharded", spec.span("memory.orientation"), "leave memory.orientation out")
+        return 0
+    if spec.dataflow != "mcast_2d":
+        raise PlanError("L1 placements are the 2D multicast factory's",
+                        f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
+                        f"{spec.dataflow}: kgen places tensors in L1 as the 2D multicast factory does",
+                        spec.span("memory"), "dataflow = mcast_2d")
+    required = "col_major" if spec.transpose_mcast else "row_major"
+    if mem.in0 == "l1_block_sharded" and mem.orientation not in (None, required):
+        raise PlanError("BLOCK_SHARDED in0: COL_MAJOR orientation with transpose_mcast, else ROW_MAJOR",
+                        f"memory.orientation = {mem.orientation} with transpose_mcast = "
+                        f"{str(spec.transpose_mcast).lower()}: in0's shards must be laid {required.upper()} so that "
+                        f"each core's K slice lies along its in0 multicast", spec.span("memory.orientation"),
+                        f"memory.orientation = {required}")
+    if mem.in0 == "l1_height_sharded" and spec.transpose_mcast:
+        raise PlanError("HEIGHT_SHARDED in0 needs !transpose_mcast",
+                        "in0 = l1_height_sharded with transpose_mcast = true (TT-Metal: \"Transpose MCAST not "
+                        "supported with HEIGHT_SHARDED layout\")", spec.span("memory.in0"),
+                        "transpose_mcast = false, or in0 = l1_block_sharded")
+    if mem.in0 == "l1_height_sharded" and spec.block.in0_block_w not in (None, kt):
+        raise PlanError("HEIGHT_SHARDED in0: K == in0_block_w == shard width",
+                        f"in0 = l1_height_sharded holds all Kt = {kt} tiles of a row per core and TT-Metal reads "
+                        f"them as one K-block, but in0_block_w = {spec.block.in0_block_w}",
+                        spec.span("block.in0_block_w"), f"in0_block_w = {kt}")
+    if spec.untilize_out and mem.out != "dram":
+        raise PlanError("a sharded output is tiles", "untilize_out with out = l1_block_sharded: the output CB is "
+                        "the shard itself, packed as tiles", spec.span("untilize_out"), "untilize_out = false")
+    # kgen's limits (not TT's): whole shards, one per core with work
+    sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if where != "dram"]
+    if sharded and (spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW or mt % per_core_m or nt % per_core_n):
+        raise PlanError("kgen: sharded tensors in whole shards",
+                        f"{' and '.join(sharded)} sharded with a shape short of whole tiles or per_core not dividing "
+                        f"Mt x Nt = {mt} x {nt}: kgen shards only evenly divided tensors",
+                        spec.span("memory"), "tile-multiple M, N, K and per_core dividing Mt and Nt")
+    if mem.in0 == "l1_block_sharded":
+        if kt % n_blocks:
+            raise PlanError("kgen: in0's shard grid is the grid with work",
+                            f"in0 = l1_block_sharded splits Kt = {kt} over the {n_blocks} cores along each in0 "
+                            f"multicast, which does not divide it", spec.span("memory.in0"),
+                            _nearest([d for d in _divisors(kt) if d <= 64], n_blocks))
+        return kt // n_blocks
+    return 0
 
 
 def _check_transpose_mcast(spec: MatmulSpec) -> None:
