@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 
 from kgen.gen.ir import (INVALID, VALID, Affine, ComputeFlags, Extent, CoreRange, Kernel, Loop, Node, Program, RuntimeArg, Semaphore, Sym,
                      TensorArg, op)
-from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan
+from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_PARTIALS, Plan
 from kgen.core.types import TILE_HW
 
 A = Affine.of
@@ -410,7 +410,10 @@ def _read(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int
 
 
 def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
-    """The output writer of one output block: de-scatters subblock-major tiles (ttmetal-matmul.md §2.7)."""
+    """The output writer of one output block: de-scatters subblock-major tiles (ttmetal-matmul.md §2.7).
+    A sharded output needs nothing per block: c_4 is the core's shard (see _sharded_out_tail)."""
+    if p.memory.out != "dram":
+        return []
     if p.untilize_out:
         tile_row_bytes = _row_bytes_per_tile(p)
         return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("h", 0, p.out_subblock_h, (
@@ -431,6 +434,18 @@ def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
         op("noc_write_barrier"),
         op("cb_pop_front", CB_OUT, sb),
     )),))]
+
+
+def _sharded_out_tail(p: Plan) -> list[Node]:
+    """A sharded output: c_4 is globally allocated on the core's output shard and holds every out block
+    the compute kernel packs, row by row of the shard (TT's out_subblock_w == per_core_N ||
+    out_subblock_h == 1 rule); the writer only waits for the whole shard and frees it, as TT's OUT_SHARDED
+    writers do (reader_bmm_tile_layout_in1_*_writer_padding.cpp)."""
+    if p.memory.out == "dram":
+        return []
+    shard = p.batch_ct * p.per_core_m * p.per_core_n
+    return [op("cb_wait_front", CB_OUT, shard, note="the whole output shard is in place"),
+            op("cb_pop_front", CB_OUT, shard)]
 
 
 def _out_block_loops(p: Plan, body_of: Callable[[bool], tuple[Node, ...]], *,
@@ -590,13 +605,16 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     in0_sems = (("in0_sender", SEMAPHORE_IDS["in0_sender"]), ("in0_receiver", SEMAPHORE_IDS["in0_receiver"]))
     in1_sems = (("in1_sender", SEMAPHORE_IDS["in1_sender"]), ("in1_receiver", SEMAPHORE_IDS["in1_receiver"]))
 
+    if p.memory.in0 == "l1_block_sharded":
+        kernels += _in0_block_sharded_kernels(p, in0_noc, sender_block, receiver_block, in0_sems)
     in0_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
         CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
         "in0_sender", "in0_receiver", in0_dests, in0_rect)))
-    kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, in0_senders,
-                              _out_block_loops(p, lambda first: (in0_send,)), (tensors["in0"],),
-                              (("cb_in0", CB_IN0),), in0_sems, in0_rect if in0_dests else ()))
-    if in0_dests:
+    if p.memory.in0 == "dram":
+        kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, in0_senders,
+                                  _out_block_loops(p, lambda first: (in0_send,)), (tensors["in0"],),
+                                  (("cb_in0", CB_IN0),), in0_sems, in0_rect if in0_dests else ()))
+    if in0_dests and p.memory.in0 == "dram":
         in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", in0_from[0]),
                            RuntimeArg("in0_sender_noc_y", "noc_y", in0_from[1]))
         in0_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
@@ -617,10 +635,11 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
         return tuple(ops + _writer_ops(p, t))
 
     writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
-    send_tensors = tuple(tensors[n] for n in ("in1", "bias", "out") if n in tensors)
+    written = ("out",) if p.memory.out == "dram" else ()
+    send_tensors = tuple(tensors[n] for n in ("in1", "bias", *written) if n in tensors)
     kernels.append(_dm_kernel("in1_sender_writer", "BRISC", in1_noc, in1_senders,
-                              _out_block_loops(p, in1_sender_body), send_tensors, writer_cbs, in1_sems,
-                              in1_rect if in1_dests else ()))
+                              _out_block_loops(p, in1_sender_body) + tuple(_sharded_out_tail(p)), send_tensors,
+                              writer_cbs, in1_sems, in1_rect if in1_dests else ()))
     if in1_dests:
         in1_sender_core = (RuntimeArg("in1_sender_noc_x", "noc_x", in1_from[0]),
                            RuntimeArg("in1_sender_noc_y", "noc_y", in1_from[1]))
@@ -634,9 +653,65 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
             return tuple(ops + _writer_ops(p, t))
 
         kernels.append(_dm_kernel("in1_receiver_writer", "BRISC", in1_noc, in1_receivers,
-                                  _out_block_loops(p, in1_receiver_body), (tensors["out"],), writer_cbs,
-                                  in1_sems, in1_sender_core))
+                                  _out_block_loops(p, in1_receiver_body) + tuple(_sharded_out_tail(p)),
+                                  tuple(tensors[n] for n in written), writer_cbs, in1_sems, in1_sender_core))
     return tuple(kernels)
+
+
+def _in0_block_sharded_kernels(p: Plan, noc: int, sender_block, receiver_block,
+                               sems: tuple[tuple[str, int], ...]) -> list[Kernel]:
+    """A block-sharded in0 (ttmetal-matmul.md §2.4; TT-Metal's
+    reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp): every core holds per_core_M x
+    (Kt / n) tiles of in0, its K slice of its M block, for the n cores along its in0 multicast. K-block k
+    comes from the core at position k / (blocks per shard) along that line: it copies the block out of
+    its shard (c_2) into c_0 and multicasts it to the others, which receive it as from any in0 sender.
+    TT-Metal runs one kernel everywhere and branches on its sender id; kgen emits one kernel per
+    position, so that whose turn it is is a loop bound, not a runtime branch."""
+    n, sw, obh, ibw = p.n_blocks, p.in0_shard_w, p.out_block_h, p.in0_block_w
+    per_shard = sw // ibw
+    tiles, page = p.in0_block_tiles, p.cb(CB_IN0).page_bytes
+    # the line of cores an in0 block travels: this core's row, or its column under transpose_mcast
+    def at(pos: int) -> tuple[Affine, Affine]:          # (x, y) of position `pos` on this core's line
+        return (A(0, core_x=1), A(pos)) if p.transpose_mcast else (A(pos), A(0, core_y=1))
+
+    def rect(tag: str, lo: int, hi: int) -> tuple[RuntimeArg, ...]:
+        (x0, y0), (x1, y1) = at(lo), at(hi)
+        if noc == 1:
+            x0, y0, x1, y1 = x1, y1, x0, y0
+        return (RuntimeArg(f"{tag}_start_x", "noc_x", x0), RuntimeArg(f"{tag}_start_y", "noc_y", y0),
+                RuntimeArg(f"{tag}_end_x", "noc_x", x1), RuntimeArg(f"{tag}_end_y", "noc_y", y1))
+
+    kernels = []
+    for i in range(n):
+        # the cores before and after this one on its line: two multicasts that never include the sender
+        parts = ([(rect("before", 0, i - 1), i)] if i > 0 else []) + \
+                ([(rect("after", i + 1, n - 1), n - 1 - i)] if i < n - 1 else [])
+        senders = {j: (RuntimeArg(f"sender{j}_noc_x", "noc_x", at(j)[0]), RuntimeArg(f"sender{j}_noc_y", "noc_y", at(j)[1]))
+                   for j in range(n) if j != i}
+        copy = op("copy_shard", CB_IN0, CB_IN0_SHARD, A(0, bh=obh * sw, kb=ibw), obh, ibw, sw, page,
+                  note="this core's K slice: the block comes out of its own shard")
+        send: list[Node] = [op("cb_reserve_back", CB_IN0, tiles), copy, op("noc_read_barrier")]
+        if n > 1:
+            send += [op("sem_wait", "in0_sender", n - 1, note="every other core of the line has reserved space"),
+                     op("sem_set", "in0_sender", 0)]
+            send += [op("mcast_cb", CB_IN0, tiles, tiles * page, *r, count) for r, count in parts]
+            if p.arch.behaviour.flush_mcast_before_flag:
+                send.append(op("noc_writes_flushed"))
+            send.append(op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"))
+            send += [op("mcast_sem_set", "in0_receiver", VALID, *r, count) for r, count in parts]
+        send.append(op("cb_push_back", CB_IN0, tiles))
+        k_loops = tuple(
+            Loop("kb", 0, per_shard, tuple(send) if j == i else
+                 tuple(receiver_block(CB_IN0, tiles, "in0_sender", "in0_receiver", senders[j])),
+                 f"K-blocks {j * per_shard}..{(j + 1) * per_shard - 1}: " + ("this core's shard" if j == i
+                                                                          else f"from position {j}"))
+            for j in range(n))
+        cores = CoreRange(0, i, p.grid[0] - 1, i) if p.transpose_mcast else CoreRange(i, 0, i, p.grid[1] - 1)
+        coords = tuple(a for r, _ in parts for a in r) + tuple(a for j in sorted(senders) for a in senders[j])
+        kernels.append(_dm_kernel(f"in0_sharded_{i}", "NCRISC", noc, cores,
+                                  _out_block_loops(p, lambda first: k_loops), (),
+                                  (("cb_in0", CB_IN0), ("cb_in0_sharded", CB_IN0_SHARD)), sems, coords))
+    return kernels
 
 
 def lower(p: Plan) -> Program:

@@ -1479,6 +1479,10 @@ struct ProgramLines {
     std::vector<RunLine> runs;
     std::vector<InputLine> inputs;
     std::vector<Output> outputs;
+    // L1-sharded tensors: a core's shard written into its L1 before the run (`l1_input core addr
+    // bytes file`), or read back from it after (`l1_output`); addr is an L1 address as in `cb` lines.
+    struct L1Data { int core; uint32_t addr, bytes; std::string file; };
+    std::vector<L1Data> l1_inputs, l1_outputs;
 };
 
 ProcKind proc_kind(const std::string &kind) {
@@ -1556,6 +1560,10 @@ ProgramLines read_program(const std::string &program_path) {
             Output o{};
             ls >> o.name >> o.addr >> o.page_size >> o.num_pages >> o.file;
             prog.outputs.push_back(o);
+        } else if (key == "l1_input" || key == "l1_output") {
+            ProgramLines::L1Data d{};
+            ls >> d.core >> d.addr >> d.bytes >> d.file;
+            (key == "l1_input" ? prog.l1_inputs : prog.l1_outputs).push_back(d);
         } else if (key == "trace") {
             ls >> prog.trace_path;
         } else {
@@ -1617,6 +1625,12 @@ uint8_t *dram_page(uint32_t addr, uint32_t page_size, uint32_t pg) {
     return M.dram[pg % M.num_banks].data() + off;
 }
 
+uint8_t *core_l1(const ProgramLines::L1Data &d) {
+    if (d.core < 0 || size_t(d.core) >= M.cores.size() || uint64_t(d.addr) + d.bytes > M.l1_bytes)
+        die("an L1 shard lies outside its core's L1");
+    return M.cores[size_t(d.core)]->l1 + d.addr;
+}
+
 void load_inputs(const ProgramLines &prog) {
     M.dram.assign(M.num_banks, std::vector<uint8_t>(M.bank_bytes, 0));
     for (auto &i : prog.inputs) {
@@ -1626,6 +1640,12 @@ void load_inputs(const ProgramLines &prog) {
         for (uint32_t pg = 0; pg < i.num_pages; ++pg)
             std::memcpy(dram_page(i.addr, i.page_size, pg), data.data() + size_t(pg) * i.page_size, i.page_size);
     }
+    for (auto &d : prog.l1_inputs) {
+        std::ifstream f(d.file, std::ios::binary);
+        std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        if (data.size() != d.bytes) die("L1 shard " + d.file + " has the wrong size");
+        std::memcpy(core_l1(d), data.data(), d.bytes);
+    }
 }
 
 void write_outputs(const ProgramLines &prog) {
@@ -1633,6 +1653,10 @@ void write_outputs(const ProgramLines &prog) {
         std::ofstream f(o.file, std::ios::binary);
         for (uint32_t pg = 0; pg < o.num_pages; ++pg)
             f.write(reinterpret_cast<const char *>(dram_page(o.addr, o.page_size, pg)), o.page_size);
+    }
+    for (auto &d : prog.l1_outputs) {
+        std::ofstream f(d.file, std::ios::binary);
+        f.write(reinterpret_cast<const char *>(core_l1(d)), d.bytes);
     }
 }
 
