@@ -699,6 +699,9 @@ def _in0_block_sharded_kernels(p: Plan, noc: int, sender_block, receiver_block,
                 send.append(op("noc_writes_flushed"))
             send.append(op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"))
             send += [op("mcast_sem_set", "in0_receiver", VALID, *r, count) for r, count in parts]
+            # the flag multicast reads this core's VALID word: flush before the word can turn INVALID again
+            # when this core receives the next K-block (TT-Metal's block-sharded reader flushes here too)
+            send.append(op("noc_writes_flushed"))
         send.append(op("cb_push_back", CB_IN0, tiles))
         k_loops = tuple(
             Loop("kb", 0, per_shard, tuple(send) if j == i else

@@ -45,6 +45,13 @@ TT_KERNELS = {
     "in1_sender_writer": "reader_bmm_tile_layout_in1_sender_writer_padding.cpp",
     "in1_receiver_writer": "reader_bmm_tile_layout_in1_receiver_writer_padding.cpp",
 }
+# kgen's in0_sharded_<i> kernels (a block-sharded in0) all stand for this one kernel of the factory.
+TT_BLOCK_SHARDED_IN0 = "reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp"
+
+
+def tt_kernel_file(name: str) -> str:
+    return TT_BLOCK_SHARDED_IN0 if name.startswith("in0_sharded_") else TT_KERNELS[name]
+
 
 # CB indices the 2D factory names for TT-Metal's readers whether or not the plan has them: the
 # height-sharded in0 CB (c_2), the bias CB (c_3) and the sparsity CBs of the in0 and in1 senders
@@ -53,6 +60,11 @@ TT_FIXED_CBS = {"cb_in0_sharded": 2, "cb_bias": 3, "in0_sender cb_sparsity": 6, 
 
 # ArgConfig of an interleaved DRAM TensorAccessorArgs (tensor_accessor_args.h: IsDram = 1 << 1).
 INTERLEAVED_DRAM = 2
+# ... and of an L1 buffer. For an L1-sharded in0 or output kgen passes this interleaved-L1 form: the
+# factory's sharded TensorAccessorArgs carry the shard layout too, but neither kernel addresses those
+# tensors through an accessor (the block-sharded reader builds none; under OUT_SHARDED the writers
+# construct one and never use it), so only their positions in the CT args matter.
+INTERLEAVED_L1 = 0
 
 
 class DataflowSwapError(KgenError):
@@ -78,8 +90,12 @@ def unsupported_reason(plan, manifest: dict) -> str | None:
     for t in manifest["io_tensors"]:
         if t["layout"] != "TILE":
             return f"tensor {t['name']} is {t['layout']}; TT-Metal's 2D multicast writers write tiles"
-    senders = {"in0_sender", "in1_sender_writer"}         # receivers exist only on grids wider/taller than 1
-    missing = sorted(senders - {k["name"] for k in manifest["kernels"]})
+    names = {k["name"] for k in manifest["kernels"]}
+    senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == "l1_block_sharded" else {"in0_sender"})
+    if plan.memory.in0 == "l1_height_sharded" or plan.memory.in1 != "dram":
+        return (f"memory in0 = {plan.memory.in0}, in1 = {plan.memory.in1}: kgen does not build this placement's "
+                f"program")
+    missing = sorted(senders - names)
     if missing:
         return f"the build folder lacks kgen kernels {', '.join(missing)}"
     return None
@@ -126,6 +142,14 @@ class _FactoryValues:
     @property
     def batch(self) -> int:
         return self.plan.batch_ct            # batch is fused into Mt: the factory's B is 1
+
+    @property
+    def out_sharded(self) -> bool:
+        return self.plan.memory.out != "dram"
+
+    @property
+    def out_accessor(self) -> int:
+        return INTERLEAVED_L1 if self.out_sharded else INTERLEAVED_DRAM
 
     @property
     def cols(self) -> int:
@@ -283,17 +307,19 @@ def _in1_sender_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
             obh // p.out_subblock_h, p.out_subblock_h, 0,
             *f.out_subblocks_w(right),
             {"buffer_address": "bias"} if bias else 0, pcn * x if bias else 0,
-            f.last_nbw if right else p.num_blocks_w_dim)))
+            # the factory: `if (!output_is_sharded)` push last_out_num_blocks_w / out_num_blocks_x
+            *(() if f.out_sharded else (f.last_nbw if right else p.num_blocks_w_dim,)))))
     return TtKernelArgs(
         "in1_sender_writer",
         (1, nt, ibw * nt, obw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
          *f.writer_ct(),
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output
-         INTERLEAVED_DRAM, f.page["in1"], 0, 0, INTERLEAVED_DRAM, f.page["out"],
+         INTERLEAVED_DRAM, f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
          *((INTERLEAVED_DRAM, f.page["bias"]) if bias else ())),
         {**f.cb_fixed("in1_sender_writer"), "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0},
-        {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if rows == 1 else {})},
+        {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if rows == 1 else {}),
+         **({"OUT_SHARDED": "1"} if f.out_sharded else {})},
         tuple(rt))
 
 
@@ -309,16 +335,49 @@ def _in1_receiver_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
             obh // sbh, f.last_nsbh if bottom else obh // sbh, f.last_sbh if bottom else sbh,
             f.h_skip if bottom else 0,
             *f.out_subblocks_w(right),
-            f.last_nbh if bottom else p.num_blocks_h_dim, f.last_nbw if right else p.num_blocks_w_dim)))
+            *(() if f.out_sharded else (f.last_nbh if bottom else p.num_blocks_h_dim,
+                                        f.last_nbw if right else p.num_blocks_w_dim)))))
     return TtKernelArgs(
         "in1_receiver_writer",
         (p.out_block_w * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in1_sender"], f.sems["in1_receiver"], f.batch,
          *f.writer_ct(),
-         p.out_block_w if f.bias else 0, 0, INTERLEAVED_DRAM, f.page["out"]),
+         p.out_block_w if f.bias else 0, 0, f.out_accessor, f.page["out"]),
         f.cb_fixed("in1_receiver_writer"),
-        {"FUSE_BIAS": "1"} if f.bias else {},
+        {**({"FUSE_BIAS": "1"} if f.bias else {}), **({"OUT_SHARDED": "1"} if f.out_sharded else {})},
         tuple(rt))
+
+
+def _in0_block_sharded(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    """reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp with the factory's args
+    (@0000d49e, "IN0 SHARDED SENDER/RECEIVER"): every core with work is in the receiver grid and has
+    output work; in0_mcast_num_dests = in0_mcast_num_cores = num_blocks_x; num_x (num_y under
+    transpose_mcast) = the cores along the shard grid's width, here the grid with work. Runtime args:
+    sender_id (core.x, core.y under transpose_mcast), the line's multicast rectangle (its far ends
+    swapped on NOC 1), then the NoC x list then the NoC y list of the line's cores."""
+    p = f.plan
+    n, tile = p.n_blocks, p.cb(0).page_bytes
+    num_x, num_y = (1, n) if p.transpose_mcast else (n, 1)
+    rt = []
+    for (x, y) in cores_of(k["core_ranges"]):
+        lo, hi = 0, n - 1
+        if _noc_index(k) == 1:
+            lo, hi = hi, lo
+        if p.transpose_mcast:
+            args = (y, {"noc_x": x}, {"noc_y": lo}, {"noc_x": x}, {"noc_y": hi}, {"noc_x": x},
+                    *({"noc_y": j} for j in range(n)))
+        else:
+            args = (x, {"noc_x": lo}, {"noc_y": y}, {"noc_x": hi}, {"noc_y": y}, *({"noc_x": j} for j in range(n)),
+                    {"noc_y": y})
+        rt.append(((x, y), args))
+    return TtKernelArgs(
+        k["name"],
+        (1, 1, p.in0_block_tiles, p.in0_block_tiles * tile, 0, 0, p.num_blocks, p.num_blocks_w_dim,
+         p.num_blocks_h_dim, f.sems["in0_sender"], f.sems["in0_receiver"], n, n, num_x, num_y,
+         int(p.transpose_mcast), p.in0_shard_w, p.per_core_m, p.in0_block_w, p.out_block_h, f.batch,
+         0,                                     # fuse_op
+         INTERLEAVED_L1, f.page["in0"], 0, 0),  # TensorAccessorArgs(in0) (see INTERLEAVED_L1), placeholder
+        {"cb_in0": 0, "cb_in0_sharded": 2, "cb_l1_array": 6}, {}, tuple(rt))
 
 
 # kgen kernel -> the factory's args for TT-Metal's kernel in its place.
@@ -333,7 +392,9 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
         raise DataflowSwapError(reason)
     values = _FactoryValues.of(plan, manifest)
     kernels = {k["name"]: k for k in manifest["kernels"]}
-    return {name: args_of(values, kernels[name]) for name, args_of in _ARGS_OF.items() if name in kernels}
+    args = {name: args_of(values, kernels[name]) for name, args_of in _ARGS_OF.items() if name in kernels}
+    args.update({name: _in0_block_sharded(values, k) for name, k in kernels.items() if name.startswith("in0_sharded_")})
+    return args
 
 
 def tt_dataflow_dir(tree) -> Path:
@@ -351,15 +412,15 @@ def with_tt_dataflow(folder: Path, plan, kernels_dir: Path, into: Path, *, ttnn_
     manifest = json.loads((folder / "manifest.json").read_text())
     args = tt_kernel_args(plan, manifest)
     for name in args:
-        if not (kernels_dir / TT_KERNELS[name]).is_file():
-            raise DataflowSwapError(f"{kernels_dir / TT_KERNELS[name]}: no such TT-Metal kernel "
+        if not (kernels_dir / tt_kernel_file(name)).is_file():
+            raise DataflowSwapError(f"{kernels_dir / tt_kernel_file(name)}: no such TT-Metal kernel "
                                     f"(fetch the headers with: kgen headers fetch)")
     shutil.copytree(folder, into, ignore=shutil.ignore_patterns("obj", "elf", "compile.json"))
     for k in manifest["kernels"]:
         a = args.get(k["name"])
         if a is None:
             continue
-        source = (kernels_dir / TT_KERNELS[k["name"]]).resolve()
+        source = (kernels_dir / tt_kernel_file(k["name"])).resolve()
         k.update(compile_time_args=list(a.compile_time_args),
                  compile_time_arg_names=[f"tt_ct_{i}" for i in range(len(a.compile_time_args))],
                  named_compile_time_args=a.named_compile_time_args, defines=a.defines,

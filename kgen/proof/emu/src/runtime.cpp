@@ -682,6 +682,20 @@ uint32_t rt_arg(uint32_t index, Where at) {
                                          p->kernel.c_str(), p->core->x, p->core->y, p->args.size()));
     return p->args[index];
 }
+// get_arg_addr: the firmware keeps a processor's runtime args in L1 and kernels may read them through a
+// pointer (TT-Metal's block-sharded in0 reader reads its NoC coordinate lists so). Each processor's
+// args are copied to a slot of the core's L1 below the semaphores and CBs, where nothing else lives.
+constexpr uint32_t RT_ARGS_L1_BASE = 16384, RT_ARGS_SLOT = 4096;
+uint32_t rt_arg_addr(uint32_t index, Where at) {
+    Proc *p = cur(at);
+    if (index > p->args.size())
+        fatal("runtime arg", at, fmt_str("get_arg_addr(%u): kernel %s on core (%d,%d) has %zu runtime args", index,
+                                         p->kernel.c_str(), p->core->x, p->core->y, p->args.size()));
+    if (p->args.size() * 4 > RT_ARGS_SLOT) fatal("runtime arg", at, "get_arg_addr: more runtime args than the L1 slot holds");
+    uint32_t off = RT_ARGS_L1_BASE + uint32_t(p->kind) * RT_ARGS_SLOT;
+    std::memcpy(p->core->l1 + off, p->args.data(), p->args.size() * 4);
+    return p->core->l1_base + off + 4 * index;
+}
 uint32_t common_rt_arg(uint32_t index, Where at) {
     Proc *p = cur(at);
     if (index >= p->common_args.size())
