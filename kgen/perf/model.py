@@ -192,8 +192,14 @@ class _KernelCost:
         c = self.costs
         k = o.kind
         tensors = self.tensors
-        if k in ("read_tiles", "mcast_cb", "sem_wait", "sem_inc"):
+        if k in ("read_tiles", "copy_shard", "mcast_cb", "sem_wait", "sem_inc"):
             self.feeds_inputs = True
+        if k == "copy_shard":
+            # a block of this core's L1 shard into the input CB: local L1 reads, no DRAM (a sharded in0)
+            nbytes = int(o["rows"]) * int(o["cols"]) * int(o["page_bytes"])
+            self.last_read = L1
+            self.add(processor, "noc", n * nbytes / c.l1.read_bytes_per_cycle)
+            self.last_read_cb = o["cb"]
         if k == "read_tiles":
             tiles = int(o["rows"]) * int(o["cols"])
             page = tensors[o["tensor"]].page_bytes
