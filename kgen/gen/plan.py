@@ -360,7 +360,7 @@ def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out
     out_sharded = spec.memory.out != "dram"
     share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
                                         out_blocks_per_core)
-    if share and out_sharded and per_core[0] != obh:
+    if out_sharded and per_core[0] != obh:       # TT's own rule first, whatever kgen's says
         share, sharing = False, (f"separate: do_not_inplace_interm0_out_CB (TT-Metal's factory: a sharded output "
                                  f"with per_core_M = {per_core[0]} != out_block_h = {obh})")
     out_region = "out+partials" if share else "out"

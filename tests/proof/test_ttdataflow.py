@@ -57,6 +57,15 @@ SMALL_SPECS = {
         block { in0_block_w = 2  out_subblock = 1 x 2  per_core = 2 x 2  out_block = 2 x 2 }
         fuse { bias = true }
     }""",
+    # in0 and the output block-sharded under transpose_mcast (COL_MAJOR shards), with a bias, on Blackhole:
+    # 2 M blocks along x, 4 N blocks along y, Kt = 16 over the 4 cores of each in0 column
+    "sharded_transposed": """matmul sharded_transposed {
+        arch = blackhole  shape = 256 x 512 x 512  grid = 2 x 4  dataflow = mcast_2d  transpose_mcast = true
+        dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16  bias = bfloat16 }
+        memory { in0 = l1_block_sharded  out = l1_block_sharded  orientation = col_major }
+        block { in0_block_w = 2  out_subblock = 1 x 4  per_core = 4 x 4  out_block = 2 x 4 }
+        fuse { bias = true }
+    }""",
 }
 
 
@@ -179,6 +188,44 @@ def test_transpose_mcast_args_follow_the_factory(tmp_path):
     assert r[13:15] == (1, 1)                            # last_out_num_blocks_h, _w
 
 
+def test_block_sharded_in0_and_sharded_output_args_follow_the_factory(tmp_path):
+    """matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e for in0 BLOCK_SHARDED and a sharded
+    output, written out here for sharded_small (Mt = Nt = 8, Kt = 16, 4 x 2 cores, per_core 4 x 2,
+    in0_block_w 2, bf16): every core runs reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded
+    with CT args {core_has_output_block_work, core_in_in0_receiver_mcast_grid, in0_block_num_tiles,
+    in0_block_size_bytes, in0_last_ktile_w, in0_last_ktile_h, num_blocks, out_num_blocks_x,
+    out_num_blocks_y, sems, in0_mcast_num_dests = in0_mcast_num_cores = num_blocks_x, num_x, num_y,
+    transpose_mcast, shard width, shard height, in0_block_w, in0_block_h, B, fuse_op}, named {cb_in0: c_0,
+    cb_in0_sharded: c_2, cb_l1_array: c_6}; the writers get OUT_SHARDED and no last_num_blocks args."""
+    p, _, manifest = _manifest(_spec("sharded_small", tmp_path), tmp_path)
+    args = tt_kernel_args(p, manifest)
+    num_blocks_x, in0_block_num_tiles, tile = 4, 4 * 2, 2048
+    shard_w, shard_h = 16 // num_blocks_x, 4
+    sems = {s["name"]: s["id"] for s in manifest["semaphores"]}
+    for i in range(num_blocks_x):
+        a = args[f"in0_sharded_{i}"]
+        assert a.compile_time_args[:22] == (1, 1, in0_block_num_tiles, in0_block_num_tiles * tile, 0, 0, 16 // 2, 1, 1,
+                                            sems["in0_sender"], sems["in0_receiver"], num_blocks_x, num_blocks_x,
+                                            num_blocks_x, 1, 0, shard_w, shard_h, 2, 4, 1, 0)
+        assert a.named_compile_time_args == {"cb_in0": 0, "cb_in0_sharded": 2, "cb_l1_array": 6} and not a.defines
+        # runtime: sender_id = core.x; the row's rectangle, given end first on NOC 1; the row's NoC x list;
+        # the row's NoC y
+        for (x, y), rt in a.runtime_args:
+            assert x == i and rt[0] == x
+            assert rt[1:5] == ({"noc_x": num_blocks_x - 1}, {"noc_y": y}, {"noc_x": 0}, {"noc_y": y})
+            assert rt[5:] == (*({"noc_x": j} for j in range(num_blocks_x)), {"noc_y": y})
+    sender, receiver = args["in1_sender_writer"], args["in1_receiver_writer"]
+    assert sender.defines["OUT_SHARDED"] == "1" and receiver.defines["OUT_SHARDED"] == "1"
+    assert len(dict(sender.runtime_args)[(0, 0)]) == 20 and len(dict(receiver.runtime_args)[(0, 1)]) == 13
+    # the manifest describes the shards for ttnn, and c_2 / c_4 as globally allocated on them
+    tensors = {t["name"]: t for t in manifest["io_tensors"]}
+    assert tensors["in0"]["memory"] == {"buffer_type": "L1", "memory_layout": "BLOCK_SHARDED",
+                                        "shard_spec": {"grid": [0, 0, 3, 1], "shape": [128, 128],
+                                                       "orientation": "ROW_MAJOR"}}
+    assert tensors["out"]["memory"]["shard_spec"]["shape"] == [128, 64] and "memory" not in tensors["in1"]
+    assert {c.get("globally_allocated") for c in manifest["cbs"]} == {None, "in0", "out"}
+
+
 def test_in0_last_ktile_w_is_the_logical_k_modulo_the_tile(tmp_path):
     """The factory: in0_last_ktile_w = logical K % tile width (its reader zeroes the rest of the last K
     tile), in0_last_ktile_h = 0 without transpose_a: in0 sender CT args 7 and 8."""
@@ -210,7 +257,8 @@ def test_reuse_dataflow_is_not_swapped(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["peak_small", "l1acc_two_blocks_bias", "one_column", "one_row", "blackhole_bias",
-                                  "padded", "padded_small", "transposed", "transpose_mcast_small"])
+                                  "padded", "padded_small", "transposed", "transpose_mcast_small",
+                                  "sharded_small", "sharded_transposed"])
 def test_tt_metal_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, name):
     """TT-Metal's compute kernel and its four readers/writers, unchanged, on kgen's plan."""
     from kgen.proof.portcheck import port_check
@@ -226,7 +274,9 @@ def test_tt_metal_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, n
     assert all(proc["finished"] for proc in pc.program.processors)
     ops = pc.dataflow_op_counts(pc.program)
     assert ops["noc_async_read"] == pc.dataflow_op_counts(pc.ours)["noc_async_read"]   # same tiles from DRAM
-    assert ops["noc_async_write"] == pc.dataflow_op_counts(pc.ours)["noc_async_write"]
+    assert ops.get("noc_async_write", 0) == pc.dataflow_op_counts(pc.ours).get("noc_async_write", 0)
+    if p.memory.out != "dram":          # a sharded output is never written: it is the shards
+        assert not ops.get("noc_async_write")
 
 
 def test_port_check_reports_the_program(host_cxx, host_toolchain, capsys):
