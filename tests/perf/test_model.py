@@ -227,3 +227,37 @@ matmul t {{
     assert fan_outs(transposed) == {"in0_sender": {1}, "in1_sender_writer": {3}}
     # the model reads those fan-outs from the IR and predicts both
     assert predict(plain).cycles > 0 and predict(transposed).cycles > 0
+
+
+def test_a_sharded_in0_reads_no_dram_and_a_sharded_output_writes_none():
+    # The same matmul with in0 and the output in DRAM and block-sharded in L1 (TT's peak benchmark
+    # placement): the sharded program moves only in1 through DRAM, which is what the benchmark-row
+    # placement {"in0": "sharded", "out": "sharded"} models for the DRAM program; its in0 kernels do
+    # local L1 reads and multicasts only.
+    from kgen.perf.model import _KernelCost
+    text = """
+matmul t {{
+    arch = wormhole_b0  shape = 256 x 256 x 512  grid = 4 x 2  dataflow = mcast_2d
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+    {memory}
+    block {{ in0_block_w = 2  per_core = 4 x 2  out_block = 4 x 2  out_subblock = 4 x 2 }}
+}}
+"""
+    dram = verified(resolve(parse_text(text.format(memory=""), "t.kspec")))
+    sharded = verified(resolve(parse_text(text.format(
+        memory="memory { in0 = l1_block_sharded  out = l1_block_sharded }"), "t.kspec")))
+    costs = load_costs("wormhole_b0")
+    in1_bytes = 16 * 8 * 2048                   # Kt x Nt bf16 tiles, read once by the in1 senders
+    in0_bytes, out_bytes = 8 * 16 * 2048, 8 * 8 * 2048
+
+    def dram_bytes(program, placement=None):
+        return sum(_KernelCost(program, k, costs, placement or {}).dram_bytes
+                   * (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1) for k in program.kernels)
+
+    assert dram_bytes(dram) == in1_bytes + in0_bytes + out_bytes
+    assert dram_bytes(sharded) == in1_bytes
+    assert dram_bytes(dram, {"in0": "sharded", "out": "sharded"}) == in1_bytes
+    for k in sharded.kernels:
+        if k.name.startswith("in0_sharded_"):
+            assert "dram" not in _KernelCost(sharded, k, costs, {}).busy[k.processor]
+    assert predict(sharded).dram_floor_cycles < predict(dram).dram_floor_cycles
