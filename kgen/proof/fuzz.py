@@ -44,6 +44,7 @@ INPUT_BUFFERING_DEPTH = 2    # in0/in1 CBs are double-buffered when more than on
 PADDED_BLOCKS_SHARE = 0.3
 TILE_PADDING_SHARE = 0.3
 TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks along x; issue #17 item 4)
+SHARDED_SHARE = 0.3           # of the mcast_2d cases that can be: in0 and/or the output block-sharded in L1
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
 DTYPES: tuple[str, ...] = tuple(DTYPE_TO_FORMAT)
@@ -113,6 +114,7 @@ class _Choice:
     omit: frozenset[str]       # optional keys left out (the default applies)
     trim: tuple[int, int, int] = (0, 0, 0)   # elements short of whole tiles in M (per batch), N, K
     transpose_mcast: bool = False            # grid_req is then M cores along x, N cores along y
+    memory: tuple[str, str] = ("dram", "dram")   # where in0 and the output live (spec `memory { }`)
 
     @property
     def num_blocks(self) -> int:
@@ -342,6 +344,8 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
         lines.append(f"dataflow = {c.dataflow}")
     if c.transpose_mcast:
         lines.append("transpose_mcast = true")
+    if c.memory != ("dram", "dram"):
+        lines.append(f"memory {{ in0 = {c.memory[0]}  out = {c.memory[1]} }}")
     fuse = ([f"bias = {_b(c.bias)}"] if c.bias or rng.random() < 0.3 else []) + \
            ([f"activation = {'relu' if c.relu else ACTIVATIONS[0]}"] if c.relu or rng.random() < 0.3 else [])
     if fuse:
@@ -381,6 +385,7 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
     # the padded forms draw from their own stream, so the rest of a case is what it was before them
     c = _padded(random.Random(f"kgen-fuzz-padding:{seed}:{index}"), c)
     c = _transposed(random.Random(f"kgen-fuzz-transpose:{seed}:{index}"), c)
+    c = _sharded(random.Random(f"kgen-fuzz-sharding:{seed}:{index}"), c)
     name = _case_name(seed, index)
     return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
 
@@ -421,6 +426,35 @@ def _transposed(rng: random.Random, c: _Choice) -> _Choice:
     return dataclasses.replace(c, grid_req=(gy, gx), transpose_mcast=True, auto=c.auto - {"per_core"})
 
 
+def _sharded(rng: random.Random, c: _Choice) -> _Choice:
+    """Some mcast_2d cases with in0 and/or the output block-sharded in L1 (issue #17 item 3), where TT's
+    2D validation and kgen's limits allow it, restated here: whole shards (tile-multiple shapes, per_core
+    dividing Mt and Nt, no untilize); in0's K split evenly over the n cores along N, its shard width a
+    multiple of in0_block_w (drawn, not auto: auto would pick within the shard); a sharded output needs
+    out_subblock_w == per_core_N || out_subblock_h == 1, and the same of out_block (the subblock drawn,
+    not auto). The shards add c_2 (per_core_M x shard width) and grow c_4 to the whole per-core output,
+    checked against L1 with room to spare."""
+    (pm, pn), (obh, obw), (sbh, sbw) = c.per_core, c.out_block, c.subblock
+    if (c.dataflow != "mcast_2d" or c.untilize or any(c.trim) or c.mt % pm or c.nt % pn
+            or rng.random() >= SHARDED_SHARE):
+        return c
+    arch = load_arch(c.arch)
+    tb = arch.tile_bytes
+    n = c.nt // pn
+    in0_ok = c.kt % n == 0 and (c.kt // n) % c.in0_block_w == 0 and "in0_block_w" not in c.auto
+    out_ok = "out_subblock" not in c.auto and (sbw == pn or sbh == 1) and (obw == pn or obh == 1)
+    choices = [m for m, ok in ((("l1_block_sharded", "dram"), in0_ok), (("dram", "l1_block_sharded"), out_ok),
+                               (("l1_block_sharded", "l1_block_sharded"), in0_ok and out_ok)) if ok]
+    if not choices:
+        return c
+    memory = rng.choice(choices)
+    extra = (pm * (c.kt // n) * tb[DTYPE_TO_FORMAT[c.dtypes[0]]] + 64
+             + 2 * pm * pn * max(tb[DTYPE_TO_FORMAT[c.dtypes[2]]], tb["Float32"]))
+    if _cb_bytes(arch, c) + extra > arch.usable_cb_bytes:
+        return c
+    return dataclasses.replace(c, memory=memory)
+
+
 def generate_cases(count: int, seed: int) -> list[FuzzCase]:
     return [generate_case(seed, i) for i in range(count)]
 
@@ -456,6 +490,7 @@ def features(p: Plan) -> dict[str, object]:
         "fp32_dest_acc": c.fp32_dest_acc, "packer_l1_acc": c.packer_l1_acc, "dst_full_sync": c.dst_full_sync,
         "policy": p.policy, "num_blocks": p.num_blocks, "bias": p.fuse_bias, "relu": p.pack_relu,
         "untilize_out": p.untilize_out, "grid": f"{p.grid[0]}x{p.grid[1]}", "transpose_mcast": p.transpose_mcast,
+        "memory": f"in0 {s.memory.in0}, out {s.memory.out}",
         "grid_requested": f"{p.grid_requested[0]}x{p.grid_requested[1]}",
         "macs": p.mt * p.nt * p.kt * TILE_HW ** 3,
         "padded_blocks": "/".join(d for d, on in (("M", p.padded_m), ("N", p.padded_n)) if on) or "none",

@@ -250,8 +250,21 @@ def _sharded_differences(plan) -> tuple[tuple[str, int, str], ...]:
                                       "to take the shard's address; kgen reads c_2's read pointer"),
            ("cb_push_back", cores, "TT-Metal's block-sharded reader reserves and pushes its shard CB c_2 once, "
                                    "to take the shard's address; kgen reads c_2's read pointer"),
-           ("noc_semaphore_wait", sends, "TT-Metal's block-sharded sender multicasts with loopback and waits for its "
-                                         "own VALID flag too, once per K-block it sends")]
+           ("noc_semaphore_wait", sends if n > 1 else 2 * sends,
+            "TT-Metal's block-sharded sender multicasts with loopback and waits for its own VALID flag too, once per "
+            "K-block it sends" + ("" if n > 1 else ", and for 0 receivers' increments: with one core on the line "
+                                                   "kgen's kernel has no handshake"))]
+    if n == 1:
+        out.append(("noc_semaphore_set", 3 * sends + cores,
+                    "with one core on the line TT-Metal's reader still sets its flags (INVALID, 0, VALID) per K-block and "
+                    "VALID once at the start; kgen's kernel has no handshake"))
+    if not (plan.per_core_m > 1 and plan.in0_shard_w // plan.in0_block_w > 1):
+        # TT's reader copies a block out of the shard (extract_shard_sub_blocks) only when the shard is
+        # more than one tile high and holds several K-blocks; otherwise it multicasts straight from the shard
+        why = ("TT-Metal's block-sharded reader multicasts a K-block straight out of the shard when it is contiguous "
+               "there (one tile row, or one K-block per shard); kgen always copies it into c_0 first, one read per "
+               "tile row and a barrier")
+        out += [("noc_async_read", -sends * plan.out_block_h, why), ("noc_async_read_barrier", -sends, why)]
     if n > 1:
         why = ("kgen multicasts a K-block to the cores before and after the sender on its line, two multicasts where "
                "the sender is inside the line; TT-Metal multicasts once to the whole line with loopback")

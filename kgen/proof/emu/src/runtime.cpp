@@ -88,6 +88,9 @@ struct CB {
     // Per page slot since its push: bit 0 = read by the consumer, bit 1 = overwritten through
     // another CB sharing the region after that read (a later read of it gets the other CB's data).
     std::vector<uint8_t> page_state;
+    // Globally allocated on an L1-sharded input whose shard the host wrote: every page holds data
+    // (TT-Metal's block-sharded reader multicasts straight out of it, beyond what it reserved).
+    bool host_data = false;
     uint32_t end() const { return base + page_size * num_pages; }
 };
 
@@ -587,6 +590,7 @@ void check_read_from(Proc *p, uint32_t addr, uint32_t bytes, Where at, const cha
         int i = p->last_ptr_cb;
         const CB &b = c->cbs[i];
         if (addr >= b.base && addr + bytes <= b.end()) {
+            if (b.host_data) return;
             if (inside_window(b, b.acked, b.received, addr, bytes)) return;
             if (p->reserved[i] && inside_window(b, b.received, b.received + p->reserved[i], addr, bytes)) return;
             hazard("read of pages never pushed", at,
@@ -601,6 +605,7 @@ void check_read_from(Proc *p, uint32_t addr, uint32_t bytes, Where at, const cha
         const CB &b = c->cbs[i];
         if (!b.configured || addr >= b.end() || addr + bytes <= b.base) continue;
         in_cb = true;
+        if (b.host_data && addr >= b.base && addr + bytes <= b.end()) return;
         if (inside_window(b, b.acked, b.received, addr, bytes)) return;
         if (p->reserved[i] && inside_window(b, b.received, b.received + p->reserved[i], addr, bytes)) return;
     }
@@ -1659,6 +1664,9 @@ void load_inputs(const ProgramLines &prog) {
         std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
         if (data.size() != d.bytes) die("L1 shard " + d.file + " has the wrong size");
         std::memcpy(core_l1(d), data.data(), d.bytes);
+        Core *c = M.cores[size_t(d.core)].get();
+        for (auto &b : c->cbs)
+            if (b.configured && b.base >= c->l1_base + d.addr && b.end() <= c->l1_base + d.addr + d.bytes) b.host_data = true;
     }
 }
 
