@@ -562,9 +562,10 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     def sender_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
                      extents: tuple[Extent | None, Extent | None],
                      sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...]) -> list[Node]:
-        ops: list[Node] = [op("cb_reserve_back", cb, tiles),
-                           op("read_tiles", tensor, cb, start, rows, cols, stride, *extents),
-                           op("noc_read_barrier")]
+        ops: list[Node] = [op("cb_reserve_back", cb, tiles)]
+        if not (tensor == "in0" and p.memory.in0 == "l1_height_sharded"):
+            ops += [op("read_tiles", tensor, cb, start, rows, cols, stride, *extents), op("noc_read_barrier")]
+        # (a height-sharded in0: c_0 is globally allocated on the core's shard, the block is already there)
         if num_dests:
             ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),
                     op("sem_set", sender_sem, 0),
@@ -610,11 +611,12 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     in0_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
         CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
         "in0_sender", "in0_receiver", in0_dests, in0_rect)))
-    if p.memory.in0 == "dram":
+    if p.memory.in0 != "l1_block_sharded":
         kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, in0_senders,
-                                  _out_block_loops(p, lambda first: (in0_send,)), (tensors["in0"],),
+                                  _out_block_loops(p, lambda first: (in0_send,)),
+                                  (tensors["in0"],) if p.memory.in0 == "dram" else (),
                                   (("cb_in0", CB_IN0),), in0_sems, in0_rect if in0_dests else ()))
-    if in0_dests and p.memory.in0 == "dram":
+    if in0_dests and p.memory.in0 != "l1_block_sharded":
         in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", in0_from[0]),
                            RuntimeArg("in0_sender_noc_y", "noc_y", in0_from[1]))
         in0_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(

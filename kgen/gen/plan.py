@@ -366,7 +366,10 @@ def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out
     out_region = "out+partials" if share else "out"
     out_pages = per_core[0] * per_core[1] if out_sharded else obh * obw
     cbs = [
-        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0"),
+        # a height-sharded in0: c_0 itself is globally allocated on the in0 buffer (the factory:
+        # `if (in0_height_sharded) src0_cb_config.set_globally_allocated_address(*in0_buffer)`)
+        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0",
+                       buffer="in0" if spec.memory.in0 == "l1_height_sharded" else None),
         CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], obw * in0_block_w * depth, "in1"),
     ]
     if spec.memory.in0 == "l1_block_sharded":
@@ -619,7 +622,9 @@ class _Blocking:
             ((h, w) for h in _divisors(self.per_core_m) for w in _divisors(self.per_core_n)),
             key=lambda p: (-(p[0] * p[1]), -p[1]))
         ob_candidates = [ob for ob in ob_candidates if given_ob or (self.padding_violation(ob) is None
-                                                                     and self.sharded_out_allows(ob))]
+                                                                     and self.sharded_out_allows(ob)
+                                                                     and (self.spec.memory.in0 != "l1_height_sharded"
+                                                                          or ob[0] == self.per_core_m))]
         w_candidates = [given_w] if given_w else [d for d in reversed(_divisors(self.kt))
                                                   if d <= AUTO_IN0_BLOCK_W_MAX and self.w_allowed(d)]
         if self.spec.memory.in0 == "l1_height_sharded" and not given_w:
@@ -655,9 +660,13 @@ class _Blocking:
         if given_ob is None:
             choices.append(f"out_block auto -> {obh} x {obw}: the largest block dividing per_core "
                            f"{self.per_core_m} x {self.per_core_n} whose CBs fit L1")
-        if given_w is None:
+        if given_w is None and self.spec.memory.in0 == "l1_height_sharded":
+            choices.append(f"in0_block_w auto -> {in0_block_w} = Kt: a height-sharded in0 is one K-block "
+                           f"(TT-Metal: K == in0_block_w == the shard's width)")
+        elif given_w is None:
             choices.append(f"in0_block_w auto -> {in0_block_w}: the largest divisor of Kt = {self.kt} up to "
-                           f"{AUTO_IN0_BLOCK_W_MAX} whose CBs fit L1")
+                           f"{AUTO_IN0_BLOCK_W_MAX}" + (f" dividing the in0 shard's {self.in0_shard_w} tiles"
+                                                        if self.in0_shard_w else "") + " whose CBs fit L1")
         if given_sb is None:
             choices.append(f"out_subblock auto -> {sbh} x {sbw}: first of TT-Metal's SUBBLOCK_HW_CHOICES (h, w) "
                            f"dividing out_block {obh} x {obw} within DST capacity {self.capacity}")
@@ -730,6 +739,13 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                         f"{' and '.join(sharded)} sharded with a shape short of whole tiles or per_core not dividing "
                         f"Mt x Nt = {mt} x {nt}: kgen shards only evenly divided tensors",
                         spec.span("memory"), "tile-multiple M, N, K and per_core dividing Mt and Nt")
+    if mem.in0 == "l1_height_sharded" and spec.block.out_block not in (None,) and \
+            spec.block.out_block[0] != per_core_m:
+        raise PlanError("kgen: a height-sharded in0 needs out_block_h == per_core_M",
+                        f"in0 = l1_height_sharded with out_block_h = {spec.block.out_block[0]} < per_core_M = "
+                        f"{per_core_m}: TT-Metal's c_0, globally allocated on the shard, holds out_block_h x K tiles, "
+                        f"so the shard's later rows would never reach the compute kernel",
+                        spec.span("block.out_block"), f"out_block = {per_core_m} x {spec.block.out_block[1]}")
     if mem.in0 == "l1_block_sharded":
         if kt % n_blocks:
             raise PlanError("kgen: in0's shard grid is the grid with work",

@@ -443,12 +443,16 @@ def _sharded(rng: random.Random, c: _Choice) -> _Choice:
     n = c.nt // pn
     in0_ok = c.kt % n == 0 and (c.kt // n) % c.in0_block_w == 0 and "in0_block_w" not in c.auto
     out_ok = "out_subblock" not in c.auto and (sbw == pn or sbh == 1) and (obw == pn or obh == 1)
+    # height-sharded: !transpose_mcast, K == in0_block_w, and (kgen) out_block_h == per_core_M
+    height_ok = not c.transpose_mcast and c.in0_block_w == c.kt and obh == pm
     choices = [m for m, ok in ((("l1_block_sharded", "dram"), in0_ok), (("dram", "l1_block_sharded"), out_ok),
-                               (("l1_block_sharded", "l1_block_sharded"), in0_ok and out_ok)) if ok]
+                               (("l1_block_sharded", "l1_block_sharded"), in0_ok and out_ok),
+                               (("l1_height_sharded", "dram"), height_ok),
+                               (("l1_height_sharded", "l1_block_sharded"), height_ok and out_ok)) if ok]
     if not choices:
         return c
     memory = rng.choice(choices)
-    extra = (pm * (c.kt // n) * tb[DTYPE_TO_FORMAT[c.dtypes[0]]] + 64
+    extra = (pm * c.kt * tb[DTYPE_TO_FORMAT[c.dtypes[0]]] + 64
              + 2 * pm * pn * max(tb[DTYPE_TO_FORMAT[c.dtypes[2]]], tb["Float32"]))
     if _cb_bytes(arch, c) + extra > arch.usable_cb_bytes:
         return c

@@ -92,7 +92,7 @@ def unsupported_reason(plan, manifest: dict) -> str | None:
             return f"tensor {t['name']} is {t['layout']}; TT-Metal's 2D multicast writers write tiles"
     names = {k["name"] for k in manifest["kernels"]}
     senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == "l1_block_sharded" else {"in0_sender"})
-    if plan.memory.in0 == "l1_height_sharded" or plan.memory.in1 != "dram":
+    if plan.memory.in1 != "dram":
         return (f"memory in0 = {plan.memory.in0}, in1 = {plan.memory.in1}: kgen does not build this placement's "
                 f"program")
     missing = sorted(senders - names)
@@ -142,6 +142,12 @@ class _FactoryValues:
     @property
     def batch(self) -> int:
         return self.plan.batch_ct            # batch is fused into Mt: the factory's B is 1
+
+    @property
+    def in0_shard_tiles(self) -> tuple[int, int]:
+        """The factory's in0_shard_width_in_tiles, in0_shard_height_in_tiles (0, 0 unless in0 is sharded)."""
+        p = self.plan
+        return (p.in0_shard_w, p.per_core_m) if p.memory.in0 != "dram" else (0, 0)
 
     @property
     def out_sharded(self) -> bool:
@@ -259,6 +265,7 @@ class _FactoryValues:
 def _in0_sender(f: _FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     kt, ibw, obh, cols, rows = p.kt, p.in0_block_w, p.out_block_h, f.cols, f.rows
+    sharded = p.memory.in0 == "l1_height_sharded"          # IN0_SHARDED: c_0 is the shard
     rt = tuple((core, (
         {"buffer_address": "in0"}, p.per_core_m * kt * f.idx(core)[0],
         *f.in0_rect(core, _noc_index(k)),
@@ -267,16 +274,18 @@ def _in0_sender(f: _FactoryValues, k: dict) -> TtKernelArgs:
     return TtKernelArgs(
         "in0_sender",
         # in0_last_ktile_w = logical K % tile width (the reader zeroes the rest of the last K tile),
-        # in0_last_ktile_h = 0 (no transpose_a), then extract_shard_sub_blocks, shard_w, shard_h (no sharding)
-        (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, p.spec.k % TILE_HW, 0, 0, 0, 0, p.num_blocks, p.num_blocks_w_dim,
+        # in0_last_ktile_h = 0 (no transpose_a), then extract_shard_sub_blocks (always false here), and the
+        # shard's width and height in tiles (0 unless in0 is sharded)
+        (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, p.spec.k % TILE_HW, 0, 0, *f.in0_shard_tiles, p.num_blocks,
+         p.num_blocks_w_dim,
          p.num_blocks_h_dim, f.sems["in0_sender"], f.sems["in0_receiver"], cols - 1, cols - 1, p.mt * kt,
          f.batch, f.batch,
          0, 0, 0, 1, 0, 0,                    # reuse_in0, batchB, sparsity page, bcast_A, batch from reader, fuse_op
-         INTERLEAVED_DRAM, f.page["in0"], 0, 0,  # TensorAccessorArgs(in0), TensorAccessorArgs() for sparsity
+         INTERLEAVED_L1 if sharded else INTERLEAVED_DRAM, f.page["in0"], 0, 0,  # TensorAccessorArgs(in0), sparsity's
          0),                                  # num_batch_compute (sparsity off)
         {"cb_in0": f.named["in0_sender"]["cb_in0"], "cb_in0_sharded": TT_FIXED_CBS["cb_in0_sharded"],
          "cb_sparsity": TT_FIXED_CBS["in0_sender cb_sparsity"], "num_active": 0},
-        {"SKIP_MCAST": "1"} if cols == 1 else {},
+        {**({"SKIP_MCAST": "1"} if cols == 1 else {}), **({"IN0_SHARDED": "1"} if sharded else {})},
         rt)
 
 

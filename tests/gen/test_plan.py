@@ -433,3 +433,17 @@ def test_sharded_auto_blocking_follows_the_sharded_rules():
     assert (p.out_subblock_h, p.out_subblock_w) == (2, 4)
     # auto in0_block_w divides the 4-tile shard width
     assert plan(sharded(w="auto")).in0_block_w == 4
+
+
+def test_height_sharded_in0_is_the_factorys():
+    # HEIGHT_SHARDED in0 (factory @0000d49e): c_0 itself globally allocated on in0, in0_CB_size = out_block_h *
+    # in0_block_w tiles (one K-block: K == in0_block_w); the shard grid is the in0 senders' column
+    # (validation: bbox start.x == end.x), shard per_core_M x K
+    p = plan(sharded(shape="256 x 256 x 256", memory="in0 = l1_height_sharded", w="auto", pc="4 x 2"))
+    assert p.in0_block_w == 8 and p.num_blocks == 1
+    assert p.cb(0).buffer == "in0" and p.cb(0).pages == 4 * 8
+    assert p.shard_specs["in0"] == {"memory_layout": "HEIGHT_SHARDED", "grid": (0, 0, 0, 1),
+                                    "orientation": "ROW_MAJOR", "shape": (4 * 32, 8 * 32)}
+    with pytest.raises(PlanError) as exc:      # kgen: c_0 spans out_block_h rows of the shard
+        plan(sharded(shape="256 x 256 x 256", memory="in0 = l1_height_sharded", w="8", pc="4 x 2", ob="2 x 2"))
+    assert "out_block_h == per_core_M" in exc.value.message

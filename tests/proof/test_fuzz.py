@@ -159,6 +159,7 @@ def test_coverage(results, cases):
     assert placements >= {("dram", "dram"), ("l1_block_sharded", "dram"), ("dram", "l1_block_sharded"),
                           ("l1_block_sharded", "l1_block_sharded")}
     assert any(p.transpose_mcast and p.memory.in0 != "dram" for p in plans)
+    assert any(p.memory.in0 == "l1_height_sharded" for p in plans)
     for dim in ("M", "N", "K"):
         assert any(dim in p.tile_padding for p in plans), dim
     assert any(p.padded_blocks and p.tile_padding for p in plans)

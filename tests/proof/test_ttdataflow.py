@@ -226,6 +226,25 @@ def test_block_sharded_in0_and_sharded_output_args_follow_the_factory(tmp_path):
     assert {c.get("globally_allocated") for c in manifest["cbs"]} == {None, "in0", "out"}
 
 
+def test_height_sharded_in0_args_follow_the_factory(tmp_path):
+    """in0 HEIGHT_SHARDED: the interleaved in0 sender kernel with IN0_SHARDED, its CT args 10 and 11 the
+    shard's width and height in tiles (in0_shard_width_in_tiles = K, in0_shard_height_in_tiles =
+    per_core_M), extract_shard_sub_blocks (CT arg 9) false."""
+    text = """matmul h {
+        arch = wormhole_b0  shape = 256 x 256 x 256  grid = 4 x 2  dataflow = mcast_2d
+        dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+        memory { in0 = l1_height_sharded }
+        block { per_core = 4 x 2 }
+    }"""
+    path = tmp_path / "h.kspec"
+    path.write_text(text + "\n")
+    p, _, manifest = _manifest(resolve(load_file(path), None), tmp_path)
+    sender = tt_kernel_args(p, manifest)["in0_sender"]
+    assert sender.defines == {"IN0_SHARDED": "1"}
+    assert sender.compile_time_args[9:12] == (0, 8, 4)
+    assert {c.get("globally_allocated") for c in manifest["cbs"]} == {None, "in0"}
+
+
 def test_in0_last_ktile_w_is_the_logical_k_modulo_the_tile(tmp_path):
     """The factory: in0_last_ktile_w = logical K % tile width (its reader zeroes the rest of the last K
     tile), in0_last_ktile_h = 0 without transpose_a: in0 sender CT args 7 and 8."""
