@@ -109,6 +109,7 @@ class TensorArg:
     data_format: str     # tt::DataFormat name of its pages
     page_bytes: int      # one tile, or one row of an untilized (row-major) output
     layout: str          # TILE | ROW_MAJOR
+    in_l1: bool = False  # interleaved over the L1 banks instead of DRAM's (TensorAccessorArgs IsDram = 0)
 
 
 @dataclass(frozen=True)

@@ -488,7 +488,7 @@ def _tensors(p: Plan) -> dict[str, TensorArg]:
     out = (TensorArg("out", p.out_format, p.nt * _row_bytes_per_tile(p), "ROW_MAJOR")
            if p.untilize_out else TensorArg("out", p.out_format, tile[p.out_format], "TILE"))
     tensors = {"in0": TensorArg("in0", p.in0_format, tile[p.in0_format], "TILE"),
-               "in1": TensorArg("in1", p.in1_format, tile[p.in1_format], "TILE"),
+               "in1": TensorArg("in1", p.in1_format, tile[p.in1_format], "TILE", in_l1=p.memory.in1 == "l1"),
                "out": out}
     if p.fuse_bias and p.bias_format:
         tensors["bias"] = TensorArg("bias", p.bias_format, tile[p.bias_format], "TILE")
@@ -498,7 +498,8 @@ def _tensors(p: Plan) -> dict[str, TensorArg]:
 def _accessor_args(tensors: tuple[TensorArg, ...]) -> list[tuple[str, int]]:
     args: list[tuple[str, int]] = []
     for t in tensors:
-        args += [(f"{t.name}_accessor_config", ACCESSOR_INTERLEAVED_DRAM), (f"{t.name}_page_bytes", t.page_bytes)]
+        args += [(f"{t.name}_accessor_config", 0 if t.in_l1 else ACCESSOR_INTERLEAVED_DRAM),
+                 (f"{t.name}_page_bytes", t.page_bytes)]
     return args
 
 

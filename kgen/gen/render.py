@@ -355,7 +355,9 @@ def manifest_body(program: Program) -> dict[str, Any]:
         "policy": plan.policy,
         "io_tensors": [{"name": n, "shape": shapes[n], **tensors[n],
                         **({"padded_shape": padded[n]} if padded[n] != shapes[n] else {}),
-                        **({"memory": _memory_config(shards[n])} if n in shards else {})} for n in io],
+                        **({"memory": _memory_config(shards[n])} if n in shards else {}),
+                        **({"memory": {"buffer_type": "L1", "memory_layout": "INTERLEAVED"}}
+                           if n == "in1" and plan.memory.in1 == "l1" else {})} for n in io],
         "kernels": kernels,
         "cbs": cbs,
         "semaphores": semaphores,

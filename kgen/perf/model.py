@@ -349,7 +349,9 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     do where kgen cannot yet generate that dataflow; the ops stay the program's."""
     p = program.plan
     costs = costs or load_costs(p.arch.name)
-    placement = placement or {}
+    # where the plan itself puts a tensor (`memory { in1 = l1 }`); a sharded in0 or output needs nothing
+    # here: its program reads no DRAM for it (copy_shard) and writes none
+    placement = {**({"in1": L1} if p.memory.in1 == "l1" else {}), **(placement or {})}
     unknown = {v for v in placement.values()} - {DRAM, L1, SHARDED}
     if unknown:
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")

@@ -465,7 +465,8 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
     lines.append(f"dram {banks} {addr} {arch.dram_alignment}")
     addresses = {t.name: t.address for t in tensors}
     output = next(t for t in tensors if t.name == "out")
-    shard_specs = {t["name"]: t["memory"]["shard_spec"] for t in manifest["io_tensors"] if "memory" in t}
+    shard_specs = {t["name"]: t["memory"]["shard_spec"] for t in manifest["io_tensors"] if "shard_spec" in t.get("memory", {})}
+    in_l1 = {t["name"] for t in manifest["io_tensors"] if t.get("memory", {}).get("memory_layout") == "INTERLEAVED"}
     out_shards = []
     for t in tensors:
         cols = t.shape[-1] // TILE_HW
@@ -485,7 +486,8 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
         else:
             path = workdir / f"{t.name}.bin"
             path.write_bytes(_tensor_bytes(t, inputs))
-            lines.append(f"input {t.address} {t.page_size} {t.num_pages} {path}")
+            kind = "l1_interleaved_input" if t.name in in_l1 else "input"    # interleaved over L1 banks or DRAM's
+            lines.append(f"{kind} {t.address} {t.page_size} {t.num_pages} {path}")
     # Kernels and what runs where.
     kid = {}
     for i, b in enumerate(builds):

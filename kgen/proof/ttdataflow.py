@@ -92,9 +92,6 @@ def unsupported_reason(plan, manifest: dict) -> str | None:
             return f"tensor {t['name']} is {t['layout']}; TT-Metal's 2D multicast writers write tiles"
     names = {k["name"] for k in manifest["kernels"]}
     senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == "l1_block_sharded" else {"in0_sender"})
-    if plan.memory.in1 != "dram":
-        return (f"memory in0 = {plan.memory.in0}, in1 = {plan.memory.in1}: kgen does not build this placement's "
-                f"program")
     missing = sorted(senders - names)
     if missing:
         return f"the build folder lacks kgen kernels {', '.join(missing)}"
@@ -324,7 +321,7 @@ def _in1_sender_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
          f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
          *f.writer_ct(),
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output
-         INTERLEAVED_DRAM, f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
+         INTERLEAVED_L1 if p.memory.in1 == "l1" else INTERLEAVED_DRAM, f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
          *((INTERLEAVED_DRAM, f.page["bias"]) if bias else ())),
         {**f.cb_fixed("in1_sender_writer"), "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0},
         {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if rows == 1 else {}),

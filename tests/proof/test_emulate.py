@@ -128,7 +128,8 @@ def test_random_schedules_give_identical_bits(host_cxx, tmp_path):
                                           ("padded_small", "reuse"),
                                           # transpose_mcast and L1 sharding (issue #17)
                                           ("transpose_mcast_small", "padded"), ("sharded_small", None),
-                                          ("sharded_small", "transposed")])
+                                          ("sharded_small", "transposed"), ("sharded_small", "height"),
+                                          ("sharded_small", "in1_l1")])
 def test_port_check_matches_tt_metal_kernel(host_cxx, host_toolchain, tmp_path, name, variant):
     from kgen.proof.portcheck import port_check
 

@@ -245,6 +245,22 @@ def test_height_sharded_in0_args_follow_the_factory(tmp_path):
     assert {c.get("globally_allocated") for c in manifest["cbs"]} == {None, "in0"}
 
 
+def test_in1_in_l1_is_an_l1_tensor_accessor(tmp_path):
+    """in1 interleaved in L1: kgen's in1 sender and TT-Metal's read it through a TensorAccessor whose
+    ArgConfig has no IsDram bit (tensor_accessor::ArgConfig, IsDram = 1 << 1); the manifest says where it
+    lives."""
+    p, folder, manifest = _manifest(resolve(load_file(example("sharded_small")), "in1_l1"), tmp_path)
+    tensors = {t["name"]: t for t in manifest["io_tensors"]}
+    assert tensors["in1"]["memory"] == {"buffer_type": "L1", "memory_layout": "INTERLEAVED"}
+    kgen_sender = next(k for k in manifest["kernels"] if k["name"] == "in1_sender_writer")
+    ct = dict(zip(kgen_sender["compile_time_arg_names"], kgen_sender["compile_time_args"]))
+    assert ct["in1_accessor_config"] == 0
+    tt = tt_kernel_args(p, manifest)["in1_sender_writer"].compile_time_args
+    # TensorAccessorArgs(in1) after 19 reader, 10 writer args, the bias stride, the all-gather, reduce-scatter
+    # and compact_output flags (0.81.1's kernel), for bfloat16 in1 tiles of 2048 bytes
+    assert tt[33] == 0 and tt[34] == 2048
+
+
 def test_in0_last_ktile_w_is_the_logical_k_modulo_the_tile(tmp_path):
     """The factory: in0_last_ktile_w = logical K % tile width (its reader zeroes the rest of the last K
     tile), in0_last_ktile_h = 0 without transpose_a: in0 sender CT args 7 and 8."""

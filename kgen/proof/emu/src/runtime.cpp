@@ -176,6 +176,9 @@ struct Machine {
     uint32_t l1_bytes = 0;
     uint32_t num_banks = 0, bank_bytes = 0, dram_align = 32;
     std::vector<std::vector<uint8_t>> dram;
+    // Tensors interleaved over L1 banks (ttnn BufferType::L1, INTERLEAVED): the same page layout as
+    // DRAM's, kept apart and reached at NoC (0, L1_BANK_Y + bank) so that a transfer costs L1 time.
+    std::vector<std::vector<uint8_t>> l1_banks;
     bool fast = false;
     uint32_t dst_tiles_full = 16;
     std::vector<std::unique_ptr<Core>> cores;
@@ -618,8 +621,10 @@ void check_read_from(Proc *p, uint32_t addr, uint32_t bytes, Where at, const cha
 
 struct NocTarget {
     uint8_t *ptr;
-    Core *core;  // null for DRAM
+    Core *core;  // null for DRAM and L1 banks
+    bool l1_bank = false;
 };
+constexpr uint32_t L1_BANK_Y = 48;
 
 NocTarget resolve_noc(uint64_t noc_addr, uint32_t bytes, Where at, const char *what) {
     if (!(noc_addr & NOC_MARK) || (noc_addr & NOC_MCAST))
@@ -633,6 +638,13 @@ NocTarget resolve_noc(uint64_t noc_addr, uint32_t bytes, Where at, const char *w
             fatal("bad address", at, fmt_str("%s: DRAM bank %u offset 0x%x + %u is beyond the bank's allocated %u bytes",
                                              what, bank, addr, bytes, M.bank_bytes));
         return {M.dram[bank].data() + addr, nullptr};
+    }
+    if (x == 0 && y >= L1_BANK_Y && y < L1_BANK_Y + M.num_banks) {
+        uint32_t bank = y - L1_BANK_Y;
+        if (uint64_t(addr) + bytes > M.bank_bytes)
+            fatal("bad address", at, fmt_str("%s: L1 bank %u offset 0x%x + %u is beyond the bank's allocated %u bytes",
+                                             what, bank, addr, bytes, M.bank_bytes));
+        return {M.l1_banks[bank].data() + addr, nullptr, true};
     }
     auto it = M.by_noc.find({int(x), int(y)});
     if (it == M.by_noc.end())
@@ -890,7 +902,6 @@ uint64_t noc_local_addr(uint64_t addr) {
 
 uint64_t interleaved_page_addr(uint32_t base, uint32_t page_id, uint32_t page_size, uint32_t offset, bool is_dram,
                                Where at) {
-    if (!is_dram) fatal("unsupported", at, "L1-interleaved tensors are not modelled; kgen places tensors in DRAM");
     uint32_t aligned = (page_size + M.dram_align - 1) / M.dram_align * M.dram_align;
     uint32_t bank = page_id % M.num_banks;
     uint64_t addr = uint64_t(base) + uint64_t(page_id / M.num_banks) * aligned + offset;
@@ -898,7 +909,7 @@ uint64_t interleaved_page_addr(uint32_t base, uint32_t page_id, uint32_t page_si
         fatal("bad address", at, fmt_str("page %u of the tensor at 0x%x (page size %u) lies beyond DRAM bank %u's "
                                          "allocated bytes: is the page id in range?",
                                          page_id, base, page_size, bank));
-    return enc_xy(0, 32 + bank, static_cast<uint32_t>(addr));
+    return enc_xy(0, (is_dram ? 32 : L1_BANK_Y) + bank, static_cast<uint32_t>(addr));
 }
 
 uint64_t bank_noc_addr(uint32_t bank_id, uint32_t addr, bool is_dram, Where at) {
@@ -914,7 +925,7 @@ void noc_read(uint64_t src, uint32_t dst_l1, uint32_t bytes, Where at) {
     uint8_t *d = local_l1(p, dst_l1, bytes, at, "noc_async_read destination");
     check_write_into(p->core, dst_l1, bytes, -1, at, "noc_async_read");
     std::memcpy(d, s.ptr, bytes);
-    if (s.core) {   // another core's L1
+    if (s.core || s.l1_bank) {   // another core's L1
         p->last_read = "l1_read_latency";
         work_at("noc_async_read", at, bytes / cost("l1_read_bytes_per_cycle"), bytes);
     } else {        // DRAM: bound by bandwidth or by the endpoint's request rate (one request per call)
@@ -1487,6 +1498,7 @@ struct SemLine {
 struct InputLine {
     uint32_t addr, page_size, num_pages;
     std::string file;
+    bool l1 = false;      // interleaved over the L1 banks, not DRAM
 };
 struct ProgramLines {
     uint64_t seed = 0;
@@ -1571,9 +1583,10 @@ ProgramLines read_program(const std::string &program_path) {
             r.common.resize(n);
             for (auto &v : r.common) ls >> v;
             prog.runs.push_back(r);
-        } else if (key == "input") {
+        } else if (key == "input" || key == "l1_interleaved_input") {
             InputLine i{};
             ls >> i.addr >> i.page_size >> i.num_pages >> i.file;
+            i.l1 = key == "l1_interleaved_input";
             prog.inputs.push_back(i);
         } else if (key == "output") {
             Output o{};
@@ -1637,11 +1650,11 @@ void make_cores(const ProgramLines &prog) {
 }
 
 // DRAM: pages interleaved over the banks, each at the bank's aligned page slot.
-uint8_t *dram_page(uint32_t addr, uint32_t page_size, uint32_t pg) {
+uint8_t *dram_page(uint32_t addr, uint32_t page_size, uint32_t pg, bool l1 = false) {
     uint32_t aligned = (page_size + M.dram_align - 1) / M.dram_align * M.dram_align;
     uint64_t off = addr + uint64_t(pg / M.num_banks) * aligned;
     if (off + page_size > M.bank_bytes) die("a tensor does not fit its DRAM bank");
-    return M.dram[pg % M.num_banks].data() + off;
+    return (l1 ? M.l1_banks : M.dram)[pg % M.num_banks].data() + off;
 }
 
 uint8_t *core_l1(const ProgramLines::L1Data &d) {
@@ -1652,12 +1665,13 @@ uint8_t *core_l1(const ProgramLines::L1Data &d) {
 
 void load_inputs(const ProgramLines &prog) {
     M.dram.assign(M.num_banks, std::vector<uint8_t>(M.bank_bytes, 0));
+    M.l1_banks.assign(M.num_banks, std::vector<uint8_t>(M.bank_bytes, 0));
     for (auto &i : prog.inputs) {
         std::ifstream f(i.file, std::ios::binary);
         std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
         if (data.size() != size_t(i.page_size) * i.num_pages) die("input " + i.file + " has the wrong size");
         for (uint32_t pg = 0; pg < i.num_pages; ++pg)
-            std::memcpy(dram_page(i.addr, i.page_size, pg), data.data() + size_t(pg) * i.page_size, i.page_size);
+            std::memcpy(dram_page(i.addr, i.page_size, pg, i.l1), data.data() + size_t(pg) * i.page_size, i.page_size);
     }
     for (auto &d : prog.l1_inputs) {
         std::ifstream f(d.file, std::ios::binary);
