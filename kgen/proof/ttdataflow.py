@@ -15,8 +15,10 @@ the values the legacy 2D builder's, `create_program_mcast_in0_in1`). With TT-Met
 kernel swapped in too (:func:`kgen.gen.pipeline.with_compute_kernel`) the folder is TT-Metal's whole
 program on kgen's plan, CB table and inputs, which `kgen port-check` runs beside kgen's.
 
-Only what kgen's plans use is reproduced: interleaved DRAM tensors in tile layout, no sharding,
-no sparsity and no fused collectives. transpose_mcast is the factory's: in0_idx and in1_idx swap (M
+Only what kgen's plans use is reproduced: tensors in tile layout, interleaved in DRAM (in1 also in
+L1), in0 block- or height-sharded and the output block-sharded in L1 (the factory's
+reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp on every core for a block-sharded
+in0, IN0_SHARDED and OUT_SHARDED otherwise), no sparsity and no fused collectives. transpose_mcast is the factory's: in0_idx and in1_idx swap (M
 blocks along x), the in0 sender is the top row multicasting down its column and the in1
 sender/writer the left column multicasting along its row, each on its own NoC (the factory swaps the
 sender ranges and `std::swap(in0_mcast_start, in1_mcast_end)`, tt-metal @0000d49e
