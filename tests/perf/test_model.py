@@ -261,3 +261,35 @@ matmul t {{
         if k.name.startswith("in0_sharded_"):
             assert "dram" not in _KernelCost(sharded, k, costs, {}).busy[k.processor]
     assert predict(sharded).dram_floor_cycles < predict(dram).dram_floor_cycles
+
+
+def test_a_block_sharded_in0_line_pays_every_hand_over():
+    # TT's block-sharded in0 reader (and kgen's in0_sharded_<i> kernels) hand K-blocks along the line in
+    # turn: a core copies its next block only after the previous one arrived. So each core's in0 time is
+    # the sum of every position's hand-overs (copy, read latency, multicasts), the landing paid where the
+    # sender changes: with 2 K-blocks per shard, half as often. Here 4 positions send 2 blocks each.
+    from kgen.perf.model import _KernelCost
+    text = """
+matmul t {
+    arch = wormhole_b0  shape = 256 x 256 x 512  grid = 4 x 2  dataflow = mcast_2d
+    dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+    memory { in0 = l1_block_sharded  out = l1_block_sharded }
+    block { in0_block_w = 2  per_core = 4 x 2  out_block = 4 x 2  out_subblock = 4 x 2 }
+}
+"""
+    program = verified(resolve(parse_text(text, "t.kspec")))
+    c = load_costs("wormhole_b0")
+    block = 4 * 2 * 2048                                  # out_block_h x in0_block_w bf16 tiles
+    copy = block / c.l1.read_bytes_per_cycle + c.l1.read_latency
+    # positions 0 and 3 multicast to 3 cores on one side, 1 and 2 to 1 + 2 cores on both sides
+    mcasts = {0: [3], 1: [1, 2], 2: [2, 1], 3: [3]}
+    hand_over = {i: copy + sum(c.multicast_cycles(block, d) + c.multicast.issue_cycles
+                               + c.multicast.issue_cycles_per_destination * d for d in ds)
+                 + c.multicast.latency.at(ds[0]) / 2 for i, ds in mcasts.items()}
+    line = 2 * sum(hand_over.values())
+    kc = {k.name: _KernelCost(program, k, c, {}) for k in program.kernels}
+    for i in range(4):
+        assert kc[f"in0_sharded_{i}"].relay_send_cycles == pytest.approx(2 * hand_over[i], rel=0.02)
+    p = predict(program)
+    ncrisc = next(t for t in p.processors if t.processor == "NCRISC")
+    assert ncrisc.busy == pytest.approx(line, rel=0.02)

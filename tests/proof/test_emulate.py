@@ -72,7 +72,7 @@ def test_large_examples_emulate_fast(host_cxx, tmp_path, name):
 
 
 @pytest.mark.parametrize("name", ["l1acc_one_block", "l1acc_two_blocks_bias", "peak_small", "untilize_relu_reuse",
-                                  "wh_fp32_hifi4", "padded_small"])
+                                  "wh_fp32_hifi4", "padded_small", "transpose_mcast_small", "sharded_small"])
 def test_the_emulators_modelled_time_agrees_with_kgen_perf(host_cxx, tmp_path, name):
     # Issue #14: both price every op from the same cost tables; the emulator's event-level timeline
     # and the model's per-block pipeline must agree within 5 % (benchmarks/perf_vs_emulator.py).
