@@ -588,8 +588,12 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     # in0 travels along its row; in1 and the bias down their column. transpose_mcast swaps the two
     # (the factory swaps the sender ranges and the multicast rectangles): in0 from the top row down its
     # column, in1 from the left column along its row. Each keeps its NoC.
-    row_rect = lambda noc: _noc_rect(noc, A(1), A(0, core_y=1), A(nx - 1), A(0, core_y=1))       # noqa: E731
-    col_rect = lambda noc: _noc_rect(noc, A(0, core_x=1), A(1), A(0, core_x=1), A(ny - 1))       # noqa: E731
+    def row_rect(noc: int) -> tuple[RuntimeArg, ...]:      # the rest of this core's row
+        return _noc_rect(noc, A(1), A(0, core_y=1), A(nx - 1), A(0, core_y=1))
+
+    def col_rect(noc: int) -> tuple[RuntimeArg, ...]:      # the rest of this core's column
+        return _noc_rect(noc, A(0, core_x=1), A(1), A(0, core_x=1), A(ny - 1))
+
     left_column, top_row = CoreRange(0, 0, 0, ny - 1), CoreRange(0, 0, nx - 1, 0)
     left_sender = (A(0), A(0, core_y=1))            # the core at the left end of this core's row
     top_sender = (A(0, core_x=1), A(0))             # the core at the top of this core's column
@@ -608,7 +612,7 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     in1_sems = (("in1_sender", SEMAPHORE_IDS["in1_sender"]), ("in1_receiver", SEMAPHORE_IDS["in1_receiver"]))
 
     if p.memory.in0 == "l1_block_sharded":
-        kernels += _in0_block_sharded_kernels(p, in0_noc, sender_block, receiver_block, in0_sems)
+        kernels += _in0_block_sharded_kernels(p, in0_noc, receiver_block, in0_sems)
     in0_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
         CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
         "in0_sender", "in0_receiver", in0_dests, in0_rect)))
@@ -661,7 +665,7 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     return tuple(kernels)
 
 
-def _in0_block_sharded_kernels(p: Plan, noc: int, sender_block, receiver_block,
+def _in0_block_sharded_kernels(p: Plan, noc: int, receiver_block: Callable[..., list[Node]],
                                sems: tuple[tuple[str, int], ...]) -> list[Kernel]:
     """A block-sharded in0 (ttmetal-matmul.md §2.4; TT-Metal's
     reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp): every core holds per_core_M x
@@ -673,6 +677,7 @@ def _in0_block_sharded_kernels(p: Plan, noc: int, sender_block, receiver_block,
     n, sw, obh, ibw = p.n_blocks, p.in0_shard_w, p.out_block_h, p.in0_block_w
     per_shard = sw // ibw
     tiles, page = p.in0_block_tiles, p.cb(CB_IN0).page_bytes
+
     # the line of cores an in0 block travels: this core's row, or its column under transpose_mcast
     def at(pos: int) -> tuple[Affine, Affine]:          # (x, y) of position `pos` on this core's line
         return (A(0, core_x=1), A(pos)) if p.transpose_mcast else (A(pos), A(0, core_y=1))
@@ -689,8 +694,8 @@ def _in0_block_sharded_kernels(p: Plan, noc: int, sender_block, receiver_block,
         # the cores before and after this one on its line: two multicasts that never include the sender
         parts = ([(rect("before", 0, i - 1), i)] if i > 0 else []) + \
                 ([(rect("after", i + 1, n - 1), n - 1 - i)] if i < n - 1 else [])
-        senders = {j: (RuntimeArg(f"sender{j}_noc_x", "noc_x", at(j)[0]), RuntimeArg(f"sender{j}_noc_y", "noc_y", at(j)[1]))
-                   for j in range(n) if j != i}
+        senders = {j: (RuntimeArg(f"sender{j}_noc_x", "noc_x", at(j)[0]),
+                       RuntimeArg(f"sender{j}_noc_y", "noc_y", at(j)[1])) for j in range(n) if j != i}
         copy = op("copy_shard", CB_IN0, CB_IN0_SHARD, A(0, bh=obh * sw, kb=ibw), obh, ibw, sw, page,
                   note="this core's K slice: the block comes out of its own shard")
         send: list[Node] = [op("cb_reserve_back", CB_IN0, tiles), copy, op("noc_read_barrier")]

@@ -279,12 +279,14 @@ class Plan:
                             f"the last K tile past column {self.in0_last_ktile_w}") + ")")
         if self.padded_m:
             notes.append(f"{'right column' if self.transpose_mcast else 'bottom row'} of cores: {self.last_per_core_m} "
-                         f"of per_core_M = {self.per_core_m} rows of tiles (Mt = {self.mt} = {self.m_blocks - 1} x {self.per_core_m} + {self.last_per_core_m}); "
+                         f"of per_core_M = {self.per_core_m} rows of tiles "
+                         f"(Mt = {self.mt} = {self.m_blocks - 1} x {self.per_core_m} + {self.last_per_core_m}); "
                          f"its last out block has {self.last_out_block_h} of {self.out_block_h} rows, the rest "
                          f"is padding: not read, computed on stale data, not written")
         if self.padded_n:
             notes.append(f"{'bottom row' if self.transpose_mcast else 'right column'} of cores: {self.last_per_core_n} "
-                         f"of per_core_N = {self.per_core_n} columns of tiles (Nt = {self.nt} = {self.n_blocks - 1} x {self.per_core_n} + {self.last_per_core_n}); "
+                         f"of per_core_N = {self.per_core_n} columns of tiles "
+                         f"(Nt = {self.nt} = {self.n_blocks - 1} x {self.per_core_n} + {self.last_per_core_n}); "
                          f"its last out block has {self.last_out_block_w} of {self.out_block_w} columns, the rest "
                          f"is padding: not read, computed on stale data, not written")
         return tuple(notes)

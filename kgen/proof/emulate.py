@@ -465,7 +465,8 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
     lines.append(f"dram {banks} {addr} {arch.dram_alignment}")
     addresses = {t.name: t.address for t in tensors}
     output = next(t for t in tensors if t.name == "out")
-    shard_specs = {t["name"]: t["memory"]["shard_spec"] for t in manifest["io_tensors"] if "shard_spec" in t.get("memory", {})}
+    shard_specs = {t["name"]: t["memory"]["shard_spec"] for t in manifest["io_tensors"]
+                   if "shard_spec" in t.get("memory", {})}
     in_l1 = {t["name"] for t in manifest["io_tensors"] if t.get("memory", {}).get("memory_layout") == "INTERLEAVED"}
     out_shards = []
     for t in tensors:
