@@ -714,6 +714,11 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                         f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
                         f"{spec.dataflow}: kgen places tensors in L1 as the 2D multicast factory does",
                         spec.span("memory"), "dataflow = mcast_2d")
+    if mem.orientation is not None and mem.in0 != "l1_block_sharded":
+        raise PlanError("memory.orientation is a block-sharded in0's",
+                        f"memory.orientation = {mem.orientation} with in0 = {mem.in0}: only a block-sharded in0 takes "
+                        f"an orientation (the output's shards follow the grid with work, as TT-Metal computes them)",
+                        spec.span("memory.orientation"), "leave memory.orientation out")
     required = "col_major" if spec.transpose_mcast else "row_major"
     if mem.in0 == "l1_block_sharded" and mem.orientation not in (None, required):
         raise PlanError("BLOCK_SHARDED in0: COL_MAJOR orientation with transpose_mcast, else ROW_MAJOR",

@@ -419,6 +419,9 @@ def test_do_not_inplace_interm0_out_cb():
      "out_subblock_w == per_core_N || out_subblock_h == 1"),
     # shard width % in0_block_w == 0: 4-tile shards and in0_block_w = 8
     (dict(w="8"), "shard_shape[1] / tile_width % in0_block_w == 0"),
+    # an orientation belongs to a block-sharded in0 (kgen: the output's shards follow the grid)
+    (dict(memory="out = l1_block_sharded  orientation = row_major", ob="4 x 2", sb="4 x 2"),
+     "memory.orientation is a block-sharded in0's"),
 ])
 def test_sharding_rules_are_tts(kw, rule):
     with pytest.raises(PlanError) as exc:
