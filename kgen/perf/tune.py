@@ -311,6 +311,8 @@ def _groups(spec: MatmulSpec, space: Space) -> list[_Group]:
                     grid = space.fixed_grid
                 else:
                     grid = (-(-nt // pc[1]), -(-mt // pc[0]))      # the cores with work
+                    if spec.transpose_mcast:                      # M blocks along x (2D factory)
+                        grid = grid[::-1]
                 if "out_block" in space.searched:
                     obs = [(h, w) for h in _divisors(pc[0]) for w in _divisors(pc[1])]
                 else:
