@@ -127,11 +127,12 @@ class CBFormatDescriptor:
 
 
 class CBDescriptor:
-    def __init__(self, total_size: int, core_ranges: CoreRangeSet, format_descriptors):
+    def __init__(self, total_size: int, core_ranges: CoreRangeSet, format_descriptors, buffer=None):
         _require(isinstance(total_size, int) and total_size > 0, "total_size")
         _require(isinstance(core_ranges, CoreRangeSet), "core_ranges must be a CoreRangeSet")
         _require(all(isinstance(f, CBFormatDescriptor) for f in format_descriptors), "format_descriptors")
         self.total_size, self.core_ranges, self.format_descriptors = total_size, core_ranges, list(format_descriptors)
+        self.buffer = buffer        # CBDescriptor.buffer: a globally allocated CB's tensor buffer
 
 
 class ComputeConfigDescriptor:

@@ -73,9 +73,10 @@ def _check_compute_config(kernel: Mapping[str, Any]) -> None:
 
 
 def program_descriptor(folder: str | Path, *, addresses: Mapping[str, int],
-                       noc: Callable[[str, int], int], ttnn=None):
+                       noc: Callable[[str, int], int], ttnn=None, buffers: Mapping[str, Any] | None = None):
     """The build folder as a `ttnn.ProgramDescriptor`. `addresses` maps io tensor names (in0, in1,
-    bias, out) to DRAM buffer addresses; `noc(axis, logical)` gives NoC coordinates."""
+    bias, out) to buffer addresses; `noc(axis, logical)` gives NoC coordinates; `buffers` maps the
+    sharded tensors to their buffers, on which the CBs the manifest marks `globally_allocated` sit."""
     ttnn = ttnn or _import_ttnn()
     root, m = load_manifest(folder)
     kernels = []
@@ -114,8 +115,13 @@ def program_descriptor(folder: str | Path, *, addresses: Mapping[str, int],
             page_size=f["page_size"],
             tile=ttnn.TileDescriptor(f["tile"]["height"], f["tile"]["width"], f["tile"]["transpose"]))
             for f in cb["format_descriptors"]]
+        on = cb.get("globally_allocated")
+        if on is not None and (buffers is None or on not in buffers):
+            raise ManifestError(f"{root / 'manifest.json'}: CB {cb['name']} is globally allocated on the {on} "
+                                f"shard: its buffer is needed")
         cbs.append(ttnn.CBDescriptor(total_size=cb["total_size"], core_ranges=_core_range_set(ttnn, cb["core_ranges"]),
-                                     format_descriptors=formats))
+                                     format_descriptors=formats,
+                                     **({"buffer": buffers[on]} if on is not None else {})))
     semaphores = [ttnn.SemaphoreDescriptor(id=s["id"], core_type=getattr(ttnn.CoreType, s["core_type"]),
                                            core_ranges=_core_range_set(ttnn, s["core_ranges"]),
                                            initial_value=s["initial_value"]) for s in m["semaphores"]]
@@ -133,7 +139,9 @@ def load_program(folder: str | Path, device, tensors: Mapping[str, Any], ttnn=No
     """`program_descriptor` with addresses from the tensors and NoC coordinates from the device."""
     ttnn = ttnn or _import_ttnn()
     addresses = {name: t.buffer_address() for name, t in tensors.items()}
-    return program_descriptor(folder, addresses=addresses, noc=device_noc_coordinates(device, ttnn), ttnn=ttnn)
+    buffers = {name: t.buffer() for name, t in tensors.items() if hasattr(t, "buffer")}
+    return program_descriptor(folder, addresses=addresses, noc=device_noc_coordinates(device, ttnn), ttnn=ttnn,
+                              buffers=buffers)
 
 
 def run(folder: str | Path, device, tensors: Mapping[str, Any], ttnn=None):

@@ -109,6 +109,7 @@ class TensorArg:
     data_format: str     # tt::DataFormat name of its pages
     page_bytes: int      # one tile, or one row of an untilized (row-major) output
     layout: str          # TILE | ROW_MAJOR
+    in_l1: bool = False  # interleaved over the L1 banks instead of DRAM's (TensorAccessorArgs IsDram = 0)
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,9 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
     # Row-major (untilized) output: `rows` pages from `start_row`, each `row_bytes` long, written at
     # byte `offset_bytes` within the page; the CB holds the rows back to back.
     "write_rows": ("tensor", "cb", "start_row", "rows", "row_bytes", "offset_bytes"),
+    # A block of this core's L1 shard (CB `src_cb`, row-major `row_stride` tiles wide) into `cb`'s write
+    # pointer: `rows` local NoC reads of `cols` tiles of `page_bytes` each
+    "copy_shard": ("cb", "src_cb", "start", "rows", "cols", "row_stride", "page_bytes"),
     "noc_read_barrier": (), "noc_write_barrier": (),
     "noc_writes_flushed": (),   # Blackhole: data multicast flushed before the flag multicast
     "sem_wait": ("sem", "value"),
@@ -182,7 +186,7 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
 OPTIONAL_ARGS = frozenset({"row_extent", "col_extent"})
 
 # Arguments that name a circular buffer (printed by CB name).
-CB_ARGS = frozenset({"cb", "in0", "in1", "out", "old", "new", "a", "b",
+CB_ARGS = frozenset({"cb", "src_cb", "in0", "in1", "out", "old", "new", "a", "b",
                      "srca_old", "srca_new", "srcb_old", "srcb_new"})
 
 COMPUTE_CB_OPS = ("cb_wait_front", "cb_pop_front", "cb_reserve_back", "cb_push_back")

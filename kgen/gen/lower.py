@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 
 from kgen.gen.ir import (INVALID, VALID, Affine, ComputeFlags, Extent, CoreRange, Kernel, Loop, Node, Program, RuntimeArg, Semaphore, Sym,
                      TensorArg, op)
-from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan
+from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_PARTIALS, Plan
 from kgen.core.types import TILE_HW
 
 A = Affine.of
@@ -357,7 +357,8 @@ class _Tiles:
 
     def _a(self, **terms: int) -> Affine:
         """An affine expression whose core_y term is this core's M-block index and core_x its N-block
-        index: core_y and core_x themselves on the 2D and reuse grids, the row-major core index
+        index: core_y and core_x themselves on the 2D and reuse grids (swapped under transpose_mcast), the
+        row-major core index
         core_y * grid_x + core_x for the 1D multicast factory's run of cores, or nothing for the block
         every core shares (Plan.core_m_terms, core_n_terms)."""
         index = {"core_y": self.p.core_m_terms, "core_x": self.p.core_n_terms}
@@ -414,7 +415,10 @@ def _read(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int
 
 
 def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
-    """The output writer of one output block: de-scatters subblock-major tiles (ttmetal-matmul.md §2.7)."""
+    """The output writer of one output block: de-scatters subblock-major tiles (ttmetal-matmul.md §2.7).
+    A sharded output needs nothing per block: c_4 is the core's shard (see _sharded_out_tail)."""
+    if p.memory.out != "dram":
+        return []
     if p.untilize_out:
         tile_row_bytes = _row_bytes_per_tile(p)
         return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("h", 0, p.out_subblock_h, (
@@ -435,6 +439,18 @@ def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
         op("noc_write_barrier"),
         op("cb_pop_front", CB_OUT, sb),
     )),))]
+
+
+def _sharded_out_tail(p: Plan) -> list[Node]:
+    """A sharded output: c_4 is globally allocated on the core's output shard and holds every out block
+    the compute kernel packs, row by row of the shard (TT's out_subblock_w == per_core_N ||
+    out_subblock_h == 1 rule); the writer only waits for the whole shard and frees it, as TT's OUT_SHARDED
+    writers do (reader_bmm_tile_layout_in1_*_writer_padding.cpp)."""
+    if p.memory.out == "dram":
+        return []
+    shard = p.batch_ct * p.per_core_m * p.per_core_n
+    return [op("cb_wait_front", CB_OUT, shard, note="the whole output shard is in place"),
+            op("cb_pop_front", CB_OUT, shard)]
 
 
 def _out_block_loops(p: Plan, body_of: Callable[[bool], tuple[Node, ...]], *,
@@ -477,7 +493,7 @@ def _tensors(p: Plan) -> dict[str, TensorArg]:
     out = (TensorArg("out", p.out_format, p.nt * _row_bytes_per_tile(p), "ROW_MAJOR")
            if p.untilize_out else TensorArg("out", p.out_format, tile[p.out_format], "TILE"))
     tensors = {"in0": TensorArg("in0", p.in0_format, tile[p.in0_format], "TILE"),
-               "in1": TensorArg("in1", p.in1_format, tile[p.in1_format], "TILE"),
+               "in1": TensorArg("in1", p.in1_format, tile[p.in1_format], "TILE", in_l1=p.memory.in1 == "l1"),
                "out": out}
     if p.fuse_bias and p.bias_format:
         tensors["bias"] = TensorArg("bias", p.bias_format, tile[p.bias_format], "TILE")
@@ -487,7 +503,8 @@ def _tensors(p: Plan) -> dict[str, TensorArg]:
 def _accessor_args(tensors: tuple[TensorArg, ...]) -> list[tuple[str, int]]:
     args: list[tuple[str, int]] = []
     for t in tensors:
-        args += [(f"{t.name}_accessor_config", ACCESSOR_INTERLEAVED_DRAM), (f"{t.name}_page_bytes", t.page_bytes)]
+        args += [(f"{t.name}_accessor_config", 0 if t.in_l1 else ACCESSOR_INTERLEAVED_DRAM),
+                 (f"{t.name}_page_bytes", t.page_bytes)]
     return args
 
 
@@ -548,92 +565,95 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     in0_noc, in1_noc = 1, 0     # in0 on NCRISC/NOC 1, in1 + writer on BRISC/NOC 0 (ttmetal-matmul.md §2.4)
     kernels: list[Kernel] = []
 
-    def sender_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
-                     extents: tuple[Extent | None, Extent | None],
-                     sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...]) -> list[Node]:
-        ops: list[Node] = [op("cb_reserve_back", cb, tiles),
-                           op("read_tiles", tensor, cb, start, rows, cols, stride, *extents),
-                           op("noc_read_barrier")]
-        if num_dests:
-            ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),
-                    op("sem_set", sender_sem, 0),
-                    op("mcast_cb", cb, tiles, tiles * p.cb(cb).page_bytes, *rect, num_dests)]
-            if p.arch.behaviour.flush_mcast_before_flag:
-                # flush the data multicast before the flag multicast that releases the receivers
-                ops.append(op("noc_writes_flushed"))
-            ops += [op("sem_set", receiver_sem, VALID, note="the local word the flag multicast copies"),
-                    op("mcast_sem_set", receiver_sem, VALID, *rect, num_dests)]
-        ops.append(op("cb_push_back", cb, tiles))
-        return ops
+    # in0 travels along its row; in1 and the bias down their column. transpose_mcast swaps the two
+    # (the factory swaps the sender ranges and the multicast rectangles): in0 from the top row down its
+    # column, in1 from the left column along its row. Each keeps its NoC.
+    def row_rect(noc: int) -> tuple[RuntimeArg, ...]:      # the rest of this core's row
+        return _noc_rect(noc, A(1), A(0, core_y=1), A(nx - 1), A(0, core_y=1))
 
-    def receiver_block(cb: int, tiles: int, sender_sem: str, receiver_sem: str,
-                       sender: tuple[RuntimeArg, RuntimeArg]) -> list[Node]:
-        return [op("cb_reserve_back", cb, tiles), op("sem_set", receiver_sem, INVALID),
-                op("sem_inc", sender_sem, *sender, 1), op("sem_wait", receiver_sem, VALID),
-                op("cb_push_back", cb, tiles)]
+    def col_rect(noc: int) -> tuple[RuntimeArg, ...]:      # the rest of this core's column
+        return _noc_rect(noc, A(0, core_x=1), A(1), A(0, core_x=1), A(ny - 1))
 
-    # in0 travels along its row; in1 and the bias down their column.
-    row_rect = _noc_rect(in0_noc, A(1), A(0, core_y=1), A(nx - 1), A(0, core_y=1))
-    col_rect = _noc_rect(in1_noc, A(0, core_x=1), A(1), A(0, core_x=1), A(ny - 1))
+    left_column, top_row = CoreRange(0, 0, 0, ny - 1), CoreRange(0, 0, nx - 1, 0)
+    left_sender = (A(0), A(0, core_y=1))            # the core at the left end of this core's row
+    top_sender = (A(0, core_x=1), A(0))             # the core at the top of this core's column
+    if p.transpose_mcast:
+        in0_rect, in1_rect = col_rect(in0_noc), row_rect(in1_noc)
+        in0_senders, in1_senders = top_row, left_column
+        in0_receivers, in1_receivers = CoreRange(0, 1, nx - 1, ny - 1), CoreRange(1, 0, nx - 1, ny - 1)
+        in0_from, in1_from = top_sender, left_sender
+    else:
+        in0_rect, in1_rect = row_rect(in0_noc), col_rect(in1_noc)
+        in0_senders, in1_senders = left_column, top_row
+        in0_receivers, in1_receivers = CoreRange(1, 0, nx - 1, ny - 1), CoreRange(0, 1, nx - 1, ny - 1)
+        in0_from, in1_from = left_sender, top_sender
+    in0_dests, in1_dests = p.n_blocks - 1, p.m_blocks - 1   # in0 goes to every core of its M block
     in0_sems = (("in0_sender", SEMAPHORE_IDS["in0_sender"]), ("in0_receiver", SEMAPHORE_IDS["in0_receiver"]))
     in1_sems = (("in1_sender", SEMAPHORE_IDS["in1_sender"]), ("in1_receiver", SEMAPHORE_IDS["in1_receiver"]))
 
-    in0_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
-        CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
-        "in0_sender", "in0_receiver", nx - 1, row_rect)))
-    kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, CoreRange(0, 0, 0, ny - 1),
-                              _out_block_loops(p, lambda first: (in0_send,)), (tensors["in0"],),
-                              (("cb_in0", CB_IN0),), in0_sems, row_rect if nx > 1 else ()))
-    if nx > 1:
-        in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", A(0)), RuntimeArg("in0_sender_noc_y", "noc_y", A(0, core_y=1)))
-        in0_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
+    if p.memory.in0 == "l1_block_sharded":
+        kernels += _in0_block_sharded_kernels(p, in0_noc, in0_sems)
+    in0_send = Loop("block", 0, p.num_blocks, tuple(_sender_block(
+        p, CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
+        "in0_sender", "in0_receiver", in0_dests, in0_rect)))
+    if p.memory.in0 != "l1_block_sharded":
+        kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, in0_senders,
+                                  _out_block_loops(p, lambda first: (in0_send,)),
+                                  (tensors["in0"],) if p.memory.in0 == "dram" else (),
+                                  (("cb_in0", CB_IN0),), in0_sems, in0_rect if in0_dests else ()))
+    if in0_dests and p.memory.in0 != "l1_block_sharded":
+        in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", in0_from[0]),
+                           RuntimeArg("in0_sender_noc_y", "noc_y", in0_from[1]))
+        in0_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
             CB_IN0, p.in0_block_tiles, "in0_sender", "in0_receiver", in0_sender_core)))
-        kernels.append(_dm_kernel("in0_receiver", "NCRISC", in0_noc, CoreRange(1, 0, nx - 1, ny - 1),
+        kernels.append(_dm_kernel("in0_receiver", "NCRISC", in0_noc, in0_receivers,
                                   _out_block_loops(p, lambda first: (in0_recv,)), (), (("cb_in0", CB_IN0),),
                                   in0_sems, in0_sender_core))
 
-    in1_send = Loop("block", 0, p.num_blocks, tuple(sender_block(
-        CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles, (None, t.in1_cols()),
-        "in1_sender", "in1_receiver", ny - 1, col_rect)))
+    in1_send = Loop("block", 0, p.num_blocks, tuple(_sender_block(
+        p, CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles, (None, t.in1_cols()),
+        "in1_sender", "in1_receiver", in1_dests, in1_rect)))
 
     def in1_sender_body(first: bool) -> tuple[Node, ...]:
         ops: list[Node] = [in1_send]
         if _needs_bias_read(p, first):
-            ops += sender_block(CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
-                                (None, t.in1_cols()), "in1_sender", "in1_receiver", ny - 1, col_rect)
+            ops += _sender_block(p, CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
+                                (None, t.in1_cols()), "in1_sender", "in1_receiver", in1_dests, in1_rect)
         return tuple(ops + _writer_ops(p, t))
 
     writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
-    send_tensors = tuple(tensors[n] for n in ("in1", "bias", "out") if n in tensors)
-    kernels.append(_dm_kernel("in1_sender_writer", "BRISC", in1_noc, CoreRange(0, 0, nx - 1, 0),
-                              _out_block_loops(p, in1_sender_body), send_tensors, writer_cbs, in1_sems,
-                              col_rect if ny > 1 else ()))
-    if ny > 1:
-        in1_sender_core = (RuntimeArg("in1_sender_noc_x", "noc_x", A(0, core_x=1)), RuntimeArg("in1_sender_noc_y", "noc_y", A(0)))
-        in1_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
+    written = ("out",) if p.memory.out == "dram" else ()
+    send_tensors = tuple(tensors[n] for n in ("in1", "bias", *written) if n in tensors)
+    kernels.append(_dm_kernel("in1_sender_writer", "BRISC", in1_noc, in1_senders,
+                              _out_block_loops(p, in1_sender_body) + tuple(_sharded_out_tail(p)), send_tensors,
+                              writer_cbs, in1_sems, in1_rect if in1_dests else ()))
+    if in1_dests:
+        in1_sender_core = (RuntimeArg("in1_sender_noc_x", "noc_x", in1_from[0]),
+                           RuntimeArg("in1_sender_noc_y", "noc_y", in1_from[1]))
+        in1_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
             CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", in1_sender_core)))
 
         def in1_receiver_body(first: bool) -> tuple[Node, ...]:
             ops: list[Node] = [in1_recv]
             if _needs_bias_read(p, first):
-                ops += receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", in1_sender_core)
+                ops += _receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", in1_sender_core)
             return tuple(ops + _writer_ops(p, t))
 
-        kernels.append(_dm_kernel("in1_receiver_writer", "BRISC", in1_noc, CoreRange(0, 1, nx - 1, ny - 1),
-                                  _out_block_loops(p, in1_receiver_body), (tensors["out"],), writer_cbs,
-                                  in1_sems, in1_sender_core))
+        kernels.append(_dm_kernel("in1_receiver_writer", "BRISC", in1_noc, in1_receivers,
+                                  _out_block_loops(p, in1_receiver_body) + tuple(_sharded_out_tail(p)),
+                                  tuple(tensors[n] for n in written), writer_cbs, in1_sems, in1_sender_core))
     return tuple(kernels)
 
 
 def _sender_block(p: Plan, cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
                   extents: tuple[Extent | None, Extent | None],
                   sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...]) -> list[Node]:
-    """Read one block into the CB and, with receivers, multicast it to them once each has reserved space:
-    the lifecycle of _mcast_kernels' sender_block, for the 1D kernels (kept apart from that function so
-    the branches that change it merge; one copy once they have)."""
-    ops: list[Node] = [op("cb_reserve_back", cb, tiles),
-                       op("read_tiles", tensor, cb, start, rows, cols, stride, *extents),
-                       op("noc_read_barrier")]
+    """Read one block into the CB and, with receivers, multicast it to them once each has reserved space
+    (the 2D and 1D multicast factories' sender lifecycle)."""
+    ops: list[Node] = [op("cb_reserve_back", cb, tiles)]
+    if not (tensor == "in0" and p.memory.in0 == "l1_height_sharded"):
+        ops += [op("read_tiles", tensor, cb, start, rows, cols, stride, *extents), op("noc_read_barrier")]
+    # (a height-sharded in0: c_0 is globally allocated on the core's shard, the block is already there)
     if num_dests:
         ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),
                 op("sem_set", sender_sem, 0),
@@ -748,6 +768,65 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
         kernels += receivers("in1_receiver_writer", "BRISC", in1_noc, _out_block_loops(p, in1_receiver_body),
                              (tensors["out"],), writer_cbs)
     return tuple(kernels)
+
+
+def _in0_block_sharded_kernels(p: Plan, noc: int, sems: tuple[tuple[str, int], ...]) -> list[Kernel]:
+    """A block-sharded in0 (ttmetal-matmul.md §2.4; TT-Metal's
+    reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp): every core holds per_core_M x
+    (Kt / n) tiles of in0, its K slice of its M block, for the n cores along its in0 multicast. K-block k
+    comes from the core at position k / (blocks per shard) along that line: it copies the block out of
+    its shard (c_2) into c_0 and multicasts it to the others, which receive it as from any in0 sender.
+    TT-Metal runs one kernel everywhere and branches on its sender id; kgen emits one kernel per
+    position, so that whose turn it is is a loop bound, not a runtime branch."""
+    n, sw, obh, ibw = p.n_blocks, p.in0_shard_w, p.out_block_h, p.in0_block_w
+    per_shard = sw // ibw
+    tiles, page = p.in0_block_tiles, p.cb(CB_IN0).page_bytes
+
+    # the line of cores an in0 block travels: this core's row, or its column under transpose_mcast
+    def at(pos: int) -> tuple[Affine, Affine]:          # (x, y) of position `pos` on this core's line
+        return (A(0, core_x=1), A(pos)) if p.transpose_mcast else (A(pos), A(0, core_y=1))
+
+    def rect(tag: str, lo: int, hi: int) -> tuple[RuntimeArg, ...]:
+        (x0, y0), (x1, y1) = at(lo), at(hi)
+        if noc == 1:
+            x0, y0, x1, y1 = x1, y1, x0, y0
+        return (RuntimeArg(f"{tag}_start_x", "noc_x", x0), RuntimeArg(f"{tag}_start_y", "noc_y", y0),
+                RuntimeArg(f"{tag}_end_x", "noc_x", x1), RuntimeArg(f"{tag}_end_y", "noc_y", y1))
+
+    kernels = []
+    for i in range(n):
+        # the cores before and after this one on its line: two multicasts that never include the sender
+        parts = ([(rect("before", 0, i - 1), i)] if i > 0 else []) + \
+                ([(rect("after", i + 1, n - 1), n - 1 - i)] if i < n - 1 else [])
+        senders = {j: (RuntimeArg(f"sender{j}_noc_x", "noc_x", at(j)[0]),
+                       RuntimeArg(f"sender{j}_noc_y", "noc_y", at(j)[1])) for j in range(n) if j != i}
+        copy = op("copy_shard", CB_IN0, CB_IN0_SHARD, A(0, bh=obh * sw, kb=ibw), obh, ibw, sw, page,
+                  note="this core's K slice: the block comes out of its own shard")
+        send: list[Node] = [op("cb_reserve_back", CB_IN0, tiles), copy, op("noc_read_barrier")]
+        if n > 1:
+            send += [op("sem_wait", "in0_sender", n - 1, note="every other core of the line has reserved space"),
+                     op("sem_set", "in0_sender", 0)]
+            send += [op("mcast_cb", CB_IN0, tiles, tiles * page, *r, count) for r, count in parts]
+            if p.arch.behaviour.flush_mcast_before_flag:
+                send.append(op("noc_writes_flushed"))
+            send.append(op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"))
+            send += [op("mcast_sem_set", "in0_receiver", VALID, *r, count) for r, count in parts]
+            # the flag multicast reads this core's VALID word: flush before the word can turn INVALID again
+            # when this core receives the next K-block (TT-Metal's block-sharded reader flushes here too)
+            send.append(op("noc_writes_flushed"))
+        send.append(op("cb_push_back", CB_IN0, tiles))
+        k_loops = tuple(
+            Loop("kb", 0, per_shard, tuple(send) if j == i else
+                 tuple(_receiver_block(CB_IN0, tiles, "in0_sender", "in0_receiver", senders[j])),
+                 f"K-blocks {j * per_shard}..{(j + 1) * per_shard - 1}: " + ("this core's shard" if j == i
+                                                                          else f"from position {j}"))
+            for j in range(n))
+        cores = CoreRange(0, i, p.grid[0] - 1, i) if p.transpose_mcast else CoreRange(i, 0, i, p.grid[1] - 1)
+        coords = tuple(a for r, _ in parts for a in r) + tuple(a for j in sorted(senders) for a in senders[j])
+        kernels.append(_dm_kernel(f"in0_sharded_{i}", "NCRISC", noc, cores,
+                                  _out_block_loops(p, lambda first: k_loops), (),
+                                  (("cb_in0", CB_IN0), ("cb_in0_sharded", CB_IN0_SHARD)), sems, coords))
+    return kernels
 
 
 def lower(p: Plan) -> Program:

@@ -37,6 +37,11 @@ AUTO_IN0_BLOCK_W_MAX = 8
 
 # TT-Metal CB indices and named compile-time args of the matmul compute kernel (ttmetal-matmul.md §1.2).
 CB_IN0, CB_IN1, CB_BIAS, CB_OUT, CB_PARTIALS = 0, 1, 3, 4, 5
+# The block-sharded in0 shard (globally allocated on the in0 buffer) and the 64-byte L1 scratch array
+# the 2D factory creates beside it (matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e:
+# `src2_cb_config ... set_globally_allocated_address(*in0_buffer)`, `cb_for_l1_array_config(32 * 2, Float16_b)`).
+CB_IN0_SHARD, CB_L1_ARRAY = 2, 6
+L1_ARRAY_BYTES = 32 * 2
 
 POLICY_L1_ACC = "packer_l1_acc"
 POLICY_SPILL = "spill_reload"
@@ -62,6 +67,7 @@ class CircularBuffer:
     page_bytes: int
     pages: int
     region: str           # CBs with the same region share one L1 allocation
+    buffer: str | None = None   # the tensor whose L1 buffer this CB is globally allocated on (a shard)
 
     @property
     def total_bytes(self) -> int:
@@ -170,30 +176,31 @@ class Plan:
     @property
     def core_m_terms(self) -> dict[str, int]:
         """A core's M-block index as a sum of its coordinates: core_y (2D, reuse: one row of cores per
-        M-block), none (mcast_1d_in0: every core holds the one M-block), or its row-major index
+        M-block; core_x under transpose_mcast), none (mcast_1d_in0: every core holds the one M-block), or its row-major index
         core_y * grid_x + core_x (mcast_1d_in1: core i holds M-block i, the factory's output_idx_y = i)."""
         if self.spec.dataflow == "mcast_1d_in0":
             return {}
         if self.spec.dataflow == "mcast_1d_in1":
             return {"core_x": 1, "core_y": self.grid[0]}
-        return {"core_y": 1}
+        # transpose_mcast lays the M blocks along x (the factory: `std::swap(in0_idx, in1_idx)`)
+        return {"core_x": 1} if self.transpose_mcast else {"core_y": 1}
 
     @property
     def core_n_terms(self) -> dict[str, int]:
-        """A core's N-block index: core_x (2D, reuse), the row-major index (mcast_1d_in0: the factory's
+        """A core's N-block index: core_x (2D, reuse; core_y under transpose_mcast), the row-major index (mcast_1d_in0: the factory's
         output_idx_x = i), or none (mcast_1d_in1: every core holds the one N-block)."""
         if self.spec.dataflow == "mcast_1d_in0":
             return {"core_x": 1, "core_y": self.grid[0]}
         if self.spec.dataflow == "mcast_1d_in1":
             return {}
-        return {"core_x": 1}
+        return {"core_y": 1} if self.transpose_mcast else {"core_x": 1}
 
     @property
     def in0_reader_cores(self) -> int:
-        """Cores that read in0 from DRAM: one per row (2D: the left column's senders), one (mcast_1d_in0),
-        every core (reuse, mcast_1d_in1)."""
+        """Cores that read in0 from DRAM: one per M-block (2D: the left column's senders, the top row's
+        under transpose_mcast), one (mcast_1d_in0), every core (reuse, mcast_1d_in1)."""
         if self.spec.dataflow == "mcast_2d":
-            return self.grid[1]
+            return self.m_blocks
         return 1 if self.spec.dataflow == "mcast_1d_in0" else self.num_cores
 
     @property
@@ -203,6 +210,50 @@ class Plan:
     @property
     def l1_margin(self) -> int:
         return self.arch.usable_cb_bytes - self.cb_bytes
+
+    @property
+    def memory(self):
+        return self.spec.memory
+
+    @property
+    def in0_shard_w(self) -> int:
+        """K tiles of each core's block-sharded in0 shard (the factory's in0_shard_width_in_tiles)."""
+        return self.kt // self.n_blocks if self.memory.in0 == "l1_block_sharded" else (
+            self.kt if self.memory.in0 == "l1_height_sharded" else 0)
+
+    @property
+    def shard_specs(self) -> dict[str, dict]:
+        """ttnn ShardSpecs of the sharded tensors: core grid (x0, y0, x1, y1), shard shape in elements
+        (height, width) and orientation. in0 block-sharded: per_core_M x Kt / (cores along N) on the grid
+        with work, COL_MAJOR under transpose_mcast (its width along y); height-sharded: per_core_M x K on
+        the in0 senders' column; the output: per_core_M x per_core_N on the grid with work."""
+        out: dict[str, dict] = {}
+        orientation = "COL_MAJOR" if self.transpose_mcast else "ROW_MAJOR"
+        grid = (0, 0, self.grid[0] - 1, self.grid[1] - 1)
+        if self.memory.in0 == "l1_block_sharded":
+            out["in0"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
+                          "shape": (self.per_core_m * TILE_HW, self.in0_shard_w * TILE_HW)}
+        elif self.memory.in0 == "l1_height_sharded":
+            out["in0"] = {"memory_layout": "HEIGHT_SHARDED", "grid": (0, 0, 0, self.m_blocks - 1),
+                          "orientation": "ROW_MAJOR", "shape": (self.per_core_m * TILE_HW, self.kt * TILE_HW)}
+        if self.memory.out == "l1_block_sharded":
+            out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
+                          "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
+        return out
+
+    @property
+    def transpose_mcast(self) -> bool:
+        return self.spec.transpose_mcast
+
+    @property
+    def m_blocks(self) -> int:
+        """Cores along M (the factory's num_blocks_y): the grid's rows, its columns with transpose_mcast."""
+        return self.grid[0] if self.transpose_mcast else self.grid[1]
+
+    @property
+    def n_blocks(self) -> int:
+        """Cores along N (the factory's num_blocks_x): the grid's columns, its rows with transpose_mcast."""
+        return self.grid[1] if self.transpose_mcast else self.grid[0]
 
     def cb(self, index: int) -> CircularBuffer:
         return next(c for c in self.cbs if c.index == index)
@@ -265,13 +316,15 @@ class Plan:
         if self.is_1d:
             return tuple(notes) + self._padding_notes_1d()
         if self.padded_m:
-            notes.append(f"bottom row of cores: {self.last_per_core_m} of per_core_M = {self.per_core_m} rows of tiles "
-                         f"(Mt = {self.mt} = {self.grid[1] - 1} x {self.per_core_m} + {self.last_per_core_m}); "
+            notes.append(f"{'right column' if self.transpose_mcast else 'bottom row'} of cores: {self.last_per_core_m} "
+                         f"of per_core_M = {self.per_core_m} rows of tiles "
+                         f"(Mt = {self.mt} = {self.m_blocks - 1} x {self.per_core_m} + {self.last_per_core_m}); "
                          f"its last out block has {self.last_out_block_h} of {self.out_block_h} rows, the rest "
                          f"is padding: not read, computed on stale data, not written")
         if self.padded_n:
-            notes.append(f"right column of cores: {self.last_per_core_n} of per_core_N = {self.per_core_n} columns "
-                         f"of tiles (Nt = {self.nt} = {self.grid[0] - 1} x {self.per_core_n} + {self.last_per_core_n}); "
+            notes.append(f"{'bottom row' if self.transpose_mcast else 'right column'} of cores: {self.last_per_core_n} "
+                         f"of per_core_N = {self.per_core_n} columns of tiles "
+                         f"(Nt = {self.nt} = {self.n_blocks - 1} x {self.per_core_n} + {self.last_per_core_n}); "
                          f"its last out block has {self.last_out_block_w} of {self.out_block_w} columns, the rest "
                          f"is padding: not read, computed on stale data, not written")
         return tuple(notes)
@@ -350,22 +403,40 @@ def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_nu
 
 def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_fmt: str, bias_fmt: str | None,
               partials_fmt: str, out_block: tuple[int, int], in0_block_w: int, num_blocks: int,
-              batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int
+              batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int,
+              per_core: tuple[int, int] = (0, 0), in0_shard_w: int = 0
               ) -> tuple[tuple[CircularBuffer, ...], tuple[L1Region, ...], str]:
-    """CB sizing of the 2D factory (ttmetal-matmul.md §2.3)."""
+    """CB sizing of the 2D factory (ttmetal-matmul.md §2.3). With a block-sharded in0, c_2 holds the
+    core's shard (per_core_M x shard width tiles, globally allocated on in0) and c_6 is the factory's
+    64-byte scratch; with a sharded output c_4 holds the core's whole output shard (per_core_M x
+    per_core_N tiles, globally allocated on out), and `do_not_inplace_interm0_out_CB = output_is_sharded
+    && per_core_M != out_block_h` keeps the partials apart."""
     tb = arch.tile_bytes
     obh, obw = out_block
     depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
+    out_sharded = spec.memory.out != "dram"
     share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
                                         out_blocks_per_core)
+    if out_sharded and per_core[0] != obh:       # TT's own rule first, whatever kgen's says
+        share, sharing = False, (f"separate: do_not_inplace_interm0_out_CB (TT-Metal's factory: a sharded output "
+                                 f"with per_core_M = {per_core[0]} != out_block_h = {obh})")
     out_region = "out+partials" if share else "out"
+    out_pages = per_core[0] * per_core[1] if out_sharded else obh * obw
     cbs = [
-        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0"),
+        # a height-sharded in0: c_0 itself is globally allocated on the in0 buffer (the factory:
+        # `if (in0_height_sharded) src0_cb_config.set_globally_allocated_address(*in0_buffer)`)
+        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0",
+                       buffer="in0" if spec.memory.in0 == "l1_height_sharded" else None),
         CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], obw * in0_block_w * depth, "in1"),
     ]
+    if spec.memory.in0 == "l1_block_sharded":
+        cbs.append(CircularBuffer(CB_IN0_SHARD, "cb_in0_sharded", "in0 shard", in0_fmt, tb[in0_fmt],
+                                  per_core[0] * in0_shard_w, "in0 shard", buffer="in0"))
+        cbs.append(CircularBuffer(CB_L1_ARRAY, "cb_l1_array", "l1 array", "Float16_b", L1_ARRAY_BYTES, 1, "l1 array"))
     if bias_fmt is not None:
         cbs.append(CircularBuffer(CB_BIAS, "cb_bias", "bias", bias_fmt, tb[bias_fmt], obw, "bias"))
-    cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], obh * obw, out_region))
+    cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], out_pages, out_region,
+                              buffer="out" if out_sharded else None))
     cbs.append(CircularBuffer(CB_PARTIALS, "cb_intermed0", "partials", partials_fmt, tb[partials_fmt], obh * obw,
                               out_region if share else "partials"))
     regions: dict[str, list[CircularBuffer]] = {}
@@ -390,15 +461,22 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     bias_fmt = DTYPE_TO_FORMAT[spec.dtype_bias] if spec.fuse_bias else None
 
     grid_req = _requested_grid(spec, arch, choices)
+    _check_transpose_mcast(spec)
     pc = spec.block.per_core
     if spec.dataflow in MCAST_1D:
         per_core_m, per_core_n, grid = _plan_1d(spec, mt, nt, grid_req, choices)
+        n_blocks = _ceil_div(nt, per_core_n)
     else:
-        per_core_m = _per_core(spec, "M", mt, grid_req[1], pc[0] if pc else None, choices)
-        per_core_n = _per_core(spec, "N", nt, grid_req[0], pc[1] if pc else None, choices)
+        # M blocks over the grid's rows, N blocks over its columns; transpose_mcast swaps them (2D factory:
+        # `if (transpose_mcast) std::swap(num_cores_with_work_c, num_cores_with_work_r)`)
+        m_axis, n_axis = (0, 1) if spec.transpose_mcast else (1, 0)
+        per_core_m = _per_core(spec, "M", mt, grid_req[m_axis], pc[0] if pc else None, choices, "xy"[m_axis])
+        per_core_n = _per_core(spec, "N", nt, grid_req[n_axis], pc[1] if pc else None, choices, "xy"[n_axis])
         # num_blocks_x = ceil(Nt / per_core_N), num_blocks_y = ceil(Mt / per_core_M) (2D factory)
-        grid = (_ceil_div(nt, per_core_n), _ceil_div(mt, per_core_m))
-    _check_padded_top_row(spec, mt, per_core_m, grid, grid_req)
+        m_blocks, n_blocks = _ceil_div(mt, per_core_m), _ceil_div(nt, per_core_n)
+        grid = (m_blocks, n_blocks) if spec.transpose_mcast else (n_blocks, m_blocks)
+        _check_padded_top_row(spec, mt, per_core_m, m_blocks, grid_req[m_axis])
+    in0_shard_w = _check_memory(spec, mt, nt, kt, per_core_m, per_core_n, n_blocks)
 
     # DST capacity of the sync mode and accumulation format kgen emits
     capacity = dst_capacity(arch, c)
@@ -406,7 +484,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     dst_accum = "Float32" if c.fp32_dest_acc else "Float16_b"
 
     blocking = _Blocking(spec, arch, kt, per_core_m, per_core_n, capacity, dst_sync, dst_accum, batch_ct,
-                         in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt)
+                         in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt, in0_shard_w)
     (obh, obw), in0_block_w, (sbh, sbw) = blocking.choose(choices)
 
     num_blocks = kt // in0_block_w
@@ -454,10 +532,10 @@ def _requested_grid(spec: MatmulSpec, arch: ArchFacts, choices: list[str]) -> tu
     return grid_req
 
 
-def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | None, choices: list[str]) -> int:
-    """per_core_M (dim "M", over the grid's y cores) or per_core_N ("N", over x): the given value checked,
-    or the smallest that spreads the tiles over at most `cores` cores."""
-    axis = "y" if dim == "M" else "x"
+def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | None, choices: list[str],
+              axis: str) -> int:
+    """per_core_M (dim "M", over the grid's y cores, x with transpose_mcast) or per_core_N ("N", over
+    x, or y): the given value checked, or the smallest that spreads the tiles over at most `cores` cores."""
     legal = [d for d in _divisors(tiles) if tiles // d <= cores]
     if given is None:
         value = min(legal)
@@ -468,7 +546,9 @@ def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | N
     if blocks > cores:
         # the smallest per_core that fits is ceil(tiles / cores); it need not divide (padded last block)
         least = _ceil_div(tiles, cores)
-        raise PlanError(f"num_blocks_{axis} <= grid.{axis}, num_blocks_{axis} = ceil({dim}t / per_core_{dim})",
+        blocks_name = "num_blocks_y" if dim == "M" else "num_blocks_x"     # the factory's names, whatever the axis
+        raise PlanError(f"{blocks_name} <= grid.{axis}, {blocks_name} = ceil({dim}t / per_core_{dim})"
+                        + (" (swapped by transpose_mcast)" if spec.transpose_mcast else ""),
                         f"per_core_{dim} = {given} needs {blocks} cores along {axis}, "
                         f"the grid has {cores}", spec.span("block.per_core"),
                         _nearest(range(least, min(tiles, least + 3) + 1), given))
@@ -571,6 +651,17 @@ class _Blocking:
     bias_fmt: str | None
     mt: int
     nt: int
+    in0_shard_w: int = 0             # K tiles of a block-sharded in0's shard (0: in0 is not block-sharded)
+
+    @property
+    def out_sharded(self) -> bool:
+        return self.spec.memory.out != "dram"
+
+    def sharded_out_allows(self, hw: tuple[int, int]) -> bool:
+        """TT's validation of a sharded output (matmul_device_operation.cpp @001cea9a): out_subblock_w ==
+        per_core_N || out_subblock_h == 1, and the same of out_block, so that the packed tiles land in
+        the shard row by row."""
+        return not self.out_sharded or hw[1] == self.per_core_n or hw[0] == 1
 
     def check_out_block(self, ob: tuple[int, int]) -> None:
         for i, (dim, per) in enumerate((("h", self.per_core_m), ("w", self.per_core_n))):
@@ -578,6 +669,10 @@ class _Blocking:
                 raise PlanError(f"per_core_{'MN'[i]} % out_block_{dim} == 0",
                                 f"out_block_{dim} = {ob[i]} does not divide per_core_{'MN'[i]} = {per}",
                                 self.spec.span("block.out_block"), _nearest(_divisors(per), ob[i]))
+        if not self.sharded_out_allows(ob):
+            raise PlanError("sharded output: out_block_w == per_core_N || out_block_h == 1",
+                            f"out_block {_fmt_pair(ob)} with a sharded output and per_core_N = {self.per_core_n}",
+                            self.spec.span("block.out_block"), f"{ob[0]} x {self.per_core_n}, 1 x {ob[1]}")
 
     def padding_violation(self, ob: tuple[int, int]) -> tuple[str, str, str] | None:
         """TT-Metal's _padding readers skip rows/columns past the tensor only in a core's last out block
@@ -605,10 +700,17 @@ class _Blocking:
         if self.kt % w:
             raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {self.kt}",
                             self.spec.span("block.in0_block_w"), _nearest(_divisors(self.kt), w))
+        if self.in0_shard_w and self.in0_shard_w % w:
+            raise PlanError("shard_shape[1] / tile_width % in0_block_w == 0 (sharded in0)",
+                            f"in0_block_w = {w} does not divide the in0 shard width of {self.in0_shard_w} tiles",
+                            self.spec.span("block.in0_block_w"), _nearest(_divisors(self.in0_shard_w), w))
+
+    def w_allowed(self, w: int) -> bool:
+        return not self.in0_shard_w or self.in0_shard_w % w == 0
 
     def subblock_for(self, ob: tuple[int, int]) -> tuple[int, int] | None:
         for h, w in SUBBLOCK_HW_CHOICES:
-            if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity:
+            if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity and self.sharded_out_allows((h, w)):
                 return h, w
         return None
 
@@ -625,6 +727,10 @@ class _Blocking:
                             f"out_subblock {_fmt_pair(sb)} = {sb[0] * sb[1]} tiles, but DST holds {self.capacity} "
                             f"tiles in {self.dst_sync} with {self.dst_accum} accumulation",
                             self.spec.span("block.out_subblock"), ", ".join(legal) or "none")
+        if not self.sharded_out_allows(sb):
+            raise PlanError("sharded output: out_subblock_w == per_core_N || out_subblock_h == 1",
+                            f"out_subblock {_fmt_pair(sb)} with a sharded output and per_core_N = {self.per_core_n}",
+                            self.spec.span("block.out_subblock"), f"1 x {sb[1]}")
 
     def cbs_for(self, ob: tuple[int, int], w: int, sb: tuple[int, int]):
         nb = self.kt // w
@@ -632,7 +738,8 @@ class _Blocking:
         pf, _ = _partials_format(self.spec.compute, l1acc, self.out_fmt)
         out_blocks = self.batch_ct * (self.per_core_m // ob[0]) * (self.per_core_n // ob[1])
         return _cb_table(self.spec, self.arch, self.in0_fmt, self.in1_fmt, self.out_fmt, self.bias_fmt, pf, ob, w,
-                         nb, self.batch_ct, ob[1] // sb[1], out_blocks)
+                         nb, self.batch_ct, ob[1] // sb[1], out_blocks, (self.per_core_m, self.per_core_n),
+                         self.in0_shard_w)
 
     def fits(self, ob: tuple[int, int], w: int, sb: tuple[int, int]) -> bool:
         _, regions, _ = self.cbs_for(ob, w, sb)
@@ -652,9 +759,14 @@ class _Blocking:
         ob_candidates = [given_ob] if given_ob else sorted(
             ((h, w) for h in _divisors(self.per_core_m) for w in _divisors(self.per_core_n)),
             key=lambda p: (-(p[0] * p[1]), -p[1]))
-        ob_candidates = [ob for ob in ob_candidates if given_ob or self.padding_violation(ob) is None]
+        ob_candidates = [ob for ob in ob_candidates if given_ob or (self.padding_violation(ob) is None
+                                                                     and self.sharded_out_allows(ob)
+                                                                     and (self.spec.memory.in0 != "l1_height_sharded"
+                                                                          or ob[0] == self.per_core_m))]
         w_candidates = [given_w] if given_w else [d for d in reversed(_divisors(self.kt))
-                                                  if d <= AUTO_IN0_BLOCK_W_MAX]
+                                                  if d <= AUTO_IN0_BLOCK_W_MAX and self.w_allowed(d)]
+        if self.spec.memory.in0 == "l1_height_sharded" and not given_w:
+            w_candidates = [self.kt]          # TT: K == in0_block_w == the shard's width
         chosen: tuple[tuple[int, int], int, tuple[int, int]] | None = None
         first_legal: tuple[tuple[int, int], int, tuple[int, int]] | None = None
         for ob in ob_candidates:
@@ -686,9 +798,13 @@ class _Blocking:
         if given_ob is None:
             choices.append(f"out_block auto -> {obh} x {obw}: the largest block dividing per_core "
                            f"{self.per_core_m} x {self.per_core_n} whose CBs fit L1")
-        if given_w is None:
+        if given_w is None and self.spec.memory.in0 == "l1_height_sharded":
+            choices.append(f"in0_block_w auto -> {in0_block_w} = Kt: a height-sharded in0 is one K-block "
+                           f"(TT-Metal: K == in0_block_w == the shard's width)")
+        elif given_w is None:
             choices.append(f"in0_block_w auto -> {in0_block_w}: the largest divisor of Kt = {self.kt} up to "
-                           f"{AUTO_IN0_BLOCK_W_MAX} whose CBs fit L1")
+                           f"{AUTO_IN0_BLOCK_W_MAX}" + (f" dividing the in0 shard's {self.in0_shard_w} tiles"
+                                                        if self.in0_shard_w else "") + " whose CBs fit L1")
         if given_sb is None:
             choices.append(f"out_subblock auto -> {sbh} x {sbw}: first of TT-Metal's SUBBLOCK_HW_CHOICES (h, w) "
                            f"dividing out_block {obh} x {obw} within DST capacity {self.capacity}")
@@ -717,21 +833,96 @@ def _check_untilized_output(spec: MatmulSpec, out_fmt: str, partials_fmt: str, p
                         "partials format is the output format (see `kgen check`: partials)")
 
 
-def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, grid: tuple[int, int],
-                          grid_req: tuple[int, int]) -> None:
+def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, per_core_n: int,
+                  n_blocks: int) -> int:
+    """TT's validation of sharded operands for the 2D multicast program config
+    (matmul_device_operation.cpp @001cea9a) and kgen's own limits; returns the K tiles of a
+    block-sharded in0's shard (0 when in0 is not block-sharded). Batch fusion, which TT requires for a
+    sharded in0, is always on in kgen."""
+    mem = spec.memory
+    if not mem.sharded:
+        if mem.orientation is not None:
+            raise PlanError("a shard orientation needs a sharded tensor", "memory.orientation is given but no tensor "
+                            "is sharded", spec.span("memory.orientation"), "leave memory.orientation out")
+        return 0
+    if spec.dataflow != "mcast_2d":
+        raise PlanError("L1 placements are the 2D multicast factory's",
+                        f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
+                        f"{spec.dataflow}: kgen places tensors in L1 as the 2D multicast factory does",
+                        spec.span("memory"), "dataflow = mcast_2d")
+    if mem.orientation is not None and mem.in0 != "l1_block_sharded":
+        raise PlanError("memory.orientation is a block-sharded in0's",
+                        f"memory.orientation = {mem.orientation} with in0 = {mem.in0}: only a block-sharded in0 takes "
+                        f"an orientation (the output's shards follow the grid with work, as TT-Metal computes them)",
+                        spec.span("memory.orientation"), "leave memory.orientation out")
+    required = "col_major" if spec.transpose_mcast else "row_major"
+    if mem.in0 == "l1_block_sharded" and mem.orientation not in (None, required):
+        raise PlanError("BLOCK_SHARDED in0: COL_MAJOR orientation with transpose_mcast, else ROW_MAJOR",
+                        f"memory.orientation = {mem.orientation} with transpose_mcast = "
+                        f"{str(spec.transpose_mcast).lower()}: in0's shards must be laid {required.upper()} so that "
+                        f"each core's K slice lies along its in0 multicast", spec.span("memory.orientation"),
+                        f"memory.orientation = {required}")
+    if mem.in0 == "l1_height_sharded" and spec.transpose_mcast:
+        raise PlanError("HEIGHT_SHARDED in0 needs !transpose_mcast",
+                        "in0 = l1_height_sharded with transpose_mcast = true (TT-Metal: \"Transpose MCAST not "
+                        "supported with HEIGHT_SHARDED layout\")", spec.span("memory.in0"),
+                        "transpose_mcast = false, or in0 = l1_block_sharded")
+    if mem.in0 == "l1_height_sharded" and spec.block.in0_block_w not in (None, kt):
+        raise PlanError("HEIGHT_SHARDED in0: K == in0_block_w == shard width",
+                        f"in0 = l1_height_sharded holds all Kt = {kt} tiles of a row per core and TT-Metal reads "
+                        f"them as one K-block, but in0_block_w = {spec.block.in0_block_w}",
+                        spec.span("block.in0_block_w"), f"in0_block_w = {kt}")
+    if spec.untilize_out and mem.out != "dram":
+        raise PlanError("a sharded output is tiles", "untilize_out with out = l1_block_sharded: the output CB is "
+                        "the shard itself, packed as tiles", spec.span("untilize_out"), "untilize_out = false")
+    # kgen's limits (not TT's): whole shards, one per core with work
+    sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if where != "dram"]
+    if sharded and (spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW or mt % per_core_m or nt % per_core_n):
+        raise PlanError("kgen: sharded tensors in whole shards",
+                        f"{' and '.join(sharded)} sharded with a shape short of whole tiles or per_core not dividing "
+                        f"Mt x Nt = {mt} x {nt}: kgen shards only evenly divided tensors",
+                        spec.span("memory"), "tile-multiple M, N, K and per_core dividing Mt and Nt")
+    if mem.in0 == "l1_height_sharded" and spec.block.out_block not in (None,) and \
+            spec.block.out_block[0] != per_core_m:
+        raise PlanError("kgen: a height-sharded in0 needs out_block_h == per_core_M",
+                        f"in0 = l1_height_sharded with out_block_h = {spec.block.out_block[0]} < per_core_M = "
+                        f"{per_core_m}: TT-Metal's c_0, globally allocated on the shard, holds out_block_h x K tiles, "
+                        f"so the shard's later rows would never reach the compute kernel",
+                        spec.span("block.out_block"), f"out_block = {per_core_m} x {spec.block.out_block[1]}")
+    if mem.in0 == "l1_block_sharded":
+        if kt % n_blocks:
+            raise PlanError("kgen: in0's shard grid is the grid with work",
+                            f"in0 = l1_block_sharded splits Kt = {kt} over the {n_blocks} cores along each in0 "
+                            f"multicast, which does not divide it", spec.span("memory.in0"),
+                            _nearest([d for d in _divisors(kt) if d <= 64], n_blocks))
+        return kt // n_blocks
+    return 0
+
+
+def _check_transpose_mcast(spec: MatmulSpec) -> None:
+    """transpose_mcast is a field of the 2D multicast program config only
+    (MatmulMultiCoreReuseMultiCastProgramConfig, matmul_program_config_types.hpp)."""
+    if spec.transpose_mcast and spec.dataflow != "mcast_2d":
+        raise PlanError("transpose_mcast belongs to the 2D multicast factory",
+                        f"transpose_mcast = true with dataflow = {spec.dataflow}: only mcast_2d multicasts in0 "
+                        f"and in1, so only it can swap their directions", spec.span("transpose_mcast"),
+                        "dataflow = mcast_2d, or transpose_mcast = false")
+
+
+def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, m_blocks: int, m_cores: int) -> None:
     """The 2D factory gives the top row's in1 sender/writer no M padding: its writer args are
     out_block_h / out_subblock_h, out_subblock_h and a 0 h-skip whatever the row (only the receiver
     writers of the rows below get last_block_num_nonzero_subblocks_h, last_subblock_of_last_block_h and
     last_block_padded_block_tiles_h_skip). So with one row of cores a padded M would be written past
     the output tensor by TT-Metal's program."""
-    if spec.dataflow == "mcast_2d" and mt % per_core_m and grid[1] == 1:
+    if spec.dataflow == "mcast_2d" and mt % per_core_m and m_blocks == 1:
         raise PlanError("mcast_2d: a padded last row of cores is not the top row (TT-Metal's in1 sender/writer "
                         "has no M padding args)",
                         f"per_core_M = {per_core_m} leaves Mt = {mt} on one row of cores with {per_core_m - mt} "
                         f"padded rows of tiles, which TT-Metal's 2D factory would write past the output",
                         spec.span("block.per_core"),
                         _nearest([d for d in _divisors(mt) if d <= per_core_m]
-                                 + ([_ceil_div(mt, 2)] if grid_req[1] > 1 else []), per_core_m))
+                                 + ([_ceil_div(mt, 2)] if m_cores > 1 else []), per_core_m))
 
 
 def _check_untilized_padding(spec: MatmulSpec, mt: int, nt: int, per_core_m: int, per_core_n: int) -> None:

@@ -327,6 +327,8 @@ def manifest_body(program: Program) -> dict[str, Any]:
             "format_descriptors": [{"buffer_index": cb.index, "data_format": cb.data_format,
                                     "page_size": cb.page_bytes, "tile": {"height": TILE_HW, "width": TILE_HW, "transpose": False}}
                                    for cb in members],
+            # a CB globally allocated on a sharded tensor's L1 buffer (ttnn CBDescriptor.buffer)
+            **({"globally_allocated": members[0].buffer} if members[0].buffer else {}),
         })
     semaphores = [{"id": s.id, "name": s.name, "core_type": "WORKER", "core_ranges": _core_ranges(s.cores),
                    "initial_value": s.initial} for s in program.semaphores]
@@ -334,6 +336,10 @@ def manifest_body(program: Program) -> dict[str, Any]:
     for k in program.kernels:
         for t in k.tensors:
             tensors[t.name] = {"data_format": t.data_format, "layout": t.layout, "page_size": t.page_bytes}
+    shards = plan.shard_specs
+    for name in shards:     # a sharded input no kernel reads through a TensorAccessor is still a tensor
+        fmt = plan.in0_format if name == "in0" else plan.out_format
+        tensors.setdefault(name, {"data_format": fmt, "layout": "TILE", "page_size": plan.arch.tile_bytes[fmt]})
     s = plan.spec
     shapes = {"in0": [s.batch, s.m, s.k], "in1": [s.k, s.n], "bias": [1, s.n], "out": [s.batch, s.m, s.n]}
     # ttnn's padded_shape (each dimension but the batch padded to whole tiles), where it differs
@@ -348,11 +354,22 @@ def manifest_body(program: Program) -> dict[str, Any]:
         "spec": {"name": s.name, "variant": s.variant},
         "policy": plan.policy,
         "io_tensors": [{"name": n, "shape": shapes[n], **tensors[n],
-                        **({"padded_shape": padded[n]} if padded[n] != shapes[n] else {})} for n in io],
+                        **({"padded_shape": padded[n]} if padded[n] != shapes[n] else {}),
+                        **({"memory": _memory_config(shards[n])} if n in shards else {}),
+                        **({"memory": {"buffer_type": "L1", "memory_layout": "INTERLEAVED"}}
+                           if n == "in1" and plan.memory.in1 == "l1" else {})} for n in io],
         "kernels": kernels,
         "cbs": cbs,
         "semaphores": semaphores,
     }
+
+
+def _memory_config(shard: dict) -> dict[str, Any]:
+    """A sharded tensor's ttnn MemoryConfig: L1, its layout and ShardSpec (core grid as (x0, y0, x1, y1),
+    shard shape in elements, orientation)."""
+    return {"buffer_type": "L1", "memory_layout": shard["memory_layout"],
+            "shard_spec": {"grid": list(shard["grid"]), "shape": list(shard["shape"]),
+                           "orientation": shard["orientation"]}}
 
 
 def manifest(body: dict[str, Any], kid: str) -> dict[str, Any]:

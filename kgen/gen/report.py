@@ -56,6 +56,11 @@ def plan_to_dict(p: Plan, variants: dict[str, str] | None = None) -> dict[str, A
         "variants": variants or {},
         # only padded plans carry these keys, so the plan.json of an evenly divided plan is unchanged
         **({"padding": _padding_dict(p)} if p.padding_notes else {}),
+        **({"transpose_mcast": True} if s.transpose_mcast else {}),
+        # likewise only plans with a tensor in L1
+        **({"memory": {"in0": s.memory.in0, "in1": s.memory.in1, "out": s.memory.out,
+                       "shard_specs": {t: {**v, "grid": list(v["grid"]), "shape": list(v["shape"])}
+                                       for t, v in p.shard_specs.items()}}} if s.memory.sharded else {}),
     }
 
 
@@ -90,7 +95,8 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
         ("dtypes", f"in0 {s.dtype_in0} ({p.in0_format}), in1 {s.dtype_in1} ({p.in1_format}), "
                    f"out {s.dtype_out} ({p.out_format})"
                    + (f", bias {s.dtype_bias} ({p.bias_format})" if p.bias_format else "")),
-        ("dataflow", s.dataflow),
+        ("dataflow", s.dataflow + (" with transpose_mcast: M blocks along x, in0 multicast down columns from the "
+                                   "top row, in1 along rows from the left column" if s.transpose_mcast else "")),
         ("grid", f"{p.grid[0]} x {p.grid[1]} cores with work (x by y, {p.num_cores} cores) of "
                  f"{p.grid_requested[0]} x {p.grid_requested[1]} requested"),
         ("per core", f"per_core_M x per_core_N = {p.per_core_m} x {p.per_core_n} tiles"),
@@ -112,6 +118,12 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
                 f"({p.dst_sync}, {p.dst_accum_format} accumulation), headroom {p.dst_capacity - p.out_subblock_tiles}"),
     ]
     kv += [("padding", note) for note in p.padding_notes]
+    if s.memory.sharded:
+        kv.append(("memory", f"in0 {s.memory.in0}, in1 {s.memory.in1}, out {s.memory.out}"))
+        for t, v in p.shard_specs.items():
+            x0, y0, x1, y1 = v["grid"]
+            kv.append((f"{t} shards", f"{v['memory_layout']} {v['orientation']}, shard {v['shape'][0]} x "
+                                      f"{v['shape'][1]} elements on cores ({x0},{y0})-({x1},{y1})"))
     width = max(len(k) for k, _ in kv)
     lines = [title, ""] + [f"  {k:<{width}}  {v}" for k, v in kv]
     lines += ["", "circular buffers (per core):"]
@@ -121,6 +133,8 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
         region = shared[cb.region]
         note = ("shares L1 with " + ", ".join(f"c_{i}" for i in region.cb_indices if i != cb.index)
                 if len(region.cb_indices) > 1 else "")
+        if cb.buffer:
+            note = (note + "; " if note else "") + f"on the {cb.buffer} shard"
         rows.append([f"c_{cb.index}", cb.name, cb.role, cb.data_format, str(cb.page_bytes), str(cb.pages),
                      str(cb.total_bytes), note])
     lines += _table(rows, ["CB", "name", "role", "format", "page B", "pages", "total B", "L1 region"])

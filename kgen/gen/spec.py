@@ -57,6 +57,28 @@ class BlockSpec:
     out_block: tuple[int, int] | None = None      # h x w
 
 
+# Where each tensor lives (ttnn MemoryConfig): interleaved in DRAM, or in L1, as the 2D multicast
+# factory takes them (matmul_multicore_reuse_mcast_2d_program_factory.cpp; its validation in
+# matmul_device_operation.cpp): in0 block- or height-sharded, in1 interleaved in L1 (or DRAM), the
+# output block-sharded.
+MEMORY_IN0 = ("dram", "l1_block_sharded", "l1_height_sharded")
+MEMORY_IN1 = ("dram", "l1")
+MEMORY_OUT = ("dram", "l1_block_sharded")
+SHARD_ORIENTATIONS = ("row_major", "col_major")
+
+
+@dataclass(frozen=True)
+class MemorySpec:
+    in0: str = "dram"
+    in1: str = "dram"
+    out: str = "dram"
+    orientation: str | None = None      # shard orientation; None: the one the factory requires
+
+    @property
+    def sharded(self) -> bool:
+        return self.in0 != "dram" or self.out != "dram" or self.in1 != "dram"
+
+
 @dataclass(frozen=True)
 class MatmulSpec:
     name: str
@@ -80,6 +102,9 @@ class MatmulSpec:
     variant: str | None
     variants: tuple[str, ...]
     spans: Mapping[str, Span] = field(compare=False, repr=False)
+    # MatmulMultiCoreReuseMultiCastProgramConfig.transpose_mcast: in0 multicast down columns, in1 across rows
+    transpose_mcast: bool = False
+    memory: MemorySpec = MemorySpec()
 
     def span(self, key: str) -> Span:
         """The span of a key, else of its group, else of the matmul header."""
@@ -438,9 +463,14 @@ MATMUL_KEYS: dict[str, Checker] = {
     "fuse.bias": _bool,
     "fuse.activation": _enum(ACTIVATIONS),
     "untilize_out": _bool,
+    "transpose_mcast": _bool,
+    "memory.in0": _enum(MEMORY_IN0),
+    "memory.in1": _enum(MEMORY_IN1),
+    "memory.out": _enum(MEMORY_OUT),
+    "memory.orientation": _enum(SHARD_ORIENTATIONS),
 }
 REQUIRED_MATMUL_KEYS = ("arch", "shape", "dtype.in0", "dtype.in1", "dtype.out")
-MATMUL_GROUPS = ("dtype", "block", "compute", "fuse", "variants")
+MATMUL_GROUPS = ("dtype", "block", "compute", "fuse", "memory", "variants")
 
 
 def _check_key(key: str, span: Span, schema: Mapping[str, Checker], where: str) -> None:
@@ -665,6 +695,9 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         fuse_bias=vals.get("fuse.bias", False), activation=vals.get("fuse.activation", "none"),
         untilize_out=vals.get("untilize_out", False), variant=variant,
         variants=tuple(spec.variants), spans=MappingProxyType(spans),
+        transpose_mcast=vals.get("transpose_mcast", False),
+        memory=MemorySpec(vals.get("memory.in0", "dram"), vals.get("memory.in1", "dram"),
+                          vals.get("memory.out", "dram"), vals.get("memory.orientation")),
     )
 
 

@@ -261,6 +261,12 @@ def _static_checks(program: Program, kernel: Kernel) -> None:
                 raise IRVerificationError(kernel.name, f"`write_rows` reaches row {last} / byte {end} of "
                                           f"{n['tensor']} ({pages[n['tensor']]} rows of "
                                           f"{tensors[n['tensor']].page_bytes} bytes)")
+        elif n.kind == "copy_shard":
+            # the block's last tile must lie inside the shard CB, and a row inside a shard row
+            hi = n["start"].max_over({**ranges, **cores}) + (n["rows"] - 1) * n["row_stride"] + n["cols"]
+            if hi > program.cb_pages[n["src_cb"]] or n["cols"] > n["row_stride"]:
+                raise IRVerificationError(kernel.name, f"`copy_shard` reaches tile {hi - 1} of c_{n['src_cb']}, "
+                                          f"which holds {program.cb_pages[n['src_cb']]}")
         elif n.kind == "matmul_block":
             for key, cb in (("in0_tile", n["in0"]), ("in1_tile", n["in1"])):
                 hi = n[key].max_over(ranges)

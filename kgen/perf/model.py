@@ -117,6 +117,15 @@ class _KernelCost:
         self.feeds_inputs = False     # reads, multicasts or hands over an input CB's blocks
         self.rewound = 0              # partials subblocks popped unread: the L1-accumulation rewind
         self.epilogue: dict[str, float] = defaultdict(float)   # the bias stage's unpack and math cycles
+        # A relay: a kernel that both hands K-blocks out of its own L1 shard and receives the others'
+        # (kgen's in0_sharded_<i>, TT's block-sharded in0 reader). The line of cores hands each K-block
+        # over in turn and a core cannot copy its next block before the previous one arrived, so the
+        # hand-over's latencies (copy, semaphore round trip, multicast landing) are paid per block by every
+        # core of the line, not once per fill.
+        kinds = {o.kind for o, _ in counted(kernel.body)}
+        self.relay = "copy_shard" in kinds and "sem_inc" in kinds
+        self.relay_sends, self.relay_receives, self.relay_send_cycles = 0, 0, 0.0
+        self._first_mcast = self._in_send = False
         previous: Op | None = None
         l1_acc = False
         for o, n in counted(kernel.body):
@@ -131,7 +140,13 @@ class _KernelCost:
                     self.rewound += n
                 previous = o
             else:
+                before = self.total(kernel.processor)
                 self._dataflow_op(o, n, kernel.processor)
+                if self.relay and o.kind in ("copy_shard", "noc_read_barrier", "sem_wait", "mcast_cb", "mcast_sem_set",
+                                             "noc_writes_flushed") and self._in_send:
+                    self.relay_send_cycles += self.total(kernel.processor) - before
+                if self.relay and o.kind == "sem_inc":
+                    self.relay_receives += n
 
     def add(self, processor: str, kind: str, cycles: float) -> None:
         self.busy[processor][kind] += cycles
@@ -198,8 +213,19 @@ class _KernelCost:
         c = self.costs
         k = o.kind
         tensors = self.tensors
-        if k in ("read_tiles", "mcast_cb", "sem_wait", "sem_inc"):
+        if k in ("read_tiles", "copy_shard", "mcast_cb", "sem_wait", "sem_inc"):
             self.feeds_inputs = True
+        if k == "cb_push_back":
+            self._in_send = False           # a relay's hand-over ends with its push
+        if k == "copy_shard":
+            # a block of this core's L1 shard into the input CB: local L1 reads, no DRAM (a sharded in0)
+            nbytes = int(o["rows"]) * int(o["cols"]) * int(o["page_bytes"])
+            self.last_read = L1
+            self.add(processor, "noc", n * nbytes / c.l1.read_bytes_per_cycle)
+            self.last_read_cb = o["cb"]
+            if self.relay:      # a hand-over starts (the receivers' increments arrive meanwhile)
+                self.relay_sends += n
+                self._in_send, self._first_mcast = True, True
         if k == "read_tiles":
             tiles = int(o["rows"]) * int(o["cols"])
             page = tensors[o["tensor"]].page_bytes
@@ -236,8 +262,15 @@ class _KernelCost:
             self.write_cycles += n * latency
         elif k == "mcast_cb":
             # the sender goes on once the data is issued; its landing (the flag follows the data on the
-            # same path) delays the receivers once per fill
+            # same path) delays the receivers once per fill (per block in a relay)
             dests = int(o["num_dests"])
+            if self.relay and self._first_mcast:
+                # the line waits for the landing only where the sender changes: a core that sends several
+                # K-blocks in a row copies the next while the last one is in flight
+                p = self.program.plan
+                in_a_row = max(1, p.in0_shard_w // p.in0_block_w)
+                self._first_mcast = False
+                self.add(processor, "noc", n * c.multicast.latency.at(dests) / in_a_row)
             self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), dests))
             if o["cb"] == CB_BIAS:
                 self.tail_cycles += n * c.multicast_cycles(int(o["bytes"]), dests)
@@ -349,11 +382,19 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     do where kgen cannot yet generate that dataflow; the ops stay the program's."""
     p = program.plan
     costs = costs or load_costs(p.arch.name)
-    placement = placement or {}
+    # where the plan itself puts a tensor (`memory { in1 = l1 }`); a sharded in0 or output needs nothing
+    # here: its program reads no DRAM for it (copy_shard) and writes none
+    placement = {**({"in1": L1} if p.memory.in1 == "l1" else {}), **(placement or {})}
     unknown = {v for v in placement.values()} - {DRAM, L1, SHARDED}
     if unknown:
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")
     cost_of = {k.name: _KernelCost(program, k, costs, placement) for k in program.kernels}
+    # A relay line (a block-sharded in0): every core of the line waits for every hand-over, its own and
+    # the other positions' (the lines are alike, one relay kernel per position)
+    relays = [kc for kc in cost_of.values() if kc.relay]
+    line = sum(kc.relay_send_cycles for kc in relays)
+    for kc in relays:
+        kc.add(kc.kernel.processor, "noc", line - kc.relay_send_cycles)
 
     # Cores that run the same kernels take the same time: one analysis per distinct kernel set. The
     # kernels' core ranges are rectangles, so every cell of their arrangement has a corner on the

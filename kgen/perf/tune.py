@@ -312,13 +312,15 @@ def _groups(spec: MatmulSpec, space: Space) -> list[_Group]:
                     grid = space.fixed_grid
                 else:
                     grid = (-(-nt // pc[1]), -(-mt // pc[0]))      # the cores with work
+                    if spec.transpose_mcast:                      # M blocks along x (2D factory)
+                        grid = grid[::-1]
                 # the 2D and reuse dataflows share the grid of the cores with work; a 1D dataflow applies
                 # when per_core covers its multicast operand's axis (TT's num_blocks_y or _x == 1) and
                 # takes the compute grid whose first cores, row-major, hold the blocks (the planner's
                 # _plan_1d), here the fewest whole rows of the arch's grid that hold them
                 layouts = [(grid, tuple(d for d in dataflows if d not in ONE_D))]
                 for df, axis in ONE_D.items():
-                    if df in dataflows and pc[axis] >= (mt, nt)[axis]:
+                    if df in dataflows and not spec.transpose_mcast and pc[axis] >= (mt, nt)[axis]:
                         blocks_1d = -(-(nt, mt)[axis] // pc[1 - axis])
                         cols = min(blocks_1d, arch.worker_grid[0])
                         layouts.append((space.fixed_grid or (cols, -(-blocks_1d // cols)), (df,)))

@@ -375,6 +375,28 @@ class ProgramFile:
     text: str
     tensors: tuple[Tensor, ...]
     output: Tensor
+    # an L1-sharded output: (file of one core's shard, first tile row, first tile column, rows, columns)
+    out_shards: tuple[tuple[Path, int, int, int, int], ...] = ()
+
+
+def shard_placement(spec: dict, rows: int, cols: int) -> list[tuple[tuple[int, int], int, int, int, int]]:
+    """ttnn's placement of a 2D-sharded tensor of `rows` x `cols` tiles: shard i (in row-major order over
+    the tensor's grid of shards) on the i-th core of the shard grid, in ROW_MAJOR or COL_MAJOR order.
+    Returns (core, first tile row, first tile column, tile rows, tile columns) per shard."""
+    x0, y0, x1, y1 = spec["grid"]
+    gx, gy = x1 - x0 + 1, y1 - y0 + 1
+    sh, sw = spec["shape"][0] // TILE_HW, spec["shape"][1] // TILE_HW
+    per_row = cols // sw
+    out = []
+    for i in range((rows // sh) * per_row):
+        core = (x0 + i % gx, y0 + i // gx) if spec["orientation"] == "ROW_MAJOR" else (x0 + i // gy, y0 + i % gy)
+        out.append((core, (i // per_row) * sh, (i % per_row) * sw, sh, sw))
+    return out
+
+
+def _pages(data: bytes, page: int, cols: int, r0: int, c0: int, rows: int, ncols: int) -> bytes:
+    """The tiles (r0.., c0..) of a row-major tile-paged tensor of `cols` tiles per row, in order."""
+    return b"".join(data[((r0 + r) * cols + c0) * page:((r0 + r) * cols + c0 + ncols) * page] for r in range(rows))
 
 
 def _resolve_arg(v: Any, addresses: dict[str, int], noc: dict) -> int:
@@ -410,10 +432,14 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
              "cycles " + " ".join(f"{k} {v!r}" for k, v in modelled_cycles(arch).items())]
     for (x, y), i in core_id.items():
         lines.append(f"core {i} {x} {y} {x + noc['worker_x_offset']} {y + noc['worker_y_offset']}")
-    # CBs: regions in manifest order from the unreserved base, the same address on every core.
+    # CBs: regions in manifest order from the unreserved base, the same address on every core. A CB
+    # globally allocated on a sharded tensor's buffer is where that tensor's shards live.
     align = max(arch.l1_alignment, arch.dram_alignment)
     address = arch.l1_unreserved_base
+    shard_address: dict[str, int] = {}
     for cb in manifest["cbs"]:
+        if cb.get("globally_allocated"):
+            shard_address[cb["globally_allocated"]] = address
         for c in cores_of(cb["core_ranges"]):
             for fd in cb["format_descriptors"]:
                 pages = cb["total_size"] // fd["page_size"]
@@ -439,13 +465,30 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
     lines.append(f"dram {banks} {addr} {arch.dram_alignment}")
     addresses = {t.name: t.address for t in tensors}
     output = next(t for t in tensors if t.name == "out")
+    shard_specs = {t["name"]: t["memory"]["shard_spec"] for t in manifest["io_tensors"]
+                   if "shard_spec" in t.get("memory", {})}
+    in_l1 = {t["name"] for t in manifest["io_tensors"] if t.get("memory", {}).get("memory_layout") == "INTERLEAVED"}
+    out_shards = []
     for t in tensors:
-        if t.name == "out":
+        cols = t.shape[-1] // TILE_HW
+        rows = t.num_pages // max(cols, 1)
+        if t.name in shard_specs:
+            # sharded in L1: no DRAM copy; each core's shard at its CB's address
+            for core, r0, c0, nr, nc in shard_placement(shard_specs[t.name], rows, cols):
+                path = workdir / f"{t.name}_{core[0]}_{core[1]}.bin"
+                if t.name == "out":
+                    lines.append(f"l1_output {core_id[core]} {shard_address['out']} {nr * nc * t.page_size} {path}")
+                    out_shards.append((path, r0, c0, nr, nc))
+                else:
+                    path.write_bytes(_pages(_tensor_bytes(t, inputs), t.page_size, cols, r0, c0, nr, nc))
+                    lines.append(f"l1_input {core_id[core]} {shard_address[t.name]} {nr * nc * t.page_size} {path}")
+        elif t.name == "out":
             lines.append(f"output out {t.address} {t.page_size} {t.num_pages} {workdir / 'out.bin'}")
         else:
             path = workdir / f"{t.name}.bin"
             path.write_bytes(_tensor_bytes(t, inputs))
-            lines.append(f"input {t.address} {t.page_size} {t.num_pages} {path}")
+            kind = "l1_interleaved_input" if t.name in in_l1 else "input"    # interleaved over L1 banks or DRAM's
+            lines.append(f"{kind} {t.address} {t.page_size} {t.num_pages} {path}")
     # Kernels and what runs where.
     kid = {}
     for i, b in enumerate(builds):
@@ -461,7 +504,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
             for role in roles:
                 lines.append(f"run {core_id[c]} {kid[(k['name'], role)]} {len(args)} {' '.join(map(str, args))} "
                              f"{len(common)} {' '.join(map(str, common))}")
-    return ProgramFile("\n".join(lines) + "\n", tuple(tensors), output)
+    return ProgramFile("\n".join(lines) + "\n", tuple(tensors), output, tuple(out_shards))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -484,6 +527,16 @@ def run_program(binary: Path, program: ProgramFile, workdir: Path, *, schedule: 
     if proc.returncode != 0 or not result.is_file():
         raise EmulatorCrash(f"the emulated program failed (exit {proc.returncode}): {proc.stderr.strip()[-3000:]}")
     raw = json.loads(result.read_text())
+    if program.out_shards:      # gather the output's shards back into one tensor, tile rows in order
+        t = program.output
+        cols = t.shape[-1] // TILE_HW
+        pages: dict[int, bytes] = {}
+        for path, r0, c0, nr, nc in program.out_shards:
+            data = path.read_bytes()
+            for r in range(nr):
+                for c in range(nc):
+                    pages[(r0 + r) * cols + c0 + c] = data[(r * nc + c) * t.page_size:(r * nc + c + 1) * t.page_size]
+        (workdir / "out.bin").write_bytes(b"".join(pages[i] for i in range(t.num_pages)))
     out = (workdir / "out.bin").read_bytes()
     return RunResult(raw["status"], float(raw["seconds"]), out, raw)
 

@@ -47,6 +47,8 @@ ONE_D_SHARE = 0.25           # cases made TT-Metal's 1D multicast (mcast_1d_in0 
 # their own random stream, so that the cases of a seed that stay 2D or reuse are what they were.
 DRAWN_DATAFLOWS = ("mcast_2d", "reuse")
 TILE_PADDING_SHARE = 0.3
+TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks along x; issue #17 item 4)
+SHARDED_SHARE = 0.3           # of the mcast_2d cases that can be: in0 and/or the output block-sharded in L1
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
 DTYPES: tuple[str, ...] = tuple(DTYPE_TO_FORMAT)
@@ -115,6 +117,8 @@ class _Choice:
     auto: frozenset[str]       # block keys written as `auto`
     omit: frozenset[str]       # optional keys left out (the default applies)
     trim: tuple[int, int, int] = (0, 0, 0)   # elements short of whole tiles in M (per batch), N, K
+    transpose_mcast: bool = False            # grid_req is then M cores along x, N cores along y
+    memory: tuple[str, str] = ("dram", "dram")   # where in0 and the output live (spec `memory { }`)
 
     @property
     def num_blocks(self) -> int:
@@ -343,6 +347,10 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
         lines.append(f"batch    = {c.batch}")
     if "dataflow" not in c.omit:
         lines.append(f"dataflow = {c.dataflow}")
+    if c.transpose_mcast:
+        lines.append("transpose_mcast = true")
+    if c.memory != ("dram", "dram"):
+        lines.append(f"memory {{ in0 = {c.memory[0]}  out = {c.memory[1]} }}")
     fuse = ([f"bias = {_b(c.bias)}"] if c.bias or rng.random() < 0.3 else []) + \
            ([f"activation = {'relu' if c.relu else ACTIVATIONS[0]}"] if c.relu or rng.random() < 0.3 else [])
     if fuse:
@@ -382,6 +390,8 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
     # the 1D and padded forms draw from their own streams, so the rest of a case is what it was before them
     c = _one_d(random.Random(f"kgen-fuzz-1d:{seed}:{index}"), c)
     c = _padded(random.Random(f"kgen-fuzz-padding:{seed}:{index}"), c)
+    c = _transposed(random.Random(f"kgen-fuzz-transpose:{seed}:{index}"), c)
+    c = _sharded(random.Random(f"kgen-fuzz-sharding:{seed}:{index}"), c)
     name = _case_name(seed, index)
     return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
 
@@ -435,6 +445,51 @@ def _padded(rng: random.Random, c: _Choice) -> _Choice:
     return dataclasses.replace(c, mt=mt, nt=nt, auto=frozenset(auto), trim=trim)
 
 
+def _transposed(rng: random.Random, c: _Choice) -> _Choice:
+    """Some mcast_2d cases with transpose_mcast: the 2D factory then lays the M blocks along x and the
+    N blocks along y, so the requested grid is written swapped (and must still fit the worker grid:
+    the factory checks num_blocks_y <= grid.x and num_blocks_x <= grid.y after the swap). per_core is
+    written out: auto would spread M over the swapped grid's columns."""
+    wx, wy = load_arch(c.arch).worker_grid
+    gx, gy = c.grid_req
+    if c.dataflow != "mcast_2d" or gy > wx or gx > wy or rng.random() >= TRANSPOSE_MCAST_SHARE:
+        return c
+    return dataclasses.replace(c, grid_req=(gy, gx), transpose_mcast=True, auto=c.auto - {"per_core"})
+
+
+def _sharded(rng: random.Random, c: _Choice) -> _Choice:
+    """Some mcast_2d cases with in0 and/or the output block-sharded in L1 (issue #17 item 3), where TT's
+    2D validation and kgen's limits allow it, restated here: whole shards (tile-multiple shapes, per_core
+    dividing Mt and Nt, no untilize); in0's K split evenly over the n cores along N, its shard width a
+    multiple of in0_block_w (drawn, not auto: auto would pick within the shard); a sharded output needs
+    out_subblock_w == per_core_N || out_subblock_h == 1, and the same of out_block (the subblock drawn,
+    not auto). The shards add c_2 (per_core_M x shard width) and grow c_4 to the whole per-core output,
+    checked against L1 with room to spare."""
+    (pm, pn), (obh, obw), (sbh, sbw) = c.per_core, c.out_block, c.subblock
+    if (c.dataflow != "mcast_2d" or c.untilize or any(c.trim) or c.mt % pm or c.nt % pn
+            or rng.random() >= SHARDED_SHARE):
+        return c
+    arch = load_arch(c.arch)
+    tb = arch.tile_bytes
+    n = c.nt // pn
+    in0_ok = c.kt % n == 0 and (c.kt // n) % c.in0_block_w == 0 and "in0_block_w" not in c.auto
+    out_ok = "out_subblock" not in c.auto and (sbw == pn or sbh == 1) and (obw == pn or obh == 1)
+    # height-sharded: !transpose_mcast, K == in0_block_w, and (kgen) out_block_h == per_core_M
+    height_ok = not c.transpose_mcast and c.in0_block_w == c.kt and obh == pm
+    choices = [m for m, ok in ((("l1_block_sharded", "dram"), in0_ok), (("dram", "l1_block_sharded"), out_ok),
+                               (("l1_block_sharded", "l1_block_sharded"), in0_ok and out_ok),
+                               (("l1_height_sharded", "dram"), height_ok),
+                               (("l1_height_sharded", "l1_block_sharded"), height_ok and out_ok)) if ok]
+    if not choices:
+        return c
+    memory = rng.choice(choices)
+    extra = (pm * c.kt * tb[DTYPE_TO_FORMAT[c.dtypes[0]]] + 64
+             + 2 * pm * pn * max(tb[DTYPE_TO_FORMAT[c.dtypes[2]]], tb["Float32"]))
+    if _cb_bytes(arch, c) + extra > arch.usable_cb_bytes:
+        return c
+    return dataclasses.replace(c, memory=memory)
+
+
 def generate_cases(count: int, seed: int) -> list[FuzzCase]:
     return [generate_case(seed, i) for i in range(count)]
 
@@ -469,7 +524,8 @@ def features(p: Plan) -> dict[str, object]:
         "dtypes": f"{s.dtype_in0}/{s.dtype_in1}->{s.dtype_out}", "fidelity": c.math_fidelity,
         "fp32_dest_acc": c.fp32_dest_acc, "packer_l1_acc": c.packer_l1_acc, "dst_full_sync": c.dst_full_sync,
         "policy": p.policy, "num_blocks": p.num_blocks, "bias": p.fuse_bias, "relu": p.pack_relu,
-        "untilize_out": p.untilize_out, "grid": f"{p.grid[0]}x{p.grid[1]}",
+        "untilize_out": p.untilize_out, "grid": f"{p.grid[0]}x{p.grid[1]}", "transpose_mcast": p.transpose_mcast,
+        "memory": f"in0 {s.memory.in0}, out {s.memory.out}",
         "grid_requested": f"{p.grid_requested[0]}x{p.grid_requested[1]}",
         "macs": p.mt * p.nt * p.kt * TILE_HW ** 3,
         "padded_blocks": "/".join(d for d, on in (("M", p.padded_m), ("N", p.padded_n)) if on) or "none",

@@ -28,8 +28,14 @@ For an `mcast_1d_in0` / `mcast_1d_in1` plan the same four TT-Metal kernels run i
 kgen's receivers of a grid taller than one row are two kernels (`*_rows` for the rows below the
 first); both get TT-Metal's receiver kernel, as the factory's one kernel on a CoreRangeSet.
 
-Only what kgen's plans use is reproduced: interleaved DRAM tensors in tile layout, no sharding,
-no transpose_mcast, no sparsity and no fused collectives. The "split half" second NOC of the right
+Only what kgen's plans use is reproduced: tensors in tile layout, interleaved in DRAM (in1 also in
+L1), in0 block- or height-sharded and the output block-sharded in L1 (the factory's
+reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp on every core for a block-sharded
+in0, IN0_SHARDED and OUT_SHARDED otherwise), no sparsity and no fused collectives. transpose_mcast is the factory's: in0_idx and in1_idx swap (M
+blocks along x), the in0 sender is the top row multicasting down its column and the in1
+sender/writer the left column multicasting along its row, each on its own NoC (the factory swaps the
+sender ranges and `std::swap(in0_mcast_start, in1_mcast_end)`, tt-metal @0000d49e
+matmul_multicore_reuse_mcast_2d_program_factory.cpp). The "split half" second NOC of the right
 half's receivers is not reproduced: the emulator's NoC has no per-NOC effect on the result.
 """
 
@@ -57,6 +63,13 @@ TT_KERNELS = {
     "in0_receiver_rows": "reader_bmm_tile_layout_in0_receiver.cpp",
     "in1_receiver_writer_rows": "reader_bmm_tile_layout_in1_receiver_writer_padding.cpp",
 }
+# kgen's in0_sharded_<i> kernels (a block-sharded in0) all stand for this one kernel of the factory.
+TT_BLOCK_SHARDED_IN0 = "reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp"
+
+
+def tt_kernel_file(name: str) -> str:
+    return TT_BLOCK_SHARDED_IN0 if name.startswith("in0_sharded_") else TT_KERNELS[name]
+
 
 DATAFLOWS_WITH_TT_PROGRAM = ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1")
 
@@ -67,6 +80,11 @@ TT_FIXED_CBS = {"cb_in0_sharded": 2, "cb_bias": 3, "in0_sender cb_sparsity": 6, 
 
 # ArgConfig of an interleaved DRAM TensorAccessorArgs (tensor_accessor_args.h: IsDram = 1 << 1).
 INTERLEAVED_DRAM = 2
+# ... and of an L1 buffer. For an L1-sharded in0 or output kgen passes this interleaved-L1 form: the
+# factory's sharded TensorAccessorArgs carry the shard layout too, but neither kernel addresses those
+# tensors through an accessor (the block-sharded reader builds none; under OUT_SHARDED the writers
+# construct one and never use it), so only their positions in the CT args matter.
+INTERLEAVED_L1 = 0
 
 
 class DataflowSwapError(KgenError):
@@ -92,8 +110,9 @@ def unsupported_reason(plan, manifest: dict) -> str | None:
     for t in manifest["io_tensors"]:
         if t["layout"] != "TILE":
             return f"tensor {t['name']} is {t['layout']}; TT-Metal's multicast writers write tiles"
-    senders = {"in0_sender", "in1_sender_writer"}         # receivers exist only on grids wider/taller than 1
-    missing = sorted(senders - {k["name"] for k in manifest["kernels"]})
+    names = {k["name"] for k in manifest["kernels"]}
+    senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == "l1_block_sharded" else {"in0_sender"})
+    missing = sorted(senders - names)
     if missing:
         return f"the build folder lacks kgen kernels {', '.join(missing)}"
     return None
@@ -142,12 +161,56 @@ class _FactoryValues:
         return self.plan.batch_ct            # batch is fused into Mt: the factory's B is 1
 
     @property
+    def in0_shard_tiles(self) -> tuple[int, int]:
+        """The factory's in0_shard_width_in_tiles, in0_shard_height_in_tiles (0, 0 unless in0 is sharded)."""
+        p = self.plan
+        return (p.in0_shard_w, p.per_core_m) if p.memory.in0 != "dram" else (0, 0)
+
+    @property
+    def out_sharded(self) -> bool:
+        return self.plan.memory.out != "dram"
+
+    @property
+    def out_accessor(self) -> int:
+        return INTERLEAVED_L1 if self.out_sharded else INTERLEAVED_DRAM
+
+    @property
     def cols(self) -> int:
-        return self.plan.grid[0]             # num_blocks_x
+        return self.plan.n_blocks            # num_blocks_x: cores along N (the grid's rows with transpose_mcast)
 
     @property
     def rows(self) -> int:
-        return self.plan.grid[1]             # num_blocks_y
+        return self.plan.m_blocks            # num_blocks_y: cores along M
+
+    def idx(self, core: tuple[int, int]) -> tuple[int, int]:
+        """(in0_idx, in1_idx) of a core: its M block and its N block; the factory swaps them under
+        transpose_mcast (`std::swap(in0_idx, in1_idx)`)."""
+        x, y = core
+        return (x, y) if self.plan.transpose_mcast else (y, x)
+
+    def in0_rect(self, core: tuple[int, int], noc: int) -> list[dict]:
+        """The in0 multicast rectangle: the rest of the sender's row, or of its column under
+        transpose_mcast (where the factory takes in1's rectangle: `std::swap(in0_mcast_start, in1_mcast_end)`)."""
+        x, y = core
+        if self.plan.transpose_mcast:
+            return _rectangle((x, min(1, self.cols - 1)), (x, self.cols - 1), noc)
+        return _rectangle((min(1, self.cols - 1), y), (self.cols - 1, y), noc)
+
+    def in1_rect(self, core: tuple[int, int], noc: int) -> list[dict]:
+        """The in1 multicast rectangle: the rest of the sender's column, or of its row under transpose_mcast."""
+        x, y = core
+        if self.plan.transpose_mcast:
+            return _rectangle((min(1, self.rows - 1), y), (self.rows - 1, y), noc)
+        return _rectangle((x, min(1, self.rows - 1)), (x, self.rows - 1), noc)
+
+    def in0_sender_of(self, core: tuple[int, int]) -> tuple[dict, dict]:
+        """The NoC coordinates of a core's in0 sender: the left end of its row (top of its column)."""
+        x, y = core
+        return _noc(x, 0) if self.plan.transpose_mcast else _noc(0, y)
+
+    def in1_sender_of(self, core: tuple[int, int]) -> tuple[dict, dict]:
+        x, y = core
+        return _noc(0, y) if self.plan.transpose_mcast else _noc(x, 0)
 
     @property
     def last_obh(self) -> int:
@@ -219,24 +282,27 @@ class _FactoryValues:
 def _in0_sender(f: _FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     kt, ibw, obh, cols, rows = p.kt, p.in0_block_w, p.out_block_h, f.cols, f.rows
-    rt = tuple(((x, y), (
-        {"buffer_address": "in0"}, p.per_core_m * kt * y,
-        *_rectangle((min(1, cols - 1), y), (cols - 1, y), _noc_index(k)),
-        f.last_obh if y == rows - 1 else obh,
-        0)) for (x, y) in cores_of(k["core_ranges"]))                  # sparsity_addr
+    sharded = p.memory.in0 == "l1_height_sharded"          # IN0_SHARDED: c_0 is the shard
+    rt = tuple((core, (
+        {"buffer_address": "in0"}, p.per_core_m * kt * f.idx(core)[0],
+        *f.in0_rect(core, _noc_index(k)),
+        f.last_obh if f.idx(core)[0] == rows - 1 else obh,
+        0)) for core in cores_of(k["core_ranges"]))                  # sparsity_addr
     return TtKernelArgs(
         "in0_sender",
         # in0_last_ktile_w = logical K % tile width (the reader zeroes the rest of the last K tile),
-        # in0_last_ktile_h = 0 (no transpose_a), then extract_shard_sub_blocks, shard_w, shard_h (no sharding)
-        (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, p.spec.k % TILE_HW, 0, 0, 0, 0, p.num_blocks, p.num_blocks_w_dim,
+        # in0_last_ktile_h = 0 (no transpose_a), then extract_shard_sub_blocks (always false here), and the
+        # shard's width and height in tiles (0 unless in0 is sharded)
+        (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, p.spec.k % TILE_HW, 0, 0, *f.in0_shard_tiles, p.num_blocks,
+         p.num_blocks_w_dim,
          p.num_blocks_h_dim, f.sems["in0_sender"], f.sems["in0_receiver"], cols - 1, cols - 1, p.mt * kt,
          f.batch, f.batch,
          0, 0, 0, 1, 0, 0,                    # reuse_in0, batchB, sparsity page, bcast_A, batch from reader, fuse_op
-         INTERLEAVED_DRAM, f.page["in0"], 0, 0,  # TensorAccessorArgs(in0), TensorAccessorArgs() for sparsity
+         INTERLEAVED_L1 if sharded else INTERLEAVED_DRAM, f.page["in0"], 0, 0,  # TensorAccessorArgs(in0), sparsity's
          0),                                  # num_batch_compute (sparsity off)
         {"cb_in0": f.named["in0_sender"]["cb_in0"], "cb_in0_sharded": TT_FIXED_CBS["cb_in0_sharded"],
          "cb_sparsity": TT_FIXED_CBS["in0_sender cb_sparsity"], "num_active": 0},
-        {"SKIP_MCAST": "1"} if cols == 1 else {},
+        {**({"SKIP_MCAST": "1"} if cols == 1 else {}), **({"IN0_SHARDED": "1"} if sharded else {})},
         rt)
 
 
@@ -247,7 +313,7 @@ def _in0_receiver(f: _FactoryValues, k: dict) -> TtKernelArgs:
         (p.out_block_h * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in0_sender"], f.sems["in0_receiver"], f.batch, 0),
         {"cb_in0": f.named["in0_receiver"]["cb_in0"]}, {},
-        tuple(((x, y), (*_noc(0, y),)) for (x, y) in cores_of(k["core_ranges"])))
+        tuple((core, f.in0_sender_of(core)) for core in cores_of(k["core_ranges"])))
 
 
 def _in1_sender_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
@@ -255,28 +321,31 @@ def _in1_sender_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
     pcm, pcn, nt, obw, obh, ibw = p.per_core_m, p.per_core_n, p.nt, p.out_block_w, p.out_block_h, p.in0_block_w
     cols, rows, bias = f.cols, f.rows, f.bias
     rt = []
-    for (x, y) in cores_of(k["core_ranges"]):
+    for core in cores_of(k["core_ranges"]):
+        m, x = f.idx(core)                                               # in0_idx, in1_idx
         right = x == cols - 1
-        rt.append(((x, y), (
+        rt.append((core, (
             {"buffer_address": "in1"}, pcn * x,
-            *_rectangle((x, min(1, rows - 1)), (x, rows - 1), _noc_index(k)),
+            *f.in1_rect(core, _noc_index(k)),
             0,                                                           # sparsity_addr
-            {"buffer_address": "out"}, x * pcn + y * pcm * nt,
+            {"buffer_address": "out"}, x * pcn + m * pcm * nt,
             f.last_obw if right else obw,
             obh // p.out_subblock_h, p.out_subblock_h, 0,
             *f.out_subblocks_w(right),
             {"buffer_address": "bias"} if bias else 0, pcn * x if bias else 0,
-            f.last_nbw if right else p.num_blocks_w_dim)))
+            # the factory: `if (!output_is_sharded)` push last_out_num_blocks_w / out_num_blocks_x
+            *(() if f.out_sharded else (f.last_nbw if right else p.num_blocks_w_dim,)))))
     return TtKernelArgs(
         "in1_sender_writer",
         (1, nt, ibw * nt, obw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
          *f.writer_ct(),
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output
-         INTERLEAVED_DRAM, f.page["in1"], 0, 0, INTERLEAVED_DRAM, f.page["out"],
+         INTERLEAVED_L1 if p.memory.in1 == "l1" else INTERLEAVED_DRAM, f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
          *((INTERLEAVED_DRAM, f.page["bias"]) if bias else ())),
         {**f.cb_fixed("in1_sender_writer"), "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0},
-        {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if rows == 1 else {})},
+        {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if rows == 1 else {}),
+         **({"OUT_SHARDED": "1"} if f.out_sharded else {})},
         tuple(rt))
 
 
@@ -284,22 +353,24 @@ def _in1_receiver_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     sbh, obh = p.out_subblock_h, p.out_block_h
     rt = []
-    for (x, y) in cores_of(k["core_ranges"]):
+    for core in cores_of(k["core_ranges"]):
+        y, x = f.idx(core)                                               # in0_idx, in1_idx
         right, bottom = x == f.cols - 1, y == f.rows - 1
-        rt.append(((x, y), (
-            *_noc(x, 0), {"buffer_address": "out"}, x * p.per_core_n + y * p.per_core_m * p.nt,
+        rt.append((core, (
+            *f.in1_sender_of(core), {"buffer_address": "out"}, x * p.per_core_n + y * p.per_core_m * p.nt,
             obh // sbh, f.last_nsbh if bottom else obh // sbh, f.last_sbh if bottom else sbh,
             f.h_skip if bottom else 0,
             *f.out_subblocks_w(right),
-            f.last_nbh if bottom else p.num_blocks_h_dim, f.last_nbw if right else p.num_blocks_w_dim)))
+            *(() if f.out_sharded else (f.last_nbh if bottom else p.num_blocks_h_dim,
+                                        f.last_nbw if right else p.num_blocks_w_dim)))))
     return TtKernelArgs(
         "in1_receiver_writer",
         (p.out_block_w * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in1_sender"], f.sems["in1_receiver"], f.batch,
          *f.writer_ct(),
-         p.out_block_w if f.bias else 0, 0, INTERLEAVED_DRAM, f.page["out"]),
+         p.out_block_w if f.bias else 0, 0, f.out_accessor, f.page["out"]),
         f.cb_fixed("in1_receiver_writer"),
-        {"FUSE_BIAS": "1"} if f.bias else {},
+        {**({"FUSE_BIAS": "1"} if f.bias else {}), **({"OUT_SHARDED": "1"} if f.out_sharded else {})},
         tuple(rt))
 
 
@@ -439,6 +510,38 @@ def _in1_receiver_writer_1d(f: _FactoryValues, k: dict) -> TtKernelArgs:
         tuple(rt))
 
 
+def _in0_block_sharded(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    """reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp with the factory's args
+    (@0000d49e, "IN0 SHARDED SENDER/RECEIVER"): every core with work is in the receiver grid and has
+    output work; in0_mcast_num_dests = in0_mcast_num_cores = num_blocks_x; num_x (num_y under
+    transpose_mcast) = the cores along the shard grid's width, here the grid with work. Runtime args:
+    sender_id (core.x, core.y under transpose_mcast), the line's multicast rectangle (its far ends
+    swapped on NOC 1), then the NoC x list then the NoC y list of the line's cores."""
+    p = f.plan
+    n, tile = p.n_blocks, p.cb(0).page_bytes
+    num_x, num_y = (1, n) if p.transpose_mcast else (n, 1)
+    rt = []
+    for (x, y) in cores_of(k["core_ranges"]):
+        lo, hi = 0, n - 1
+        if _noc_index(k) == 1:
+            lo, hi = hi, lo
+        if p.transpose_mcast:
+            args = (y, {"noc_x": x}, {"noc_y": lo}, {"noc_x": x}, {"noc_y": hi}, {"noc_x": x},
+                    *({"noc_y": j} for j in range(n)))
+        else:
+            args = (x, {"noc_x": lo}, {"noc_y": y}, {"noc_x": hi}, {"noc_y": y}, *({"noc_x": j} for j in range(n)),
+                    {"noc_y": y})
+        rt.append(((x, y), args))
+    return TtKernelArgs(
+        k["name"],
+        (1, 1, p.in0_block_tiles, p.in0_block_tiles * tile, 0, 0, p.num_blocks, p.num_blocks_w_dim,
+         p.num_blocks_h_dim, f.sems["in0_sender"], f.sems["in0_receiver"], n, n, num_x, num_y,
+         int(p.transpose_mcast), p.in0_shard_w, p.per_core_m, p.in0_block_w, p.out_block_h, f.batch,
+         0,                                     # fuse_op
+         INTERLEAVED_L1, f.page["in0"], 0, 0),  # TensorAccessorArgs(in0) (see INTERLEAVED_L1), placeholder
+        {"cb_in0": 0, "cb_in0_sharded": 2, "cb_l1_array": 6}, {}, tuple(rt))
+
+
 # kgen kernel -> the factory's args for TT-Metal's kernel in its place.
 _ARGS_OF = {"in0_sender": _in0_sender, "in0_receiver": _in0_receiver,
             "in1_sender_writer": _in1_sender_writer, "in1_receiver_writer": _in1_receiver_writer}
@@ -455,7 +558,9 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
     values = _FactoryValues.of(plan, manifest)
     kernels = {k["name"]: k for k in manifest["kernels"]}
     table = _ARGS_OF if plan.spec.dataflow == "mcast_2d" else _ARGS_OF_1D
-    return {name: args_of(values, kernels[name]) for name, args_of in table.items() if name in kernels}
+    args = {name: args_of(values, kernels[name]) for name, args_of in table.items() if name in kernels}
+    args.update({name: _in0_block_sharded(values, k) for name, k in kernels.items() if name.startswith("in0_sharded_")})
+    return args
 
 
 def tt_dataflow_dir(tree) -> Path:
@@ -473,15 +578,15 @@ def with_tt_dataflow(folder: Path, plan, kernels_dir: Path, into: Path, *, ttnn_
     manifest = json.loads((folder / "manifest.json").read_text())
     args = tt_kernel_args(plan, manifest)
     for name in args:
-        if not (kernels_dir / TT_KERNELS[name]).is_file():
-            raise DataflowSwapError(f"{kernels_dir / TT_KERNELS[name]}: no such TT-Metal kernel "
+        if not (kernels_dir / tt_kernel_file(name)).is_file():
+            raise DataflowSwapError(f"{kernels_dir / tt_kernel_file(name)}: no such TT-Metal kernel "
                                     f"(fetch the headers with: kgen headers fetch)")
     shutil.copytree(folder, into, ignore=shutil.ignore_patterns("obj", "elf", "compile.json"))
     for k in manifest["kernels"]:
         a = args.get(k["name"])
         if a is None:
             continue
-        source = (kernels_dir / TT_KERNELS[k["name"]]).resolve()
+        source = (kernels_dir / tt_kernel_file(k["name"])).resolve()
         k.update(compile_time_args=list(a.compile_time_args),
                  compile_time_arg_names=[f"tt_ct_{i}" for i in range(len(a.compile_time_args))],
                  named_compile_time_args=a.named_compile_time_args, defines=a.defines,

@@ -15,6 +15,7 @@ from kgen.gen.build import build
 from kgen.gen.spec import load
 
 ADDRESSES = {"in0": 0x10000, "in1": 0x20000, "bias": 0x30000, "out": 0x40000}
+BUFFERS = {"in0": "in0 buffer", "out": "out buffer"}      # stand-ins for sharded tensors' buffers
 
 
 def noc(axis: str, logical: int) -> int:
@@ -25,8 +26,11 @@ def noc(axis: str, logical: int) -> int:
 def test_manifest_maps_onto_program_descriptor(path, tmp_path):
     result = build(load(path), tmp_path)
     m = json.loads((result.path / "manifest.json").read_text())
-    pd = runtime.program_descriptor(result.path, addresses=ADDRESSES, noc=noc, ttnn=fake_ttnn)
+    pd = runtime.program_descriptor(result.path, addresses=ADDRESSES, noc=noc, ttnn=fake_ttnn, buffers=BUFFERS)
     assert isinstance(pd, fake_ttnn.ProgramDescriptor)
+    # a CB globally allocated on a shard gets that tensor's buffer (ttnn CBDescriptor.buffer)
+    for cb, d in zip(m["cbs"], pd.cbs):
+        assert d.buffer == (BUFFERS[cb["globally_allocated"]] if "globally_allocated" in cb else None)
     assert pd.custom_program_hash == m["custom_program_hash"]
     assert len(pd.kernels) == len(m["kernels"])
     for kd, k in zip(pd.kernels, m["kernels"]):

@@ -150,3 +150,53 @@ def test_emulate_shows_progress_on_a_terminal_and_nothing_otherwise(host_cxx, tm
     seen = b"".join(chunks)
     assert proc.returncode == 0 and json.loads(out)["exact_match"] is True
     assert b"kgen: running 4 core(s)" in seen and b"golden model" in seen, seen[-500:]
+
+
+def test_check_shows_the_shards_and_the_factorys_cbs():
+    # TT's peak benchmark row (p150 bf16 2560 x 4992 x 4992 on 13 x 10, per core 8 x 12, in0_block_w 6):
+    # in0 shard = per_core_M x Kt / 13 = 8 x 12 tiles = 256 x 384 elements; output shard 8 x 12 tiles;
+    # c_2 = 8 * 12 in0 tiles, c_6 = 64 bytes, c_4 = per_core_M * per_core_N = 96 output tiles
+    r = run("check", "examples/peak_bf16_sharded.kspec", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["memory"]["shard_specs"]["in0"] == {"memory_layout": "BLOCK_SHARDED", "grid": [0, 0, 12, 9],
+                                                    "orientation": "ROW_MAJOR", "shape": [256, 384]}
+    assert data["memory"]["shard_specs"]["out"]["shape"] == [256, 384]
+    cbs = {c["index"]: c for c in data["cbs"]}
+    assert (cbs[2]["pages"], cbs[2]["page_bytes"]) == (96, 2048) and cbs[6]["total_bytes"] == 64
+    assert cbs[4]["pages"] == 8 * 12
+    text = run("check", "examples/peak_bf16_sharded.kspec").stdout
+    assert "in0 shards    BLOCK_SHARDED ROW_MAJOR, shard 256 x 384 elements on cores (0,0)-(12,9)" in text
+
+
+@pytest.mark.parametrize("memory, extra, message", [
+    ("in0 = l1_block_sharded  out = l1_block_sharded  orientation = col_major", "",
+     "COL_MAJOR orientation with transpose_mcast"),
+    ("in0 = l1_height_sharded", "transpose_mcast = true  grid = 4 x 2", "HEIGHT_SHARDED in0 needs !transpose_mcast"),
+    ("in0 = l1_block_sharded", "dataflow = reuse", "L1 placements are the 2D multicast factory's"),
+    ("in0 = somewhere", "", "memory.in0 = somewhere: expected one of dram, l1_block_sharded, l1_height_sharded"),
+])
+def test_bad_memory_placements_exit_2(tmp_path, memory, extra, message):
+    spec = tmp_path / "bad.kspec"
+    spec.write_text(f"""matmul bad {{
+    arch = wormhole_b0  shape = 256 x 256 x 512
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+    memory {{ {memory} }}
+    {extra if "grid" in extra else extra + "  grid = 2 x 4"}
+    block {{ per_core = 2 x 4  in0_block_w = 2 }}
+}}
+""")
+    r = run("check", spec)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert message in r.stderr, r.stderr
+
+
+def test_sharded_build_describes_the_shards_for_ttnn(tmp_path):
+    r = run("build", "examples/sharded_small.kspec", "--no-compile", "-o", tmp_path)
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads(next(tmp_path.glob("*/manifest.json")).read_text())
+    tensors = {t["name"]: t for t in manifest["io_tensors"]}
+    assert tensors["in0"]["memory"]["shard_spec"] == {"grid": [0, 0, 3, 1], "shape": [128, 128],
+                                                      "orientation": "ROW_MAJOR"}
+    assert {k["name"] for k in manifest["kernels"]} >= {f"in0_sharded_{i}" for i in range(4)}
+    assert "in0_sender" not in {k["name"] for k in manifest["kernels"]}

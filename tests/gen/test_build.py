@@ -50,7 +50,12 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
         for f in cb["format_descriptors"]:
             row = next(c for c in plan_json["cbs"] if c["index"] == f["buffer_index"])
             assert f["data_format"] == row["data_format"]
-            assert f["page_size"] == TILE_BYTES[row["data_format"]] == row["page_bytes"]
+            if row["role"] == "l1 array":
+                # the 2D factory's scratch beside a block-sharded in0: CircularBufferConfig(32 * 2, Float16_b)
+                # with a 32 * 2-byte page, not a tile
+                assert f["page_size"] == row["page_bytes"] == 64 and f["buffer_index"] == 6
+            else:
+                assert f["page_size"] == TILE_BYTES[row["data_format"]] == row["page_bytes"]
             assert f["tile"] == {"height": 32, "width": 32, "transpose": False}
             sizes.add(row["total_bytes"])
         assert cb["total_size"] == max(sizes)
@@ -76,9 +81,15 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
         expected_roles = ({"compute", "in0_sender", "in1_sender_writer"} | ({receiver} if nx > 1 else set())
                           | ({f"{receiver}_rows"} if ny > 1 else set()))
     else:
+        # the 2D factory's roles: in0 receivers where more than one core shares an M block (along x, along y
+        # under transpose_mcast), in1 receivers where more than one shares an N block; a block-sharded in0 is
+        # one sender/receiver kernel per position along the in0 line (kgen's in0_sharded_<i>)
+        along_n, along_m = (ny, nx) if spec.transpose_mcast else (nx, ny)
+        in0_roles = ({f"in0_sharded_{i}" for i in range(along_n)} if spec.memory.in0 == "l1_block_sharded" else
+                     {"in0_sender"} | ({"in0_receiver"} if along_n > 1 else set()))
         expected_roles = ({"compute", "reader", "writer"} if spec.dataflow == "reuse" else
-                          {"compute", "in0_sender", "in1_sender_writer"} | ({"in0_receiver"} if nx > 1 else set())
-                          | ({"in1_receiver_writer"} if ny > 1 else set()))
+                          {"compute", "in1_sender_writer"} | in0_roles
+                          | ({"in1_receiver_writer"} if along_m > 1 else set()))
     assert set(kernels) == expected_roles
     covered: dict[str, set] = {}
     for k in m["kernels"]:

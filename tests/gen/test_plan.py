@@ -327,3 +327,126 @@ def test_mcast_2d_refuses_a_padded_top_row():
     reuse = dataclasses.replace(make(shape="128 x 256 x 256", grid="2 x 1", pc="6 x 4"), dataflow="reuse")
     assert plan(reuse).padded_m
     assert plan(make(shape="160 x 256 x 256", grid="2 x 2", pc="3 x 4")).padded_m
+
+
+def test_transpose_mcast_puts_m_blocks_along_x():
+    # The 2D factory: num_blocks_y = ceil(Mt / per_core_M), num_blocks_x = ceil(Nt / per_core_N), and with
+    # transpose_mcast `std::swap(num_cores_with_work_c, num_cores_with_work_r)`: the cores with work are
+    # num_blocks_y columns by num_blocks_x rows. Mt = 8, Nt = 4, per_core 2 x 2: 4 M blocks, 2 N blocks.
+    import dataclasses
+    spec = dataclasses.replace(make(shape="256 x 128 x 256", grid="4 x 2", pc="2 x 2"), transpose_mcast=True)
+    p = plan(spec)
+    assert p.grid == (4, 2) and (p.m_blocks, p.n_blocks) == (4, 2)
+    # validation after the swap: num_blocks_y <= grid.x, num_blocks_x <= grid.y
+    with pytest.raises(PlanError) as exc:
+        plan(dataclasses.replace(spec, grid=(2, 4)))
+    assert "num_blocks_y <= grid.x" in exc.value.message
+    # the field belongs to the 2D multicast program config only
+    with pytest.raises(PlanError) as exc:
+        plan(dataclasses.replace(spec, dataflow="reuse"))
+    assert "2D multicast factory" in exc.value.message
+
+
+def test_transpose_mcast_is_a_spec_key():
+    text = BASE.format(arch="wormhole_b0", shape="256 x 128 x 256", out="bfloat16", grid="4 x 2", w="auto",
+                       sb="auto", pc="2 x 2", ob="auto", fp32="false", l1="false", full="false")
+    spec = resolve(parse_text(text.replace("grid", "transpose_mcast = true\n    grid", 1), "t.kspec"))
+    assert spec.transpose_mcast and plan(spec).grid == (4, 2)
+
+
+SHARDED = """
+matmul s {{
+    arch = {arch}
+    shape = {shape}
+    dtype {{ in0 = bfloat16 in1 = bfloat16 out = bfloat16 }}
+    grid = {grid}
+    {extra}
+    memory {{ {memory} }}
+    block {{ in0_block_w = {w} per_core = {pc} out_block = {ob} out_subblock = {sb} }}
+}}
+"""
+
+
+def sharded(arch="wormhole_b0", shape="256 x 256 x 512", grid="4 x 2", memory="in0 = l1_block_sharded  "
+            "out = l1_block_sharded", w="2", pc="4 x 2", ob="auto", sb="auto", extra=""):
+    return resolve(parse_text(SHARDED.format(arch=arch, shape=shape, grid=grid, memory=memory, w=w, pc=pc, ob=ob,
+                                             sb=sb, extra=extra), "s.kspec"))
+
+
+def test_block_sharded_cb_table_is_the_factorys():
+    # matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e: c_2 = per_core_M * in0_shard_width_in_tiles
+    # in0 tiles globally allocated on in0; c_6 = 32 * 2 bytes of Float16_b; c_4 = per_core_M * per_core_N out
+    # tiles globally allocated on the output when it is sharded. Mt = Nt = 8, Kt = 16 on 4 x 2 cores with
+    # per_core 4 x 2: 4 N blocks along x, so each in0 shard is 4 x (16 / 4) tiles.
+    p = plan(sharded())
+    t = cb_table(p)
+    assert t[2] == ("Float16_b", BF16, 4 * 4, 4 * 4 * BF16, "in0 shard") and p.cb(2).buffer == "in0"
+    assert t[6] == ("Float16_b", 64, 1, 64, "l1 array")
+    assert t[4][2] == 4 * 2 and p.cb(4).buffer == "out"
+    assert p.in0_shard_w == 16 // 4
+    # the shard specs ttnn needs: grid of the cores with work, shard shapes in elements, ROW_MAJOR
+    assert p.shard_specs["in0"] == {"memory_layout": "BLOCK_SHARDED", "grid": (0, 0, 3, 1),
+                                    "orientation": "ROW_MAJOR", "shape": (4 * 32, 4 * 32)}
+    assert p.shard_specs["out"]["shape"] == (4 * 32, 2 * 32)
+    # transpose_mcast: the shard grid is the transposed grid and the orientation COL_MAJOR
+    pt = plan(sharded(grid="2 x 4", extra="transpose_mcast = true"))
+    assert pt.shard_specs["in0"]["orientation"] == "COL_MAJOR" and pt.shard_specs["in0"]["grid"] == (0, 0, 1, 3)
+
+
+def test_do_not_inplace_interm0_out_cb():
+    # do_not_inplace_interm0_out_CB = output_is_sharded && per_core_M != out_block_h: per_core 4 x 2 with
+    # out_block 2 x 2 (and subblock 1 x 2, TT's sharded-output rule) keeps c_4 and c_5 apart; with
+    # out_block_h == per_core_M they share
+    split = plan(sharded(ob="2 x 2", sb="1 x 2"))
+    assert split.cb(4).region != split.cb(5).region and split.cb(4).pages == 4 * 2
+    assert "do_not_inplace_interm0_out_CB" in split.out_partials_sharing
+    shared = plan(sharded(ob="4 x 2", sb="4 x 2"))
+    assert shared.cb(4).region == shared.cb(5).region
+
+
+@pytest.mark.parametrize("kw, rule", [
+    # BLOCK_SHARDED in0: ROW_MAJOR without transpose_mcast, COL_MAJOR with it (matmul_device_operation.cpp)
+    (dict(memory="in0 = l1_block_sharded  orientation = col_major"), "COL_MAJOR orientation with transpose_mcast"),
+    (dict(memory="in0 = l1_block_sharded  orientation = row_major", grid="2 x 4", extra="transpose_mcast = true"),
+     "COL_MAJOR orientation with transpose_mcast"),
+    # HEIGHT_SHARDED in0: !transpose_mcast, and K == in0_block_w
+    (dict(memory="in0 = l1_height_sharded", grid="2 x 4", extra="transpose_mcast = true"),
+     "HEIGHT_SHARDED in0 needs !transpose_mcast"),
+    (dict(memory="in0 = l1_height_sharded", w="2"), "K == in0_block_w"),
+    # sharded output: out_subblock_w == per_core_N || out_subblock_h == 1, the same for out_block
+    (dict(memory="out = l1_block_sharded", ob="4 x 1", sb="1 x 1"), "out_block_w == per_core_N || out_block_h == 1"),
+    (dict(memory="out = l1_block_sharded", ob="4 x 2", sb="2 x 1"),
+     "out_subblock_w == per_core_N || out_subblock_h == 1"),
+    # shard width % in0_block_w == 0: 4-tile shards and in0_block_w = 8
+    (dict(w="8"), "shard_shape[1] / tile_width % in0_block_w == 0"),
+    # an orientation belongs to a block-sharded in0 (kgen: the output's shards follow the grid)
+    (dict(memory="out = l1_block_sharded  orientation = row_major", ob="4 x 2", sb="4 x 2"),
+     "memory.orientation is a block-sharded in0's"),
+])
+def test_sharding_rules_are_tts(kw, rule):
+    with pytest.raises(PlanError) as exc:
+        plan(sharded(**kw))
+    assert rule in exc.value.message
+
+
+def test_sharded_auto_blocking_follows_the_sharded_rules():
+    # auto subblock with a sharded output: the first of SUBBLOCK_HW_CHOICES (4,2), (2,4), ... with
+    # w == per_core_N or h == 1; per_core 4 x 4, out_block 4 x 4: (4, 2) breaks it, (2, 4) has w == 4
+    p = plan(sharded(shape="128 x 512 x 512", grid="4 x 1", pc="4 x 4", ob="4 x 4"))
+    assert (p.out_subblock_h, p.out_subblock_w) == (2, 4)
+    # auto in0_block_w divides the 4-tile shard width
+    assert plan(sharded(w="auto")).in0_block_w == 4
+
+
+def test_height_sharded_in0_is_the_factorys():
+    # HEIGHT_SHARDED in0 (factory @0000d49e): c_0 itself globally allocated on in0, in0_CB_size = out_block_h *
+    # in0_block_w tiles (one K-block: K == in0_block_w); the shard grid is the in0 senders' column
+    # (validation: bbox start.x == end.x), shard per_core_M x K
+    p = plan(sharded(shape="256 x 256 x 256", memory="in0 = l1_height_sharded", w="auto", pc="4 x 2"))
+    assert p.in0_block_w == 8 and p.num_blocks == 1
+    assert p.cb(0).buffer == "in0" and p.cb(0).pages == 4 * 8
+    assert p.shard_specs["in0"] == {"memory_layout": "HEIGHT_SHARDED", "grid": (0, 0, 0, 1),
+                                    "orientation": "ROW_MAJOR", "shape": (4 * 32, 8 * 32)}
+    with pytest.raises(PlanError) as exc:      # kgen: c_0 spans out_block_h rows of the shard
+        plan(sharded(shape="256 x 256 x 256", memory="in0 = l1_height_sharded", w="8", pc="4 x 2", ob="2 x 2"))
+    assert "out_block_h == per_core_M" in exc.value.message

@@ -187,3 +187,18 @@ def test_row_write_past_the_page_is_caught():
                                lambda o: with_args(o, offset_bytes=o["offset_bytes"] + 1)))
     with pytest.raises(IRVerificationError, match=r"`write_rows` reaches row \d+ / byte \d+ of out"):
         verify(broken)
+
+
+def test_sharded_and_transposed_examples_verify():
+    for name, variant in (("sharded_small", None), ("sharded_small", "transposed"), ("sharded_small", "height"),
+                          ("transpose_mcast_small", None), ("transpose_mcast_small", "padded")):
+        verify(program(name, variant))
+
+
+def test_shard_copy_past_the_shard_is_caught():
+    # One extra tile row per copy: the last out block's last row falls off the 4 x 4-tile shard (c_2)
+    prog = program("sharded_small")
+    broken = break_kernel(prog, "in0_sharded_1",
+                          once(lambda o: o.kind == "copy_shard", lambda o: with_args(o, rows=o["rows"] + 1)))
+    with pytest.raises(IRVerificationError, match=r"`copy_shard` reaches tile \d+ of c_2, which holds 16"):
+        verify(broken)

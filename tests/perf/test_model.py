@@ -265,3 +265,92 @@ def test_1d_multicast_sender_cost_grows_with_the_fan_out():
     narrow = verified(spec_1d("mcast_1d_in0", "64 x 256 x 256", "2 x 1", "2 x 4"))
     noc = lambda v: _KernelCost(v, v.kernel("in0_sender"), costs, {}).busy["NCRISC"]["noc"]
     assert noc(wide) > noc(narrow)
+
+
+def test_transpose_mcast_swaps_the_multicast_fan_outs():
+    # The same 4 x 2 grid: untransposed, in0 goes along a row of 4 cores (3 destinations) and in1 down a
+    # column of 2 (1 destination); with transpose_mcast (M blocks along x) in0 goes down a column (1)
+    # and in1 along a row (3) (2D factory: the sender ranges and rectangles are swapped).
+    from kgen.gen.ir import walk
+    def fan_outs(program):
+        return {k.name: {n["num_dests"] for n, _ in walk(k.body) if n.kind == "mcast_cb"}
+                for k in program.kernels if k.name.endswith(("sender", "sender_writer"))}
+    text = lambda t: f"""
+matmul t {{
+    arch = wormhole_b0  shape = {t}  grid = 4 x 2  dataflow = mcast_2d  transpose_mcast = {str(t == "512 x 256 x 256").lower()}
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+    block {{ in0_block_w = 2  per_core = 4 x 4 }}
+}}
+"""
+    plain = verified(resolve(parse_text(text("256 x 512 x 256"), "t.kspec")))       # Mt 8 / 4 = 2 rows, Nt 16 / 4 = 4 columns
+    transposed = verified(resolve(parse_text(text("512 x 256 x 256"), "t.kspec")))  # Mt 16 / 4 = 4 columns, Nt 8 / 4 = 2 rows
+    assert fan_outs(plain) == {"in0_sender": {3}, "in1_sender_writer": {1}}
+    assert fan_outs(transposed) == {"in0_sender": {1}, "in1_sender_writer": {3}}
+    # the model reads those fan-outs from the IR and predicts both
+    assert predict(plain).cycles > 0 and predict(transposed).cycles > 0
+
+
+def test_a_sharded_in0_reads_no_dram_and_a_sharded_output_writes_none():
+    # The same matmul with in0 and the output in DRAM and block-sharded in L1 (TT's peak benchmark
+    # placement): the sharded program moves only in1 through DRAM, which is what the benchmark-row
+    # placement {"in0": "sharded", "out": "sharded"} models for the DRAM program; its in0 kernels do
+    # local L1 reads and multicasts only.
+    from kgen.perf.model import _KernelCost
+    text = """
+matmul t {{
+    arch = wormhole_b0  shape = 256 x 256 x 512  grid = 4 x 2  dataflow = mcast_2d
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+    {memory}
+    block {{ in0_block_w = 2  per_core = 4 x 2  out_block = 4 x 2  out_subblock = 4 x 2 }}
+}}
+"""
+    dram = verified(resolve(parse_text(text.format(memory=""), "t.kspec")))
+    sharded = verified(resolve(parse_text(text.format(
+        memory="memory { in0 = l1_block_sharded  out = l1_block_sharded }"), "t.kspec")))
+    costs = load_costs("wormhole_b0")
+    in1_bytes = 16 * 8 * 2048                   # Kt x Nt bf16 tiles, read once by the in1 senders
+    in0_bytes, out_bytes = 8 * 16 * 2048, 8 * 8 * 2048
+
+    def dram_bytes(program, placement=None):
+        return sum(_KernelCost(program, k, costs, placement or {}).dram_bytes
+                   * (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1) for k in program.kernels)
+
+    assert dram_bytes(dram) == in1_bytes + in0_bytes + out_bytes
+    assert dram_bytes(sharded) == in1_bytes
+    assert dram_bytes(dram, {"in0": "sharded", "out": "sharded"}) == in1_bytes
+    for k in sharded.kernels:
+        if k.name.startswith("in0_sharded_"):
+            assert "dram" not in _KernelCost(sharded, k, costs, {}).busy[k.processor]
+    assert predict(sharded).dram_floor_cycles < predict(dram).dram_floor_cycles
+
+
+def test_a_block_sharded_in0_line_pays_every_hand_over():
+    # TT's block-sharded in0 reader (and kgen's in0_sharded_<i> kernels) hand K-blocks along the line in
+    # turn: a core copies its next block only after the previous one arrived. So each core's in0 time is
+    # the sum of every position's hand-overs (copy, read latency, multicasts), the landing paid where the
+    # sender changes: with 2 K-blocks per shard, half as often. Here 4 positions send 2 blocks each.
+    from kgen.perf.model import _KernelCost
+    text = """
+matmul t {
+    arch = wormhole_b0  shape = 256 x 256 x 512  grid = 4 x 2  dataflow = mcast_2d
+    dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+    memory { in0 = l1_block_sharded  out = l1_block_sharded }
+    block { in0_block_w = 2  per_core = 4 x 2  out_block = 4 x 2  out_subblock = 4 x 2 }
+}
+"""
+    program = verified(resolve(parse_text(text, "t.kspec")))
+    c = load_costs("wormhole_b0")
+    block = 4 * 2 * 2048                                  # out_block_h x in0_block_w bf16 tiles
+    copy = block / c.l1.read_bytes_per_cycle + c.l1.read_latency
+    # positions 0 and 3 multicast to 3 cores on one side, 1 and 2 to 1 + 2 cores on both sides
+    mcasts = {0: [3], 1: [1, 2], 2: [2, 1], 3: [3]}
+    hand_over = {i: copy + sum(c.multicast_cycles(block, d) + c.multicast.issue_cycles
+                               + c.multicast.issue_cycles_per_destination * d for d in ds)
+                 + c.multicast.latency.at(ds[0]) / 2 for i, ds in mcasts.items()}
+    line = 2 * sum(hand_over.values())
+    kc = {k.name: _KernelCost(program, k, c, {}) for k in program.kernels}
+    for i in range(4):
+        assert kc[f"in0_sharded_{i}"].relay_send_cycles == pytest.approx(2 * hand_over[i], rel=0.02)
+    p = predict(program)
+    ncrisc = next(t for t in p.processors if t.processor == "NCRISC")
+    assert ncrisc.busy == pytest.approx(line, rel=0.02)

@@ -20,10 +20,11 @@ from kgen.gen.spec import load_file, resolve
 # (peak_bf16, wh_bfp8_spill, bh_fp32_bias, wh_fp32_hifi4: 2-69 G MACs) run in fast mode here and
 # in exact mode by hand (benchmarks/emulate_examples.py).
 EXACT_EXAMPLES = ["peak_small", "l1acc_one_block", "l1acc_two_blocks", "l1acc_two_blocks_bias", "untilize_relu_reuse",
-                  "padded_small"]
+                  "padded_small", "transpose_mcast_small", "sharded_small"]
 # non_tile_1000 (1 G MACs) and bh_4096_full_grid (69 G MACs) are padded (issue #17); wh_mlp_11008
 # (92 G MACs, about 2 minutes in fast mode) runs by hand.
-LARGE_EXAMPLES = ["wh_fp32_hifi4", "bh_fp32_bias", "wh_bfp8_spill", "peak_bf16", "non_tile_1000", "bh_4096_full_grid"]
+LARGE_EXAMPLES = ["wh_fp32_hifi4", "bh_fp32_bias", "wh_bfp8_spill", "peak_bf16", "non_tile_1000", "bh_4096_full_grid",
+                  "peak_bf16_sharded"]
 
 
 def _variants(name: str) -> list[str | None]:
@@ -71,7 +72,7 @@ def test_large_examples_emulate_fast(host_cxx, tmp_path, name):
 
 
 @pytest.mark.parametrize("name", ["l1acc_one_block", "l1acc_two_blocks_bias", "peak_small", "untilize_relu_reuse",
-                                  "wh_fp32_hifi4", "padded_small"])
+                                  "wh_fp32_hifi4", "padded_small", "transpose_mcast_small", "sharded_small"])
 def test_the_emulators_modelled_time_agrees_with_kgen_perf(host_cxx, tmp_path, name):
     # Issue #14: both price every op from the same cost tables; the emulator's event-level timeline
     # and the model's per-block pipeline must agree within 5 % (benchmarks/perf_vs_emulator.py).
@@ -124,7 +125,11 @@ def test_random_schedules_give_identical_bits(host_cxx, tmp_path):
                                           ("l1acc_one_block", None),
                                           # padded last blocks and a shape short of whole tiles (issue #17)
                                           ("padded_small", "bias"), ("padded_small", "bfp8"),
-                                          ("padded_small", "reuse")])
+                                          ("padded_small", "reuse"),
+                                          # transpose_mcast and L1 sharding (issue #17)
+                                          ("transpose_mcast_small", "padded"), ("sharded_small", None),
+                                          ("sharded_small", "transposed"), ("sharded_small", "height"),
+                                          ("sharded_small", "in1_l1")])
 def test_port_check_matches_tt_metal_kernel(host_cxx, host_toolchain, tmp_path, name, variant):
     from kgen.proof.portcheck import port_check
 
@@ -376,3 +381,41 @@ def test_the_error_against_float64_ignores_the_padding():
     e = error_stats(out, inputs, relu=False)
     assert e.max_abs_err < 1e-5 and e.pcc > 0.999999      # float32 rounding of the output only
     assert inputs.logical_output(out).shape == (40, 33)
+
+
+def test_shards_are_placed_as_ttnn_places_them():
+    """ttnn's ShardSpec: the tensor's shards in row-major order over its grid of shards go to the shard
+    grid's cores in ROW_MAJOR (x fastest) or COL_MAJOR (y fastest) order."""
+    from kgen.proof.emulate import shard_placement
+
+    # 4 x 8 tiles in 2 x 2-tile shards: 2 x 4 shards on a 4 x 2 grid (row major) or a 2 x 4 grid (col major)
+    row = shard_placement({"grid": (0, 0, 3, 1), "shape": (64, 64), "orientation": "ROW_MAJOR"}, 4, 8)
+    assert row[0] == ((0, 0), 0, 0, 2, 2) and row[3] == ((3, 0), 0, 6, 2, 2) and row[4] == ((0, 1), 2, 0, 2, 2)
+    col = shard_placement({"grid": (0, 0, 1, 3), "shape": (64, 64), "orientation": "COL_MAJOR"}, 4, 8)
+    assert col[1] == ((0, 1), 0, 2, 2, 2) and col[4] == ((1, 0), 2, 0, 2, 2)
+
+
+def test_a_sharded_in0_and_output_live_in_l1_only(host_cxx, tmp_path):
+    """The emulator gets each core's in0 shard in its L1 at the shard CB's address and no DRAM copy of
+    in0, and reads the output back from the cores' shards: no DRAM output."""
+    import json
+
+    from kgen.proof.emulate import build_program, kernel_builds, make_inputs, require_host_compiler
+
+    p, folder = _built("sharded_small", None, tmp_path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    work = tmp_path / "work"
+    work.mkdir()
+    prog = build_program(manifest, p.arch, kernel_builds(folder, p.arch, require_host_compiler()), numerics="exact",
+                         workdir=work, inputs=make_inputs(manifest, 0))
+    lines = prog.text.splitlines()
+    assert [ln for ln in lines if ln.startswith("input ")] and not any("in0.bin" in ln for ln in lines)
+    assert not any(ln.startswith("output ") for ln in lines)
+    shards_in = [ln for ln in lines if ln.startswith("l1_input ")]
+    shards_out = [ln for ln in lines if ln.startswith("l1_output ")]
+    # 8 cores, each with a 4 x 4-tile in0 shard and a 4 x 2-tile output shard of bf16 tiles
+    assert len(shards_in) == len(shards_out) == 8
+    assert {int(ln.split()[3]) for ln in shards_in} == {4 * 4 * 2048}
+    assert {int(ln.split()[3]) for ln in shards_out} == {4 * 2 * 2048}
+    e = _emulate(folder, p, seed=2)
+    assert e.status == "ok" and e.exact_match and not e.hazards

@@ -78,6 +78,7 @@ def test_the_plan_is_the_drawn_configuration():
         p = check_case(case).raise_for_error().plan
         co = p.compute
         assert (p.spec.batch, p.mt, p.nt, p.kt, p.grid_requested) == (c.batch, c.mt, c.nt, c.kt, c.grid_req)
+        assert p.transpose_mcast == c.transpose_mcast and (p.memory.in0, p.memory.out) == c.memory
         assert ((p.per_core_m, p.per_core_n), (p.out_block_h, p.out_block_w), p.in0_block_w,
                 (p.out_subblock_h, p.out_subblock_w)) == (c.per_core, c.out_block, c.in0_block_w, c.subblock)
         assert (co.math_fidelity, co.fp32_dest_acc, co.packer_l1_acc, co.math_approx, co.dst_full_sync) == \
@@ -162,6 +163,17 @@ def test_coverage(results, cases):
     assert any(p.spec.dataflow == "mcast_1d_in1" and p.padded_n for p in plans)
     for flow in ("mcast_1d_in0", "mcast_1d_in1"):
         assert {min(p.grid[1], 2) for p in plans if p.spec.dataflow == flow} == {1, 2}, flow
+    # transpose_mcast (issue #17 item 4): on grids with more than one row and column, and padded
+    transposed = [p for p in plans if p.transpose_mcast]
+    assert all(p.spec.dataflow == "mcast_2d" for p in transposed)
+    assert any(p.m_blocks > 1 and p.n_blocks > 1 and p.m_blocks != p.n_blocks for p in transposed)
+    assert any(p.padded_blocks for p in transposed)
+    # L1 sharding (issue #17 item 3): in0 and the output block-sharded, alone and together, also transposed
+    placements = {(p.memory.in0, p.memory.out) for p in plans}
+    assert placements >= {("dram", "dram"), ("l1_block_sharded", "dram"), ("dram", "l1_block_sharded"),
+                          ("l1_block_sharded", "l1_block_sharded")}
+    assert any(p.transpose_mcast and p.memory.in0 != "dram" for p in plans)
+    assert any(p.memory.in0 == "l1_height_sharded" for p in plans)
     for dim in ("M", "N", "K"):
         assert any(dim in p.tile_padding for p in plans), dim
     assert any(p.padded_blocks and p.tile_padding for p in plans)

@@ -49,6 +49,23 @@ SMALL_SPECS = {
         block { in0_block_w = 2  out_subblock = 1 x 2  per_core = 4 x 4  out_block = 2 x 4 }
         fuse { bias = true }
     }""",
+    # transpose_mcast with padded last blocks along both M and N: Mt = 7 over per_core_M = 2 gives 4
+    # M blocks along x, the last with 1 row of tiles; Nt = 3 over per_core_N = 2 gives 2 N blocks along y
+    "transposed": """matmul transposed {
+        arch = wormhole_b0  shape = 224 x 96 x 128  grid = 4 x 2  dataflow = mcast_2d  transpose_mcast = true
+        dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16  bias = bfloat16 }
+        block { in0_block_w = 2  out_subblock = 1 x 2  per_core = 2 x 2  out_block = 2 x 2 }
+        fuse { bias = true }
+    }""",
+    # in0 and the output block-sharded under transpose_mcast (COL_MAJOR shards), with a bias, on Blackhole:
+    # 2 M blocks along x, 4 N blocks along y, Kt = 16 over the 4 cores of each in0 column
+    "sharded_transposed": """matmul sharded_transposed {
+        arch = blackhole  shape = 256 x 512 x 512  grid = 2 x 4  dataflow = mcast_2d  transpose_mcast = true
+        dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16  bias = bfloat16 }
+        memory { in0 = l1_block_sharded  out = l1_block_sharded  orientation = col_major }
+        block { in0_block_w = 2  out_subblock = 1 x 4  per_core = 4 x 4  out_block = 2 x 4 }
+        fuse { bias = true }
+    }""",
 }
 
 
@@ -133,6 +150,117 @@ def test_padding_args_follow_the_factory_rules(tmp_path):
     assert bottom[4:8] == (2, 1, 1, 4) and bottom[8:13] == (2, 2, 2, 0, 0) and bottom[13:15] == (2, 1)
 
 
+def test_transpose_mcast_args_follow_the_factory(tmp_path):
+    """transpose_mcast, as matmul_multicore_reuse_mcast_2d_program_factory.cpp (tt-metal @0000d49e) does
+    it: the cores with work are num_blocks_y x num_blocks_x (M blocks along x), in0_idx = core.x and
+    in1_idx = core.y, the in0 sender is the top row and multicasts down its column, the in1
+    sender/writer is the left column and multicasts along its row; the CT dest counts keep their
+    meaning (in0: num_blocks_x - 1, in1: num_blocks_y - 1). in0 is on NOC 1, in1 on NOC 0."""
+    p, _, manifest = _manifest(_spec("transposed", tmp_path), tmp_path)
+    num_blocks_y, num_blocks_x = -(-7 // 2), -(-3 // 2)                     # 4 M blocks, 2 N blocks
+    assert p.grid == (num_blocks_y, num_blocks_x)
+    kernels = {k["name"]: k for k in manifest["kernels"]}
+    assert kernels["in0_sender"]["core_ranges"] == [{"start": [0, 0], "end": [3, 0]}]       # top row
+    assert kernels["in1_sender_writer"]["core_ranges"] == [{"start": [0, 0], "end": [0, 1]}]  # left column
+    args = tt_kernel_args(p, manifest)
+    ct0, ct1 = args["in0_sender"].compile_time_args, args["in1_sender_writer"].compile_time_args
+    assert ct0[17] == ct0[18] == num_blocks_x - 1 and ct1[12] == ct1[13] == num_blocks_y - 1
+    rt = {k: dict(a.runtime_args) for k, a in args.items()}
+    # in0 sender of M block 2 (core (2, 0)): start tile per_core_M * Kt * 2; its column below it, given
+    # on NOC 1 end first: in1's rectangle (bottom .. top+1) of the untransposed factory
+    kt, nt, pcm, pcn = 4, 3, 2, 2
+    assert rt["in0_sender"][(2, 0)][1] == pcm * kt * 2
+    assert rt["in0_sender"][(2, 0)][2:6] == ({"noc_x": 2}, {"noc_y": 1}, {"noc_x": 2}, {"noc_y": 1})
+    # the last M block (x = 3) reads last_out_block_h = 7 % 2 = 1 rows
+    assert rt["in0_sender"][(3, 0)][6] == 1 and rt["in0_sender"][(2, 0)][6] == 2
+    # in0 receivers are sent to by the top of their column
+    assert rt["in0_receiver"][(1, 1)] == ({"noc_x": 1}, {"noc_y": 0})
+    # in1 sender/writer of N block 1 (core (0, 1)): start tile per_core_N * 1, its row right of it on NOC 0
+    # start first; out start tile in1_idx * per_core_N + in0_idx * per_core_M * Nt
+    w = rt["in1_sender_writer"][(0, 1)]
+    assert w[1] == pcn * 1 and w[2:6] == ({"noc_x": 1}, {"noc_y": 1}, {"noc_x": 3}, {"noc_y": 1})
+    assert w[8] == 1 * pcn + 0 * pcm * nt
+    # N block 1 is the last (in1_idx == in1_end_idx): last_out_block_w = (3 % 2) % 2 = 1
+    assert w[9] == 1 and rt["in1_sender_writer"][(0, 0)][9] == 2
+    # in1 receiver/writer (3, 1): sent to by the left end of its row; the last M and N block
+    r = rt["in1_receiver_writer"][(3, 1)]
+    assert r[:2] == ({"noc_x": 0}, {"noc_y": 1}) and r[3] == 1 * pcn + 3 * pcm * nt
+    assert r[13:15] == (1, 1)                            # last_out_num_blocks_h, _w
+
+
+def test_block_sharded_in0_and_sharded_output_args_follow_the_factory(tmp_path):
+    """matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e for in0 BLOCK_SHARDED and a sharded
+    output, written out here for sharded_small (Mt = Nt = 8, Kt = 16, 4 x 2 cores, per_core 4 x 2,
+    in0_block_w 2, bf16): every core runs reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded
+    with CT args {core_has_output_block_work, core_in_in0_receiver_mcast_grid, in0_block_num_tiles,
+    in0_block_size_bytes, in0_last_ktile_w, in0_last_ktile_h, num_blocks, out_num_blocks_x,
+    out_num_blocks_y, sems, in0_mcast_num_dests = in0_mcast_num_cores = num_blocks_x, num_x, num_y,
+    transpose_mcast, shard width, shard height, in0_block_w, in0_block_h, B, fuse_op}, named {cb_in0: c_0,
+    cb_in0_sharded: c_2, cb_l1_array: c_6}; the writers get OUT_SHARDED and no last_num_blocks args."""
+    p, _, manifest = _manifest(_spec("sharded_small", tmp_path), tmp_path)
+    args = tt_kernel_args(p, manifest)
+    num_blocks_x, in0_block_num_tiles, tile = 4, 4 * 2, 2048
+    shard_w, shard_h = 16 // num_blocks_x, 4
+    sems = {s["name"]: s["id"] for s in manifest["semaphores"]}
+    for i in range(num_blocks_x):
+        a = args[f"in0_sharded_{i}"]
+        assert a.compile_time_args[:22] == (1, 1, in0_block_num_tiles, in0_block_num_tiles * tile, 0, 0, 16 // 2, 1, 1,
+                                            sems["in0_sender"], sems["in0_receiver"], num_blocks_x, num_blocks_x,
+                                            num_blocks_x, 1, 0, shard_w, shard_h, 2, 4, 1, 0)
+        assert a.named_compile_time_args == {"cb_in0": 0, "cb_in0_sharded": 2, "cb_l1_array": 6} and not a.defines
+        # runtime: sender_id = core.x; the row's rectangle, given end first on NOC 1; the row's NoC x list;
+        # the row's NoC y
+        for (x, y), rt in a.runtime_args:
+            assert x == i and rt[0] == x
+            assert rt[1:5] == ({"noc_x": num_blocks_x - 1}, {"noc_y": y}, {"noc_x": 0}, {"noc_y": y})
+            assert rt[5:] == (*({"noc_x": j} for j in range(num_blocks_x)), {"noc_y": y})
+    sender, receiver = args["in1_sender_writer"], args["in1_receiver_writer"]
+    assert sender.defines["OUT_SHARDED"] == "1" and receiver.defines["OUT_SHARDED"] == "1"
+    assert len(dict(sender.runtime_args)[(0, 0)]) == 20 and len(dict(receiver.runtime_args)[(0, 1)]) == 13
+    # the manifest describes the shards for ttnn, and c_2 / c_4 as globally allocated on them
+    tensors = {t["name"]: t for t in manifest["io_tensors"]}
+    assert tensors["in0"]["memory"] == {"buffer_type": "L1", "memory_layout": "BLOCK_SHARDED",
+                                        "shard_spec": {"grid": [0, 0, 3, 1], "shape": [128, 128],
+                                                       "orientation": "ROW_MAJOR"}}
+    assert tensors["out"]["memory"]["shard_spec"]["shape"] == [128, 64] and "memory" not in tensors["in1"]
+    assert {c.get("globally_allocated") for c in manifest["cbs"]} == {None, "in0", "out"}
+
+
+def test_height_sharded_in0_args_follow_the_factory(tmp_path):
+    """in0 HEIGHT_SHARDED: the interleaved in0 sender kernel with IN0_SHARDED, its CT args 10 and 11 the
+    shard's width and height in tiles (in0_shard_width_in_tiles = K, in0_shard_height_in_tiles =
+    per_core_M), extract_shard_sub_blocks (CT arg 9) false."""
+    text = """matmul h {
+        arch = wormhole_b0  shape = 256 x 256 x 256  grid = 4 x 2  dataflow = mcast_2d
+        dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+        memory { in0 = l1_height_sharded }
+        block { per_core = 4 x 2 }
+    }"""
+    path = tmp_path / "h.kspec"
+    path.write_text(text + "\n")
+    p, _, manifest = _manifest(resolve(load_file(path), None), tmp_path)
+    sender = tt_kernel_args(p, manifest)["in0_sender"]
+    assert sender.defines == {"IN0_SHARDED": "1"}
+    assert sender.compile_time_args[9:12] == (0, 8, 4)
+    assert {c.get("globally_allocated") for c in manifest["cbs"]} == {None, "in0"}
+
+
+def test_in1_in_l1_is_an_l1_tensor_accessor(tmp_path):
+    """in1 interleaved in L1: kgen's in1 sender and TT-Metal's read it through a TensorAccessor whose
+    ArgConfig has no IsDram bit (tensor_accessor::ArgConfig, IsDram = 1 << 1); the manifest says where it
+    lives."""
+    p, folder, manifest = _manifest(resolve(load_file(example("sharded_small")), "in1_l1"), tmp_path)
+    tensors = {t["name"]: t for t in manifest["io_tensors"]}
+    assert tensors["in1"]["memory"] == {"buffer_type": "L1", "memory_layout": "INTERLEAVED"}
+    kgen_sender = next(k for k in manifest["kernels"] if k["name"] == "in1_sender_writer")
+    ct = dict(zip(kgen_sender["compile_time_arg_names"], kgen_sender["compile_time_args"]))
+    assert ct["in1_accessor_config"] == 0
+    tt = tt_kernel_args(p, manifest)["in1_sender_writer"].compile_time_args
+    # TensorAccessorArgs(in1) after 19 reader, 10 writer args, the bias stride, the all-gather, reduce-scatter
+    # and compact_output flags (0.81.1's kernel), for bfloat16 in1 tiles of 2048 bytes
+    assert tt[33] == 0 and tt[34] == 2048
+
+
 def test_in0_last_ktile_w_is_the_logical_k_modulo_the_tile(tmp_path):
     """The factory: in0_last_ktile_w = logical K % tile width (its reader zeroes the rest of the last K
     tile), in0_last_ktile_h = 0 without transpose_a: in0 sender CT args 7 and 8."""
@@ -164,7 +292,8 @@ def test_reuse_dataflow_is_not_swapped(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["peak_small", "l1acc_two_blocks_bias", "one_column", "one_row", "blackhole_bias",
-                                  "padded", "padded_small"])
+                                  "padded", "padded_small", "transposed", "transpose_mcast_small",
+                                  "sharded_small", "sharded_transposed"])
 def test_tt_metal_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, name):
     """TT-Metal's compute kernel and its four readers/writers, unchanged, on kgen's plan."""
     from kgen.proof.portcheck import port_check
@@ -180,7 +309,9 @@ def test_tt_metal_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, n
     assert all(proc["finished"] for proc in pc.program.processors)
     ops = pc.dataflow_op_counts(pc.program)
     assert ops["noc_async_read"] == pc.dataflow_op_counts(pc.ours)["noc_async_read"]   # same tiles from DRAM
-    assert ops["noc_async_write"] == pc.dataflow_op_counts(pc.ours)["noc_async_write"]
+    assert ops.get("noc_async_write", 0) == pc.dataflow_op_counts(pc.ours).get("noc_async_write", 0)
+    if p.memory.out != "dram":          # a sharded output is never written: it is the shards
+        assert not ops.get("noc_async_write")
 
 
 def test_port_check_reports_the_program(host_cxx, host_toolchain, capsys):

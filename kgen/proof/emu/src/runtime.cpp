@@ -88,6 +88,9 @@ struct CB {
     // Per page slot since its push: bit 0 = read by the consumer, bit 1 = overwritten through
     // another CB sharing the region after that read (a later read of it gets the other CB's data).
     std::vector<uint8_t> page_state;
+    // Globally allocated on an L1-sharded input whose shard the host wrote: every page holds data
+    // (TT-Metal's block-sharded reader multicasts straight out of it, beyond what it reserved).
+    bool host_data = false;
     uint32_t end() const { return base + page_size * num_pages; }
 };
 
@@ -173,6 +176,9 @@ struct Machine {
     uint32_t l1_bytes = 0;
     uint32_t num_banks = 0, bank_bytes = 0, dram_align = 32;
     std::vector<std::vector<uint8_t>> dram;
+    // Tensors interleaved over L1 banks (ttnn BufferType::L1, INTERLEAVED): the same page layout as
+    // DRAM's, kept apart and reached at NoC (0, L1_BANK_Y + bank) so that a transfer costs L1 time.
+    std::vector<std::vector<uint8_t>> l1_banks;
     bool fast = false;
     uint32_t dst_tiles_full = 16;
     std::vector<std::unique_ptr<Core>> cores;
@@ -587,6 +593,7 @@ void check_read_from(Proc *p, uint32_t addr, uint32_t bytes, Where at, const cha
         int i = p->last_ptr_cb;
         const CB &b = c->cbs[i];
         if (addr >= b.base && addr + bytes <= b.end()) {
+            if (b.host_data) return;
             if (inside_window(b, b.acked, b.received, addr, bytes)) return;
             if (p->reserved[i] && inside_window(b, b.received, b.received + p->reserved[i], addr, bytes)) return;
             hazard("read of pages never pushed", at,
@@ -601,6 +608,7 @@ void check_read_from(Proc *p, uint32_t addr, uint32_t bytes, Where at, const cha
         const CB &b = c->cbs[i];
         if (!b.configured || addr >= b.end() || addr + bytes <= b.base) continue;
         in_cb = true;
+        if (b.host_data && addr >= b.base && addr + bytes <= b.end()) return;
         if (inside_window(b, b.acked, b.received, addr, bytes)) return;
         if (p->reserved[i] && inside_window(b, b.received, b.received + p->reserved[i], addr, bytes)) return;
     }
@@ -613,8 +621,10 @@ void check_read_from(Proc *p, uint32_t addr, uint32_t bytes, Where at, const cha
 
 struct NocTarget {
     uint8_t *ptr;
-    Core *core;  // null for DRAM
+    Core *core;  // null for DRAM and L1 banks
+    bool l1_bank = false;
 };
+constexpr uint32_t L1_BANK_Y = 48;
 
 NocTarget resolve_noc(uint64_t noc_addr, uint32_t bytes, Where at, const char *what) {
     if (!(noc_addr & NOC_MARK) || (noc_addr & NOC_MCAST))
@@ -628,6 +638,13 @@ NocTarget resolve_noc(uint64_t noc_addr, uint32_t bytes, Where at, const char *w
             fatal("bad address", at, fmt_str("%s: DRAM bank %u offset 0x%x + %u is beyond the bank's allocated %u bytes",
                                              what, bank, addr, bytes, M.bank_bytes));
         return {M.dram[bank].data() + addr, nullptr};
+    }
+    if (x == 0 && y >= L1_BANK_Y && y < L1_BANK_Y + M.num_banks) {
+        uint32_t bank = y - L1_BANK_Y;
+        if (uint64_t(addr) + bytes > M.bank_bytes)
+            fatal("bad address", at, fmt_str("%s: L1 bank %u offset 0x%x + %u is beyond the bank's allocated %u bytes",
+                                             what, bank, addr, bytes, M.bank_bytes));
+        return {M.l1_banks[bank].data() + addr, nullptr, true};
     }
     auto it = M.by_noc.find({int(x), int(y)});
     if (it == M.by_noc.end())
@@ -681,6 +698,20 @@ uint32_t rt_arg(uint32_t index, Where at) {
         fatal("runtime arg", at, fmt_str("get_arg_val(%u): kernel %s on core (%d,%d) has %zu runtime args", index,
                                          p->kernel.c_str(), p->core->x, p->core->y, p->args.size()));
     return p->args[index];
+}
+// get_arg_addr: the firmware keeps a processor's runtime args in L1 and kernels may read them through a
+// pointer (TT-Metal's block-sharded in0 reader reads its NoC coordinate lists so). Each processor's
+// args are copied to a slot of the core's L1 below the semaphores and CBs, where nothing else lives.
+constexpr uint32_t RT_ARGS_L1_BASE = 16384, RT_ARGS_SLOT = 4096;
+uint32_t rt_arg_addr(uint32_t index, Where at) {
+    Proc *p = cur(at);
+    if (index > p->args.size())
+        fatal("runtime arg", at, fmt_str("get_arg_addr(%u): kernel %s on core (%d,%d) has %zu runtime args", index,
+                                         p->kernel.c_str(), p->core->x, p->core->y, p->args.size()));
+    if (p->args.size() * 4 > RT_ARGS_SLOT) fatal("runtime arg", at, "get_arg_addr: more runtime args than the L1 slot holds");
+    uint32_t off = RT_ARGS_L1_BASE + uint32_t(p->kind) * RT_ARGS_SLOT;
+    std::memcpy(p->core->l1 + off, p->args.data(), p->args.size() * 4);
+    return p->core->l1_base + off + 4 * index;
 }
 uint32_t common_rt_arg(uint32_t index, Where at) {
     Proc *p = cur(at);
@@ -871,7 +902,6 @@ uint64_t noc_local_addr(uint64_t addr) {
 
 uint64_t interleaved_page_addr(uint32_t base, uint32_t page_id, uint32_t page_size, uint32_t offset, bool is_dram,
                                Where at) {
-    if (!is_dram) fatal("unsupported", at, "L1-interleaved tensors are not modelled; kgen places tensors in DRAM");
     uint32_t aligned = (page_size + M.dram_align - 1) / M.dram_align * M.dram_align;
     uint32_t bank = page_id % M.num_banks;
     uint64_t addr = uint64_t(base) + uint64_t(page_id / M.num_banks) * aligned + offset;
@@ -879,7 +909,7 @@ uint64_t interleaved_page_addr(uint32_t base, uint32_t page_id, uint32_t page_si
         fatal("bad address", at, fmt_str("page %u of the tensor at 0x%x (page size %u) lies beyond DRAM bank %u's "
                                          "allocated bytes: is the page id in range?",
                                          page_id, base, page_size, bank));
-    return enc_xy(0, 32 + bank, static_cast<uint32_t>(addr));
+    return enc_xy(0, (is_dram ? 32 : L1_BANK_Y) + bank, static_cast<uint32_t>(addr));
 }
 
 uint64_t bank_noc_addr(uint32_t bank_id, uint32_t addr, bool is_dram, Where at) {
@@ -895,7 +925,7 @@ void noc_read(uint64_t src, uint32_t dst_l1, uint32_t bytes, Where at) {
     uint8_t *d = local_l1(p, dst_l1, bytes, at, "noc_async_read destination");
     check_write_into(p->core, dst_l1, bytes, -1, at, "noc_async_read");
     std::memcpy(d, s.ptr, bytes);
-    if (s.core) {   // another core's L1
+    if (s.core || s.l1_bank) {   // another core's L1
         p->last_read = "l1_read_latency";
         work_at("noc_async_read", at, bytes / cost("l1_read_bytes_per_cycle"), bytes);
     } else {        // DRAM: bound by bandwidth or by the endpoint's request rate (one request per call)
@@ -1468,6 +1498,7 @@ struct SemLine {
 struct InputLine {
     uint32_t addr, page_size, num_pages;
     std::string file;
+    bool l1 = false;      // interleaved over the L1 banks, not DRAM
 };
 struct ProgramLines {
     uint64_t seed = 0;
@@ -1479,6 +1510,10 @@ struct ProgramLines {
     std::vector<RunLine> runs;
     std::vector<InputLine> inputs;
     std::vector<Output> outputs;
+    // L1-sharded tensors: a core's shard written into its L1 before the run (`l1_input core addr
+    // bytes file`), or read back from it after (`l1_output`); addr is an L1 address as in `cb` lines.
+    struct L1Data { int core; uint32_t addr, bytes; std::string file; };
+    std::vector<L1Data> l1_inputs, l1_outputs;
 };
 
 ProcKind proc_kind(const std::string &kind) {
@@ -1548,14 +1583,19 @@ ProgramLines read_program(const std::string &program_path) {
             r.common.resize(n);
             for (auto &v : r.common) ls >> v;
             prog.runs.push_back(r);
-        } else if (key == "input") {
+        } else if (key == "input" || key == "l1_interleaved_input") {
             InputLine i{};
             ls >> i.addr >> i.page_size >> i.num_pages >> i.file;
+            i.l1 = key == "l1_interleaved_input";
             prog.inputs.push_back(i);
         } else if (key == "output") {
             Output o{};
             ls >> o.name >> o.addr >> o.page_size >> o.num_pages >> o.file;
             prog.outputs.push_back(o);
+        } else if (key == "l1_input" || key == "l1_output") {
+            ProgramLines::L1Data d{};
+            ls >> d.core >> d.addr >> d.bytes >> d.file;
+            (key == "l1_input" ? prog.l1_inputs : prog.l1_outputs).push_back(d);
         } else if (key == "trace") {
             ls >> prog.trace_path;
         } else {
@@ -1610,21 +1650,37 @@ void make_cores(const ProgramLines &prog) {
 }
 
 // DRAM: pages interleaved over the banks, each at the bank's aligned page slot.
-uint8_t *dram_page(uint32_t addr, uint32_t page_size, uint32_t pg) {
+uint8_t *dram_page(uint32_t addr, uint32_t page_size, uint32_t pg, bool l1 = false) {
     uint32_t aligned = (page_size + M.dram_align - 1) / M.dram_align * M.dram_align;
     uint64_t off = addr + uint64_t(pg / M.num_banks) * aligned;
     if (off + page_size > M.bank_bytes) die("a tensor does not fit its DRAM bank");
-    return M.dram[pg % M.num_banks].data() + off;
+    return (l1 ? M.l1_banks : M.dram)[pg % M.num_banks].data() + off;
+}
+
+uint8_t *core_l1(const ProgramLines::L1Data &d) {
+    if (d.core < 0 || size_t(d.core) >= M.cores.size() || uint64_t(d.addr) + d.bytes > M.l1_bytes)
+        die("an L1 shard lies outside its core's L1");
+    return M.cores[size_t(d.core)]->l1 + d.addr;
 }
 
 void load_inputs(const ProgramLines &prog) {
     M.dram.assign(M.num_banks, std::vector<uint8_t>(M.bank_bytes, 0));
+    M.l1_banks.assign(M.num_banks, std::vector<uint8_t>(M.bank_bytes, 0));
     for (auto &i : prog.inputs) {
         std::ifstream f(i.file, std::ios::binary);
         std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
         if (data.size() != size_t(i.page_size) * i.num_pages) die("input " + i.file + " has the wrong size");
         for (uint32_t pg = 0; pg < i.num_pages; ++pg)
-            std::memcpy(dram_page(i.addr, i.page_size, pg), data.data() + size_t(pg) * i.page_size, i.page_size);
+            std::memcpy(dram_page(i.addr, i.page_size, pg, i.l1), data.data() + size_t(pg) * i.page_size, i.page_size);
+    }
+    for (auto &d : prog.l1_inputs) {
+        std::ifstream f(d.file, std::ios::binary);
+        std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        if (data.size() != d.bytes) die("L1 shard " + d.file + " has the wrong size");
+        std::memcpy(core_l1(d), data.data(), d.bytes);
+        Core *c = M.cores[size_t(d.core)].get();
+        for (auto &b : c->cbs)
+            if (b.configured && b.base >= c->l1_base + d.addr && b.end() <= c->l1_base + d.addr + d.bytes) b.host_data = true;
     }
 }
 
@@ -1633,6 +1689,10 @@ void write_outputs(const ProgramLines &prog) {
         std::ofstream f(o.file, std::ios::binary);
         for (uint32_t pg = 0; pg < o.num_pages; ++pg)
             f.write(reinterpret_cast<const char *>(dram_page(o.addr, o.page_size, pg)), o.page_size);
+    }
+    for (auto &d : prog.l1_outputs) {
+        std::ofstream f(d.file, std::ios::binary);
+        f.write(reinterpret_cast<const char *>(core_l1(d)), d.bytes);
     }
 }
 

@@ -62,7 +62,7 @@ FORCE_INLINE T get_common_arg_val(int arg_idx, KEMU_WHERE) {
     return out;
 }
 
-FORCE_INLINE uint32_t get_arg_addr(int arg_idx) { (void)arg_idx; kemu::unsupported("get_arg_addr", {__FILE__, __LINE__}); }
+FORCE_INLINE uint32_t get_arg_addr(int arg_idx, KEMU_WHERE) { return kemu::rt_arg_addr(static_cast<uint32_t>(arg_idx), KEMU_AT); }
 
 // Circular buffers: one API on every processor; what a call does depends on the processor running
 // it (TT-Metal: waits and pops act on TRISC0, reserves and pushes on TRISC2 of a compute kernel).
