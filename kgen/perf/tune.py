@@ -720,7 +720,9 @@ class Engine:
                     if address:
                         ray.init(address=address, log_to_driver=False, runtime_env=cluster_runtime_env())
                     else:
-                        ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+                        # address="local": a new local Ray of its own, even when a cluster already
+                        # runs on this machine (ray.init would join it, and refuse num_cpus)
+                        ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
                                  log_to_driver=False)
             except Exception as exc:  # noqa: BLE001 - Ray's own connection errors
                 where = f"the Ray cluster at {address}" if address else "a local Ray"
