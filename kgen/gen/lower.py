@@ -630,15 +630,7 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     if in1_dests:
         in1_sender_core = (RuntimeArg("in1_sender_noc_x", "noc_x", in1_from[0]),
                            RuntimeArg("in1_sender_noc_y", "noc_y", in1_from[1]))
-        in1_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
-            CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", in1_sender_core)))
-
-        def in1_receiver_body(first: bool) -> tuple[Node, ...]:
-            ops: list[Node] = [in1_recv]
-            if _needs_bias_read(p, first):
-                ops += _receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", in1_sender_core)
-            return tuple(ops + _writer_ops(p, t))
-
+        in1_receiver_body = _in1_receiver_body(p, t, in1_sender_core)
         kernels.append(_dm_kernel("in1_receiver_writer", "BRISC", in1_noc, in1_receivers,
                                   _out_block_loops(p, in1_receiver_body) + tuple(_sharded_out_tail(p)),
                                   tuple(tensors[n] for n in written), writer_cbs, in1_sems, in1_sender_core))
@@ -665,6 +657,20 @@ def _sender_block(p: Plan, cb: int, tensor: str, start: Affine, rows: int, cols:
                 op("mcast_sem_set", receiver_sem, VALID, *rect, num_dests)]
     ops.append(op("cb_push_back", cb, tiles))
     return ops
+
+
+def _in1_receiver_body(p: Plan, t: "_Tiles", sender: tuple[RuntimeArg, RuntimeArg]) -> Callable[[bool], tuple[Node, ...]]:
+    """An in1 receiver/writer's out-block body (both factories): receive each K-block of in1 (and, when
+    due, the bias) from the sender, then write the out block."""
+    in1_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
+        CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", sender)))
+
+    def body(first: bool) -> tuple[Node, ...]:
+        ops: list[Node] = [in1_recv]
+        if _needs_bias_read(p, first):
+            ops += _receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", sender)
+        return tuple(ops + _writer_ops(p, t))
+    return body
 
 
 def _receiver_block(cb: int, tiles: int, sender_sem: str, receiver_sem: str,
@@ -756,15 +762,7 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
                               _out_block_loops(p, in1_sender_body), send_tensors, writer_cbs,
                               () if in0_mcast else sems, rect(in1_noc) if in1_dests else ()))
     if not in0_mcast and dests:
-        in1_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
-            CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", sender_core)))
-
-        def in1_receiver_body(first: bool) -> tuple[Node, ...]:
-            ops: list[Node] = [in1_recv]
-            if _needs_bias_read(p, first):
-                ops += _receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", sender_core)
-            return tuple(ops + _writer_ops(p, t))
-
+        in1_receiver_body = _in1_receiver_body(p, t, sender_core)
         kernels += receivers("in1_receiver_writer", "BRISC", in1_noc, _out_block_loops(p, in1_receiver_body),
                              (tensors["out"],), writer_cbs)
     return tuple(kernels)
