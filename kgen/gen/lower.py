@@ -659,7 +659,8 @@ def _sender_block(p: Plan, cb: int, tensor: str, start: Affine, rows: int, cols:
     return ops
 
 
-def _in1_receiver_body(p: Plan, t: "_Tiles", sender: tuple[RuntimeArg, RuntimeArg]) -> Callable[[bool], tuple[Node, ...]]:
+def _in1_receiver_body(p: Plan, t: "_Tiles",
+                       sender: tuple[RuntimeArg, RuntimeArg]) -> Callable[[bool], tuple[Node, ...]]:
     """An in1 receiver/writer's out-block body (both factories): receive each K-block of in1 (and, when
     due, the bias) from the sender, then write the out block."""
     in1_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
