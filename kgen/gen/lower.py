@@ -358,8 +358,7 @@ class _Tiles:
     def _a(self, **terms: int) -> Affine:
         """An affine expression whose core_y term is this core's M-block index and core_x its N-block
         index: core_y and core_x themselves on the 2D and reuse grids (swapped under transpose_mcast), the
-        row-major core index
-        core_y * grid_x + core_x for the 1D multicast factory's run of cores, or nothing for the block
+        row-major core index core_y * grid_x + core_x for the 1D multicast factory's run of cores, or nothing for the block
         every core shares (Plan.core_m_terms, core_n_terms)."""
         index = {"core_y": self.p.core_m_terms, "core_x": self.p.core_n_terms}
         out = A(0)

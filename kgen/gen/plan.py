@@ -176,8 +176,9 @@ class Plan:
     @property
     def core_m_terms(self) -> dict[str, int]:
         """A core's M-block index as a sum of its coordinates: core_y (2D, reuse: one row of cores per
-        M-block; core_x under transpose_mcast), none (mcast_1d_in0: every core holds the one M-block), or its row-major index
-        core_y * grid_x + core_x (mcast_1d_in1: core i holds M-block i, the factory's output_idx_y = i)."""
+        M-block; core_x under transpose_mcast), none (mcast_1d_in0: every core holds the one M-block),
+        or its row-major index core_y * grid_x + core_x (mcast_1d_in1: core i holds M-block i, the
+        factory's output_idx_y = i)."""
         if self.spec.dataflow == "mcast_1d_in0":
             return {}
         if self.spec.dataflow == "mcast_1d_in1":
@@ -187,8 +188,9 @@ class Plan:
 
     @property
     def core_n_terms(self) -> dict[str, int]:
-        """A core's N-block index: core_x (2D, reuse; core_y under transpose_mcast), the row-major index (mcast_1d_in0: the factory's
-        output_idx_x = i), or none (mcast_1d_in1: every core holds the one N-block)."""
+        """A core's N-block index: core_x (2D, reuse; core_y under transpose_mcast), the row-major index
+        (mcast_1d_in0: the factory's output_idx_x = i), or none (mcast_1d_in1: every core holds the one
+        N-block)."""
         if self.spec.dataflow == "mcast_1d_in0":
             return {"core_x": 1, "core_y": self.grid[0]}
         if self.spec.dataflow == "mcast_1d_in1":
