@@ -68,13 +68,12 @@ def _floor_us(spec) -> float:
     mt, nt, kt = tiles(spec)
     size = {d: arch.tile_bytes[DTYPE_TO_FORMAT[d]] for d in (spec.dtype_in0, spec.dtype_in1, spec.dtype_out)}
     dram_bytes = mt * kt * size[spec.dtype_in0] + kt * nt * size[spec.dtype_in1] + mt * nt * size[spec.dtype_out]
-    dram_s = dram_bytes / (costs.dram.card_bytes_per_second * costs.dram.card_efficiency)
     gx, gy = arch.worker_grid
     per_core = (1, -(-mt * nt // (gx * gy)))
     compute_cycles = lower_bound_cycles(spec.arch, per_core, kt, spec.compute.math_fidelity,
                                         spec.compute.fp32_dest_acc, DTYPE_TO_FORMAT[spec.dtype_in0],
                                         DTYPE_TO_FORMAT[spec.dtype_in1])
-    return max(dram_s, compute_cycles / (costs.arch.clock_mhz * 1e6)) * 1e6
+    return max(costs.dram_floor_cycles(dram_bytes), compute_cycles) / costs.arch.clock_mhz
 
 
 def _predict(spec, placement) -> float:

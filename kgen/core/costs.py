@@ -128,6 +128,10 @@ class Costs:
         cycles = self.arch.tile_bytes[data_format] / self.pack.bytes_per_cycle
         return cycles * (self.pack.l1_acc_factor if l1_acc else 1.0)
 
+    def dram_floor_cycles(self, dram_bytes: float) -> float:
+        """Cycles the card's DRAM needs for these bytes at its usable bandwidth (no program beats it)."""
+        return dram_bytes / (self.dram.card_bytes_per_second * self.dram.card_efficiency) * self.arch.clock_mhz * 1e6
+
     def multicast_cycles(self, nbytes: int, destinations: int) -> float:
         """How long one multicast of nbytes to `destinations` cores occupies its sender: per-transaction
         issue cost (transactions of at most the NoC's burst) and the payload at the multicast bandwidth.

@@ -414,7 +414,7 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     # every byte the kernels move to or from DRAM, on every core that runs them
     dram_bytes = sum(cost_of[k.name].dram_bytes * (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
                      for k in program.kernels)
-    floor = dram_bytes / (costs.dram.card_bytes_per_second * costs.dram.card_efficiency) * costs.arch.clock_mhz * 1e6
+    floor = costs.dram_floor_cycles(dram_bytes)
     cycles = max(critical.cycles, floor)
 
     spec = p.spec
