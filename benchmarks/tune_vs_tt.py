@@ -9,10 +9,10 @@ and placement. Then, on the out-of-box tables, for every shape whose measured de
 below 60 %, the tuned time is compared with TT's automatic choice (kgen/perf/ttchoice.py, ttnn's
 create_simple_matmul_program_config on the card's grid) under the same model: the target is >= 1.2x on at least half of them.
 
-`--padded` also searches per_core values that do not divide (TT's padded last block, which the
-planner builds). Rows that differ only in use_trace share one
-device time and are tuned once. Run by hand: `python3 benchmarks/tune_vs_tt.py [--cards n150 p150]
-[--padded] [-j 2]`.
+The search includes per_core values that do not divide (TT's padded last block, which kgen
+builds) as `kgen tune` does; `--no-padded` keeps to the divisors. Rows that differ only in
+use_trace share one device time and are tuned once. Run by hand: `python3 benchmarks/tune_vs_tt.py
+[--cards n150 p150] [--tables manual oob] [--no-padded] [-j 2]`.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ def _predict(spec, placement) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cards", nargs="+", default=["n150", "p150"], choices=gemm_rows.CARDS)
-    parser.add_argument("--padded", action="store_true", help="also per_core values that do not divide")
+    parser.add_argument("--padded", action=argparse.BooleanOptionalAction, default=True,
+                        help="per_core values that do not divide are searched too (default); --no-padded: divisors only")
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("--tables", nargs="+", default=["manual", "oob"], choices=["manual", "oob"],
                         help="which of the published tables to run (both by default)")

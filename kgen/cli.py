@@ -128,9 +128,10 @@ def _tune_parser(sub) -> None:
                            "from TTNN's defaults); all: grid, every block field, dataflow and policy (default: auto)")
     tune.add_argument("--allow-precision", action="store_true",
                       help="also search math fidelity and fp32 dest accumulation; shows each pick's predicted error")
-    tune.add_argument("--padded", action="store_true",
-                      help="also per_core values that do not divide (TT's padded last block): predicted, "
-                           "not buildable by kgen yet")
+    tune.add_argument("--padded", action=argparse.BooleanOptionalAction, default=True,
+                      help="per_core values that do not divide the tiles are searched too (TT's padded last "
+                           "block, which kgen builds and port-checks); --no-padded keeps to the divisors "
+                           "(default: padded)")
     tune.add_argument("--top", type=_positive_int, default=5, metavar="K", help="show (and verify) the K best (default: 5)")
     tune.add_argument("--verify", action="store_true",
                       help="build, type-check, emulate and port-check the top K; a failing one is dropped")

@@ -22,9 +22,10 @@ The search (issue #16):
   is the exhaustive one. A prediction below its bound (a model whose structure changed) makes the
   search run again without pruning. A group whose per_core the planner rejects (too many cores
   along an axis) is rejected by one plan() call.
-- **Padded per_core** (`padded=True`): per_core values that do not divide the tiles, for each
-  count of cores along an axis the smallest per_core that covers the tiles: the planner pads the
-  last row/column of cores as TT-Metal's padding kernels do (issue #17), and kgen builds them.
+- **Padded per_core** (`padded=True`, the default): per_core values that do not divide the tiles,
+  for each count of cores along an axis the smallest per_core that covers the tiles: the planner
+  pads the last row/column of cores as TT-Metal's padding kernels do (issue #17), and kgen builds,
+  emulates and port-checks them. `padded=False` keeps to the divisors of the tiles.
 - **Sampling.** When the space holds more than `budget` candidates, `budget` of them are drawn
   with `random.Random(seed)`: the same seed gives the same winner.
 """
@@ -136,7 +137,7 @@ class Space:
     searched: tuple[str, ...]        # names of the searched fields
     fixed_grid: tuple[int, int] | None
     fixed: Mapping[str, object]      # field -> the spec's value for fields not searched
-    padded: bool = False             # also per_core values that do not divide (TT's padded last block)
+    padded: bool = True              # also per_core values that do not divide (TT's padded last block)
 
 
 @dataclass
@@ -182,7 +183,7 @@ def tiles(spec: MatmulSpec) -> tuple[int, int, int]:
 
 
 def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = False,
-                 padded: bool = False, keep: Iterable[str] = ()) -> Space:
+                 padded: bool = True, keep: Iterable[str] = ()) -> Space:
     """The searched and fixed fields; `keep` names fields held at the spec's value whatever the mode
     (e.g. the dataflow where a placement only suits one)."""
     keep = set(keep)
@@ -402,7 +403,7 @@ CHUNK = 128
 POOL_MIN_CANDIDATES = 2000       # below this a process pool costs more than it saves
 
 
-def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False, padded: bool = False,
+def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False, padded: bool = True,
          keep: tuple[str, ...] = (),
          placement: Mapping[str, str] | None = None, top: int = 1, budget: int = DEFAULT_BUDGET, seed: int = 0,
          known: Mapping[str, Outcome] | None = None, progress: Callable[[int, int], None] | None = None,

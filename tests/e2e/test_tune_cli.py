@@ -73,6 +73,41 @@ def test_written_spec_plans_as_the_winner(tmp_path):
                                  w["dataflow"], w["packer_l1_acc"]]
 
 
+# 17 x 13 tiles on Blackhole's 13 x 10 grid: 17 rows of tiles have no divisor between 2 and 16, so
+# whole blocks would put all of M on one row of cores; a padded per_core_M of 2 uses 9 rows, the last
+# holding one real row of tiles (TT-Metal's padded last block, issue #17).
+PADDED_WINS = """matmul bh_17x13 {
+    arch  = blackhole
+    shape = 544 x 416 x 256
+    dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+}
+"""
+
+
+def test_a_padded_winner_passes_verification(tmp_path, host_toolchain, host_cxx):
+    spec, best = tmp_path / "bh_17x13.kspec", tmp_path / "best.kspec"
+    spec.write_text(PADDED_WINS)
+    proc = kgen("tune", str(spec), "--top", "2", "--verify", "--no-db", "-o", str(best), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["space"]["padded"]
+    for r in data["ranked"]:
+        c = r["candidate"]
+        assert r["padded"] and 17 % c["per_core"][0], c
+        assert c["grid"][1] == -(-17 // c["per_core"][0])  # TT's rows: ceil(Mt / per_core_M), the last padded
+        v = r["verify"]
+        assert v["status"] == "passed", v
+        assert v["steps"]["emulate"]["exact_match"] and v["steps"]["port_check"]["passed"]
+    # the divisors alone leave one row of cores for M: slower under the same model
+    whole = kgen("tune", str(spec), "--no-padded", "--no-db", "--json")
+    assert whole.returncode == 0, whole.stderr
+    w = json.loads(whole.stdout)
+    assert not w["space"]["padded"] and not w["ranked"][0]["padded"]
+    assert w["winner"]["microseconds"] > data["winner"]["microseconds"]
+    build = kgen("build", str(best), "--check", "-o", str(tmp_path / "build"))
+    assert build.returncode == 0, build.stderr
+
+
 def test_two_concurrent_tunes_lose_nothing(tmp_path):
     """Two processes write one database at once (WAL, BEGIN IMMEDIATE, busy timeout): every row of
     each run is there, as when each runs alone."""
