@@ -133,13 +133,15 @@ class Costs:
         return dram_bytes / (self.dram.card_bytes_per_second * self.dram.card_efficiency) * self.arch.clock_mhz * 1e6
 
     def multicast_cycles(self, nbytes: int, destinations: int) -> float:
-        """How long one multicast of nbytes to `destinations` cores occupies its sender: per-transaction
-        issue cost (transactions of at most the NoC's burst) and the payload at the multicast bandwidth.
-        The landing latency (`multicast.latency`) is not the sender's: it delays the receivers once per
-        pipeline fill, since the sender goes on to its next block without waiting for it."""
+        """How long one multicast of nbytes to `destinations` cores occupies its sender: the issue cost of
+        one transaction and the payload at the multicast bandwidth. A transaction longer than the NoC's
+        burst goes out as several packets, but their issue is not paid again: the bandwidth was measured
+        on 64 KB transactions, packets and all, and the issue cost on 64 B ones (costmodel §3.4; the
+        One to All Multicast perf plots). The landing latency (`multicast.latency`) is not the
+        sender's: it delays the receivers once per pipeline fill, since the sender goes on to its next
+        block without waiting for it."""
         mc = self.multicast
-        transactions = -(-nbytes // self.arch.noc_max_burst_bytes)
-        issue = transactions * (mc.issue_cycles + mc.issue_cycles_per_destination * destinations)
+        issue = mc.issue_cycles + mc.issue_cycles_per_destination * destinations
         return issue + nbytes / mc.bandwidth.at(destinations)
 
 

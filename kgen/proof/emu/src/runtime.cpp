@@ -333,12 +333,12 @@ void work(const char *name, const char *cost_key, Where at, uint64_t times = 1, 
     work_at(name, at, cost(cost_key) * double(times), a, b, args);
 }
 
-// How long a multicast of `bytes` to `dests` cores occupies its sender: per transaction (at most the
-// NoC's burst each) an issue cost growing with the destinations, and the payload at the multicast
-// bandwidth for that many destinations (kgen.core.costs.Costs.multicast_cycles).
+// How long a multicast of `bytes` to `dests` cores occupies its sender: one transaction's issue cost,
+// growing with the destinations, and the payload at the multicast bandwidth for that many destinations;
+// the bandwidth already holds the packets of a transaction longer than the burst
+// (kgen.core.costs.Costs.multicast_cycles).
 double multicast_cycles(uint32_t bytes, uint32_t dests) {
-    double transactions = std::ceil(double(bytes) / cost("noc_max_burst"));
-    return transactions * (cost("mcast_issue") + cost("mcast_issue_per_dest") * dests) + bytes / curve_at("mcast_bw", dests);
+    return cost("mcast_issue") + cost("mcast_issue_per_dest") * dests + bytes / curve_at("mcast_bw", dests);
 }
 
 Proc *cur(Where at) {
