@@ -51,7 +51,7 @@ def big_search() -> None:
         print(f"  -j {jobs}: {st.space_size:,} candidates, {st.predicted:,} predicted, {st.pruned:,} pruned, "
               f"{st.illegal:,} rejected; {st.seconds:.2f} s (target < {SEARCH_TARGET_S} s: "
               f"{'met' if st.seconds < SEARCH_TARGET_S else 'NOT met'}); best {r.ranked[0].microseconds:,.1f} us "
-              f"{r.ranked[0].candidate.short()}")
+              f"{r.ranked[0].candidate.short(r.ranked[0].policy)}")
 
 
 def sampling() -> None:

@@ -134,7 +134,7 @@ def main() -> int:
             where = ",".join(f"{k}={v}" for k, v in place.items()) or "dram"
             print(f"{row.m:>5}x{row.k:>5}x{row.n:>5} {row.dtype.lower():>9} {row.math_fidelity:>5} {where:>14} "
                   f"{manual_us:>13,.2f} {best.microseconds:>10,.2f} {manual_us / best.microseconds:>6.2f}  "
-                  f"{best.candidate.short()}{'' if ok else '  <-- SLOWER'}")
+                  f"{best.candidate.short(best.policy)}{'' if ok else '  <-- SLOWER'}")
 
         print(f"\n== {card}: out-of-box table, shapes with measured device utilization < {OOB_UTIL_BELOW:.0f} % "
               f"(kgen tune vs TT's automatic choice, same model)")

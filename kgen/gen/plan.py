@@ -619,7 +619,8 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
         fits = [d for d in range(1, split_tiles + 1)
                 if _ceil_div(split_tiles, d) <= cells and _rectangle_of(_ceil_div(split_tiles, d), cols)]
         raise PlanError("1D multicast: the cores fill whole rows of the grid (kgen)",
-                        f"per_core_{split_dim} = {split} gives {cores} cores, which fill {cores // cols} rows of the "
+                        f"per_core_{split_dim} = {split} gives {cores} cores, which fill {cores // cols} "
+                        f"row{'' if cores // cols == 1 else 's'} of the "
                         f"{cols}-wide grid and part of another; TT-Metal's multicast rectangle (their bounding box) "
                         f"would include cores without work, which kgen does not plan",
                         spec.span("block.per_core"), _nearest(fits, split))

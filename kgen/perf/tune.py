@@ -99,10 +99,13 @@ class Candidate:
                           out_block=self.out_block)
         return replace(spec, grid=self.grid, dataflow=self.dataflow, block=block, compute=compute, variant=None)
 
-    def short(self) -> str:
+    def short(self, policy: str | None = None) -> str:
+        """One line; `policy` is the planner's (spill_reload, packer_l1_acc, dst_only) where it is known,
+        else the request is shown (l1acc on/off: with one K-block, neither spills)."""
+        accumulation = policy or ("l1acc" if self.packer_l1_acc else "l1acc off")
         return (f"grid {self.grid[0]}x{self.grid[1]} per_core {self.per_core[0]}x{self.per_core[1]} "
                 f"block {self.out_block[0]}x{self.out_block[1]} w {self.in0_block_w} "
-                f"sb {self.out_subblock[0]}x{self.out_subblock[1]} {'l1acc' if self.packer_l1_acc else 'spill'} "
+                f"sb {self.out_subblock[0]}x{self.out_subblock[1]} {accumulation} "
                 f"{self.dataflow} {self.math_fidelity}{' fp32' if self.fp32_dest_acc else ''}")
 
 

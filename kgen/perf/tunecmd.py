@@ -145,7 +145,7 @@ def _comparison(spec, pick: Scored) -> list[dict]:
     from kgen.perf.model import predict
     from kgen.perf.ttchoice import tt_auto, tt_manual
 
-    rows = [{"who": "kgen tune", "microseconds": pick.microseconds, "config": pick.candidate.short(),
+    rows = [{"who": "kgen tune", "microseconds": pick.microseconds, "config": pick.candidate.short(pick.policy),
              "note": "padded" if pick.candidate.padded(spec) else ""}]
     auto = tt_auto(spec)
     manual = tt_manual(spec)
@@ -229,7 +229,7 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
     if winner is None:
         lines.append("  winner    none: no candidate passed verification")
     else:
-        lines.append(f"  winner    {winner.candidate.short()}: {winner.microseconds:,.2f} us"
+        lines.append(f"  winner    {winner.candidate.short(winner.policy)}: {winner.microseconds:,.2f} us"
                      + (" (verified)" if verdicts else ""))
     if output is not None and winner is not None:
         lines.append(f"  wrote     {output} (kgen check / kgen build take it)")
