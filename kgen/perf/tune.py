@@ -140,7 +140,7 @@ class Space:
     searched: tuple[str, ...]        # names of the searched fields
     fixed_grid: tuple[int, int] | None
     fixed: Mapping[str, object]      # field -> the spec's value for fields not searched
-    padded: bool = True              # also per_core values that do not divide (TT's padded last block)
+    padded: bool                     # also per_core values that do not divide (TT's padded last block)
 
 
 @dataclass
