@@ -16,7 +16,7 @@ from typing import Callable, Mapping
 from kgen.gen.ir import (INVALID, VALID, Affine, ComputeFlags, Extent, CoreRange, Kernel, Loop, Node, Program, RuntimeArg, Semaphore, Sym,
                      TensorArg, op)
 from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_PARTIALS, Plan
-from kgen.core.types import TILE_HW
+from kgen.core.types import TILE_HW, Placement
 
 A = Affine.of
 
@@ -416,7 +416,7 @@ def _read(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int
 def _writer_ops(p: Plan, t: _Tiles) -> list[Node]:
     """The output writer of one output block: de-scatters subblock-major tiles (ttmetal-matmul.md §2.7).
     A sharded output needs nothing per block: c_4 is the core's shard (see _sharded_out_tail)."""
-    if p.memory.out != "dram":
+    if p.memory.out != Placement.DRAM:
         return []
     if p.untilize_out:
         tile_row_bytes = _row_bytes_per_tile(p)
@@ -445,7 +445,7 @@ def _sharded_out_tail(p: Plan) -> list[Node]:
     the compute kernel packs, row by row of the shard (TT's out_subblock_w == per_core_N ||
     out_subblock_h == 1 rule); the writer only waits for the whole shard and frees it, as TT's OUT_SHARDED
     writers do (reader_bmm_tile_layout_in1_*_writer_padding.cpp)."""
-    if p.memory.out == "dram":
+    if p.memory.out == Placement.DRAM:
         return []
     shard = p.batch_ct * p.per_core_m * p.per_core_n
     return [op("cb_wait_front", CB_OUT, shard, note="the whole output shard is in place"),
@@ -492,7 +492,7 @@ def _tensors(p: Plan) -> dict[str, TensorArg]:
     out = (TensorArg("out", p.out_format, p.nt * _row_bytes_per_tile(p), "ROW_MAJOR")
            if p.untilize_out else TensorArg("out", p.out_format, tile[p.out_format], "TILE"))
     tensors = {"in0": TensorArg("in0", p.in0_format, tile[p.in0_format], "TILE"),
-               "in1": TensorArg("in1", p.in1_format, tile[p.in1_format], "TILE", in_l1=p.memory.in1 == "l1"),
+               "in1": TensorArg("in1", p.in1_format, tile[p.in1_format], "TILE", in_l1=p.memory.in1 == Placement.L1),
                "out": out}
     if p.fuse_bias and p.bias_format:
         tensors["bias"] = TensorArg("bias", p.bias_format, tile[p.bias_format], "TILE")
@@ -590,17 +590,17 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     in0_sems = (("in0_sender", SEMAPHORE_IDS["in0_sender"]), ("in0_receiver", SEMAPHORE_IDS["in0_receiver"]))
     in1_sems = (("in1_sender", SEMAPHORE_IDS["in1_sender"]), ("in1_receiver", SEMAPHORE_IDS["in1_receiver"]))
 
-    if p.memory.in0 == "l1_block_sharded":
+    if p.memory.in0 == Placement.L1_BLOCK_SHARDED:
         kernels += _in0_block_sharded_kernels(p, in0_noc, in0_sems)
     in0_send = Loop("block", 0, p.num_blocks, tuple(_sender_block(
         p, CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, (t.in0_rows(), None),
         "in0_sender", "in0_receiver", in0_dests, in0_rect)))
-    if p.memory.in0 != "l1_block_sharded":
+    if p.memory.in0 != Placement.L1_BLOCK_SHARDED:
         kernels.append(_dm_kernel("in0_sender", "NCRISC", in0_noc, in0_senders,
                                   _out_block_loops(p, lambda first: (in0_send,)),
-                                  (tensors["in0"],) if p.memory.in0 == "dram" else (),
+                                  (tensors["in0"],) if p.memory.in0 == Placement.DRAM else (),
                                   (("cb_in0", CB_IN0),), in0_sems, in0_rect if in0_dests else ()))
-    if in0_dests and p.memory.in0 != "l1_block_sharded":
+    if in0_dests and p.memory.in0 != Placement.L1_BLOCK_SHARDED:
         in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", in0_from[0]),
                            RuntimeArg("in0_sender_noc_y", "noc_y", in0_from[1]))
         in0_recv = Loop("block", 0, p.num_blocks, tuple(_receiver_block(
@@ -621,7 +621,7 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
         return tuple(ops + _writer_ops(p, t))
 
     writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
-    written = ("out",) if p.memory.out == "dram" else ()
+    written = ("out",) if p.memory.out == Placement.DRAM else ()
     send_tensors = tuple(tensors[n] for n in ("in1", "bias", *written) if n in tensors)
     kernels.append(_dm_kernel("in1_sender_writer", "BRISC", in1_noc, in1_senders,
                               _out_block_loops(p, in1_sender_body) + tuple(_sharded_out_tail(p)), send_tensors,
@@ -642,7 +642,7 @@ def _sender_block(p: Plan, cb: int, tensor: str, start: Affine, rows: int, cols:
     """Read one block into the CB and, with receivers, multicast it to them once each has reserved space
     (the 2D and 1D multicast factories' sender lifecycle)."""
     ops: list[Node] = [op("cb_reserve_back", cb, tiles)]
-    if not (tensor == "in0" and p.memory.in0 == "l1_height_sharded"):
+    if not (tensor == "in0" and p.memory.in0 == Placement.L1_HEIGHT_SHARDED):
         ops += [op("read_tiles", tensor, cb, start, rows, cols, stride, *extents), op("noc_read_barrier")]
     # (a height-sharded in0: c_0 is globally allocated on the core's shard, the block is already there)
     if num_dests:

@@ -15,7 +15,7 @@ from typing import Iterable
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import SpecError, Span
 from kgen.gen.spec import ComputeConfig, MatmulSpec
-from kgen.core.types import DTYPE_TO_FORMAT, MCAST_1D, TILE_HW
+from kgen.core.types import DTYPE_TO_FORMAT, MCAST_1D, TILE_HW, Placement
 
 # SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
 # bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (ttmetal-matmul.md §3.4).
@@ -220,8 +220,8 @@ class Plan:
     @property
     def in0_shard_w(self) -> int:
         """K tiles of each core's block-sharded in0 shard (the factory's in0_shard_width_in_tiles)."""
-        return self.kt // self.n_blocks if self.memory.in0 == "l1_block_sharded" else (
-            self.kt if self.memory.in0 == "l1_height_sharded" else 0)
+        return self.kt // self.n_blocks if self.memory.in0 == Placement.L1_BLOCK_SHARDED else (
+            self.kt if self.memory.in0 == Placement.L1_HEIGHT_SHARDED else 0)
 
     @property
     def shard_specs(self) -> dict[str, dict]:
@@ -232,13 +232,13 @@ class Plan:
         out: dict[str, dict] = {}
         orientation = "COL_MAJOR" if self.transpose_mcast else "ROW_MAJOR"
         grid = (0, 0, self.grid[0] - 1, self.grid[1] - 1)
-        if self.memory.in0 == "l1_block_sharded":
+        if self.memory.in0 == Placement.L1_BLOCK_SHARDED:
             out["in0"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
                           "shape": (self.per_core_m * TILE_HW, self.in0_shard_w * TILE_HW)}
-        elif self.memory.in0 == "l1_height_sharded":
+        elif self.memory.in0 == Placement.L1_HEIGHT_SHARDED:
             out["in0"] = {"memory_layout": "HEIGHT_SHARDED", "grid": (0, 0, 0, self.m_blocks - 1),
                           "orientation": "ROW_MAJOR", "shape": (self.per_core_m * TILE_HW, self.kt * TILE_HW)}
-        if self.memory.out == "l1_block_sharded":
+        if self.memory.out == Placement.L1_BLOCK_SHARDED:
             out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
                           "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
         return out
@@ -416,7 +416,7 @@ def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out
     tb = arch.tile_bytes
     obh, obw = out_block
     depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
-    out_sharded = spec.memory.out != "dram"
+    out_sharded = spec.memory.out != Placement.DRAM
     share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
                                         out_blocks_per_core)
     if out_sharded and per_core[0] != obh:       # TT's own rule first, whatever kgen's says
@@ -428,10 +428,10 @@ def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out
         # a height-sharded in0: c_0 itself is globally allocated on the in0 buffer (the factory:
         # `if (in0_height_sharded) src0_cb_config.set_globally_allocated_address(*in0_buffer)`)
         CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0",
-                       buffer="in0" if spec.memory.in0 == "l1_height_sharded" else None),
+                       buffer="in0" if spec.memory.in0 == Placement.L1_HEIGHT_SHARDED else None),
         CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], obw * in0_block_w * depth, "in1"),
     ]
-    if spec.memory.in0 == "l1_block_sharded":
+    if spec.memory.in0 == Placement.L1_BLOCK_SHARDED:
         cbs.append(CircularBuffer(CB_IN0_SHARD, "cb_in0_sharded", "in0 shard", in0_fmt, tb[in0_fmt],
                                   per_core[0] * in0_shard_w, "in0 shard", buffer="in0"))
         cbs.append(CircularBuffer(CB_L1_ARRAY, "cb_l1_array", "l1 array", "Float16_b", L1_ARRAY_BYTES, 1, "l1 array"))
@@ -658,7 +658,7 @@ class _Blocking:
 
     @property
     def out_sharded(self) -> bool:
-        return self.spec.memory.out != "dram"
+        return self.spec.memory.out != Placement.DRAM
 
     def sharded_out_allows(self, hw: tuple[int, int]) -> bool:
         """TT's validation of a sharded output (matmul_device_operation.cpp @001cea9a): out_subblock_w ==
@@ -764,11 +764,11 @@ class _Blocking:
             key=lambda p: (-(p[0] * p[1]), -p[1]))
         ob_candidates = [ob for ob in ob_candidates if given_ob or (self.padding_violation(ob) is None
                                                                      and self.sharded_out_allows(ob)
-                                                                     and (self.spec.memory.in0 != "l1_height_sharded"
+                                                                     and (self.spec.memory.in0 != Placement.L1_HEIGHT_SHARDED
                                                                           or ob[0] == self.per_core_m))]
         w_candidates = [given_w] if given_w else [d for d in reversed(_divisors(self.kt))
                                                   if d <= AUTO_IN0_BLOCK_W_MAX and self.w_allowed(d)]
-        if self.spec.memory.in0 == "l1_height_sharded" and not given_w:
+        if self.spec.memory.in0 == Placement.L1_HEIGHT_SHARDED and not given_w:
             w_candidates = [self.kt]          # TT: K == in0_block_w == the shard's width
         chosen: tuple[tuple[int, int], int, tuple[int, int]] | None = None
         first_legal: tuple[tuple[int, int], int, tuple[int, int]] | None = None
@@ -801,7 +801,7 @@ class _Blocking:
         if given_ob is None:
             choices.append(f"out_block auto -> {obh} x {obw}: the largest block dividing per_core "
                            f"{self.per_core_m} x {self.per_core_n} whose CBs fit L1")
-        if given_w is None and self.spec.memory.in0 == "l1_height_sharded":
+        if given_w is None and self.spec.memory.in0 == Placement.L1_HEIGHT_SHARDED:
             choices.append(f"in0_block_w auto -> {in0_block_w} = Kt: a height-sharded in0 is one K-block "
                            f"(TT-Metal: K == in0_block_w == the shard's width)")
         elif given_w is None:
@@ -853,46 +853,46 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                         f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
                         f"{spec.dataflow}: kgen places tensors in L1 as the 2D multicast factory does",
                         spec.span("memory"), "dataflow = mcast_2d")
-    if mem.orientation is not None and mem.in0 != "l1_block_sharded":
+    if mem.orientation is not None and mem.in0 != Placement.L1_BLOCK_SHARDED:
         raise PlanError("memory.orientation is a block-sharded in0's",
                         f"memory.orientation = {mem.orientation} with in0 = {mem.in0}: only a block-sharded in0 takes "
                         f"an orientation (the output's shards follow the grid with work, as TT-Metal computes them)",
                         spec.span("memory.orientation"), "leave memory.orientation out")
     required = "col_major" if spec.transpose_mcast else "row_major"
-    if mem.in0 == "l1_block_sharded" and mem.orientation not in (None, required):
+    if mem.in0 == Placement.L1_BLOCK_SHARDED and mem.orientation not in (None, required):
         raise PlanError("BLOCK_SHARDED in0: COL_MAJOR orientation with transpose_mcast, else ROW_MAJOR",
                         f"memory.orientation = {mem.orientation} with transpose_mcast = "
                         f"{str(spec.transpose_mcast).lower()}: in0's shards must be laid {required.upper()} so that "
                         f"each core's K slice lies along its in0 multicast", spec.span("memory.orientation"),
                         f"memory.orientation = {required}")
-    if mem.in0 == "l1_height_sharded" and spec.transpose_mcast:
+    if mem.in0 == Placement.L1_HEIGHT_SHARDED and spec.transpose_mcast:
         raise PlanError("HEIGHT_SHARDED in0 needs !transpose_mcast",
                         "in0 = l1_height_sharded with transpose_mcast = true (TT-Metal: \"Transpose MCAST not "
                         "supported with HEIGHT_SHARDED layout\")", spec.span("memory.in0"),
                         "transpose_mcast = false, or in0 = l1_block_sharded")
-    if mem.in0 == "l1_height_sharded" and spec.block.in0_block_w not in (None, kt):
+    if mem.in0 == Placement.L1_HEIGHT_SHARDED and spec.block.in0_block_w not in (None, kt):
         raise PlanError("HEIGHT_SHARDED in0: K == in0_block_w == shard width",
                         f"in0 = l1_height_sharded holds all Kt = {kt} tiles of a row per core and TT-Metal reads "
                         f"them as one K-block, but in0_block_w = {spec.block.in0_block_w}",
                         spec.span("block.in0_block_w"), f"in0_block_w = {kt}")
-    if spec.untilize_out and mem.out != "dram":
+    if spec.untilize_out and mem.out != Placement.DRAM:
         raise PlanError("a sharded output is tiles", "untilize_out with out = l1_block_sharded: the output CB is "
                         "the shard itself, packed as tiles", spec.span("untilize_out"), "untilize_out = false")
     # kgen's limits (not TT's): whole shards, one per core with work
-    sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if where != "dram"]
+    sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if where != Placement.DRAM]
     if sharded and (spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW or mt % per_core_m or nt % per_core_n):
         raise PlanError("kgen: sharded tensors in whole shards",
                         f"{' and '.join(sharded)} sharded with a shape short of whole tiles or per_core not dividing "
                         f"Mt x Nt = {mt} x {nt}: kgen shards only evenly divided tensors",
                         spec.span("memory"), "tile-multiple M, N, K and per_core dividing Mt and Nt")
-    if mem.in0 == "l1_height_sharded" and spec.block.out_block not in (None,) and \
+    if mem.in0 == Placement.L1_HEIGHT_SHARDED and spec.block.out_block not in (None,) and \
             spec.block.out_block[0] != per_core_m:
         raise PlanError("kgen: a height-sharded in0 needs out_block_h == per_core_M",
                         f"in0 = l1_height_sharded with out_block_h = {spec.block.out_block[0]} < per_core_M = "
                         f"{per_core_m}: TT-Metal's c_0, globally allocated on the shard, holds out_block_h x K tiles, "
                         f"so the shard's later rows would never reach the compute kernel",
                         spec.span("block.out_block"), f"out_block = {per_core_m} x {spec.block.out_block[1]}")
-    if mem.in0 == "l1_block_sharded":
+    if mem.in0 == Placement.L1_BLOCK_SHARDED:
         if kt % n_blocks:
             raise PlanError("kgen: in0's shard grid is the grid with work",
                             f"in0 = l1_block_sharded splits Kt = {kt} over the {n_blocks} cores along each in0 "

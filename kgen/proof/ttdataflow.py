@@ -50,7 +50,7 @@ from typing import Any, Mapping
 from kgen.core.manifest import cores_of
 from kgen.proof.emulate import round_up
 from kgen.core.errors import KgenError
-from kgen.core.types import TILE_HW
+from kgen.core.types import TILE_HW, Placement
 from kgen.toolchain.headers import toolchain_config
 
 # kgen kernel name -> TT-Metal 0.81.1 kernel file (in the headers' dataflow kernel folder).
@@ -111,7 +111,7 @@ def unsupported_reason(plan, manifest: dict) -> str | None:
         if t["layout"] != "TILE":
             return f"tensor {t['name']} is {t['layout']}; TT-Metal's multicast writers write tiles"
     names = {k["name"] for k in manifest["kernels"]}
-    senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == "l1_block_sharded" else {"in0_sender"})
+    senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == Placement.L1_BLOCK_SHARDED else {"in0_sender"})
     missing = sorted(senders - names)
     if missing:
         return f"the build folder lacks kgen kernels {', '.join(missing)}"
@@ -164,11 +164,11 @@ class _FactoryValues:
     def in0_shard_tiles(self) -> tuple[int, int]:
         """The factory's in0_shard_width_in_tiles, in0_shard_height_in_tiles (0, 0 unless in0 is sharded)."""
         p = self.plan
-        return (p.in0_shard_w, p.per_core_m) if p.memory.in0 != "dram" else (0, 0)
+        return (p.in0_shard_w, p.per_core_m) if p.memory.in0 != Placement.DRAM else (0, 0)
 
     @property
     def out_sharded(self) -> bool:
-        return self.plan.memory.out != "dram"
+        return self.plan.memory.out != Placement.DRAM
 
     @property
     def out_accessor(self) -> int:
@@ -282,7 +282,7 @@ class _FactoryValues:
 def _in0_sender(f: _FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     kt, ibw, obh, cols, rows = p.kt, p.in0_block_w, p.out_block_h, f.cols, f.rows
-    sharded = p.memory.in0 == "l1_height_sharded"          # IN0_SHARDED: c_0 is the shard
+    sharded = p.memory.in0 == Placement.L1_HEIGHT_SHARDED          # IN0_SHARDED: c_0 is the shard
     rt = tuple((core, (
         {"buffer_address": "in0"}, p.per_core_m * kt * f.idx(core)[0],
         *f.in0_rect(core, _noc_index(k)),
@@ -341,7 +341,7 @@ def _in1_sender_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
          f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
          *f.writer_ct(),
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output
-         INTERLEAVED_L1 if p.memory.in1 == "l1" else INTERLEAVED_DRAM, f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
+         INTERLEAVED_L1 if p.memory.in1 == Placement.L1 else INTERLEAVED_DRAM, f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
          *((INTERLEAVED_DRAM, f.page["bias"]) if bias else ())),
         {**f.cb_fixed("in1_sender_writer"), "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0},
         {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if rows == 1 else {}),
