@@ -3,19 +3,22 @@
 Fills every `auto`, checks every rule TT-Metal's matmul validation checks
 (matmul_device_operation.cpp; ttmetal-matmul.md §2.2, §2.8, §3.3) plus the L1 budget, and takes
 the accumulation-policy and CB decisions exactly as the 2D multicast factory does
-(matmul_multicore_reuse_mcast_2d_program_factory.cpp), or, for `mcast_1d_in0` / `mcast_1d_in1`, as the
-1D multicast factory does (matmul_multicore_reuse_mcast_1d_program_factory.cpp: `_plan_1d`, `_policy`).
+(matmul_multicore_reuse_mcast_2d_program_factory.cpp). What differs by factory (the layout of the
+cores, the L1-accumulation threshold, the placements taken) is the dataflow module's
+(kgen/gen/dataflow/).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable
 
 from kgen.core.arch import ArchFacts, load_arch
-from kgen.core.errors import SpecError, Span
+from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_L1_ARRAY, CB_OUT, CB_PARTIALS, L1_ARRAY_BYTES,
+                            PlanError, divisors as _divisors, fmt_pair as _fmt_pair,
+                            nearest as _nearest, round_up_tiles)
 from kgen.gen.spec import ComputeConfig, MatmulSpec
-from kgen.core.types import DTYPE_TO_FORMAT, MCAST_1D, TILE_HW, Placement
+from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
+from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
 
 # SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
 # bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (ttmetal-matmul.md §3.4).
@@ -35,27 +38,9 @@ INPUT_BUFFERING_DEPTH = 2
 # fed and cost L1 twice (double buffering).
 AUTO_IN0_BLOCK_W_MAX = 8
 
-# TT-Metal CB indices and named compile-time args of the matmul compute kernel (ttmetal-matmul.md §1.2).
-CB_IN0, CB_IN1, CB_BIAS, CB_OUT, CB_PARTIALS = 0, 1, 3, 4, 5
-# The block-sharded in0 shard (globally allocated on the in0 buffer) and the 64-byte L1 scratch array
-# the 2D factory creates beside it (matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e:
-# `src2_cb_config ... set_globally_allocated_address(*in0_buffer)`, `cb_for_l1_array_config(32 * 2, Float16_b)`).
-CB_IN0_SHARD, CB_L1_ARRAY = 2, 6
-L1_ARRAY_BYTES = 32 * 2
-
 POLICY_L1_ACC = "packer_l1_acc"
 POLICY_SPILL = "spill_reload"
 POLICY_DST = "dst_only"
-
-
-class PlanError(SpecError):
-    """A spec that breaks one of TT-Metal's rules (or kgen's): names the rule, the values, and the
-    nearest legal values."""
-
-    def __init__(self, rule: str, message: str, span: Span | None, nearest: str | None = None):
-        super().__init__(f"{message} [rule: {rule}]", span,
-                         hint=f"nearest legal values: {nearest}" if nearest else None)
-        self.rule = rule
 
 
 @dataclass(frozen=True)
@@ -170,40 +155,29 @@ class Plan:
         return self.grid[0] * self.grid[1]
 
     @property
+    def dataflow(self) -> Dataflow:
+        """The factory module of the spec's dataflow: it owns the per-core terms below."""
+        return dataflow_of(self.spec.dataflow)
+
+    @property
     def is_1d(self) -> bool:
-        return self.spec.dataflow in MCAST_1D
+        return self.dataflow.is_1d
 
     @property
     def core_m_terms(self) -> dict[str, int]:
-        """A core's M-block index as a sum of its coordinates: core_y (2D, reuse: one row of cores per
-        M-block; core_x under transpose_mcast), none (mcast_1d_in0: every core holds the one M-block),
-        or its row-major index core_y * grid_x + core_x (mcast_1d_in1: core i holds M-block i, the
-        factory's output_idx_y = i)."""
-        if self.spec.dataflow == "mcast_1d_in0":
-            return {}
-        if self.spec.dataflow == "mcast_1d_in1":
-            return {"core_x": 1, "core_y": self.grid[0]}
-        # transpose_mcast lays the M blocks along x (the factory: `std::swap(in0_idx, in1_idx)`)
-        return {"core_x": 1} if self.transpose_mcast else {"core_y": 1}
+        """A core's M-block index as a sum of its coordinates (core_y on a 2D grid of blocks, core_x under
+        transpose_mcast, the row-major index or nothing on a 1D run of cores)."""
+        return self.dataflow.core_m_terms(self)
 
     @property
     def core_n_terms(self) -> dict[str, int]:
-        """A core's N-block index: core_x (2D, reuse; core_y under transpose_mcast), the row-major index
-        (mcast_1d_in0: the factory's output_idx_x = i), or none (mcast_1d_in1: every core holds the one
-        N-block)."""
-        if self.spec.dataflow == "mcast_1d_in0":
-            return {"core_x": 1, "core_y": self.grid[0]}
-        if self.spec.dataflow == "mcast_1d_in1":
-            return {}
-        return {"core_y": 1} if self.transpose_mcast else {"core_x": 1}
+        """A core's N-block index as a sum of its coordinates."""
+        return self.dataflow.core_n_terms(self)
 
     @property
     def in0_reader_cores(self) -> int:
-        """Cores that read in0 from DRAM: one per M-block (2D: the left column's senders, the top row's
-        under transpose_mcast), one (mcast_1d_in0), every core (reuse, mcast_1d_in1)."""
-        if self.spec.dataflow == "mcast_2d":
-            return self.m_blocks
-        return 1 if self.spec.dataflow == "mcast_1d_in0" else self.num_cores
+        """Cores that read in0 from DRAM."""
+        return self.dataflow.in0_reader_cores(self)
 
     @property
     def cb_bytes(self) -> int:
@@ -315,64 +289,10 @@ class Plan:
                          + ("the output is sliced back" if d != "K" else
                             f"zero K padding never changes the result; TT-Metal's in0 reader also zeroes "
                             f"the last K tile past column {self.in0_last_ktile_w}") + ")")
-        if self.is_1d:
-            return tuple(notes) + self._padding_notes_1d()
-        if self.padded_m:
-            notes.append(f"{'right column' if self.transpose_mcast else 'bottom row'} of cores: {self.last_per_core_m} "
-                         f"of per_core_M = {self.per_core_m} rows of tiles "
-                         f"(Mt = {self.mt} = {self.m_blocks - 1} x {self.per_core_m} + {self.last_per_core_m}); "
-                         f"its last out block has {self.last_out_block_h} of {self.out_block_h} rows, the rest "
-                         f"is padding: not read, computed on stale data, not written")
-        if self.padded_n:
-            notes.append(f"{'bottom row' if self.transpose_mcast else 'right column'} of cores: {self.last_per_core_n} "
-                         f"of per_core_N = {self.per_core_n} columns of tiles "
-                         f"(Nt = {self.nt} = {self.n_blocks - 1} x {self.per_core_n} + {self.last_per_core_n}); "
-                         f"its last out block has {self.last_out_block_w} of {self.out_block_w} columns, the rest "
-                         f"is padding: not read, computed on stale data, not written")
-        return tuple(notes)
-
-    def _padding_notes_1d(self) -> tuple[str, ...]:
-        """The padded last block of the 1D factory: inside the one block of the multicast dimension on
-        every core, and on the last core of the row-major run for the other."""
-        notes = []
-        every, last = "every core (the one M-block)", f"the last of the {self.num_cores} cores"
-        if self.padded_m:
-            where = every if self.spec.dataflow == "mcast_1d_in0" else last
-            notes.append(f"{where}: {self.last_per_core_m} of per_core_M = {self.per_core_m} rows of tiles "
-                         f"(Mt = {self.mt}); its last out block has {self.last_out_block_h} of {self.out_block_h} "
-                         f"rows, the rest is padding: not read, computed on stale data, not written")
-        if self.padded_n:
-            where = last if self.spec.dataflow == "mcast_1d_in0" else "every core (the one N-block)"
-            notes.append(f"{where}: {self.last_per_core_n} of per_core_N = {self.per_core_n} columns of tiles "
-                         f"(Nt = {self.nt}); its last out block has {self.last_out_block_w} of {self.out_block_w} "
-                         f"columns, the rest is padding: not read, computed on stale data, not written")
-        return tuple(notes)
+        return tuple(notes) + self.dataflow.padding_notes(self)
 
 
 # ----------------------------------------------------------------------------------------------
-
-def round_up_tiles(elements: int) -> int:
-    """Tiles of a dimension, padded up to whole tiles as ttnn's tilize does."""
-    return -(-elements // TILE_HW)
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
-
-
-def _nearest(values: Iterable[int], target: int, count: int = 4) -> str:
-    ordered = sorted(set(values), key=lambda v: (abs(v - target), v))[:count]
-    return ", ".join(str(v) for v in sorted(ordered)) if ordered else "none"
-
-
-def _fmt_pair(p: tuple[int, int]) -> str:
-    return f"{p[0]} x {p[1]}"
-
 
 def dst_capacity(arch: ArchFacts, compute: ComputeConfig) -> int:
     return arch.dst_tiles(compute.dst_full_sync, compute.fp32_dest_acc)
@@ -464,20 +384,8 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
 
     grid_req = _requested_grid(spec, arch, choices)
     _check_transpose_mcast(spec)
-    pc = spec.block.per_core
-    if spec.dataflow in MCAST_1D:
-        per_core_m, per_core_n, grid = _plan_1d(spec, mt, nt, grid_req, choices)
-        n_blocks = _ceil_div(nt, per_core_n)
-    else:
-        # M blocks over the grid's rows, N blocks over its columns; transpose_mcast swaps them (2D factory:
-        # `if (transpose_mcast) std::swap(num_cores_with_work_c, num_cores_with_work_r)`)
-        m_axis, n_axis = (0, 1) if spec.transpose_mcast else (1, 0)
-        per_core_m = _per_core(spec, "M", mt, grid_req[m_axis], pc[0] if pc else None, choices, "xy"[m_axis])
-        per_core_n = _per_core(spec, "N", nt, grid_req[n_axis], pc[1] if pc else None, choices, "xy"[n_axis])
-        # num_blocks_x = ceil(Nt / per_core_N), num_blocks_y = ceil(Mt / per_core_M) (2D factory)
-        m_blocks, n_blocks = _ceil_div(mt, per_core_m), _ceil_div(nt, per_core_n)
-        grid = (m_blocks, n_blocks) if spec.transpose_mcast else (n_blocks, m_blocks)
-        _check_padded_top_row(spec, mt, per_core_m, m_blocks, grid_req[m_axis])
+    layout = dataflow_of(spec.dataflow).layout(spec, mt, nt, grid_req, choices)
+    per_core_m, per_core_n, grid, n_blocks = layout.per_core_m, layout.per_core_n, layout.grid, layout.n_blocks
     in0_shard_w = _check_memory(spec, mt, nt, kt, per_core_m, per_core_n, n_blocks)
 
     # DST capacity of the sync mode and accumulation format kgen emits
@@ -532,107 +440,6 @@ def _requested_grid(spec: MatmulSpec, arch: ArchFacts, choices: list[str]) -> tu
                         f"grid {_fmt_pair(grid_req)} exceeds the {arch.name} worker grid {gx} x {gy}",
                         spec.span("grid"), f"{min(grid_req[0], gx)} x {min(grid_req[1], gy)}")
     return grid_req
-
-
-def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | None, choices: list[str],
-              axis: str) -> int:
-    """per_core_M (dim "M", over the grid's y cores, x with transpose_mcast) or per_core_N ("N", over
-    x, or y): the given value checked, or the smallest that spreads the tiles over at most `cores` cores."""
-    legal = [d for d in _divisors(tiles) if tiles // d <= cores]
-    if given is None:
-        value = min(legal)
-        choices.append(f"per_core_{dim} auto -> {value}: {dim}t = {tiles} over {tiles // value} of "
-                       f"{cores} grid {axis} cores")
-        return value
-    blocks = _ceil_div(tiles, given)
-    if blocks > cores:
-        # the smallest per_core that fits is ceil(tiles / cores); it need not divide (padded last block)
-        least = _ceil_div(tiles, cores)
-        blocks_name = "num_blocks_y" if dim == "M" else "num_blocks_x"     # the factory's names, whatever the axis
-        raise PlanError(f"{blocks_name} <= grid.{axis}, {blocks_name} = ceil({dim}t / per_core_{dim})"
-                        + (" (swapped by transpose_mcast)" if spec.transpose_mcast else ""),
-                        f"per_core_{dim} = {given} needs {blocks} cores along {axis}, "
-                        f"the grid has {cores}", spec.span("block.per_core"),
-                        _nearest(range(least, min(tiles, least + 3) + 1), given))
-    return given
-
-
-def _rectangle_of(cores: int, cols: int) -> tuple[int, int] | None:
-    """The rectangle a row-major run of `cores` cores fills on a grid `cols` wide (the 1D factory's
-    num_cores_to_corerangeset(..., row_major = true)), or None when its last row is partial."""
-    if cores <= cols:
-        return cores, 1
-    return (cols, cores // cols) if cores % cols == 0 else None
-
-
-def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
-             choices: list[str]) -> tuple[int, int, tuple[int, int]]:
-    """per_core_M, per_core_N and the cores of TT-Metal's 1D multicast factory
-    (matmul_multicore_reuse_mcast_1d_program_factory.cpp; validation in matmul_device_operation.cpp):
-
-    - num_blocks_y = ceil(Mt / per_core_M), num_blocks_x = ceil(Nt / per_core_N), and their product
-      (num_cores) <= grid.x * grid.y ("Number of blocks exceeds number of cores");
-    - mcast_in0: num_blocks_y == 1 (M fits one per_core_M); mcast_in1: num_blocks_x == 1;
-    - the cores are the first num_cores of the grid in row-major order, core i holding block i.
-
-    kgen's own rule on top: those cores fill whole rows (num_cores <= grid.x, or a multiple of it), so
-    that the multicast rectangle, the bounding box of the cores, holds no core without work."""
-    in0 = spec.dataflow == "mcast_1d_in0"
-    pc = spec.block.per_core
-    cols, rows = grid_req
-    cells = cols * rows
-    # the operand every core shares: its per_core must cover the whole dimension
-    shared_dim, shared_tiles = ("M", mt) if in0 else ("N", nt)
-    split_dim, split_tiles = ("N", nt) if in0 else ("M", mt)
-    given_shared = (pc[0] if in0 else pc[1]) if pc else None
-    given_split = (pc[1] if in0 else pc[0]) if pc else None
-    flavour = "mcast_in0" if in0 else "mcast_in1"
-    if given_shared is None:
-        shared = shared_tiles
-        choices.append(f"per_core_{shared_dim} auto -> {shared}: {flavour} gives every core all "
-                       f"{shared_dim}t = {shared_tiles} tiles")
-    elif given_shared < shared_tiles:
-        raise PlanError(f"{flavour}: num_blocks_{'y' if in0 else 'x'} == 1 ({shared_dim}t <= per_core_{shared_dim})",
-                        f"per_core_{shared_dim} = {given_shared} splits {shared_dim}t = {shared_tiles} over "
-                        f"{_ceil_div(shared_tiles, given_shared)} blocks, but TT-Metal's 1D factory multicasts "
-                        f"{'in0' if in0 else 'in1'} to every core, so every core holds all of {shared_dim}",
-                        spec.span("block.per_core"), str(shared_tiles))
-    else:
-        shared = given_shared
-    if given_split is None:
-        legal = [d for d in _divisors(split_tiles) if _rectangle_of(split_tiles // d, cols)
-                 and split_tiles // d <= cells]
-        split = min(legal)
-        choices.append(f"per_core_{split_dim} auto -> {split}: {split_dim}t = {split_tiles} over "
-                       f"{split_tiles // split} of the {cells} cores of the {_fmt_pair(grid_req)} grid")
-    else:
-        split = given_split
-    cores = _ceil_div(split_tiles, split)
-    if cores > cells:
-        least = _ceil_div(split_tiles, cells)
-        raise PlanError("num_blocks_x * num_blocks_y <= grid.x * grid.y (1D factory)",
-                        f"per_core_{split_dim} = {split} needs {cores} cores, the {_fmt_pair(grid_req)} grid has "
-                        f"{cells}", spec.span("block.per_core"),
-                        _nearest(range(least, min(split_tiles, least + 3) + 1), split))
-    grid = _rectangle_of(cores, cols)
-    if grid is None:
-        fits = [d for d in range(1, split_tiles + 1)
-                if _ceil_div(split_tiles, d) <= cells and _rectangle_of(_ceil_div(split_tiles, d), cols)]
-        raise PlanError("1D multicast: the cores fill whole rows of the grid (kgen)",
-                        f"per_core_{split_dim} = {split} gives {cores} cores, which fill {cores // cols} "
-                        f"row{'' if cores // cols == 1 else 's'} of the "
-                        f"{cols}-wide grid and part of another; TT-Metal's multicast rectangle (their bounding box) "
-                        f"would include cores without work, which kgen does not plan",
-                        spec.span("block.per_core"), _nearest(fits, split))
-    if not in0 and split_tiles % split:
-        # the factory's mcast_in1 in0 readers all get last_block_h = per_core_M: no M padding
-        raise PlanError("mcast_in1: per_core_M divides Mt (TT-Metal's 1D factory gives every in0 reader "
-                        "last_block_h = per_core_M)",
-                        f"per_core_M = {split} leaves the last core {split_tiles % split} of {split} rows of tiles; "
-                        f"TT-Metal's in0 reader would read the rest past the tensor",
-                        spec.span("block.per_core"),
-                        _nearest([d for d in _divisors(split_tiles) if split_tiles // d <= cells], split))
-    return (shared, split, grid) if in0 else (split, shared, grid)
 
 
 @dataclass(frozen=True)
@@ -848,11 +655,11 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
             raise PlanError("a shard orientation needs a sharded tensor", "memory.orientation is given but no tensor "
                             "is sharded", spec.span("memory.orientation"), "leave memory.orientation out")
         return 0
-    if spec.dataflow != "mcast_2d":
+    if not accepts(dataflow_of(spec.dataflow), mem):
         raise PlanError("L1 placements are the 2D multicast factory's",
                         f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
                         f"{spec.dataflow}: kgen places tensors in L1 as the 2D multicast factory does",
-                        spec.span("memory"), "dataflow = mcast_2d")
+                        spec.span("memory"), ", ".join(f"dataflow = {d.name}" for d in REGISTRY if accepts(d, mem)))
     if mem.orientation is not None and mem.in0 != Placement.L1_BLOCK_SHARDED:
         raise PlanError("memory.orientation is a block-sharded in0's",
                         f"memory.orientation = {mem.orientation} with in0 = {mem.in0}: only a block-sharded in0 takes "
@@ -905,27 +712,12 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
 def _check_transpose_mcast(spec: MatmulSpec) -> None:
     """transpose_mcast is a field of the 2D multicast program config only
     (MatmulMultiCoreReuseMultiCastProgramConfig, matmul_program_config_types.hpp)."""
-    if spec.transpose_mcast and spec.dataflow != "mcast_2d":
+    if spec.transpose_mcast and not dataflow_of(spec.dataflow).transpose_mcast:
+        takers = ", ".join(d.name for d in REGISTRY if d.transpose_mcast)
         raise PlanError("transpose_mcast belongs to the 2D multicast factory",
-                        f"transpose_mcast = true with dataflow = {spec.dataflow}: only mcast_2d multicasts in0 "
+                        f"transpose_mcast = true with dataflow = {spec.dataflow}: only {takers} multicasts in0 "
                         f"and in1, so only it can swap their directions", spec.span("transpose_mcast"),
-                        "dataflow = mcast_2d, or transpose_mcast = false")
-
-
-def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, m_blocks: int, m_cores: int) -> None:
-    """The 2D factory gives the top row's in1 sender/writer no M padding: its writer args are
-    out_block_h / out_subblock_h, out_subblock_h and a 0 h-skip whatever the row (only the receiver
-    writers of the rows below get last_block_num_nonzero_subblocks_h, last_subblock_of_last_block_h and
-    last_block_padded_block_tiles_h_skip). So with one row of cores a padded M would be written past
-    the output tensor by TT-Metal's program."""
-    if spec.dataflow == "mcast_2d" and mt % per_core_m and m_blocks == 1:
-        raise PlanError("mcast_2d: a padded last row of cores is not the top row (TT-Metal's in1 sender/writer "
-                        "has no M padding args)",
-                        f"per_core_M = {per_core_m} leaves Mt = {mt} on one row of cores with {per_core_m - mt} "
-                        f"padded rows of tiles, which TT-Metal's 2D factory would write past the output",
-                        spec.span("block.per_core"),
-                        _nearest([d for d in _divisors(mt) if d <= per_core_m]
-                                 + ([_ceil_div(mt, 2)] if m_cores > 1 else []), per_core_m))
+                        f"dataflow = {takers}, or transpose_mcast = false")
 
 
 def _check_untilized_padding(spec: MatmulSpec, mt: int, nt: int, per_core_m: int, per_core_n: int) -> None:
@@ -976,13 +768,11 @@ def _policy(spec: MatmulSpec, c: ComputeConfig, num_blocks: int) -> tuple[bool, 
     """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2) (2D factory, and the
     1D factory's mcast_in1 path); packer_l1_acc && num_blocks > 1 (the 1D factory's mcast_in0 path,
     process_mcast_in0_program_and_create_override_variables)."""
-    threshold = 1 if spec.fuse_bias or spec.dataflow == "mcast_1d_in0" else 2
-    why_threshold = ("TT-Metal's 1D factory turns L1 accumulation on for mcast_in0 when num_blocks > 1"
-                     if spec.dataflow == "mcast_1d_in0" else
-                     "TT-Metal turns L1 accumulation on only when num_blocks > 1 with a fused bias "
-                     "(the last block stays in the partials for the bias add)" if spec.fuse_bias else
-                     "TT-Metal turns L1 accumulation on only when num_blocks > 2, or > 1 with a fused bias "
-                     "(the last K-block is always a spill/reload, so 2 blocks gain nothing)")
+    threshold, why_threshold = dataflow_of(spec.dataflow).l1_acc_rule or (
+        (1, "TT-Metal turns L1 accumulation on only when num_blocks > 1 with a fused bias "
+            "(the last block stays in the partials for the bias add)") if spec.fuse_bias else
+        (2, "TT-Metal turns L1 accumulation on only when num_blocks > 2, or > 1 with a fused bias "
+            "(the last K-block is always a spill/reload, so 2 blocks gain nothing)"))
     fallback = "spill/reload" if num_blocks > 1 else "no spill: one K-block accumulates in DST"
     if not c.packer_l1_acc:
         if num_blocks > 1:

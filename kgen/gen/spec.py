@@ -21,7 +21,8 @@ import lark
 
 from kgen.core.errors import SpecError, Span
 from kgen.core.resources import config_files
-from kgen.core.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
+from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
+from kgen.gen import dataflow as dataflows
 
 MAX_SPEC_BYTES = 1 << 20
 MAX_INT_DIGITS = 12            # longer literals are rejected before int() (Python caps int() at 4300 digits)
@@ -458,7 +459,7 @@ MATMUL_KEYS: dict[str, Checker] = {
     "dtype.out": _enum(_DTYPES),
     "dtype.bias": _enum(_DTYPES),
     "grid": _dims(2, True, "x (columns) by y (rows)", 1024),
-    "dataflow": _enum(DATAFLOWS),
+    "dataflow": _enum(dataflows.NAMES),
     "block.in0_block_w": _positive_int(65536, allow_auto=True),
     "block.out_subblock": _dims(2, True, "h x w tiles", 65536),
     "block.per_core": _dims(2, True, "M x N tiles", 65536),
@@ -696,7 +697,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         batch=vals.get("batch", 1),
         dtype_in0=vals["dtype.in0"], dtype_in1=vals["dtype.in1"], dtype_out=vals["dtype.out"],
         dtype_bias=vals.get("dtype.bias", vals["dtype.out"]),
-        grid=vals.get("grid"), dataflow=vals.get("dataflow", "mcast_2d"), block=block, compute=compute,
+        grid=vals.get("grid"), dataflow=vals.get("dataflow", dataflows.DEFAULT.name), block=block, compute=compute,
         fuse_bias=vals.get("fuse.bias", False), activation=vals.get("fuse.activation", "none"),
         untilize_out=vals.get("untilize_out", False), variant=variant,
         variants=tuple(spec.variants), spans=MappingProxyType(spans),
