@@ -37,5 +37,6 @@ def get(name: str) -> Dataflow:
     return BY_NAME[name]
 
 
-__all__ = ["BY_NAME", "DEFAULT", "GRID_2D", "NAMES", "ONE_D", "PACED_BY", "REGISTRY", "Dataflow", "Factory",
+__all__ = ["BY_NAME", "DEFAULT", "GRID_2D", "MCAST_1D_IN0", "MCAST_1D_IN1", "MCAST_2D", "NAMES", "ONE_D", "PACED_BY",
+           "REGISTRY", "REUSE", "Dataflow", "Factory",
            "Layout", "accepts", "get"]
