@@ -17,10 +17,6 @@ DTYPE_TO_FORMAT: dict[str, str] = {
 MATH_FIDELITY_VALUE: dict[str, int] = {"LoFi": 0, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 
 ARCHS = ("wormhole_b0", "blackhole")
-DATAFLOWS = ("mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1")
-# The dataflows of TT-Metal's 1D multicast factory (MatmulMultiCoreReuseMultiCast1DProgramConfig,
-# mcast_in0 = true / false): one sender multicasts one operand to every core of a row-major run of cores.
-MCAST_1D = ("mcast_1d_in0", "mcast_1d_in1")
 ACTIVATIONS = ("none", "relu")
 
 
@@ -32,6 +28,7 @@ class Placement(StrEnum):
     L1 = "l1"
     L1_BLOCK_SHARDED = "l1_block_sharded"
     L1_HEIGHT_SHARDED = "l1_height_sharded"
+
 
 TILE_HW = 32  # TILE_HEIGHT = TILE_WIDTH = 32 (constants.hpp); kgen plans 32x32 tiles only
 
