@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 # ttnn dtype name -> TT-Metal tt::DataFormat name (tt_backend_api_types.hpp).
 DTYPE_TO_FORMAT: dict[str, str] = {
     "bfloat16": "Float16_b",
@@ -15,11 +17,18 @@ DTYPE_TO_FORMAT: dict[str, str] = {
 MATH_FIDELITY_VALUE: dict[str, int] = {"LoFi": 0, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 
 ARCHS = ("wormhole_b0", "blackhole")
-DATAFLOWS = ("mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1")
-# The dataflows of TT-Metal's 1D multicast factory (MatmulMultiCoreReuseMultiCast1DProgramConfig,
-# mcast_in0 = true / false): one sender multicasts one operand to every core of a row-major run of cores.
-MCAST_1D = ("mcast_1d_in0", "mcast_1d_in1")
 ACTIVATIONS = ("none", "relu")
+
+
+class Placement(StrEnum):
+    """Where a tensor lives (ttnn MemoryConfig), spelled as the spec's `memory { }` spells it:
+    interleaved in DRAM, interleaved in L1, or sharded in L1 by blocks or by rows of tiles."""
+
+    DRAM = "dram"
+    L1 = "l1"
+    L1_BLOCK_SHARDED = "l1_block_sharded"
+    L1_HEIGHT_SHARDED = "l1_height_sharded"
+
 
 TILE_HW = 32  # TILE_HEIGHT = TILE_WIDTH = 32 (constants.hpp); kgen plans 32x32 tiles only
 

@@ -12,9 +12,10 @@ coordinates (`core_x`, `core_y`), so per-core values (tile ids, multicast target
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Union
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Union
 
-from kgen.gen.plan import CircularBuffer, L1Region, Plan
+if TYPE_CHECKING:      # annotations only: the plan stage imports the dataflows, which build IR
+    from kgen.gen.plan import CircularBuffer, L1Region, Plan
 
 
 @dataclass(frozen=True)

@@ -3,83 +3,25 @@
 Fills every `auto`, checks every rule TT-Metal's matmul validation checks
 (matmul_device_operation.cpp; ttmetal-matmul.md §2.2, §2.8, §3.3) plus the L1 budget, and takes
 the accumulation-policy and CB decisions exactly as the 2D multicast factory does
-(matmul_multicore_reuse_mcast_2d_program_factory.cpp), or, for `mcast_1d_in0` / `mcast_1d_in1`, as the
-1D multicast factory does (matmul_multicore_reuse_mcast_1d_program_factory.cpp: `_plan_1d`, `_policy`).
+(matmul_multicore_reuse_mcast_2d_program_factory.cpp). What differs by factory (the layout of the
+cores, the L1-accumulation threshold, the placements taken) is the dataflow module's
+(kgen/gen/dataflow/).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable
 
 from kgen.core.arch import ArchFacts, load_arch
-from kgen.core.errors import SpecError, Span
+# re-exported: the CB indices, the CB table's types and TT-Metal's subblock table are the plan's vocabulary
+from kgen.gen.blocking import (POLICY_DST, POLICY_L1_ACC, POLICY_SPILL, SUBBLOCK_HW_CHOICES,  # noqa: F401
+                               Blocking, CircularBuffer, L1Region, accumulation_policy, l1_suggestions,
+                               partials_format)
+from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS,  # noqa: F401
+                            PlanError, divisors, fmt_pair, nearest, round_up_tiles)
 from kgen.gen.spec import ComputeConfig, MatmulSpec
-from kgen.core.types import DTYPE_TO_FORMAT, MCAST_1D, TILE_HW
-
-# SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
-# bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (ttmetal-matmul.md §3.4).
-SUBBLOCK_HW_CHOICES: tuple[tuple[int, int], ...] = (
-    (4, 2), (2, 4), (8, 1), (1, 8),
-    (7, 1), (1, 7),
-    (3, 2), (2, 3), (6, 1), (1, 6),
-    (5, 1), (1, 5),
-    (2, 2), (4, 1), (1, 4),
-    (3, 1), (1, 3),
-    (2, 1), (1, 2),
-    (1, 1),
-)
-# in0/in1 CBs are double-buffered when more than one K-block flows (MCAST_INPUT_BUFFERING_DEPTH).
-INPUT_BUFFERING_DEPTH = 2
-# Upper bound of the auto in0_block_w search: deeper K-blocks buy little once the matrix engine is
-# fed and cost L1 twice (double buffering).
-AUTO_IN0_BLOCK_W_MAX = 8
-
-# TT-Metal CB indices and named compile-time args of the matmul compute kernel (ttmetal-matmul.md §1.2).
-CB_IN0, CB_IN1, CB_BIAS, CB_OUT, CB_PARTIALS = 0, 1, 3, 4, 5
-# The block-sharded in0 shard (globally allocated on the in0 buffer) and the 64-byte L1 scratch array
-# the 2D factory creates beside it (matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e:
-# `src2_cb_config ... set_globally_allocated_address(*in0_buffer)`, `cb_for_l1_array_config(32 * 2, Float16_b)`).
-CB_IN0_SHARD, CB_L1_ARRAY = 2, 6
-L1_ARRAY_BYTES = 32 * 2
-
-POLICY_L1_ACC = "packer_l1_acc"
-POLICY_SPILL = "spill_reload"
-POLICY_DST = "dst_only"
-
-
-class PlanError(SpecError):
-    """A spec that breaks one of TT-Metal's rules (or kgen's): names the rule, the values, and the
-    nearest legal values."""
-
-    def __init__(self, rule: str, message: str, span: Span | None, nearest: str | None = None):
-        super().__init__(f"{message} [rule: {rule}]", span,
-                         hint=f"nearest legal values: {nearest}" if nearest else None)
-        self.rule = rule
-
-
-@dataclass(frozen=True)
-class CircularBuffer:
-    index: int            # CB index c_<index>
-    name: str             # TT-Metal named compile-time arg
-    role: str
-    data_format: str      # tt::DataFormat name
-    page_bytes: int
-    pages: int
-    region: str           # CBs with the same region share one L1 allocation
-    buffer: str | None = None   # the tensor whose L1 buffer this CB is globally allocated on (a shard)
-
-    @property
-    def total_bytes(self) -> int:
-        return self.page_bytes * self.pages
-
-
-@dataclass(frozen=True)
-class L1Region:
-    name: str
-    cb_indices: tuple[int, ...]
-    bytes: int
-
+from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
+from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
 
 @dataclass(frozen=True)
 class Plan:
@@ -170,40 +112,29 @@ class Plan:
         return self.grid[0] * self.grid[1]
 
     @property
+    def dataflow(self) -> Dataflow:
+        """The factory module of the spec's dataflow: it owns the per-core terms below."""
+        return dataflow_of(self.spec.dataflow)
+
+    @property
     def is_1d(self) -> bool:
-        return self.spec.dataflow in MCAST_1D
+        return self.dataflow.is_1d
 
     @property
     def core_m_terms(self) -> dict[str, int]:
-        """A core's M-block index as a sum of its coordinates: core_y (2D, reuse: one row of cores per
-        M-block; core_x under transpose_mcast), none (mcast_1d_in0: every core holds the one M-block),
-        or its row-major index core_y * grid_x + core_x (mcast_1d_in1: core i holds M-block i, the
-        factory's output_idx_y = i)."""
-        if self.spec.dataflow == "mcast_1d_in0":
-            return {}
-        if self.spec.dataflow == "mcast_1d_in1":
-            return {"core_x": 1, "core_y": self.grid[0]}
-        # transpose_mcast lays the M blocks along x (the factory: `std::swap(in0_idx, in1_idx)`)
-        return {"core_x": 1} if self.transpose_mcast else {"core_y": 1}
+        """A core's M-block index as a sum of its coordinates (core_y on a 2D grid of blocks, core_x under
+        transpose_mcast, the row-major index or nothing on a 1D run of cores)."""
+        return self.dataflow.core_m_terms(self)
 
     @property
     def core_n_terms(self) -> dict[str, int]:
-        """A core's N-block index: core_x (2D, reuse; core_y under transpose_mcast), the row-major index
-        (mcast_1d_in0: the factory's output_idx_x = i), or none (mcast_1d_in1: every core holds the one
-        N-block)."""
-        if self.spec.dataflow == "mcast_1d_in0":
-            return {"core_x": 1, "core_y": self.grid[0]}
-        if self.spec.dataflow == "mcast_1d_in1":
-            return {}
-        return {"core_y": 1} if self.transpose_mcast else {"core_x": 1}
+        """A core's N-block index as a sum of its coordinates."""
+        return self.dataflow.core_n_terms(self)
 
     @property
     def in0_reader_cores(self) -> int:
-        """Cores that read in0 from DRAM: one per M-block (2D: the left column's senders, the top row's
-        under transpose_mcast), one (mcast_1d_in0), every core (reuse, mcast_1d_in1)."""
-        if self.spec.dataflow == "mcast_2d":
-            return self.m_blocks
-        return 1 if self.spec.dataflow == "mcast_1d_in0" else self.num_cores
+        """Cores that read in0 from DRAM."""
+        return self.dataflow.in0_reader_cores(self)
 
     @property
     def cb_bytes(self) -> int:
@@ -220,8 +151,8 @@ class Plan:
     @property
     def in0_shard_w(self) -> int:
         """K tiles of each core's block-sharded in0 shard (the factory's in0_shard_width_in_tiles)."""
-        return self.kt // self.n_blocks if self.memory.in0 == "l1_block_sharded" else (
-            self.kt if self.memory.in0 == "l1_height_sharded" else 0)
+        return self.kt // self.n_blocks if self.memory.in0 == Placement.L1_BLOCK_SHARDED else (
+            self.kt if self.memory.in0 == Placement.L1_HEIGHT_SHARDED else 0)
 
     @property
     def shard_specs(self) -> dict[str, dict]:
@@ -232,13 +163,13 @@ class Plan:
         out: dict[str, dict] = {}
         orientation = "COL_MAJOR" if self.transpose_mcast else "ROW_MAJOR"
         grid = (0, 0, self.grid[0] - 1, self.grid[1] - 1)
-        if self.memory.in0 == "l1_block_sharded":
+        if self.memory.in0 == Placement.L1_BLOCK_SHARDED:
             out["in0"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
                           "shape": (self.per_core_m * TILE_HW, self.in0_shard_w * TILE_HW)}
-        elif self.memory.in0 == "l1_height_sharded":
+        elif self.memory.in0 == Placement.L1_HEIGHT_SHARDED:
             out["in0"] = {"memory_layout": "HEIGHT_SHARDED", "grid": (0, 0, 0, self.m_blocks - 1),
                           "orientation": "ROW_MAJOR", "shape": (self.per_core_m * TILE_HW, self.kt * TILE_HW)}
-        if self.memory.out == "l1_block_sharded":
+        if self.memory.out == Placement.L1_BLOCK_SHARDED:
             out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
                           "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
         return out
@@ -315,137 +246,13 @@ class Plan:
                          + ("the output is sliced back" if d != "K" else
                             f"zero K padding never changes the result; TT-Metal's in0 reader also zeroes "
                             f"the last K tile past column {self.in0_last_ktile_w}") + ")")
-        if self.is_1d:
-            return tuple(notes) + self._padding_notes_1d()
-        if self.padded_m:
-            notes.append(f"{'right column' if self.transpose_mcast else 'bottom row'} of cores: {self.last_per_core_m} "
-                         f"of per_core_M = {self.per_core_m} rows of tiles "
-                         f"(Mt = {self.mt} = {self.m_blocks - 1} x {self.per_core_m} + {self.last_per_core_m}); "
-                         f"its last out block has {self.last_out_block_h} of {self.out_block_h} rows, the rest "
-                         f"is padding: not read, computed on stale data, not written")
-        if self.padded_n:
-            notes.append(f"{'bottom row' if self.transpose_mcast else 'right column'} of cores: {self.last_per_core_n} "
-                         f"of per_core_N = {self.per_core_n} columns of tiles "
-                         f"(Nt = {self.nt} = {self.n_blocks - 1} x {self.per_core_n} + {self.last_per_core_n}); "
-                         f"its last out block has {self.last_out_block_w} of {self.out_block_w} columns, the rest "
-                         f"is padding: not read, computed on stale data, not written")
-        return tuple(notes)
-
-    def _padding_notes_1d(self) -> tuple[str, ...]:
-        """The padded last block of the 1D factory: inside the one block of the multicast dimension on
-        every core, and on the last core of the row-major run for the other."""
-        notes = []
-        every, last = "every core (the one M-block)", f"the last of the {self.num_cores} cores"
-        if self.padded_m:
-            where = every if self.spec.dataflow == "mcast_1d_in0" else last
-            notes.append(f"{where}: {self.last_per_core_m} of per_core_M = {self.per_core_m} rows of tiles "
-                         f"(Mt = {self.mt}); its last out block has {self.last_out_block_h} of {self.out_block_h} "
-                         f"rows, the rest is padding: not read, computed on stale data, not written")
-        if self.padded_n:
-            where = last if self.spec.dataflow == "mcast_1d_in0" else "every core (the one N-block)"
-            notes.append(f"{where}: {self.last_per_core_n} of per_core_N = {self.per_core_n} columns of tiles "
-                         f"(Nt = {self.nt}); its last out block has {self.last_out_block_w} of {self.out_block_w} "
-                         f"columns, the rest is padding: not read, computed on stale data, not written")
-        return tuple(notes)
+        return tuple(notes) + self.dataflow.padding_notes(self)
 
 
 # ----------------------------------------------------------------------------------------------
 
-def round_up_tiles(elements: int) -> int:
-    """Tiles of a dimension, padded up to whole tiles as ttnn's tilize does."""
-    return -(-elements // TILE_HW)
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
-
-
-def _nearest(values: Iterable[int], target: int, count: int = 4) -> str:
-    ordered = sorted(set(values), key=lambda v: (abs(v - target), v))[:count]
-    return ", ".join(str(v) for v in sorted(ordered)) if ordered else "none"
-
-
-def _fmt_pair(p: tuple[int, int]) -> str:
-    return f"{p[0]} x {p[1]}"
-
-
 def dst_capacity(arch: ArchFacts, compute: ComputeConfig) -> int:
     return arch.dst_tiles(compute.dst_full_sync, compute.fp32_dest_acc)
-
-
-def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_num_subblocks: int,
-                       num_blocks: int, out_blocks_per_core: int) -> tuple[bool, str]:
-    """Whether out (c_4) and partials (c_5) share one L1 region, and why (ttmetal-matmul.md §2.3).
-
-    TT-Metal's factory shares them unless the formats differ, or untilize_out has more than one
-    subblock column, or `do_not_inplace_interm0_out_CB` (a sharded output whose c_4 holds more than
-    one output block). kgen also splits them whenever more than one output block passes through the
-    region on a core and partials are packed before a block's final result: the first partials
-    pack of block i+1 would land on pages c_4 still holds for block i until the writer (another
-    kernel) drains them. TT-Metal's compute kernel has no wait for that (its classic kernel had
-    one: cb_reserve_back(out_cb, ...) "since interm and output share memory"), so the plan must
-    keep the two apart for TT-Metal's kernel and kgen's alike (issue #12: reuse, per_core 2 x 2,
-    out_block 2 x 1 packed over undrained output)."""
-    if partials_fmt != out_fmt:
-        return False, f"separate: partials {partials_fmt} and out {out_fmt} differ in format"
-    if spec.untilize_out and in1_num_subblocks > 1:
-        return False, "separate: untilize_out with more than one subblock column (TT-Metal's factory rule)"
-    partials_first = num_blocks > 1 or spec.fuse_bias or spec.untilize_out
-    if out_blocks_per_core > 1 and partials_first:
-        return False, (f"separate: {out_blocks_per_core} output blocks per core pass through it and partials are "
-                       f"packed before each block's result, so sharing would overwrite output the writer has "
-                       f"not drained")
-    return True, "shared: one output block's pages are reused by partials and out in turn (TT-Metal's in-place rule)"
-
-
-def _cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_fmt: str, bias_fmt: str | None,
-              partials_fmt: str, out_block: tuple[int, int], in0_block_w: int, num_blocks: int,
-              batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int,
-              per_core: tuple[int, int] = (0, 0), in0_shard_w: int = 0
-              ) -> tuple[tuple[CircularBuffer, ...], tuple[L1Region, ...], str]:
-    """CB sizing of the 2D factory (ttmetal-matmul.md §2.3). With a block-sharded in0, c_2 holds the
-    core's shard (per_core_M x shard width tiles, globally allocated on in0) and c_6 is the factory's
-    64-byte scratch; with a sharded output c_4 holds the core's whole output shard (per_core_M x
-    per_core_N tiles, globally allocated on out), and `do_not_inplace_interm0_out_CB = output_is_sharded
-    && per_core_M != out_block_h` keeps the partials apart."""
-    tb = arch.tile_bytes
-    obh, obw = out_block
-    depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
-    out_sharded = spec.memory.out != "dram"
-    share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
-                                        out_blocks_per_core)
-    if out_sharded and per_core[0] != obh:       # TT's own rule first, whatever kgen's says
-        share, sharing = False, (f"separate: do_not_inplace_interm0_out_CB (TT-Metal's factory: a sharded output "
-                                 f"with per_core_M = {per_core[0]} != out_block_h = {obh})")
-    out_region = "out+partials" if share else "out"
-    out_pages = per_core[0] * per_core[1] if out_sharded else obh * obw
-    cbs = [
-        # a height-sharded in0: c_0 itself is globally allocated on the in0 buffer (the factory:
-        # `if (in0_height_sharded) src0_cb_config.set_globally_allocated_address(*in0_buffer)`)
-        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0",
-                       buffer="in0" if spec.memory.in0 == "l1_height_sharded" else None),
-        CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], obw * in0_block_w * depth, "in1"),
-    ]
-    if spec.memory.in0 == "l1_block_sharded":
-        cbs.append(CircularBuffer(CB_IN0_SHARD, "cb_in0_sharded", "in0 shard", in0_fmt, tb[in0_fmt],
-                                  per_core[0] * in0_shard_w, "in0 shard", buffer="in0"))
-        cbs.append(CircularBuffer(CB_L1_ARRAY, "cb_l1_array", "l1 array", "Float16_b", L1_ARRAY_BYTES, 1, "l1 array"))
-    if bias_fmt is not None:
-        cbs.append(CircularBuffer(CB_BIAS, "cb_bias", "bias", bias_fmt, tb[bias_fmt], obw, "bias"))
-    cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], out_pages, out_region,
-                              buffer="out" if out_sharded else None))
-    cbs.append(CircularBuffer(CB_PARTIALS, "cb_intermed0", "partials", partials_fmt, tb[partials_fmt], obh * obw,
-                              out_region if share else "partials"))
-    regions: dict[str, list[CircularBuffer]] = {}
-    for c in cbs:
-        regions.setdefault(c.region, []).append(c)
-    return tuple(cbs), tuple(L1Region(name, tuple(c.index for c in members), max(c.total_bytes for c in members))
-                             for name, members in regions.items()), sharing
 
 
 def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
@@ -464,20 +271,8 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
 
     grid_req = _requested_grid(spec, arch, choices)
     _check_transpose_mcast(spec)
-    pc = spec.block.per_core
-    if spec.dataflow in MCAST_1D:
-        per_core_m, per_core_n, grid = _plan_1d(spec, mt, nt, grid_req, choices)
-        n_blocks = _ceil_div(nt, per_core_n)
-    else:
-        # M blocks over the grid's rows, N blocks over its columns; transpose_mcast swaps them (2D factory:
-        # `if (transpose_mcast) std::swap(num_cores_with_work_c, num_cores_with_work_r)`)
-        m_axis, n_axis = (0, 1) if spec.transpose_mcast else (1, 0)
-        per_core_m = _per_core(spec, "M", mt, grid_req[m_axis], pc[0] if pc else None, choices, "xy"[m_axis])
-        per_core_n = _per_core(spec, "N", nt, grid_req[n_axis], pc[1] if pc else None, choices, "xy"[n_axis])
-        # num_blocks_x = ceil(Nt / per_core_N), num_blocks_y = ceil(Mt / per_core_M) (2D factory)
-        m_blocks, n_blocks = _ceil_div(mt, per_core_m), _ceil_div(nt, per_core_n)
-        grid = (m_blocks, n_blocks) if spec.transpose_mcast else (n_blocks, m_blocks)
-        _check_padded_top_row(spec, mt, per_core_m, m_blocks, grid_req[m_axis])
+    layout = dataflow_of(spec.dataflow).layout(spec, mt, nt, grid_req, choices)
+    per_core_m, per_core_n, grid, n_blocks = layout.per_core_m, layout.per_core_n, layout.grid, layout.n_blocks
     in0_shard_w = _check_memory(spec, mt, nt, kt, per_core_m, per_core_n, n_blocks)
 
     # DST capacity of the sync mode and accumulation format kgen emits
@@ -485,13 +280,13 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     dst_sync = "SyncFull" if c.dst_full_sync else "SyncHalf"
     dst_accum = "Float32" if c.fp32_dest_acc else "Float16_b"
 
-    blocking = _Blocking(spec, arch, kt, per_core_m, per_core_n, capacity, dst_sync, dst_accum, batch_ct,
+    blocking = Blocking(spec, arch, kt, per_core_m, per_core_n, capacity, dst_sync, dst_accum, batch_ct,
                          in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt, in0_shard_w)
     (obh, obw), in0_block_w, (sbh, sbw) = blocking.choose(choices)
 
     num_blocks = kt // in0_block_w
-    l1acc, policy_reason = _policy(spec, c, num_blocks)
-    partials_fmt, partials_reason = _partials_format(c, l1acc, out_fmt)
+    l1acc, policy_reason = accumulation_policy(spec, c, num_blocks)
+    partials_fmt, partials_reason = partials_format(c, l1acc, out_fmt)
     if l1acc and partials_fmt not in arch.packer_l1_acc_formats:
         raise PlanError("packer L1 accumulation format in PACK_L1_ACC_FORMATS",
                         f"partials format {partials_fmt} cannot be L1-accumulated", spec.span("compute"))
@@ -502,7 +297,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         raise PlanError("CBs fit the usable L1 of the core",
                         f"CBs need {total} bytes per core but {arch.name} has {arch.usable_cb_bytes} "
                         f"usable L1 bytes (over by {total - arch.usable_cb_bytes})",
-                        spec.span("block"), _l1_suggestions(kt, per_core_m, per_core_n, (obh, obw), in0_block_w,
+                        spec.span("block"), l1_suggestions(kt, per_core_m, per_core_n, (obh, obw), in0_block_w,
                                                             (sbh, sbw), blocking.fits))
     _check_untilized_output(spec, out_fmt, partials_fmt, partials_reason)
     _check_untilized_padding(spec, mt, nt, per_core_m, per_core_n)
@@ -524,296 +319,14 @@ def _requested_grid(spec: MatmulSpec, arch: ArchFacts, choices: list[str]) -> tu
     """The grid the spec asks for (x, y), or the whole worker grid for `auto`."""
     gx, gy = arch.worker_grid
     if spec.grid is None:
-        choices.append(f"grid auto -> {_fmt_pair((gx, gy))}: the whole {arch.name} worker grid")
+        choices.append(f"grid auto -> {fmt_pair((gx, gy))}: the whole {arch.name} worker grid")
         return gx, gy
     grid_req = spec.grid
     if grid_req[0] > gx or grid_req[1] > gy:
         raise PlanError("grid within compute_with_storage_grid_size",
-                        f"grid {_fmt_pair(grid_req)} exceeds the {arch.name} worker grid {gx} x {gy}",
+                        f"grid {fmt_pair(grid_req)} exceeds the {arch.name} worker grid {gx} x {gy}",
                         spec.span("grid"), f"{min(grid_req[0], gx)} x {min(grid_req[1], gy)}")
     return grid_req
-
-
-def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | None, choices: list[str],
-              axis: str) -> int:
-    """per_core_M (dim "M", over the grid's y cores, x with transpose_mcast) or per_core_N ("N", over
-    x, or y): the given value checked, or the smallest that spreads the tiles over at most `cores` cores."""
-    legal = [d for d in _divisors(tiles) if tiles // d <= cores]
-    if given is None:
-        value = min(legal)
-        choices.append(f"per_core_{dim} auto -> {value}: {dim}t = {tiles} over {tiles // value} of "
-                       f"{cores} grid {axis} cores")
-        return value
-    blocks = _ceil_div(tiles, given)
-    if blocks > cores:
-        # the smallest per_core that fits is ceil(tiles / cores); it need not divide (padded last block)
-        least = _ceil_div(tiles, cores)
-        blocks_name = "num_blocks_y" if dim == "M" else "num_blocks_x"     # the factory's names, whatever the axis
-        raise PlanError(f"{blocks_name} <= grid.{axis}, {blocks_name} = ceil({dim}t / per_core_{dim})"
-                        + (" (swapped by transpose_mcast)" if spec.transpose_mcast else ""),
-                        f"per_core_{dim} = {given} needs {blocks} cores along {axis}, "
-                        f"the grid has {cores}", spec.span("block.per_core"),
-                        _nearest(range(least, min(tiles, least + 3) + 1), given))
-    return given
-
-
-def _rectangle_of(cores: int, cols: int) -> tuple[int, int] | None:
-    """The rectangle a row-major run of `cores` cores fills on a grid `cols` wide (the 1D factory's
-    num_cores_to_corerangeset(..., row_major = true)), or None when its last row is partial."""
-    if cores <= cols:
-        return cores, 1
-    return (cols, cores // cols) if cores % cols == 0 else None
-
-
-def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
-             choices: list[str]) -> tuple[int, int, tuple[int, int]]:
-    """per_core_M, per_core_N and the cores of TT-Metal's 1D multicast factory
-    (matmul_multicore_reuse_mcast_1d_program_factory.cpp; validation in matmul_device_operation.cpp):
-
-    - num_blocks_y = ceil(Mt / per_core_M), num_blocks_x = ceil(Nt / per_core_N), and their product
-      (num_cores) <= grid.x * grid.y ("Number of blocks exceeds number of cores");
-    - mcast_in0: num_blocks_y == 1 (M fits one per_core_M); mcast_in1: num_blocks_x == 1;
-    - the cores are the first num_cores of the grid in row-major order, core i holding block i.
-
-    kgen's own rule on top: those cores fill whole rows (num_cores <= grid.x, or a multiple of it), so
-    that the multicast rectangle, the bounding box of the cores, holds no core without work."""
-    in0 = spec.dataflow == "mcast_1d_in0"
-    pc = spec.block.per_core
-    cols, rows = grid_req
-    cells = cols * rows
-    # the operand every core shares: its per_core must cover the whole dimension
-    shared_dim, shared_tiles = ("M", mt) if in0 else ("N", nt)
-    split_dim, split_tiles = ("N", nt) if in0 else ("M", mt)
-    given_shared = (pc[0] if in0 else pc[1]) if pc else None
-    given_split = (pc[1] if in0 else pc[0]) if pc else None
-    flavour = "mcast_in0" if in0 else "mcast_in1"
-    if given_shared is None:
-        shared = shared_tiles
-        choices.append(f"per_core_{shared_dim} auto -> {shared}: {flavour} gives every core all "
-                       f"{shared_dim}t = {shared_tiles} tiles")
-    elif given_shared < shared_tiles:
-        raise PlanError(f"{flavour}: num_blocks_{'y' if in0 else 'x'} == 1 ({shared_dim}t <= per_core_{shared_dim})",
-                        f"per_core_{shared_dim} = {given_shared} splits {shared_dim}t = {shared_tiles} over "
-                        f"{_ceil_div(shared_tiles, given_shared)} blocks, but TT-Metal's 1D factory multicasts "
-                        f"{'in0' if in0 else 'in1'} to every core, so every core holds all of {shared_dim}",
-                        spec.span("block.per_core"), str(shared_tiles))
-    else:
-        shared = given_shared
-    if given_split is None:
-        legal = [d for d in _divisors(split_tiles) if _rectangle_of(split_tiles // d, cols)
-                 and split_tiles // d <= cells]
-        split = min(legal)
-        choices.append(f"per_core_{split_dim} auto -> {split}: {split_dim}t = {split_tiles} over "
-                       f"{split_tiles // split} of the {cells} cores of the {_fmt_pair(grid_req)} grid")
-    else:
-        split = given_split
-    cores = _ceil_div(split_tiles, split)
-    if cores > cells:
-        least = _ceil_div(split_tiles, cells)
-        raise PlanError("num_blocks_x * num_blocks_y <= grid.x * grid.y (1D factory)",
-                        f"per_core_{split_dim} = {split} needs {cores} cores, the {_fmt_pair(grid_req)} grid has "
-                        f"{cells}", spec.span("block.per_core"),
-                        _nearest(range(least, min(split_tiles, least + 3) + 1), split))
-    grid = _rectangle_of(cores, cols)
-    if grid is None:
-        fits = [d for d in range(1, split_tiles + 1)
-                if _ceil_div(split_tiles, d) <= cells and _rectangle_of(_ceil_div(split_tiles, d), cols)]
-        raise PlanError("1D multicast: the cores fill whole rows of the grid (kgen)",
-                        f"per_core_{split_dim} = {split} gives {cores} cores, which fill {cores // cols} "
-                        f"row{'' if cores // cols == 1 else 's'} of the "
-                        f"{cols}-wide grid and part of another; TT-Metal's multicast rectangle (their bounding box) "
-                        f"would include cores without work, which kgen does not plan",
-                        spec.span("block.per_core"), _nearest(fits, split))
-    if not in0 and split_tiles % split:
-        # the factory's mcast_in1 in0 readers all get last_block_h = per_core_M: no M padding
-        raise PlanError("mcast_in1: per_core_M divides Mt (TT-Metal's 1D factory gives every in0 reader "
-                        "last_block_h = per_core_M)",
-                        f"per_core_M = {split} leaves the last core {split_tiles % split} of {split} rows of tiles; "
-                        f"TT-Metal's in0 reader would read the rest past the tensor",
-                        spec.span("block.per_core"),
-                        _nearest([d for d in _divisors(split_tiles) if split_tiles // d <= cells], split))
-    return (shared, split, grid) if in0 else (split, shared, grid)
-
-
-@dataclass(frozen=True)
-class _Blocking:
-    """The out_block / in0_block_w / out_subblock search of one core's work: the given values checked,
-    each auto filled with the largest choice whose CBs fit L1."""
-    spec: MatmulSpec
-    arch: ArchFacts
-    kt: int
-    per_core_m: int
-    per_core_n: int
-    capacity: int                    # DST tiles in this sync mode and accumulation format
-    dst_sync: str
-    dst_accum: str
-    batch_ct: int
-    in0_fmt: str
-    in1_fmt: str
-    out_fmt: str
-    bias_fmt: str | None
-    mt: int
-    nt: int
-    in0_shard_w: int = 0             # K tiles of a block-sharded in0's shard (0: in0 is not block-sharded)
-
-    @property
-    def out_sharded(self) -> bool:
-        return self.spec.memory.out != "dram"
-
-    def sharded_out_allows(self, hw: tuple[int, int]) -> bool:
-        """TT's validation of a sharded output (matmul_device_operation.cpp @001cea9a): out_subblock_w ==
-        per_core_N || out_subblock_h == 1, and the same of out_block, so that the packed tiles land in
-        the shard row by row."""
-        return not self.out_sharded or hw[1] == self.per_core_n or hw[0] == 1
-
-    def check_out_block(self, ob: tuple[int, int]) -> None:
-        for i, (dim, per) in enumerate((("h", self.per_core_m), ("w", self.per_core_n))):
-            if per % ob[i]:
-                raise PlanError(f"per_core_{'MN'[i]} % out_block_{dim} == 0",
-                                f"out_block_{dim} = {ob[i]} does not divide per_core_{'MN'[i]} = {per}",
-                                self.spec.span("block.out_block"), _nearest(_divisors(per), ob[i]))
-        if not self.sharded_out_allows(ob):
-            raise PlanError("sharded output: out_block_w == per_core_N || out_block_h == 1",
-                            f"out_block {_fmt_pair(ob)} with a sharded output and per_core_N = {self.per_core_n}",
-                            self.spec.span("block.out_block"), f"{ob[0]} x {self.per_core_n}, 1 x {ob[1]}")
-
-    def padding_violation(self, ob: tuple[int, int]) -> tuple[str, str, str] | None:
-        """TT-Metal's _padding readers skip rows/columns past the tensor only in a core's last out block
-        (reader_bmm_tile_layout_in0_sender_padding.cpp: `bh < num_blocks_h_dim - 1 || h < last_block_h`;
-        in1: `bw < num_blocks_w_dim - 1 || w < last_block_w`): every earlier block is read whole. So the
-        last core's tiles must reach into its last out block, or its readers would read past the tensor."""
-        for i, (dim, tiles, per) in enumerate((("h", self.mt, self.per_core_m), ("w", self.nt, self.per_core_n))):
-            last = tiles % per or per
-            if last <= per - ob[i]:
-                mn = "MN"[i]
-                return (f"{mn}t % per_core_{mn} > per_core_{mn} - out_block_{dim} (TT-Metal's readers pad only a "
-                        f"core's last out block)",
-                        f"the last core along {'yx'[i]} holds {last} of per_core_{mn} = {per} tiles, so out_block_{dim} "
-                        f"= {ob[i]} leaves it {(per - last) // ob[i]} out block(s) entirely past the tensor, which "
-                        f"TT-Metal's _padding readers would read in full",
-                        _nearest([d for d in _divisors(per) if last > per - d], ob[i]))
-        return None
-
-    def check_padding(self, ob: tuple[int, int]) -> None:
-        bad = self.padding_violation(ob)
-        if bad:
-            raise PlanError(bad[0], bad[1], self.spec.span("block.out_block"), bad[2])
-
-    def check_in0_block_w(self, w: int) -> None:
-        if self.kt % w:
-            raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {self.kt}",
-                            self.spec.span("block.in0_block_w"), _nearest(_divisors(self.kt), w))
-        if self.in0_shard_w and self.in0_shard_w % w:
-            raise PlanError("shard_shape[1] / tile_width % in0_block_w == 0 (sharded in0)",
-                            f"in0_block_w = {w} does not divide the in0 shard width of {self.in0_shard_w} tiles",
-                            self.spec.span("block.in0_block_w"), _nearest(_divisors(self.in0_shard_w), w))
-
-    def w_allowed(self, w: int) -> bool:
-        return not self.in0_shard_w or self.in0_shard_w % w == 0
-
-    def subblock_for(self, ob: tuple[int, int]) -> tuple[int, int] | None:
-        for h, w in SUBBLOCK_HW_CHOICES:
-            if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity and self.sharded_out_allows((h, w)):
-                return h, w
-        return None
-
-    def check_subblock(self, sb: tuple[int, int], ob: tuple[int, int]) -> None:
-        for i, dim in enumerate("hw"):
-            if ob[i] % sb[i]:
-                raise PlanError(f"out_block_{dim} % out_subblock_{dim} == 0",
-                                f"out_subblock_{dim} = {sb[i]} does not divide out_block_{dim} = {ob[i]}",
-                                self.spec.span("block.out_subblock"), _nearest(_divisors(ob[i]), sb[i]))
-        if sb[0] * sb[1] > self.capacity:
-            legal = [f"{h} x {w}" for h, w in SUBBLOCK_HW_CHOICES
-                     if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity][:4]
-            raise PlanError("out_subblock_h * out_subblock_w <= get_dest_reg_count",
-                            f"out_subblock {_fmt_pair(sb)} = {sb[0] * sb[1]} tiles, but DST holds {self.capacity} "
-                            f"tiles in {self.dst_sync} with {self.dst_accum} accumulation",
-                            self.spec.span("block.out_subblock"), ", ".join(legal) or "none")
-        if not self.sharded_out_allows(sb):
-            raise PlanError("sharded output: out_subblock_w == per_core_N || out_subblock_h == 1",
-                            f"out_subblock {_fmt_pair(sb)} with a sharded output and per_core_N = {self.per_core_n}",
-                            self.spec.span("block.out_subblock"), f"1 x {sb[1]}")
-
-    def cbs_for(self, ob: tuple[int, int], w: int, sb: tuple[int, int]):
-        nb = self.kt // w
-        l1acc, _ = _policy(self.spec, self.spec.compute, nb)
-        pf, _ = _partials_format(self.spec.compute, l1acc, self.out_fmt)
-        out_blocks = self.batch_ct * (self.per_core_m // ob[0]) * (self.per_core_n // ob[1])
-        return _cb_table(self.spec, self.arch, self.in0_fmt, self.in1_fmt, self.out_fmt, self.bias_fmt, pf, ob, w,
-                         nb, self.batch_ct, ob[1] // sb[1], out_blocks, (self.per_core_m, self.per_core_n),
-                         self.in0_shard_w)
-
-    def fits(self, ob: tuple[int, int], w: int, sb: tuple[int, int]) -> bool:
-        _, regions, _ = self.cbs_for(ob, w, sb)
-        return sum(r.bytes for r in regions) <= self.arch.usable_cb_bytes
-
-    def choose(self, choices: list[str]) -> tuple[tuple[int, int], int, tuple[int, int]]:
-        """(out_block, in0_block_w, out_subblock): the first candidate whose CBs fit, largest out block
-        first; if none fits, the first legal one, whose L1 overflow plan() then reports."""
-        block = self.spec.block
-        given_ob, given_w, given_sb = block.out_block, block.in0_block_w, block.out_subblock
-        if given_ob is not None:
-            self.check_out_block(given_ob)
-            self.check_padding(given_ob)
-        if given_w is not None:
-            self.check_in0_block_w(given_w)
-
-        ob_candidates = [given_ob] if given_ob else sorted(
-            ((h, w) for h in _divisors(self.per_core_m) for w in _divisors(self.per_core_n)),
-            key=lambda p: (-(p[0] * p[1]), -p[1]))
-        ob_candidates = [ob for ob in ob_candidates if given_ob or (self.padding_violation(ob) is None
-                                                                     and self.sharded_out_allows(ob)
-                                                                     and (self.spec.memory.in0 != "l1_height_sharded"
-                                                                          or ob[0] == self.per_core_m))]
-        w_candidates = [given_w] if given_w else [d for d in reversed(_divisors(self.kt))
-                                                  if d <= AUTO_IN0_BLOCK_W_MAX and self.w_allowed(d)]
-        if self.spec.memory.in0 == "l1_height_sharded" and not given_w:
-            w_candidates = [self.kt]          # TT: K == in0_block_w == the shard's width
-        chosen: tuple[tuple[int, int], int, tuple[int, int]] | None = None
-        first_legal: tuple[tuple[int, int], int, tuple[int, int]] | None = None
-        for ob in ob_candidates:
-            sb = given_sb or self.subblock_for(ob)
-            if sb is None:
-                continue
-            if given_sb:
-                try:
-                    self.check_subblock(sb, ob)
-                except PlanError:
-                    if given_ob:
-                        raise
-                    continue
-            for w in w_candidates:
-                first_legal = first_legal or (ob, w, sb)
-                if self.fits(ob, w, sb):
-                    chosen = (ob, w, sb)
-                    break
-            if chosen:
-                break
-        if chosen is None:
-            if first_legal is None:
-                if given_sb:
-                    self.check_subblock(given_sb, given_ob or (self.per_core_m, self.per_core_n))
-                raise PlanError("a subblock from SUBBLOCK_HW_CHOICES fits the out block and DST",
-                                "no out_block has a legal subblock", self.spec.span("block"))
-            chosen = first_legal  # plan() reports its L1 overflow with suggestions
-        (obh, obw), in0_block_w, (sbh, sbw) = chosen
-        if given_ob is None:
-            choices.append(f"out_block auto -> {obh} x {obw}: the largest block dividing per_core "
-                           f"{self.per_core_m} x {self.per_core_n} whose CBs fit L1")
-        if given_w is None and self.spec.memory.in0 == "l1_height_sharded":
-            choices.append(f"in0_block_w auto -> {in0_block_w} = Kt: a height-sharded in0 is one K-block "
-                           f"(TT-Metal: K == in0_block_w == the shard's width)")
-        elif given_w is None:
-            choices.append(f"in0_block_w auto -> {in0_block_w}: the largest divisor of Kt = {self.kt} up to "
-                           f"{AUTO_IN0_BLOCK_W_MAX}" + (f" dividing the in0 shard's {self.in0_shard_w} tiles"
-                                                        if self.in0_shard_w else "") + " whose CBs fit L1")
-        if given_sb is None:
-            choices.append(f"out_subblock auto -> {sbh} x {sbw}: first of TT-Metal's SUBBLOCK_HW_CHOICES (h, w) "
-                           f"dividing out_block {obh} x {obw} within DST capacity {self.capacity}")
-        else:
-            self.check_subblock(given_sb, (obh, obw))
-        return chosen
 
 
 def _check_untilized_output(spec: MatmulSpec, out_fmt: str, partials_fmt: str, partials_reason: str) -> None:
@@ -848,56 +361,56 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
             raise PlanError("a shard orientation needs a sharded tensor", "memory.orientation is given but no tensor "
                             "is sharded", spec.span("memory.orientation"), "leave memory.orientation out")
         return 0
-    if spec.dataflow != "mcast_2d":
+    if not accepts(dataflow_of(spec.dataflow), mem):
         raise PlanError("L1 placements are the 2D multicast factory's",
                         f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
                         f"{spec.dataflow}: kgen places tensors in L1 as the 2D multicast factory does",
-                        spec.span("memory"), "dataflow = mcast_2d")
-    if mem.orientation is not None and mem.in0 != "l1_block_sharded":
+                        spec.span("memory"), ", ".join(f"dataflow = {d.name}" for d in REGISTRY if accepts(d, mem)))
+    if mem.orientation is not None and mem.in0 != Placement.L1_BLOCK_SHARDED:
         raise PlanError("memory.orientation is a block-sharded in0's",
                         f"memory.orientation = {mem.orientation} with in0 = {mem.in0}: only a block-sharded in0 takes "
                         f"an orientation (the output's shards follow the grid with work, as TT-Metal computes them)",
                         spec.span("memory.orientation"), "leave memory.orientation out")
     required = "col_major" if spec.transpose_mcast else "row_major"
-    if mem.in0 == "l1_block_sharded" and mem.orientation not in (None, required):
+    if mem.in0 == Placement.L1_BLOCK_SHARDED and mem.orientation not in (None, required):
         raise PlanError("BLOCK_SHARDED in0: COL_MAJOR orientation with transpose_mcast, else ROW_MAJOR",
                         f"memory.orientation = {mem.orientation} with transpose_mcast = "
                         f"{str(spec.transpose_mcast).lower()}: in0's shards must be laid {required.upper()} so that "
                         f"each core's K slice lies along its in0 multicast", spec.span("memory.orientation"),
                         f"memory.orientation = {required}")
-    if mem.in0 == "l1_height_sharded" and spec.transpose_mcast:
+    if mem.in0 == Placement.L1_HEIGHT_SHARDED and spec.transpose_mcast:
         raise PlanError("HEIGHT_SHARDED in0 needs !transpose_mcast",
                         "in0 = l1_height_sharded with transpose_mcast = true (TT-Metal: \"Transpose MCAST not "
                         "supported with HEIGHT_SHARDED layout\")", spec.span("memory.in0"),
                         "transpose_mcast = false, or in0 = l1_block_sharded")
-    if mem.in0 == "l1_height_sharded" and spec.block.in0_block_w not in (None, kt):
+    if mem.in0 == Placement.L1_HEIGHT_SHARDED and spec.block.in0_block_w not in (None, kt):
         raise PlanError("HEIGHT_SHARDED in0: K == in0_block_w == shard width",
                         f"in0 = l1_height_sharded holds all Kt = {kt} tiles of a row per core and TT-Metal reads "
                         f"them as one K-block, but in0_block_w = {spec.block.in0_block_w}",
                         spec.span("block.in0_block_w"), f"in0_block_w = {kt}")
-    if spec.untilize_out and mem.out != "dram":
+    if spec.untilize_out and mem.out != Placement.DRAM:
         raise PlanError("a sharded output is tiles", "untilize_out with out = l1_block_sharded: the output CB is "
                         "the shard itself, packed as tiles", spec.span("untilize_out"), "untilize_out = false")
     # kgen's limits (not TT's): whole shards, one per core with work
-    sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if where != "dram"]
+    sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if where != Placement.DRAM]
     if sharded and (spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW or mt % per_core_m or nt % per_core_n):
         raise PlanError("kgen: sharded tensors in whole shards",
                         f"{' and '.join(sharded)} sharded with a shape short of whole tiles or per_core not dividing "
                         f"Mt x Nt = {mt} x {nt}: kgen shards only evenly divided tensors",
                         spec.span("memory"), "tile-multiple M, N, K and per_core dividing Mt and Nt")
-    if mem.in0 == "l1_height_sharded" and spec.block.out_block not in (None,) and \
+    if mem.in0 == Placement.L1_HEIGHT_SHARDED and spec.block.out_block not in (None,) and \
             spec.block.out_block[0] != per_core_m:
         raise PlanError("kgen: a height-sharded in0 needs out_block_h == per_core_M",
                         f"in0 = l1_height_sharded with out_block_h = {spec.block.out_block[0]} < per_core_M = "
                         f"{per_core_m}: TT-Metal's c_0, globally allocated on the shard, holds out_block_h x K tiles, "
                         f"so the shard's later rows would never reach the compute kernel",
                         spec.span("block.out_block"), f"out_block = {per_core_m} x {spec.block.out_block[1]}")
-    if mem.in0 == "l1_block_sharded":
+    if mem.in0 == Placement.L1_BLOCK_SHARDED:
         if kt % n_blocks:
             raise PlanError("kgen: in0's shard grid is the grid with work",
                             f"in0 = l1_block_sharded splits Kt = {kt} over the {n_blocks} cores along each in0 "
                             f"multicast, which does not divide it", spec.span("memory.in0"),
-                            _nearest([d for d in _divisors(kt) if d <= 64], n_blocks))
+                            nearest([d for d in divisors(kt) if d <= 64], n_blocks))
         return kt // n_blocks
     return 0
 
@@ -905,27 +418,12 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
 def _check_transpose_mcast(spec: MatmulSpec) -> None:
     """transpose_mcast is a field of the 2D multicast program config only
     (MatmulMultiCoreReuseMultiCastProgramConfig, matmul_program_config_types.hpp)."""
-    if spec.transpose_mcast and spec.dataflow != "mcast_2d":
+    if spec.transpose_mcast and not dataflow_of(spec.dataflow).transpose_mcast:
+        takers = ", ".join(d.name for d in REGISTRY if d.transpose_mcast)
         raise PlanError("transpose_mcast belongs to the 2D multicast factory",
-                        f"transpose_mcast = true with dataflow = {spec.dataflow}: only mcast_2d multicasts in0 "
+                        f"transpose_mcast = true with dataflow = {spec.dataflow}: only {takers} multicasts in0 "
                         f"and in1, so only it can swap their directions", spec.span("transpose_mcast"),
-                        "dataflow = mcast_2d, or transpose_mcast = false")
-
-
-def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, m_blocks: int, m_cores: int) -> None:
-    """The 2D factory gives the top row's in1 sender/writer no M padding: its writer args are
-    out_block_h / out_subblock_h, out_subblock_h and a 0 h-skip whatever the row (only the receiver
-    writers of the rows below get last_block_num_nonzero_subblocks_h, last_subblock_of_last_block_h and
-    last_block_padded_block_tiles_h_skip). So with one row of cores a padded M would be written past
-    the output tensor by TT-Metal's program."""
-    if spec.dataflow == "mcast_2d" and mt % per_core_m and m_blocks == 1:
-        raise PlanError("mcast_2d: a padded last row of cores is not the top row (TT-Metal's in1 sender/writer "
-                        "has no M padding args)",
-                        f"per_core_M = {per_core_m} leaves Mt = {mt} on one row of cores with {per_core_m - mt} "
-                        f"padded rows of tiles, which TT-Metal's 2D factory would write past the output",
-                        spec.span("block.per_core"),
-                        _nearest([d for d in _divisors(mt) if d <= per_core_m]
-                                 + ([_ceil_div(mt, 2)] if m_cores > 1 else []), per_core_m))
+                        f"dataflow = {takers}, or transpose_mcast = false")
 
 
 def _check_untilized_padding(spec: MatmulSpec, mt: int, nt: int, per_core_m: int, per_core_n: int) -> None:
@@ -958,7 +456,7 @@ def _warnings(p: Plan) -> tuple[str, ...]:
         warnings.append(f"dtype bias = {spec.dtype_bias} ({spec.span('dtype.bias')}) has no effect: there is no "
                         f"bias without fuse {{ bias = true }}")
     if p.grid != p.grid_requested:
-        warnings.append(f"only {p.grid[0]} x {p.grid[1]} of the {_fmt_pair(p.grid_requested)} grid have work "
+        warnings.append(f"only {p.grid[0]} x {p.grid[1]} of the {fmt_pair(p.grid_requested)} grid have work "
                         f"(per_core {p.per_core_m} x {p.per_core_n} over Mt x Nt = {p.mt} x {p.nt})")
     return tuple(warnings)
 
@@ -972,54 +470,3 @@ def factory_departures(c: ComputeConfig, dst_sync: str, capacity: int) -> tuple[
     return ()
 
 
-def _policy(spec: MatmulSpec, c: ComputeConfig, num_blocks: int) -> tuple[bool, str]:
-    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2) (2D factory, and the
-    1D factory's mcast_in1 path); packer_l1_acc && num_blocks > 1 (the 1D factory's mcast_in0 path,
-    process_mcast_in0_program_and_create_override_variables)."""
-    threshold = 1 if spec.fuse_bias or spec.dataflow == "mcast_1d_in0" else 2
-    why_threshold = ("TT-Metal's 1D factory turns L1 accumulation on for mcast_in0 when num_blocks > 1"
-                     if spec.dataflow == "mcast_1d_in0" else
-                     "TT-Metal turns L1 accumulation on only when num_blocks > 1 with a fused bias "
-                     "(the last block stays in the partials for the bias add)" if spec.fuse_bias else
-                     "TT-Metal turns L1 accumulation on only when num_blocks > 2, or > 1 with a fused bias "
-                     "(the last K-block is always a spill/reload, so 2 blocks gain nothing)")
-    fallback = "spill/reload" if num_blocks > 1 else "no spill: one K-block accumulates in DST"
-    if not c.packer_l1_acc:
-        if num_blocks > 1:
-            return False, f"packer_l1_acc = false -> spill/reload: each of the {num_blocks} K-blocks after the " \
-                          "first reloads the partials into DST"
-        return False, "packer_l1_acc = false, num_blocks = 1 -> no spill: one K-block accumulates in DST"
-    if num_blocks > threshold:
-        extra = ("; the last K-block packs into the partials with L1 acc and the bias stage consumes them"
-                 if spec.fuse_bias else
-                 "; with 2 K-blocks the packer never accumulates (block 0 packs the partials with L1 acc off, "
-                 "the last block reloads them): TT-Metal's kernel under its 1D mcast_in0 factory"
-                 if num_blocks == 2 else
-                 "; blocks 0..n-2 accumulate in L1, the last block reloads once and packs to out with L1 acc off")
-        return True, f"packer_l1_acc requested and num_blocks = {num_blocks} > {threshold} -> packer L1 accumulation" + extra
-    return False, f"packer_l1_acc requested, but num_blocks = {num_blocks}: {why_threshold} -> {fallback}"
-
-
-def _partials_format(c: ComputeConfig, l1acc: bool, out_fmt: str) -> tuple[str, str]:
-    """interm0_data_format (2D factory): Float32 with fp32 dest, else Float16_b with L1 acc, else out."""
-    if c.fp32_dest_acc:
-        return "Float32", "fp32_dest_acc = true -> partials in Float32"
-    if l1acc:
-        return "Float16_b", "packer L1 accumulation without fp32 dest -> partials in Float16_b (L1 acc cannot add into block-float)"
-    return out_fmt, f"no fp32 dest and no L1 accumulation -> partials in the output format {out_fmt}"
-
-
-def _l1_suggestions(kt: int, pm: int, pn: int, ob: tuple[int, int], w: int, sb: tuple[int, int], fits) -> str:
-    options: list[str] = []
-    for d in reversed(_divisors(kt)):
-        if d < w and fits(ob, d, sb):
-            options.append(f"in0_block_w = {d}")
-            break
-    for h in reversed(_divisors(pm)):
-        for ww in reversed(_divisors(pn)):
-            if h * ww < ob[0] * ob[1] and h % sb[0] == 0 and ww % sb[1] == 0 and fits((h, ww), w, sb):
-                options.append(f"out_block = {h} x {ww}")
-                break
-        if len(options) >= 2:
-            break
-    return "; ".join(options) or "a smaller per_core block or a larger grid"

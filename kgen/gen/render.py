@@ -26,7 +26,7 @@ from kgen.core.manifest import FORMAT_VERSION
 from kgen.gen.ir import CB_ARGS, Affine, Extent, Kernel, Loop, Node, Program, RowNest, RuntimeArg, Sym, TileNest, format_program, walk
 from kgen.gen.lower import COMPUTE_DEFINE_NAMES
 from kgen.core.resources import cache_root, data_dir
-from kgen.core.types import TILE_HW
+from kgen.core.types import TILE_HW, Placement
 from kgen.gen.plan import round_up_tiles
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -357,7 +357,7 @@ def manifest_body(program: Program) -> dict[str, Any]:
                         **({"padded_shape": padded[n]} if padded[n] != shapes[n] else {}),
                         **({"memory": _memory_config(shards[n])} if n in shards else {}),
                         **({"memory": {"buffer_type": "L1", "memory_layout": "INTERLEAVED"}}
-                           if n == "in1" and plan.memory.in1 == "l1" else {})} for n in io],
+                           if n == "in1" and plan.memory.in1 == Placement.L1 else {})} for n in io],
         "kernels": kernels,
         "cbs": cbs,
         "semaphores": semaphores,

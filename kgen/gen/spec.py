@@ -21,7 +21,8 @@ import lark
 
 from kgen.core.errors import SpecError, Span
 from kgen.core.resources import config_files
-from kgen.core.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
+from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
+from kgen.gen import dataflow as dataflows
 
 MAX_SPEC_BYTES = 1 << 20
 MAX_INT_DIGITS = 12            # longer literals are rejected before int() (Python caps int() at 4300 digits)
@@ -61,22 +62,22 @@ class BlockSpec:
 # factory takes them (matmul_multicore_reuse_mcast_2d_program_factory.cpp; its validation in
 # matmul_device_operation.cpp): in0 block- or height-sharded, in1 interleaved in L1 (or DRAM), the
 # output block-sharded.
-MEMORY_IN0 = ("dram", "l1_block_sharded", "l1_height_sharded")
-MEMORY_IN1 = ("dram", "l1")
-MEMORY_OUT = ("dram", "l1_block_sharded")
+MEMORY_IN0 = (Placement.DRAM, Placement.L1_BLOCK_SHARDED, Placement.L1_HEIGHT_SHARDED)
+MEMORY_IN1 = (Placement.DRAM, Placement.L1)
+MEMORY_OUT = (Placement.DRAM, Placement.L1_BLOCK_SHARDED)
 SHARD_ORIENTATIONS = ("row_major", "col_major")
 
 
 @dataclass(frozen=True)
 class MemorySpec:
-    in0: str = "dram"
-    in1: str = "dram"
-    out: str = "dram"
+    in0: Placement = Placement.DRAM
+    in1: Placement = Placement.DRAM
+    out: Placement = Placement.DRAM
     orientation: str | None = None      # shard orientation; None: the one the factory requires
 
     @property
     def sharded(self) -> bool:
-        return self.in0 != "dram" or self.out != "dram" or self.in1 != "dram"
+        return any(where != Placement.DRAM for where in (self.in0, self.in1, self.out))
 
 
 @dataclass(frozen=True)
@@ -413,6 +414,11 @@ def _enum(options: tuple[str, ...], allow_auto: bool = False) -> Checker:
     return check
 
 
+def _placement(options: tuple[Placement, ...]) -> Checker:
+    check = _enum(tuple(options))
+    return lambda v, key: Placement(check(v, key))
+
+
 def _bool(v: RawValue, key: str) -> bool:
     if v.kind == "word" and v.text in ("true", "false"):
         return v.text == "true"
@@ -453,7 +459,7 @@ MATMUL_KEYS: dict[str, Checker] = {
     "dtype.out": _enum(_DTYPES),
     "dtype.bias": _enum(_DTYPES),
     "grid": _dims(2, True, "x (columns) by y (rows)", 1024),
-    "dataflow": _enum(DATAFLOWS),
+    "dataflow": _enum(dataflows.NAMES),
     "block.in0_block_w": _positive_int(65536, allow_auto=True),
     "block.out_subblock": _dims(2, True, "h x w tiles", 65536),
     "block.per_core": _dims(2, True, "M x N tiles", 65536),
@@ -464,9 +470,9 @@ MATMUL_KEYS: dict[str, Checker] = {
     "fuse.activation": _enum(ACTIVATIONS),
     "untilize_out": _bool,
     "transpose_mcast": _bool,
-    "memory.in0": _enum(MEMORY_IN0),
-    "memory.in1": _enum(MEMORY_IN1),
-    "memory.out": _enum(MEMORY_OUT),
+    "memory.in0": _placement(MEMORY_IN0),
+    "memory.in1": _placement(MEMORY_IN1),
+    "memory.out": _placement(MEMORY_OUT),
     "memory.orientation": _enum(SHARD_ORIENTATIONS),
 }
 REQUIRED_MATMUL_KEYS = ("arch", "shape", "dtype.in0", "dtype.in1", "dtype.out")
@@ -691,13 +697,13 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         batch=vals.get("batch", 1),
         dtype_in0=vals["dtype.in0"], dtype_in1=vals["dtype.in1"], dtype_out=vals["dtype.out"],
         dtype_bias=vals.get("dtype.bias", vals["dtype.out"]),
-        grid=vals.get("grid"), dataflow=vals.get("dataflow", "mcast_2d"), block=block, compute=compute,
+        grid=vals.get("grid"), dataflow=vals.get("dataflow", dataflows.DEFAULT.name), block=block, compute=compute,
         fuse_bias=vals.get("fuse.bias", False), activation=vals.get("fuse.activation", "none"),
         untilize_out=vals.get("untilize_out", False), variant=variant,
         variants=tuple(spec.variants), spans=MappingProxyType(spans),
         transpose_mcast=vals.get("transpose_mcast", False),
-        memory=MemorySpec(vals.get("memory.in0", "dram"), vals.get("memory.in1", "dram"),
-                          vals.get("memory.out", "dram"), vals.get("memory.orientation")),
+        memory=MemorySpec(vals.get("memory.in0", Placement.DRAM), vals.get("memory.in1", Placement.DRAM),
+                          vals.get("memory.out", Placement.DRAM), vals.get("memory.orientation")),
     )
 
 

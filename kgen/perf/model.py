@@ -28,6 +28,8 @@ from typing import Mapping
 
 from kgen.gen.ir import Kernel, Op, Program, counted
 from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_PARTIALS, Plan
+from kgen.gen import dataflow as dataflows
+from kgen.core.types import Placement
 from kgen.core.costs import FIDELITY_PHASES, Costs, load_costs
 
 # Processors of a Tensix core, in the order the report prints them.
@@ -43,7 +45,7 @@ WORK_KINDS = {"math": "math-bound", "unpack": "unpack-bound", "pack": "packer-bo
 DRAM, L1, SHARDED = "dram", "l1", "sharded"
 
 # A multicast receiver waits for its sender: it runs at the sender's pace (ttmetal-matmul.md §2.4).
-PACED_BY = {"in0_receiver": "in0_sender", "in1_receiver_writer": "in1_sender_writer"}
+PACED_BY = dataflows.PACED_BY
 
 _RECONFIG_OPS = ("matmul_init", "reconfig_srca", "reconfig_srcab", "pack_reconfig_format", "pack_l1_acc",
                  "pack_relu", "copy_init", "add_bcast_rows_init", "pack_untilize_init", "pack_untilize_uninit",
@@ -384,7 +386,7 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     costs = costs or load_costs(p.arch.name)
     # where the plan itself puts a tensor (`memory { in1 = l1 }`); a sharded in0 or output needs nothing
     # here: its program reads no DRAM for it (copy_shard) and writes none
-    placement = {**({"in1": L1} if p.memory.in1 == "l1" else {}), **(placement or {})}
+    placement = {**({"in1": L1} if p.memory.in1 == Placement.L1 else {}), **(placement or {})}
     unknown = {v for v in placement.values()} - {DRAM, L1, SHARDED}
     if unknown:
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")

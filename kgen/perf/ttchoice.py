@@ -64,6 +64,7 @@ from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import KgenError
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
 from kgen.gen.plan import SUBBLOCK_HW_CHOICES, round_up_tiles
+from kgen.gen import dataflow as dataflows
 from kgen.gen.spec import BlockSpec, ComputeConfig, MatmulSpec
 
 TT_SOURCE = ("tenstorrent/tt-metal@0136a1baaf05b2f3f284ebf680a9421dbda7a47b: "
@@ -85,7 +86,7 @@ class TTConfig:
     in0_block_w: int
     out_block: tuple[int, int]
     out_subblock: tuple[int, int]
-    dataflow: str = "mcast_2d"       # mcast_2d | mcast_1d_in0 | mcast_1d_in1
+    dataflow: str = dataflows.MCAST_2D.name       # mcast_2d | mcast_1d_in0 | mcast_1d_in1
     note: str = ""
 
 
@@ -196,7 +197,7 @@ def _mcast_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], mcast_in
     obh, obw, _ = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=False)
     sb = _subblock_hw(obh, obw, spec.compute.fp32_dest_acc)
     return TTConfig("TT auto", grid, (pm, pn), w, (obh, obw), sb,
-                    dataflow="mcast_1d_in0" if mcast_in0 else "mcast_1d_in1")
+                    dataflow=(dataflows.MCAST_1D_IN0 if mcast_in0 else dataflows.MCAST_1D_IN1).name)
 
 
 def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfig | str:
@@ -268,7 +269,7 @@ def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
     padded = rows * pm != mt or cols * pn != nt
     # the 2D factory's grid is the blocks'; the 1D factory takes the compute grid and uses its first
     # num_blocks cores in row-major order (the planner's _plan_1d)
-    grid = (cols, rows) if cfg.dataflow == "mcast_2d" else cfg.grid
+    grid = (cols, rows) if not dataflows.get(cfg.dataflow).is_1d else cfg.grid
     return replace(spec, grid=grid, dataflow=cfg.dataflow, block=block, variant=None), padded
 
 
@@ -277,7 +278,7 @@ def tt_auto(spec: MatmulSpec, *, device_grid: tuple[int, int] | None = None) -> 
     if isinstance(cfg, str):
         return Choice(None, None, False, cfg)
     s, padded = spec_for_config(spec, cfg)
-    notes = [n for n in (cfg.dataflow if cfg.dataflow != "mcast_2d" else "",
+    notes = [n for n in (cfg.dataflow if dataflows.get(cfg.dataflow) is not dataflows.MCAST_2D else "",
                          "padded last blocks" if padded else "") if n]
     return Choice(cfg, s, padded, ", ".join(notes))
 

@@ -47,11 +47,12 @@ from kgen.core.errors import KgenError
 from kgen.core.resources import data_dir
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
 from kgen.gen.plan import Plan, PlanError, dst_capacity, plan as make_plan, round_up_tiles
+from kgen.gen import dataflow as dataflows
 from kgen.gen.spec import BlockSpec, MatmulSpec
 
 FIDELITIES = ("LoFi", "HiFi2", "HiFi3", "HiFi4")
-DATAFLOWS = ("mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1")
-ONE_D = {"mcast_1d_in0": 0, "mcast_1d_in1": 1}   # the 1D dataflows and the per_core axis that covers its tiles
+DATAFLOWS = dataflows.NAMES
+ONE_D = dataflows.ONE_D   # the 1D dataflows and the per_core axis that covers its tiles
 SPACES = ("auto", "all")
 DEFAULT_BUDGET = 1_000_000
 
@@ -668,7 +669,8 @@ def verify_spec_text(text: str, numerics: str = "auto", seed: int = 0) -> dict:
             errors.append(f"emulation ({mode}) failed: status {emu.status}, "
                           f"{'bit-exact' if emu.exact_match else str(emu.mismatched) + ' element(s) differ'}"
                           f"{', hazards' if emu.hazards else ''}")
-        if spec.dataflow in ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1"):
+        from kgen.proof.ttdataflow import DATAFLOWS_WITH_TT_PROGRAM
+        if spec.dataflow in DATAFLOWS_WITH_TT_PROGRAM:
             from kgen.proof.portcheck import port_check
 
             pc = port_check(folder, plan, seed=seed, numerics=mode, parallel=1, ours=emu)

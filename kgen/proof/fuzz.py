@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import KgenBug, KgenError
-from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, MCAST_1D, TILE_HW
+from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
+from kgen.gen import dataflow as dataflows
 
 if TYPE_CHECKING:  # stage modules are imported lazily, as cli.py does, so generation stays cheap
     from kgen.gen.ir import Program
@@ -45,7 +46,7 @@ PADDED_BLOCKS_SHARE = 0.3
 ONE_D_SHARE = 0.25           # cases made TT-Metal's 1D multicast (mcast_1d_in0 / mcast_1d_in1)
 # The dataflows a case is drawn with; the 1D multicast forms are made from drawn cases (_one_d), on
 # their own random stream, so that the cases of a seed that stay 2D or reuse are what they were.
-DRAWN_DATAFLOWS = ("mcast_2d", "reuse")
+DRAWN_DATAFLOWS = dataflows.GRID_2D
 TILE_PADDING_SHARE = 0.3
 TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks along x; issue #17 item 4)
 SHARDED_SHARE = 0.3           # of the mcast_2d cases that can be: in0 and/or the output block-sharded in L1
@@ -118,7 +119,7 @@ class _Choice:
     omit: frozenset[str]       # optional keys left out (the default applies)
     trim: tuple[int, int, int] = (0, 0, 0)   # elements short of whole tiles in M (per batch), N, K
     transpose_mcast: bool = False            # grid_req is then M cores along x, N cores along y
-    memory: tuple[str, str] = ("dram", "dram")   # where in0 and the output live (spec `memory { }`)
+    memory: tuple[str, str] = (Placement.DRAM, Placement.DRAM)   # where in0 and the output live (spec `memory { }`)
 
     @property
     def num_blocks(self) -> int:
@@ -143,11 +144,11 @@ def _auto_in0_block_w(kt: int) -> int:
     return max(d for d in _divisors(kt) if d <= AUTO_IN0_BLOCK_W_MAX)
 
 
-def _l1_acc(packer_l1_acc: bool, bias: bool, num_blocks: int, dataflow: str = "mcast_2d") -> bool:
+def _l1_acc(packer_l1_acc: bool, bias: bool, num_blocks: int, dataflow: str = dataflows.DEFAULT.name) -> bool:
     """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2), and
     packer_l1_acc && num_blocks > 1 for the 1D factory's mcast_in0. A deliberate independent
     restatement of plan._policy's rule (TT-Metal's 2D and 1D factories), as the fuzzer's oracle."""
-    return packer_l1_acc and num_blocks > (1 if bias or dataflow == "mcast_1d_in0" else 2)
+    return packer_l1_acc and num_blocks > (1 if bias or dataflows.get(dataflow).l1_acc_rule else 2)
 
 
 def _partials_format(fp32_dest_acc: bool, l1acc: bool, out_fmt: str) -> str:
@@ -264,7 +265,7 @@ def _draw(rng: random.Random) -> _Choice:
     if ob == (pm, pn) and "out_block" not in auto and rng.random() < 0.5:
         omit.add("out_block")   # the default is per_core (shrunk to fit L1; it fits here)
     for key in ("batch", "dataflow"):
-        if (key == "batch" and batch == 1 or key == "dataflow" and dataflow == "mcast_2d") and rng.random() < 0.3:
+        if (key == "batch" and batch == 1 or key == "dataflow" and dataflow == dataflows.DEFAULT.name) and rng.random() < 0.3:
             omit.add(key)       # defaults: batch = 1, dataflow = mcast_2d
 
     # untilize_out with a fused bias needs partials in the output format (plan.py rule).
@@ -349,7 +350,7 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
         lines.append(f"dataflow = {c.dataflow}")
     if c.transpose_mcast:
         lines.append("transpose_mcast = true")
-    if c.memory != ("dram", "dram"):
+    if c.memory != (Placement.DRAM, Placement.DRAM):
         lines.append(f"memory {{ in0 = {c.memory[0]}  out = {c.memory[1]} }}")
     fuse = ([f"bias = {_b(c.bias)}"] if c.bias or rng.random() < 0.3 else []) + \
            ([f"activation = {'relu' if c.relu else ACTIVATIONS[0]}"] if c.relu or rng.random() < 0.3 else [])
@@ -404,11 +405,11 @@ def _one_d(rng: random.Random, c: _Choice) -> _Choice:
     core are the drawn ones. The grid is the drawn grid with work, which the cores fill exactly."""
     if rng.random() >= ONE_D_SHARE:
         return c
-    dataflow = rng.choice(MCAST_1D)
+    dataflow = rng.choice(tuple(dataflows.ONE_D))
     gx, gy = c.nt // c.per_core[1], c.mt // c.per_core[0]        # the drawn grid with work
     pm, pn = c.per_core
     cores = gx * gy
-    mt, nt = (pm, cores * pn) if dataflow == "mcast_1d_in0" else (cores * pm, pn)
+    mt, nt = (pm, cores * pn) if dataflows.ONE_D[dataflow] == 0 else (cores * pm, pn)
     batch = c.batch if mt % c.batch == 0 else 1                   # batch is fused into M
     one_d = dataclasses.replace(c, dataflow=dataflow, mt=mt, nt=nt, batch=batch, grid_req=(gx, gy),
                                 auto=frozenset(c.auto - {"per_core"}),       # 1D's auto per_core is its own
@@ -432,7 +433,7 @@ def _padded(rng: random.Random, c: _Choice) -> _Choice:
         # mcast_2d pads M only below the top row (plan.py: TT-Metal's in1 sender/writer has no M padding);
         # mcast_1d_in0 pads it on every core (the one M-block), mcast_1d_in1 never (its in0 readers read
         # per_core_M rows whatever the core)
-        m_ok = {"reuse": True, "mcast_1d_in0": True, "mcast_1d_in1": False}.get(c.dataflow, c.mt // pm > 1)
+        m_ok = c.mt // pm > 1 if dataflows.get(c.dataflow) is dataflows.MCAST_2D else dataflows.get(c.dataflow).shared_axis != 1
         if min(pm, obh) > 1 and m_ok and rng.random() < 0.6:
             mt -= rng.randint(1, min(pm, obh) - 1)
         if min(pn, obw) > 1 and rng.random() < 0.6:
@@ -452,7 +453,7 @@ def _transposed(rng: random.Random, c: _Choice) -> _Choice:
     written out: auto would spread M over the swapped grid's columns."""
     wx, wy = load_arch(c.arch).worker_grid
     gx, gy = c.grid_req
-    if c.dataflow != "mcast_2d" or gy > wx or gx > wy or rng.random() >= TRANSPOSE_MCAST_SHARE:
+    if not dataflows.get(c.dataflow).transpose_mcast or gy > wx or gx > wy or rng.random() >= TRANSPOSE_MCAST_SHARE:
         return c
     return dataclasses.replace(c, grid_req=(gy, gx), transpose_mcast=True, auto=c.auto - {"per_core"})
 
@@ -466,7 +467,7 @@ def _sharded(rng: random.Random, c: _Choice) -> _Choice:
     not auto). The shards add c_2 (per_core_M x shard width) and grow c_4 to the whole per-core output,
     checked against L1 with room to spare."""
     (pm, pn), (obh, obw), (sbh, sbw) = c.per_core, c.out_block, c.subblock
-    if (c.dataflow != "mcast_2d" or c.untilize or any(c.trim) or c.mt % pm or c.nt % pn
+    if (Placement.L1_BLOCK_SHARDED not in dataflows.get(c.dataflow).placements["in0"] or c.untilize or any(c.trim) or c.mt % pm or c.nt % pn
             or rng.random() >= SHARDED_SHARE):
         return c
     arch = load_arch(c.arch)
@@ -476,10 +477,10 @@ def _sharded(rng: random.Random, c: _Choice) -> _Choice:
     out_ok = "out_subblock" not in c.auto and (sbw == pn or sbh == 1) and (obw == pn or obh == 1)
     # height-sharded: !transpose_mcast, K == in0_block_w, and (kgen) out_block_h == per_core_M
     height_ok = not c.transpose_mcast and c.in0_block_w == c.kt and obh == pm
-    choices = [m for m, ok in ((("l1_block_sharded", "dram"), in0_ok), (("dram", "l1_block_sharded"), out_ok),
-                               (("l1_block_sharded", "l1_block_sharded"), in0_ok and out_ok),
-                               (("l1_height_sharded", "dram"), height_ok),
-                               (("l1_height_sharded", "l1_block_sharded"), height_ok and out_ok)) if ok]
+    choices = [m for m, ok in (((Placement.L1_BLOCK_SHARDED, Placement.DRAM), in0_ok), ((Placement.DRAM, Placement.L1_BLOCK_SHARDED), out_ok),
+                               ((Placement.L1_BLOCK_SHARDED, Placement.L1_BLOCK_SHARDED), in0_ok and out_ok),
+                               ((Placement.L1_HEIGHT_SHARDED, Placement.DRAM), height_ok),
+                               ((Placement.L1_HEIGHT_SHARDED, Placement.L1_BLOCK_SHARDED), height_ok and out_ok)) if ok]
     if not choices:
         return c
     memory = rng.choice(choices)

@@ -19,6 +19,7 @@ from typing import Callable
 from pathlib import Path
 
 from kgen.proof.emulate import Emulation, check_host_memory, emulate_folder, emulated_op_totals, make_inputs
+from kgen.core.types import Placement
 from kgen.core.errors import KgenError
 from kgen.core.manifest import load_manifest
 
@@ -242,7 +243,7 @@ def _sharded_differences(plan) -> tuple[tuple[str, int, str], ...]:
     """Where TT-Metal's block-sharded in0 reader (reader_bmm_tile_layout_in0_sender_receiver_padding_block_
     sharded.cpp) and kgen's in0_sharded_<i> kernels count differently by design, with the counts the
     kernels' structure gives: S K-blocks sent in all (one per K-block per line of cores per out block)."""
-    if plan.memory.in0 != "l1_block_sharded":
+    if plan.memory.in0 != Placement.L1_BLOCK_SHARDED:
         return ()
     n, cores = plan.n_blocks, plan.num_cores
     sends = plan.m_blocks * plan.batch_ct * plan.num_blocks_h_dim * plan.num_blocks_w_dim * plan.num_blocks

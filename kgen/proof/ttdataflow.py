@@ -45,12 +45,14 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from kgen.core.manifest import cores_of
 from kgen.proof.emulate import round_up
 from kgen.core.errors import KgenError
-from kgen.core.types import TILE_HW
+from kgen.core.types import TILE_HW, Placement
+from kgen.gen import dataflow as dataflows
+from kgen.gen.dataflow import Factory
 from kgen.toolchain.headers import toolchain_config
 
 # kgen kernel name -> TT-Metal 0.81.1 kernel file (in the headers' dataflow kernel folder).
@@ -59,7 +61,7 @@ TT_KERNELS = {
     "in0_receiver": "reader_bmm_tile_layout_in0_receiver.cpp",
     "in1_sender_writer": "reader_bmm_tile_layout_in1_sender_writer_padding.cpp",
     "in1_receiver_writer": "reader_bmm_tile_layout_in1_receiver_writer_padding.cpp",
-    # 1D multicast: the receivers on the rows below the first (kgen/gen/lower.py, _mcast_1d_kernels)
+    # 1D multicast: the receivers on the rows below the first (kgen/gen/dataflow/mcast_1d.py)
     "in0_receiver_rows": "reader_bmm_tile_layout_in0_receiver.cpp",
     "in1_receiver_writer_rows": "reader_bmm_tile_layout_in1_receiver_writer_padding.cpp",
 }
@@ -71,7 +73,6 @@ def tt_kernel_file(name: str) -> str:
     return TT_BLOCK_SHARDED_IN0 if name.startswith("in0_sharded_") else TT_KERNELS[name]
 
 
-DATAFLOWS_WITH_TT_PROGRAM = ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1")
 
 # CB indices the 2D factory names for TT-Metal's readers whether or not the plan has them: the
 # height-sharded in0 CB (c_2), the bias CB (c_3) and the sparsity CBs of the in0 and in1 senders
@@ -106,12 +107,12 @@ def unsupported_reason(plan, manifest: dict) -> str | None:
     """Why TT-Metal's 2D multicast readers cannot run this plan, or None when they can."""
     if plan.spec.dataflow not in DATAFLOWS_WITH_TT_PROGRAM:
         return (f"dataflow {plan.spec.dataflow}: TT-Metal's reader_bmm_tile_layout_in0/in1 sender/receiver kernels "
-                f"are those of the 2D and 1D multicast factories (mcast_2d, mcast_1d_in0, mcast_1d_in1)")
+                f"are those of the 2D and 1D multicast factories ({', '.join(DATAFLOWS_WITH_TT_PROGRAM)})")
     for t in manifest["io_tensors"]:
         if t["layout"] != "TILE":
             return f"tensor {t['name']} is {t['layout']}; TT-Metal's multicast writers write tiles"
     names = {k["name"] for k in manifest["kernels"]}
-    senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == "l1_block_sharded" else {"in0_sender"})
+    senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == Placement.L1_BLOCK_SHARDED else {"in0_sender"})
     missing = sorted(senders - names)
     if missing:
         return f"the build folder lacks kgen kernels {', '.join(missing)}"
@@ -164,11 +165,11 @@ class _FactoryValues:
     def in0_shard_tiles(self) -> tuple[int, int]:
         """The factory's in0_shard_width_in_tiles, in0_shard_height_in_tiles (0, 0 unless in0 is sharded)."""
         p = self.plan
-        return (p.in0_shard_w, p.per_core_m) if p.memory.in0 != "dram" else (0, 0)
+        return (p.in0_shard_w, p.per_core_m) if p.memory.in0 != Placement.DRAM else (0, 0)
 
     @property
     def out_sharded(self) -> bool:
-        return self.plan.memory.out != "dram"
+        return self.plan.memory.out != Placement.DRAM
 
     @property
     def out_accessor(self) -> int:
@@ -282,7 +283,7 @@ class _FactoryValues:
 def _in0_sender(f: _FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     kt, ibw, obh, cols, rows = p.kt, p.in0_block_w, p.out_block_h, f.cols, f.rows
-    sharded = p.memory.in0 == "l1_height_sharded"          # IN0_SHARDED: c_0 is the shard
+    sharded = p.memory.in0 == Placement.L1_HEIGHT_SHARDED          # IN0_SHARDED: c_0 is the shard
     rt = tuple((core, (
         {"buffer_address": "in0"}, p.per_core_m * kt * f.idx(core)[0],
         *f.in0_rect(core, _noc_index(k)),
@@ -341,7 +342,7 @@ def _in1_sender_writer(f: _FactoryValues, k: dict) -> TtKernelArgs:
          f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
          *f.writer_ct(),
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output
-         INTERLEAVED_L1 if p.memory.in1 == "l1" else INTERLEAVED_DRAM, f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
+         INTERLEAVED_L1 if p.memory.in1 == Placement.L1 else INTERLEAVED_DRAM, f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
          *((INTERLEAVED_DRAM, f.page["bias"]) if bias else ())),
         {**f.cb_fixed("in1_sender_writer"), "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0},
         {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if rows == 1 else {}),
@@ -425,7 +426,7 @@ _IN0_NAMED_1D = {"cb_in0_sharded": TT_FIXED_CBS["cb_in0_sharded"], "cb_sparsity"
 def _in0_sender_1d(f: _FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     named = {"cb_in0": f.named["in0_sender"]["cb_in0"], **_IN0_NAMED_1D}
-    if p.spec.dataflow == "mcast_1d_in0":
+    if p.dataflow.mcast_in0:
         dests, cores = _mcast_1d_counts(f)
         rt = tuple(((x, y), ({"buffer_address": "in0"}, 0,                 # output_idx_y = 0: one M-block
                              *_rectangle((0, 0), (f.cols - 1, f.rows - 1), _noc_index(k)),
@@ -456,7 +457,7 @@ def _in1_sender_writer_1d(f: _FactoryValues, k: dict) -> TtKernelArgs:
     bias = f.bias
     named = {**f.cb_fixed("in1_sender_writer"), "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0}
     rt = []
-    if p.spec.dataflow == "mcast_1d_in0":
+    if p.dataflow.mcast_in0:
         # every core reads in1 column block i (output_idx_x = i) and writes it; M padding on every core
         cores = f.cols * f.rows
         for (x, y) in cores_of(k["core_ranges"]):
@@ -542,12 +543,17 @@ def _in0_block_sharded(f: _FactoryValues, k: dict) -> TtKernelArgs:
         {"cb_in0": 0, "cb_in0_sharded": 2, "cb_l1_array": 6}, {}, tuple(rt))
 
 
-# kgen kernel -> the factory's args for TT-Metal's kernel in its place.
+# kgen kernel -> the factory's args for TT-Metal's kernel in its place, per program factory.
 _ARGS_OF = {"in0_sender": _in0_sender, "in0_receiver": _in0_receiver,
             "in1_sender_writer": _in1_sender_writer, "in1_receiver_writer": _in1_receiver_writer}
 _ARGS_OF_1D = {"in0_sender": _in0_sender_1d, "in0_receiver": _in0_receiver_1d, "in0_receiver_rows": _in0_receiver_1d,
                "in1_sender_writer": _in1_sender_writer_1d, "in1_receiver_writer": _in1_receiver_writer_1d,
                "in1_receiver_writer_rows": _in1_receiver_writer_1d}
+# The factories whose program port-check runs: TT-Metal's reader/writer kernels of the 2D and 1D
+# multicast factories; the reuse factory's are not reproduced.
+TT_PROGRAMS: Mapping[Factory, Mapping[str, Callable[[_FactoryValues, dict], TtKernelArgs]]] = {
+    Factory.MCAST_2D: _ARGS_OF, Factory.MCAST_1D: _ARGS_OF_1D}
+DATAFLOWS_WITH_TT_PROGRAM = tuple(d.name for d in dataflows.REGISTRY if d.factory in TT_PROGRAMS)
 
 
 def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
@@ -557,7 +563,7 @@ def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
         raise DataflowSwapError(reason)
     values = _FactoryValues.of(plan, manifest)
     kernels = {k["name"]: k for k in manifest["kernels"]}
-    table = _ARGS_OF if plan.spec.dataflow == "mcast_2d" else _ARGS_OF_1D
+    table = TT_PROGRAMS[plan.dataflow.factory]
     args = {name: args_of(values, kernels[name]) for name, args_of in table.items() if name in kernels}
     args.update({name: _in0_block_sharded(values, k) for name, k in kernels.items() if name.startswith("in0_sharded_")})
     return args

@@ -209,10 +209,10 @@ def test_padded_transfers_stay_inside_the_tensors(variant):
 
 def test_a_padded_read_without_its_extent_is_caught(monkeypatch):
     """The verifier's bounds: without the row extent, the bottom row of cores reads in0 past its end."""
-    from kgen.gen import lower as lowering
+    from kgen.gen.dataflow import kernels
     from kgen.gen.verify import IRVerificationError
 
-    monkeypatch.setattr(lowering._Tiles, "in0_rows", lambda self: None)
+    monkeypatch.setattr(kernels.Tiles, "in0_rows", lambda self: None)
     p = plan(load(example("padded_small")))
     with pytest.raises(IRVerificationError, match="touches page"):
         verify(lower(p))

@@ -2,7 +2,7 @@
 
 The trap: with more than one output block per core, the first partials pack of block i+1 lands on
 pages c_4 still holds for block i until the writer has drained them. The planner keeps the two
-apart then (kgen.gen.plan.out_partials_share), and the static verifier proves, for every region two CBs
+apart then (kgen.gen.blocking.out_partials_share), and the static verifier proves, for every region two CBs
 share, that no pack writes pages the other CB may still hold.
 """
 
@@ -102,10 +102,10 @@ def test_verifier_catches_the_trap_in_a_hand_broken_plan(name):
 
 def test_kgen_check_fails_as_a_kgen_bug_on_the_trap(tmp_path, capsys, monkeypatch):
     # Were the planner rule lost, `kgen check` stops with exit 3 before anything is emulated.
-    import kgen.gen.plan
+    import kgen.gen.blocking
     from kgen.cli import main
 
-    monkeypatch.setattr(kgen.gen.plan, "out_partials_share", lambda *a: (True, "shared (rule disabled by the test)"))
+    monkeypatch.setattr(kgen.gen.blocking, "out_partials_share", lambda *a: (True, "shared (rule disabled by the test)"))
     path = tmp_path / "t.kspec"
     path.write_text(CASES["issue: per_core 2x2, out_block 2x1"])
     assert main(["check", str(path)]) == 3

@@ -1,0 +1,367 @@
+"""One core's blocking: the CB table and its L1 regions, the accumulation policy and partials format,
+and the out_block / in0_block_w / out_subblock search that fills each `auto` (TT-Metal's 2D multicast
+factory's decisions, matmul_multicore_reuse_mcast_2d_program_factory.cpp)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgen.core.arch import ArchFacts
+from kgen.core.types import Placement
+from kgen.gen.dataflow import get as dataflow_of
+from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_L1_ARRAY, CB_OUT, CB_PARTIALS, L1_ARRAY_BYTES,
+                            PlanError, divisors, fmt_pair, nearest)
+from kgen.gen.spec import ComputeConfig, MatmulSpec
+
+# SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
+# bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (ttmetal-matmul.md §3.4).
+SUBBLOCK_HW_CHOICES: tuple[tuple[int, int], ...] = (
+    (4, 2), (2, 4), (8, 1), (1, 8),
+    (7, 1), (1, 7),
+    (3, 2), (2, 3), (6, 1), (1, 6),
+    (5, 1), (1, 5),
+    (2, 2), (4, 1), (1, 4),
+    (3, 1), (1, 3),
+    (2, 1), (1, 2),
+    (1, 1),
+)
+# in0/in1 CBs are double-buffered when more than one K-block flows (MCAST_INPUT_BUFFERING_DEPTH).
+INPUT_BUFFERING_DEPTH = 2
+# Upper bound of the auto in0_block_w search: deeper K-blocks buy little once the matrix engine is
+# fed and cost L1 twice (double buffering).
+AUTO_IN0_BLOCK_W_MAX = 8
+
+
+POLICY_L1_ACC = "packer_l1_acc"
+POLICY_SPILL = "spill_reload"
+POLICY_DST = "dst_only"
+
+
+
+@dataclass(frozen=True)
+class CircularBuffer:
+    index: int            # CB index c_<index>
+    name: str             # TT-Metal named compile-time arg
+    role: str
+    data_format: str      # tt::DataFormat name
+    page_bytes: int
+    pages: int
+    region: str           # CBs with the same region share one L1 allocation
+    buffer: str | None = None   # the tensor whose L1 buffer this CB is globally allocated on (a shard)
+
+    @property
+    def total_bytes(self) -> int:
+        return self.page_bytes * self.pages
+
+
+@dataclass(frozen=True)
+class L1Region:
+    name: str
+    cb_indices: tuple[int, ...]
+    bytes: int
+
+
+
+def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_num_subblocks: int,
+                       num_blocks: int, out_blocks_per_core: int) -> tuple[bool, str]:
+    """Whether out (c_4) and partials (c_5) share one L1 region, and why (ttmetal-matmul.md §2.3).
+
+    TT-Metal's factory shares them unless the formats differ, or untilize_out has more than one
+    subblock column, or `do_not_inplace_interm0_out_CB` (a sharded output whose c_4 holds more than
+    one output block). kgen also splits them whenever more than one output block passes through the
+    region on a core and partials are packed before a block's final result: the first partials
+    pack of block i+1 would land on pages c_4 still holds for block i until the writer (another
+    kernel) drains them. TT-Metal's compute kernel has no wait for that (its classic kernel had
+    one: cb_reserve_back(out_cb, ...) "since interm and output share memory"), so the plan must
+    keep the two apart for TT-Metal's kernel and kgen's alike (issue #12: reuse, per_core 2 x 2,
+    out_block 2 x 1 packed over undrained output)."""
+    if partials_fmt != out_fmt:
+        return False, f"separate: partials {partials_fmt} and out {out_fmt} differ in format"
+    if spec.untilize_out and in1_num_subblocks > 1:
+        return False, "separate: untilize_out with more than one subblock column (TT-Metal's factory rule)"
+    partials_first = num_blocks > 1 or spec.fuse_bias or spec.untilize_out
+    if out_blocks_per_core > 1 and partials_first:
+        return False, (f"separate: {out_blocks_per_core} output blocks per core pass through it and partials are "
+                       f"packed before each block's result, so sharing would overwrite output the writer has "
+                       f"not drained")
+    return True, "shared: one output block's pages are reused by partials and out in turn (TT-Metal's in-place rule)"
+
+
+def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_fmt: str, bias_fmt: str | None,
+              partials_fmt: str, out_block: tuple[int, int], in0_block_w: int, num_blocks: int,
+              batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int,
+              per_core: tuple[int, int] = (0, 0), in0_shard_w: int = 0
+              ) -> tuple[tuple[CircularBuffer, ...], tuple[L1Region, ...], str]:
+    """CB sizing of the 2D factory (ttmetal-matmul.md §2.3). With a block-sharded in0, c_2 holds the
+    core's shard (per_core_M x shard width tiles, globally allocated on in0) and c_6 is the factory's
+    64-byte scratch; with a sharded output c_4 holds the core's whole output shard (per_core_M x
+    per_core_N tiles, globally allocated on out), and `do_not_inplace_interm0_out_CB = output_is_sharded
+    && per_core_M != out_block_h` keeps the partials apart."""
+    tb = arch.tile_bytes
+    obh, obw = out_block
+    depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
+    out_sharded = spec.memory.out != Placement.DRAM
+    share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
+                                        out_blocks_per_core)
+    if out_sharded and per_core[0] != obh:       # TT's own rule first, whatever kgen's says
+        share, sharing = False, (f"separate: do_not_inplace_interm0_out_CB (TT-Metal's factory: a sharded output "
+                                 f"with per_core_M = {per_core[0]} != out_block_h = {obh})")
+    out_region = "out+partials" if share else "out"
+    out_pages = per_core[0] * per_core[1] if out_sharded else obh * obw
+    cbs = [
+        # a height-sharded in0: c_0 itself is globally allocated on the in0 buffer (the factory:
+        # `if (in0_height_sharded) src0_cb_config.set_globally_allocated_address(*in0_buffer)`)
+        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0",
+                       buffer="in0" if spec.memory.in0 == Placement.L1_HEIGHT_SHARDED else None),
+        CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], obw * in0_block_w * depth, "in1"),
+    ]
+    if spec.memory.in0 == Placement.L1_BLOCK_SHARDED:
+        cbs.append(CircularBuffer(CB_IN0_SHARD, "cb_in0_sharded", "in0 shard", in0_fmt, tb[in0_fmt],
+                                  per_core[0] * in0_shard_w, "in0 shard", buffer="in0"))
+        cbs.append(CircularBuffer(CB_L1_ARRAY, "cb_l1_array", "l1 array", "Float16_b", L1_ARRAY_BYTES, 1, "l1 array"))
+    if bias_fmt is not None:
+        cbs.append(CircularBuffer(CB_BIAS, "cb_bias", "bias", bias_fmt, tb[bias_fmt], obw, "bias"))
+    cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], out_pages, out_region,
+                              buffer="out" if out_sharded else None))
+    cbs.append(CircularBuffer(CB_PARTIALS, "cb_intermed0", "partials", partials_fmt, tb[partials_fmt], obh * obw,
+                              out_region if share else "partials"))
+    regions: dict[str, list[CircularBuffer]] = {}
+    for c in cbs:
+        regions.setdefault(c.region, []).append(c)
+    return tuple(cbs), tuple(L1Region(name, tuple(c.index for c in members), max(c.total_bytes for c in members))
+                             for name, members in regions.items()), sharing
+
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """The out_block / in0_block_w / out_subblock search of one core's work: the given values checked,
+    each auto filled with the largest choice whose CBs fit L1."""
+    spec: MatmulSpec
+    arch: ArchFacts
+    kt: int
+    per_core_m: int
+    per_core_n: int
+    capacity: int                    # DST tiles in this sync mode and accumulation format
+    dst_sync: str
+    dst_accum: str
+    batch_ct: int
+    in0_fmt: str
+    in1_fmt: str
+    out_fmt: str
+    bias_fmt: str | None
+    mt: int
+    nt: int
+    in0_shard_w: int = 0             # K tiles of a block-sharded in0's shard (0: in0 is not block-sharded)
+
+    @property
+    def out_sharded(self) -> bool:
+        return self.spec.memory.out != Placement.DRAM
+
+    def sharded_out_allows(self, hw: tuple[int, int]) -> bool:
+        """TT's validation of a sharded output (matmul_device_operation.cpp @001cea9a): out_subblock_w ==
+        per_core_N || out_subblock_h == 1, and the same of out_block, so that the packed tiles land in
+        the shard row by row."""
+        return not self.out_sharded or hw[1] == self.per_core_n or hw[0] == 1
+
+    def check_out_block(self, ob: tuple[int, int]) -> None:
+        for i, (dim, per) in enumerate((("h", self.per_core_m), ("w", self.per_core_n))):
+            if per % ob[i]:
+                raise PlanError(f"per_core_{'MN'[i]} % out_block_{dim} == 0",
+                                f"out_block_{dim} = {ob[i]} does not divide per_core_{'MN'[i]} = {per}",
+                                self.spec.span("block.out_block"), nearest(divisors(per), ob[i]))
+        if not self.sharded_out_allows(ob):
+            raise PlanError("sharded output: out_block_w == per_core_N || out_block_h == 1",
+                            f"out_block {fmt_pair(ob)} with a sharded output and per_core_N = {self.per_core_n}",
+                            self.spec.span("block.out_block"), f"{ob[0]} x {self.per_core_n}, 1 x {ob[1]}")
+
+    def padding_violation(self, ob: tuple[int, int]) -> tuple[str, str, str] | None:
+        """TT-Metal's _padding readers skip rows/columns past the tensor only in a core's last out block
+        (reader_bmm_tile_layout_in0_sender_padding.cpp: `bh < num_blocks_h_dim - 1 || h < last_block_h`;
+        in1: `bw < num_blocks_w_dim - 1 || w < last_block_w`): every earlier block is read whole. So the
+        last core's tiles must reach into its last out block, or its readers would read past the tensor."""
+        for i, (dim, tiles, per) in enumerate((("h", self.mt, self.per_core_m), ("w", self.nt, self.per_core_n))):
+            last = tiles % per or per
+            if last <= per - ob[i]:
+                mn = "MN"[i]
+                return (f"{mn}t % per_core_{mn} > per_core_{mn} - out_block_{dim} (TT-Metal's readers pad only a "
+                        f"core's last out block)",
+                        f"the last core along {'yx'[i]} holds {last} of per_core_{mn} = {per} tiles, so out_block_{dim} "
+                        f"= {ob[i]} leaves it {(per - last) // ob[i]} out block(s) entirely past the tensor, which "
+                        f"TT-Metal's _padding readers would read in full",
+                        nearest([d for d in divisors(per) if last > per - d], ob[i]))
+        return None
+
+    def check_padding(self, ob: tuple[int, int]) -> None:
+        bad = self.padding_violation(ob)
+        if bad:
+            raise PlanError(bad[0], bad[1], self.spec.span("block.out_block"), bad[2])
+
+    def check_in0_block_w(self, w: int) -> None:
+        if self.kt % w:
+            raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {self.kt}",
+                            self.spec.span("block.in0_block_w"), nearest(divisors(self.kt), w))
+        if self.in0_shard_w and self.in0_shard_w % w:
+            raise PlanError("shard_shape[1] / tile_width % in0_block_w == 0 (sharded in0)",
+                            f"in0_block_w = {w} does not divide the in0 shard width of {self.in0_shard_w} tiles",
+                            self.spec.span("block.in0_block_w"), nearest(divisors(self.in0_shard_w), w))
+
+    def w_allowed(self, w: int) -> bool:
+        return not self.in0_shard_w or self.in0_shard_w % w == 0
+
+    def subblock_for(self, ob: tuple[int, int]) -> tuple[int, int] | None:
+        for h, w in SUBBLOCK_HW_CHOICES:
+            if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity and self.sharded_out_allows((h, w)):
+                return h, w
+        return None
+
+    def check_subblock(self, sb: tuple[int, int], ob: tuple[int, int]) -> None:
+        for i, dim in enumerate("hw"):
+            if ob[i] % sb[i]:
+                raise PlanError(f"out_block_{dim} % out_subblock_{dim} == 0",
+                                f"out_subblock_{dim} = {sb[i]} does not divide out_block_{dim} = {ob[i]}",
+                                self.spec.span("block.out_subblock"), nearest(divisors(ob[i]), sb[i]))
+        if sb[0] * sb[1] > self.capacity:
+            legal = [f"{h} x {w}" for h, w in SUBBLOCK_HW_CHOICES
+                     if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity][:4]
+            raise PlanError("out_subblock_h * out_subblock_w <= get_dest_reg_count",
+                            f"out_subblock {fmt_pair(sb)} = {sb[0] * sb[1]} tiles, but DST holds {self.capacity} "
+                            f"tiles in {self.dst_sync} with {self.dst_accum} accumulation",
+                            self.spec.span("block.out_subblock"), ", ".join(legal) or "none")
+        if not self.sharded_out_allows(sb):
+            raise PlanError("sharded output: out_subblock_w == per_core_N || out_subblock_h == 1",
+                            f"out_subblock {fmt_pair(sb)} with a sharded output and per_core_N = {self.per_core_n}",
+                            self.spec.span("block.out_subblock"), f"1 x {sb[1]}")
+
+    def cbs_for(self, ob: tuple[int, int], w: int, sb: tuple[int, int]):
+        nb = self.kt // w
+        l1acc, _ = accumulation_policy(self.spec, self.spec.compute, nb)
+        pf, _ = partials_format(self.spec.compute, l1acc, self.out_fmt)
+        out_blocks = self.batch_ct * (self.per_core_m // ob[0]) * (self.per_core_n // ob[1])
+        return cb_table(self.spec, self.arch, self.in0_fmt, self.in1_fmt, self.out_fmt, self.bias_fmt, pf, ob, w,
+                         nb, self.batch_ct, ob[1] // sb[1], out_blocks, (self.per_core_m, self.per_core_n),
+                         self.in0_shard_w)
+
+    def fits(self, ob: tuple[int, int], w: int, sb: tuple[int, int]) -> bool:
+        _, regions, _ = self.cbs_for(ob, w, sb)
+        return sum(r.bytes for r in regions) <= self.arch.usable_cb_bytes
+
+    def choose(self, choices: list[str]) -> tuple[tuple[int, int], int, tuple[int, int]]:
+        """(out_block, in0_block_w, out_subblock): the first candidate whose CBs fit, largest out block
+        first; if none fits, the first legal one, whose L1 overflow plan() then reports."""
+        block = self.spec.block
+        given_ob, given_w, given_sb = block.out_block, block.in0_block_w, block.out_subblock
+        if given_ob is not None:
+            self.check_out_block(given_ob)
+            self.check_padding(given_ob)
+        if given_w is not None:
+            self.check_in0_block_w(given_w)
+
+        ob_candidates = [given_ob] if given_ob else sorted(
+            ((h, w) for h in divisors(self.per_core_m) for w in divisors(self.per_core_n)),
+            key=lambda p: (-(p[0] * p[1]), -p[1]))
+        ob_candidates = [ob for ob in ob_candidates if given_ob or (self.padding_violation(ob) is None
+                                                                     and self.sharded_out_allows(ob)
+                                                                     and (self.spec.memory.in0 != Placement.L1_HEIGHT_SHARDED
+                                                                          or ob[0] == self.per_core_m))]
+        w_candidates = [given_w] if given_w else [d for d in reversed(divisors(self.kt))
+                                                  if d <= AUTO_IN0_BLOCK_W_MAX and self.w_allowed(d)]
+        if self.spec.memory.in0 == Placement.L1_HEIGHT_SHARDED and not given_w:
+            w_candidates = [self.kt]          # TT: K == in0_block_w == the shard's width
+        chosen: tuple[tuple[int, int], int, tuple[int, int]] | None = None
+        first_legal: tuple[tuple[int, int], int, tuple[int, int]] | None = None
+        for ob in ob_candidates:
+            sb = given_sb or self.subblock_for(ob)
+            if sb is None:
+                continue
+            if given_sb:
+                try:
+                    self.check_subblock(sb, ob)
+                except PlanError:
+                    if given_ob:
+                        raise
+                    continue
+            for w in w_candidates:
+                first_legal = first_legal or (ob, w, sb)
+                if self.fits(ob, w, sb):
+                    chosen = (ob, w, sb)
+                    break
+            if chosen:
+                break
+        if chosen is None:
+            if first_legal is None:
+                if given_sb:
+                    self.check_subblock(given_sb, given_ob or (self.per_core_m, self.per_core_n))
+                raise PlanError("a subblock from SUBBLOCK_HW_CHOICES fits the out block and DST",
+                                "no out_block has a legal subblock", self.spec.span("block"))
+            chosen = first_legal  # plan() reports its L1 overflow with suggestions
+        (obh, obw), in0_block_w, (sbh, sbw) = chosen
+        if given_ob is None:
+            choices.append(f"out_block auto -> {obh} x {obw}: the largest block dividing per_core "
+                           f"{self.per_core_m} x {self.per_core_n} whose CBs fit L1")
+        if given_w is None and self.spec.memory.in0 == Placement.L1_HEIGHT_SHARDED:
+            choices.append(f"in0_block_w auto -> {in0_block_w} = Kt: a height-sharded in0 is one K-block "
+                           f"(TT-Metal: K == in0_block_w == the shard's width)")
+        elif given_w is None:
+            choices.append(f"in0_block_w auto -> {in0_block_w}: the largest divisor of Kt = {self.kt} up to "
+                           f"{AUTO_IN0_BLOCK_W_MAX}" + (f" dividing the in0 shard's {self.in0_shard_w} tiles"
+                                                        if self.in0_shard_w else "") + " whose CBs fit L1")
+        if given_sb is None:
+            choices.append(f"out_subblock auto -> {sbh} x {sbw}: first of TT-Metal's SUBBLOCK_HW_CHOICES (h, w) "
+                           f"dividing out_block {obh} x {obw} within DST capacity {self.capacity}")
+        else:
+            self.check_subblock(given_sb, (obh, obw))
+        return chosen
+
+
+
+def accumulation_policy(spec: MatmulSpec, c: ComputeConfig, num_blocks: int) -> tuple[bool, str]:
+    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2) (2D factory, and the
+    1D factory's mcast_in1 path); packer_l1_acc && num_blocks > 1 (the 1D factory's mcast_in0 path,
+    process_mcast_in0_program_and_create_override_variables)."""
+    threshold, why_threshold = dataflow_of(spec.dataflow).l1_acc_rule or (
+        (1, "TT-Metal turns L1 accumulation on only when num_blocks > 1 with a fused bias "
+            "(the last block stays in the partials for the bias add)") if spec.fuse_bias else
+        (2, "TT-Metal turns L1 accumulation on only when num_blocks > 2, or > 1 with a fused bias "
+            "(the last K-block is always a spill/reload, so 2 blocks gain nothing)"))
+    fallback = "spill/reload" if num_blocks > 1 else "no spill: one K-block accumulates in DST"
+    if not c.packer_l1_acc:
+        if num_blocks > 1:
+            return False, f"packer_l1_acc = false -> spill/reload: each of the {num_blocks} K-blocks after the " \
+                          "first reloads the partials into DST"
+        return False, "packer_l1_acc = false, num_blocks = 1 -> no spill: one K-block accumulates in DST"
+    if num_blocks > threshold:
+        extra = ("; the last K-block packs into the partials with L1 acc and the bias stage consumes them"
+                 if spec.fuse_bias else
+                 "; with 2 K-blocks the packer never accumulates (block 0 packs the partials with L1 acc off, "
+                 "the last block reloads them): TT-Metal's kernel under its 1D mcast_in0 factory"
+                 if num_blocks == 2 else
+                 "; blocks 0..n-2 accumulate in L1, the last block reloads once and packs to out with L1 acc off")
+        return True, f"packer_l1_acc requested and num_blocks = {num_blocks} > {threshold} -> packer L1 accumulation" + extra
+    return False, f"packer_l1_acc requested, but num_blocks = {num_blocks}: {why_threshold} -> {fallback}"
+
+
+def partials_format(c: ComputeConfig, l1acc: bool, out_fmt: str) -> tuple[str, str]:
+    """interm0_data_format (2D factory): Float32 with fp32 dest, else Float16_b with L1 acc, else out."""
+    if c.fp32_dest_acc:
+        return "Float32", "fp32_dest_acc = true -> partials in Float32"
+    if l1acc:
+        return "Float16_b", "packer L1 accumulation without fp32 dest -> partials in Float16_b (L1 acc cannot add into block-float)"
+    return out_fmt, f"no fp32 dest and no L1 accumulation -> partials in the output format {out_fmt}"
+
+
+
+def l1_suggestions(kt: int, pm: int, pn: int, ob: tuple[int, int], w: int, sb: tuple[int, int], fits) -> str:
+    options: list[str] = []
+    for d in reversed(divisors(kt)):
+        if d < w and fits(ob, d, sb):
+            options.append(f"in0_block_w = {d}")
+            break
+    for h in reversed(divisors(pm)):
+        for ww in reversed(divisors(pn)):
+            if h * ww < ob[0] * ob[1] and h % sb[0] == 0 and ww % sb[1] == 0 and fits((h, ww), w, sb):
+                options.append(f"out_block = {h} x {ww}")
+                break
+        if len(options) >= 2:
+            break
+    return "; ".join(options) or "a smaller per_core block or a larger grid"

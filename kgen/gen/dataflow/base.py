@@ -1,0 +1,147 @@
+"""What a dataflow is: the protocol each TT-Metal program factory's module implements, and the
+layout of cores the 2D-grid factories (2D multicast, reuse) share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Mapping, Protocol
+
+from kgen.core.types import Placement
+from kgen.gen.rules import PlanError, ceil_div, divisors, nearest
+
+if TYPE_CHECKING:
+    from kgen.gen.ir import CoreRange, Kernel, Semaphore
+    from kgen.gen.plan import Plan
+    from kgen.gen.spec import MatmulSpec, MemorySpec
+
+
+class Factory(Enum):
+    """TT-Metal's matmul program factories, one file each (ttnn/cpp/ttnn/operations/matmul/device/factory/,
+    TT-Metal 0.81.1), as its `enum class` of program-config families names them."""
+
+    REUSE = "matmul_multicore_reuse_program_factory.cpp"
+    MCAST_2D = "matmul_multicore_reuse_mcast_2d_program_factory.cpp"
+    MCAST_1D = "matmul_multicore_reuse_mcast_1d_program_factory.cpp"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The cores of a plan: per-core M and N tiles, the grid of cores with work (x, y), and the count
+    of N-blocks (cores along N)."""
+
+    per_core_m: int
+    per_core_n: int
+    grid: tuple[int, int]
+    n_blocks: int
+
+
+class Dataflow(Protocol):
+    """One way of moving the operands to the cores: a TT-Metal program factory (or one mode of it).
+
+    The planner asks it for the layout of the cores and the rules that differ by factory, lowering
+    for its data-movement kernels and semaphores, the model for which kernel waits on which, tune for
+    the layouts it may search, and the grammar for its spelling."""
+
+    name: str                        # the spelling in a spec's `dataflow =` line
+    factory: Factory
+    placements: Mapping[str, frozenset[Placement]]   # tensor -> where this factory accepts it
+    transpose_mcast: bool            # takes the 2D config's transpose_mcast
+    # tune: the per_core axis (0 M, 1 N) that must cover all of its tiles (a 1D multicast's shared
+    # operand), or None when the cores form the 2D grid of blocks
+    shared_axis: int | None
+    # K-blocks above which a requested packer L1 accumulation turns on, and why, or None for the 2D
+    # factory's rule (num_blocks > 2, or > 1 with a fused bias)
+    l1_acc_rule: tuple[int, str] | None
+    paced_by: Mapping[str, str]      # the model: a receiver kernel role -> the sender role it waits on
+    is_1d: bool                      # a 1D multicast: one row-major run of cores, one operand shared
+
+    def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout: ...
+
+    def core_m_terms(self, p: Plan) -> dict[str, int]: ...
+
+    def core_n_terms(self, p: Plan) -> dict[str, int]: ...
+
+    def in0_reader_cores(self, p: Plan) -> int: ...
+
+    def padding_notes(self, p: Plan) -> tuple[str, ...]: ...
+
+    def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]: ...
+
+
+DRAM_ONLY: Mapping[str, frozenset[Placement]] = MappingProxyType(
+    {t: frozenset({Placement.DRAM}) for t in ("in0", "in1", "out")})
+
+
+def accepts(df: Dataflow, memory: MemorySpec) -> bool:
+    """Whether the factory takes every tensor where `memory` puts it."""
+    return all(getattr(memory, t) in where for t, where in df.placements.items())
+
+
+# ----------------------------------------------------------------------------------------------
+# The 2D grid of blocks (2D multicast, reuse): M blocks over the grid's rows, N blocks over its columns
+# ----------------------------------------------------------------------------------------------
+
+def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | None, choices: list[str],
+              axis: str) -> int:
+    """per_core_M (dim "M", over the grid's y cores, x with transpose_mcast) or per_core_N ("N", over
+    x, or y): the given value checked, or the smallest that spreads the tiles over at most `cores` cores."""
+    legal = [d for d in divisors(tiles) if tiles // d <= cores]
+    if given is None:
+        value = min(legal)
+        choices.append(f"per_core_{dim} auto -> {value}: {dim}t = {tiles} over {tiles // value} of "
+                       f"{cores} grid {axis} cores")
+        return value
+    blocks = ceil_div(tiles, given)
+    if blocks > cores:
+        # the smallest per_core that fits is ceil(tiles / cores); it need not divide (padded last block)
+        least = ceil_div(tiles, cores)
+        blocks_name = "num_blocks_y" if dim == "M" else "num_blocks_x"     # the factory's names, whatever the axis
+        raise PlanError(f"{blocks_name} <= grid.{axis}, {blocks_name} = ceil({dim}t / per_core_{dim})"
+                        + (" (swapped by transpose_mcast)" if spec.transpose_mcast else ""),
+                        f"per_core_{dim} = {given} needs {blocks} cores along {axis}, "
+                        f"the grid has {cores}", spec.span("block.per_core"),
+                        nearest(range(least, min(tiles, least + 3) + 1), given))
+    return given
+
+
+def grid_layout(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
+    """M blocks over the grid's rows, N blocks over its columns; transpose_mcast swaps them (2D factory:
+    `if (transpose_mcast) std::swap(num_cores_with_work_c, num_cores_with_work_r)`)."""
+    pc = spec.block.per_core
+    m_axis, n_axis = (0, 1) if spec.transpose_mcast else (1, 0)
+    per_core_m = _per_core(spec, "M", mt, grid_req[m_axis], pc[0] if pc else None, choices, "xy"[m_axis])
+    per_core_n = _per_core(spec, "N", nt, grid_req[n_axis], pc[1] if pc else None, choices, "xy"[n_axis])
+    # num_blocks_x = ceil(Nt / per_core_N), num_blocks_y = ceil(Mt / per_core_M) (2D factory)
+    m_blocks, n_blocks = ceil_div(mt, per_core_m), ceil_div(nt, per_core_n)
+    grid = (m_blocks, n_blocks) if spec.transpose_mcast else (n_blocks, m_blocks)
+    return Layout(per_core_m, per_core_n, grid, n_blocks)
+
+
+class GridOfBlocks:
+    """The per-core terms of a 2D grid of blocks: one row of cores per M-block, one column per N-block
+    (the other way round under transpose_mcast)."""
+
+    def core_m_terms(self, p: Plan) -> dict[str, int]:
+        # transpose_mcast lays the M blocks along x (the factory: `std::swap(in0_idx, in1_idx)`)
+        return {"core_x": 1} if p.transpose_mcast else {"core_y": 1}
+
+    def core_n_terms(self, p: Plan) -> dict[str, int]:
+        return {"core_y": 1} if p.transpose_mcast else {"core_x": 1}
+
+    def padding_notes(self, p: Plan) -> tuple[str, ...]:
+        notes = []
+        if p.padded_m:
+            notes.append(f"{'right column' if p.transpose_mcast else 'bottom row'} of cores: {p.last_per_core_m} "
+                         f"of per_core_M = {p.per_core_m} rows of tiles "
+                         f"(Mt = {p.mt} = {p.m_blocks - 1} x {p.per_core_m} + {p.last_per_core_m}); "
+                         f"its last out block has {p.last_out_block_h} of {p.out_block_h} rows, the rest "
+                         f"is padding: not read, computed on stale data, not written")
+        if p.padded_n:
+            notes.append(f"{'bottom row' if p.transpose_mcast else 'right column'} of cores: {p.last_per_core_n} "
+                         f"of per_core_N = {p.per_core_n} columns of tiles "
+                         f"(Nt = {p.nt} = {p.n_blocks - 1} x {p.per_core_n} + {p.last_per_core_n}); "
+                         f"its last out block has {p.last_out_block_w} of {p.out_block_w} columns, the rest "
+                         f"is padding: not read, computed on stale data, not written")
+        return tuple(notes)

@@ -1,0 +1,253 @@
+"""The building blocks of the data-movement kernels every factory assembles: tile-id expressions of a
+core's blocks, block reads, the output writer, the multicast sender and receiver lifecycles, and a
+kernel's host interface."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from kgen.core.types import TILE_HW, Placement
+from kgen.gen.ir import INVALID, VALID, Affine, CoreRange, Extent, Kernel, Loop, Node, RuntimeArg, TensorArg, op
+from kgen.gen.rules import CB_BIAS, CB_IN1, CB_OUT
+
+if TYPE_CHECKING:
+    from kgen.gen.plan import Plan
+
+A = Affine.of
+
+
+class Tiles:
+    """Tile-id expressions of one core's blocks (row-major interleaved tensors)."""
+
+    def __init__(self, p: Plan):
+        self.p = p
+
+    def _a(self, **terms: int) -> Affine:
+        """An affine expression whose core_y term is this core's M-block index and core_x its N-block
+        index: core_y and core_x themselves on the 2D and reuse grids (swapped under transpose_mcast), the
+        row-major core index core_y * grid_x + core_x for the 1D multicast factory's run of cores, or nothing for the block
+        every core shares (Plan.core_m_terms, core_n_terms)."""
+        index = {"core_y": self.p.core_m_terms, "core_x": self.p.core_n_terms}
+        out = A(0)
+        for v, c in terms.items():
+            out = out + (A(0, **{w: k * c for w, k in index[v].items()}) if v in index else A(0, **{v: c}))
+        return out
+
+    def in0_block(self) -> Affine:
+        p = self.p
+        # row = core_y*per_core_M + bh*out_block_h; col = block*in0_block_w
+        return self._a(core_y=p.per_core_m * p.kt, bh=p.out_block_h * p.kt, block=p.in0_block_w)
+
+    def in1_block(self) -> Affine:
+        p = self.p
+        # row = block*in0_block_w; col = core_x*per_core_N + bw*out_block_w
+        return self._a(block=p.in0_block_w * p.nt, core_x=p.per_core_n, bw=p.out_block_w)
+
+    def bias_block(self) -> Affine:
+        p = self.p
+        return self._a(core_x=p.per_core_n, bw=p.out_block_w)
+
+    # Extents of the padded last blocks: only a plan whose last row (column) of cores holds fewer
+    # tiles gets them, so evenly divided plans lower (and print) exactly as before.
+    def in0_rows(self) -> Extent | None:
+        p = self.p
+        return Extent(self._a(core_y=p.per_core_m, bh=p.out_block_h), p.mt) if p.padded_m else None
+
+    def in1_cols(self) -> Extent | None:
+        p = self.p
+        return Extent(self._a(core_x=p.per_core_n, bw=p.out_block_w), p.nt) if p.padded_n else None
+
+    def out_rows(self) -> Extent | None:
+        p = self.p
+        return (Extent(self._a(core_y=p.per_core_m, bh=p.out_block_h, in0_sb=p.out_subblock_h), p.mt)
+                if p.padded_m else None)
+
+    def out_cols(self) -> Extent | None:
+        p = self.p
+        return (Extent(self._a(core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w), p.nt)
+                if p.padded_n else None)
+
+    def out_subblock(self) -> Affine:
+        p = self.p
+        return self._a(core_y=p.per_core_m * p.nt, bh=p.out_block_h * p.nt, in0_sb=p.out_subblock_h * p.nt,
+                 core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w)
+
+
+def read_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
+          row_extent: Extent | None, col_extent: Extent | None) -> list[Node]:
+    return [op("cb_reserve_back", cb, tiles),
+            op("read_tiles", tensor, cb, start, rows, cols, stride, row_extent, col_extent),
+            op("noc_read_barrier"), op("cb_push_back", cb, tiles)]
+
+
+def writer_ops(p: Plan, t: Tiles) -> list[Node]:
+    """The output writer of one output block: de-scatters subblock-major tiles (ttmetal-matmul.md §2.7).
+    A sharded output needs nothing per block: c_4 is the core's shard (see sharded_out_tail)."""
+    if p.memory.out != Placement.DRAM:
+        return []
+    if p.untilize_out:
+        tile_row_bytes = row_bytes_per_tile(p)
+        return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("h", 0, p.out_subblock_h, (
+            op("cb_wait_front", CB_OUT, p.out_block_w),
+            op("write_rows", "out", CB_OUT,
+               t._a(core_y=TILE_HW * p.per_core_m, bh=TILE_HW * p.out_block_h, in0_sb=TILE_HW * p.out_subblock_h,
+                    h=TILE_HW),
+               TILE_HW, p.out_block_w * tile_row_bytes,
+               t._a(core_x=p.per_core_n * tile_row_bytes, bw=p.out_block_w * tile_row_bytes)),
+            op("noc_write_barrier"),
+            op("cb_pop_front", CB_OUT, p.out_block_w),
+        )),))]
+    sb = p.out_subblock_tiles
+    return [Loop("in0_sb", 0, p.in0_num_subblocks, (Loop("in1_sb", 0, p.in1_num_subblocks, (
+        op("cb_wait_front", CB_OUT, sb),
+        op("write_tiles", "out", CB_OUT, t.out_subblock(), p.out_subblock_h, p.out_subblock_w, p.nt,
+           t.out_rows(), t.out_cols()),
+        op("noc_write_barrier"),
+        op("cb_pop_front", CB_OUT, sb),
+    )),))]
+
+
+def sharded_out_tail(p: Plan) -> list[Node]:
+    """A sharded output: c_4 is globally allocated on the core's output shard and holds every out block
+    the compute kernel packs, row by row of the shard (TT's out_subblock_w == per_core_N ||
+    out_subblock_h == 1 rule); the writer only waits for the whole shard and frees it, as TT's OUT_SHARDED
+    writers do (reader_bmm_tile_layout_in1_*_writer_padding.cpp)."""
+    if p.memory.out == Placement.DRAM:
+        return []
+    shard = p.batch_ct * p.per_core_m * p.per_core_n
+    return [op("cb_wait_front", CB_OUT, shard, note="the whole output shard is in place"),
+            op("cb_pop_front", CB_OUT, shard)]
+
+
+def out_block_loops(p: Plan, body_of: Callable[[bool], tuple[Node, ...]], *,
+                     first_note: str = "first output block: read the bias", batch_note: str = "") -> tuple[Node, ...]:
+    """Loops over output blocks; the body may differ on the very first block (the bias is read and
+    waited for once when it stays resident)."""
+    first, rest = body_of(True), body_of(False)
+    if first == rest:
+        return (Loop("b", 0, p.batch_ct, (Loop("bh", 0, p.num_blocks_h_dim, (
+            Loop("bw", 0, p.num_blocks_w_dim, first),)),), batch_note),)
+    row0: list[Node] = [Loop("bw", 0, 1, first, first_note)]
+    if p.num_blocks_w_dim > 1:
+        row0.append(Loop("bw", 1, p.num_blocks_w_dim, rest))
+    loops: list[Node] = [Loop("bh", 0, 1, tuple(row0))]
+    if p.num_blocks_h_dim > 1:
+        loops.append(Loop("bh", 1, p.num_blocks_h_dim, (Loop("bw", 0, p.num_blocks_w_dim, rest),)))
+    return (Loop("b", 0, p.batch_ct, tuple(loops), batch_note),)
+
+
+def needs_bias_read(p: Plan, first: bool) -> bool:
+    # The compute kernel holds the bias resident when num_blocks_w_dim == 1 (one push in total).
+    return p.fuse_bias and (first or p.num_blocks_w_dim > 1)
+
+
+# TensorAccessorArgs of an interleaved DRAM tensor: two CT words, the ArgsConfig flags
+# (tensor_accessor::ArgConfig::IsDram = 1 << 1, hostdevcommon/tensor_accessor/arg_config.hpp) and the
+# aligned page size (tensor_accessor_args.h: AlignedPageSize at CTA_OFFSET + 1).
+ACCESSOR_INTERLEAVED_DRAM = 1 << 1
+
+CORE_X, CORE_Y = RuntimeArg("core_x", "core_x"), RuntimeArg("core_y", "core_y")
+
+
+def row_bytes_per_tile(p: Plan) -> int:
+    """Bytes of one tile's width of one row of the (untilized) output."""
+    return TILE_HW * (p.arch.tile_bytes[p.out_format] // (TILE_HW * TILE_HW))
+
+
+def tensors_of(p: Plan) -> dict[str, TensorArg]:
+    tile = p.arch.tile_bytes
+    out = (TensorArg("out", p.out_format, p.nt * row_bytes_per_tile(p), "ROW_MAJOR")
+           if p.untilize_out else TensorArg("out", p.out_format, tile[p.out_format], "TILE"))
+    tensors = {"in0": TensorArg("in0", p.in0_format, tile[p.in0_format], "TILE"),
+               "in1": TensorArg("in1", p.in1_format, tile[p.in1_format], "TILE", in_l1=p.memory.in1 == Placement.L1),
+               "out": out}
+    if p.fuse_bias and p.bias_format:
+        tensors["bias"] = TensorArg("bias", p.bias_format, tile[p.bias_format], "TILE")
+    return tensors
+
+
+def accessor_args(tensors: tuple[TensorArg, ...]) -> list[tuple[str, int]]:
+    args: list[tuple[str, int]] = []
+    for t in tensors:
+        args += [(f"{t.name}_accessor_config", 0 if t.in_l1 else ACCESSOR_INTERLEAVED_DRAM),
+                 (f"{t.name}_page_bytes", t.page_bytes)]
+    return args
+
+
+def dm_kernel(name: str, processor: str, noc: int, cores: CoreRange, body: tuple[Node, ...],
+               tensors: tuple[TensorArg, ...], cbs: tuple[tuple[str, int], ...],
+               semaphores: tuple[tuple[str, int], ...] = (), coords: tuple[RuntimeArg, ...] = ()) -> Kernel:
+    """A data-movement kernel and its host interface: semaphore ids then one TensorAccessorArgs per
+    tensor as positional CT args, CB indices as named CT args, this core's logical coordinate and
+    the NoC coordinates it talks to as per-core runtime args, buffer addresses as common ones."""
+    return Kernel(
+        name, name, processor, noc, cores, body,
+        compile_time_args=tuple((f"{sem}_semaphore_id", i) for sem, i in semaphores) + tuple(accessor_args(tensors)),
+        named_compile_time_args=cbs,
+        runtime_args=(CORE_X, CORE_Y) + coords,
+        common_runtime_args=tuple(RuntimeArg(f"{t.name}_addr", "buffer_address", tensor=t.name) for t in tensors),
+        tensors=tensors,
+    )
+
+
+def noc_rect(noc: int, x0: Affine, y0: Affine, x1: Affine, y1: Affine) -> tuple[RuntimeArg, ...]:
+    """Multicast start and end as NoC-coordinate runtime args. NOC 1 runs the other way round the
+    torus, so its rectangle starts at the far corner (TT-Metal swaps start/end for NOC 1)."""
+    if noc == 1:
+        x0, y0, x1, y1 = x1, y1, x0, y0
+    return (RuntimeArg("mcast_start_x", "noc_x", x0), RuntimeArg("mcast_start_y", "noc_y", y0),
+            RuntimeArg("mcast_end_x", "noc_x", x1), RuntimeArg("mcast_end_y", "noc_y", y1))
+
+
+def sender_block(p: Plan, cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
+                  extents: tuple[Extent | None, Extent | None],
+                  sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...]) -> list[Node]:
+    """Read one block into the CB and, with receivers, multicast it to them once each has reserved space
+    (the 2D and 1D multicast factories' sender lifecycle)."""
+    ops: list[Node] = [op("cb_reserve_back", cb, tiles)]
+    if not (tensor == "in0" and p.memory.in0 == Placement.L1_HEIGHT_SHARDED):
+        ops += [op("read_tiles", tensor, cb, start, rows, cols, stride, *extents), op("noc_read_barrier")]
+    # (a height-sharded in0: c_0 is globally allocated on the core's shard, the block is already there)
+    if num_dests:
+        ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),
+                op("sem_set", sender_sem, 0),
+                op("mcast_cb", cb, tiles, tiles * p.cb(cb).page_bytes, *rect, num_dests)]
+        if p.arch.behaviour.flush_mcast_before_flag:
+            # flush the data multicast before the flag multicast that releases the receivers
+            ops.append(op("noc_writes_flushed"))
+        ops += [op("sem_set", receiver_sem, VALID, note="the local word the flag multicast copies"),
+                op("mcast_sem_set", receiver_sem, VALID, *rect, num_dests)]
+    ops.append(op("cb_push_back", cb, tiles))
+    return ops
+
+
+def in1_receiver_body_of(p: Plan, t: "Tiles",
+                       sender: tuple[RuntimeArg, RuntimeArg]) -> Callable[[bool], tuple[Node, ...]]:
+    """An in1 receiver/writer's out-block body (both factories): receive each K-block of in1 (and, when
+    due, the bias) from the sender, then write the out block."""
+    in1_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
+        CB_IN1, p.in1_block_tiles, "in1_sender", "in1_receiver", sender)))
+
+    def body(first: bool) -> tuple[Node, ...]:
+        ops: list[Node] = [in1_recv]
+        if needs_bias_read(p, first):
+            ops += receiver_block(CB_BIAS, p.out_block_w, "in1_sender", "in1_receiver", sender)
+        return tuple(ops + writer_ops(p, t))
+    return body
+
+
+def receiver_block(cb: int, tiles: int, sender_sem: str, receiver_sem: str,
+                    sender: tuple[RuntimeArg, RuntimeArg]) -> list[Node]:
+    return [op("cb_reserve_back", cb, tiles), op("sem_set", receiver_sem, INVALID),
+            op("sem_inc", sender_sem, *sender, 1), op("sem_wait", receiver_sem, VALID),
+            op("cb_push_back", cb, tiles)]
+
+
+def all_but_first(nx: int, ny: int) -> tuple[CoreRange, ...]:
+    """Every core of an nx x ny rectangle but (0, 0), as rectangles: the rest of row 0, then the rows below."""
+    ranges = [CoreRange(1, 0, nx - 1, 0)] if nx > 1 else []
+    if ny > 1:
+        ranges.append(CoreRange(0, 1, nx - 1, ny - 1))
+    return tuple(ranges)
+
+

@@ -1,0 +1,244 @@
+"""The 1D multicast dataflows, TT-Metal's MatmulMultiCoreReuseMultiCast1DProgramConfig factory
+(matmul_multicore_reuse_mcast_1d_program_factory.cpp), in its two modes: `mcast_1d_in0` (mcast_in0 =
+true: one M-block, in0 multicast from core (0, 0) to a row-major run of cores, each holding an N-block)
+and `mcast_1d_in1` (mcast_in0 = false: one N-block, in1 multicast, each core an M-block)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Mapping
+
+from kgen.core.types import Placement
+from kgen.gen.dataflow.base import DRAM_ONLY, Factory, Layout
+from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
+                                       noc_rect, out_block_loops, receiver_block, sender_block, tensors_of,
+                                       writer_ops)
+from kgen.gen.ir import INVALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, TensorArg
+from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, PlanError, ceil_div, divisors, fmt_pair, nearest
+
+if TYPE_CHECKING:
+    from kgen.gen.plan import Plan
+    from kgen.gen.spec import MatmulSpec
+
+
+class Mcast1D:
+    """One mode of the 1D factory: `mcast_in0` says which operand core (0, 0) multicasts."""
+
+    factory = Factory.MCAST_1D
+    placements: Mapping[str, frozenset[Placement]] = DRAM_ONLY
+    transpose_mcast = False
+    # A multicast receiver waits for its sender: it runs at the sender's pace.
+    paced_by: Mapping[str, str] = MappingProxyType({"in0_receiver": "in0_sender",
+                                                    "in1_receiver_writer": "in1_sender_writer"})
+    is_1d = True
+
+    def __init__(self, name: str, mcast_in0: bool):
+        self.name, self.mcast_in0 = name, mcast_in0
+        # the per_core axis that covers all of its tiles: M for mcast_in0 (one M-block), N for mcast_in1
+        self.shared_axis: int | None = 0 if mcast_in0 else 1
+        # packer_l1_acc && num_blocks > 1 on the mcast_in0 path
+        # (process_mcast_in0_program_and_create_override_variables); the 2D factory's rule on mcast_in1
+        self.l1_acc_rule: tuple[int, str] | None = (
+            (1, "TT-Metal's 1D factory turns L1 accumulation on for mcast_in0 when num_blocks > 1")
+            if mcast_in0 else None)
+        # the factory creates two semaphores, sender then receiver, for the operand it multicasts
+        operand = "in0" if mcast_in0 else "in1"
+        self.semaphore_ids: Mapping[str, int] = MappingProxyType({f"{operand}_sender": 0, f"{operand}_receiver": 1})
+
+    def __repr__(self) -> str:
+        return f"<dataflow {self.name}>"
+
+    def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
+        per_core_m, per_core_n, grid = _plan_1d(spec, mt, nt, grid_req, choices, self.mcast_in0)
+        return Layout(per_core_m, per_core_n, grid, ceil_div(nt, per_core_n))
+
+    def core_m_terms(self, p: Plan) -> dict[str, int]:
+        """A core's M-block index: none (mcast_in0: every core holds the one M-block), or its row-major
+        index core_y * grid_x + core_x (mcast_in1: core i holds M-block i, the factory's output_idx_y = i)."""
+        return {} if self.mcast_in0 else {"core_x": 1, "core_y": p.grid[0]}
+
+    def core_n_terms(self, p: Plan) -> dict[str, int]:
+        """A core's N-block index: the row-major index (mcast_in0: the factory's output_idx_x = i), or
+        none (mcast_in1: every core holds the one N-block)."""
+        return {"core_x": 1, "core_y": p.grid[0]} if self.mcast_in0 else {}
+
+    def in0_reader_cores(self, p: Plan) -> int:
+        """Cores that read in0 from DRAM: the one sender (mcast_in0), or every core (mcast_in1)."""
+        return 1 if self.mcast_in0 else p.num_cores
+
+    def padding_notes(self, p: Plan) -> tuple[str, ...]:
+        """The padded last block of the 1D factory: inside the one block of the multicast dimension on
+        every core, and on the last core of the row-major run for the other."""
+        notes = []
+        every, last = "every core (the one M-block)", f"the last of the {p.num_cores} cores"
+        if p.padded_m:
+            where = every if self.mcast_in0 else last
+            notes.append(f"{where}: {p.last_per_core_m} of per_core_M = {p.per_core_m} rows of tiles "
+                         f"(Mt = {p.mt}); its last out block has {p.last_out_block_h} of {p.out_block_h} "
+                         f"rows, the rest is padding: not read, computed on stale data, not written")
+        if p.padded_n:
+            where = last if self.mcast_in0 else "every core (the one N-block)"
+            notes.append(f"{where}: {p.last_per_core_n} of per_core_N = {p.per_core_n} columns of tiles "
+                         f"(Nt = {p.nt}); its last out block has {p.last_out_block_w} of {p.out_block_w} "
+                         f"columns, the rest is padding: not read, computed on stale data, not written")
+        return tuple(notes)
+
+    def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
+        return (_mcast_1d_kernels(p, all_cores, self.mcast_in0, self.semaphore_ids),
+                tuple(Semaphore(name, i, INVALID, all_cores) for name, i in self.semaphore_ids.items()))
+
+
+MCAST_1D_IN0 = Mcast1D("mcast_1d_in0", mcast_in0=True)
+MCAST_1D_IN1 = Mcast1D("mcast_1d_in1", mcast_in0=False)
+
+
+def _rectangle_of(cores: int, cols: int) -> tuple[int, int] | None:
+    """The rectangle a row-major run of `cores` cores fills on a grid `cols` wide (the 1D factory's
+    num_cores_to_corerangeset(..., row_major = true)), or None when its last row is partial."""
+    if cores <= cols:
+        return cores, 1
+    return (cols, cores // cols) if cores % cols == 0 else None
+
+
+def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
+             choices: list[str], in0: bool) -> tuple[int, int, tuple[int, int]]:
+    """per_core_M, per_core_N and the cores of TT-Metal's 1D multicast factory
+    (matmul_multicore_reuse_mcast_1d_program_factory.cpp; validation in matmul_device_operation.cpp):
+
+    - num_blocks_y = ceil(Mt / per_core_M), num_blocks_x = ceil(Nt / per_core_N), and their product
+      (num_cores) <= grid.x * grid.y ("Number of blocks exceeds number of cores");
+    - mcast_in0: num_blocks_y == 1 (M fits one per_core_M); mcast_in1: num_blocks_x == 1;
+    - the cores are the first num_cores of the grid in row-major order, core i holding block i.
+
+    kgen's own rule on top: those cores fill whole rows (num_cores <= grid.x, or a multiple of it), so
+    that the multicast rectangle, the bounding box of the cores, holds no core without work."""
+    pc = spec.block.per_core
+    cols, rows = grid_req
+    cells = cols * rows
+    # the operand every core shares: its per_core must cover the whole dimension
+    shared_dim, shared_tiles = ("M", mt) if in0 else ("N", nt)
+    split_dim, split_tiles = ("N", nt) if in0 else ("M", mt)
+    given_shared = (pc[0] if in0 else pc[1]) if pc else None
+    given_split = (pc[1] if in0 else pc[0]) if pc else None
+    flavour = "mcast_in0" if in0 else "mcast_in1"
+    if given_shared is None:
+        shared = shared_tiles
+        choices.append(f"per_core_{shared_dim} auto -> {shared}: {flavour} gives every core all "
+                       f"{shared_dim}t = {shared_tiles} tiles")
+    elif given_shared < shared_tiles:
+        raise PlanError(f"{flavour}: num_blocks_{'y' if in0 else 'x'} == 1 ({shared_dim}t <= per_core_{shared_dim})",
+                        f"per_core_{shared_dim} = {given_shared} splits {shared_dim}t = {shared_tiles} over "
+                        f"{ceil_div(shared_tiles, given_shared)} blocks, but TT-Metal's 1D factory multicasts "
+                        f"{'in0' if in0 else 'in1'} to every core, so every core holds all of {shared_dim}",
+                        spec.span("block.per_core"), str(shared_tiles))
+    else:
+        shared = given_shared
+    if given_split is None:
+        legal = [d for d in divisors(split_tiles) if _rectangle_of(split_tiles // d, cols)
+                 and split_tiles // d <= cells]
+        split = min(legal)
+        choices.append(f"per_core_{split_dim} auto -> {split}: {split_dim}t = {split_tiles} over "
+                       f"{split_tiles // split} of the {cells} cores of the {fmt_pair(grid_req)} grid")
+    else:
+        split = given_split
+    cores = ceil_div(split_tiles, split)
+    if cores > cells:
+        least = ceil_div(split_tiles, cells)
+        raise PlanError("num_blocks_x * num_blocks_y <= grid.x * grid.y (1D factory)",
+                        f"per_core_{split_dim} = {split} needs {cores} cores, the {fmt_pair(grid_req)} grid has "
+                        f"{cells}", spec.span("block.per_core"),
+                        nearest(range(least, min(split_tiles, least + 3) + 1), split))
+    grid = _rectangle_of(cores, cols)
+    if grid is None:
+        fits = [d for d in range(1, split_tiles + 1)
+                if ceil_div(split_tiles, d) <= cells and _rectangle_of(ceil_div(split_tiles, d), cols)]
+        raise PlanError("1D multicast: the cores fill whole rows of the grid (kgen)",
+                        f"per_core_{split_dim} = {split} gives {cores} cores, which fill {cores // cols} "
+                        f"row{'' if cores // cols == 1 else 's'} of the "
+                        f"{cols}-wide grid and part of another; TT-Metal's multicast rectangle (their bounding box) "
+                        f"would include cores without work, which kgen does not plan",
+                        spec.span("block.per_core"), nearest(fits, split))
+    if not in0 and split_tiles % split:
+        # the factory's mcast_in1 in0 readers all get last_block_h = per_core_M: no M padding
+        raise PlanError("mcast_in1: per_core_M divides Mt (TT-Metal's 1D factory gives every in0 reader "
+                        "last_block_h = per_core_M)",
+                        f"per_core_M = {split} leaves the last core {split_tiles % split} of {split} rows of tiles; "
+                        f"TT-Metal's in0 reader would read the rest past the tensor",
+                        spec.span("block.per_core"),
+                        nearest([d for d in divisors(split_tiles) if split_tiles // d <= cells], split))
+    return (shared, split, grid) if in0 else (split, shared, grid)
+
+
+def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
+                      sem_ids: Mapping[str, int]) -> tuple[Kernel, ...]:
+    """The kernels of TT-Metal's 1D multicast factory (matmul_multicore_reuse_mcast_1d_program_factory.cpp).
+    Core (0, 0) reads the shared operand and multicasts it to the bounding box of all cores (itself
+    excluded: a multicast without loopback); every core reads its own block of the other operand.
+
+    - mcast_1d_in0: in0_sender on (0, 0), in0_receiver on the rest; in1_sender_writer on every core
+      reads its in1 (and bias) columns without multicast and writes its output.
+    - mcast_1d_in1: in1_sender_writer on (0, 0) multicasts in1 (and the bias), in1_receiver_writer on the
+      rest; in0_sender on every core reads its in0 rows without multicast.
+
+    The receivers of a grid taller than one row run on two rectangles (the rest of row 0, the rows below),
+    one kernel each with the same body (role in0_receiver / in1_receiver_writer)."""
+    t = Tiles(p)
+    tensors = tensors_of(p)
+    nx, ny = p.grid
+    dests = nx * ny - 1
+    in0_noc, in1_noc = 1, 0     # in0 on NCRISC/NOC 1, in1 + writer on BRISC/NOC 0, as the factory places them
+    sems = tuple(sem_ids.items())
+    origin = CoreRange(0, 0, 0, 0)
+    sender_core = (RuntimeArg("mcast_sender_noc_x", "noc_x", A(0)), RuntimeArg("mcast_sender_noc_y", "noc_y", A(0)))
+    kernels: list[Kernel] = []
+
+    def rect(noc: int) -> tuple[RuntimeArg, ...]:
+        # the bounding box of every core with work, from (0, 0): the factory's in0/in1 mcast rectangle
+        return noc_rect(noc, A(0), A(0), A(nx - 1), A(ny - 1))
+
+    def receivers(name: str, processor: str, noc: int, body: tuple[Node, ...], kernel_tensors: tuple[TensorArg, ...],
+                  cbs: tuple[tuple[str, int], ...]) -> list[Kernel]:
+        out = []
+        for i, cores in enumerate(all_but_first(nx, ny)):
+            k = dm_kernel(name if i == 0 else f"{name}_rows", processor, noc, cores, body, kernel_tensors, cbs,
+                           sems, sender_core)
+            out.append(replace(k, role=name))
+        return out
+
+    in0_dests = dests if in0_mcast else 0
+    in0_read = Loop("block", 0, p.num_blocks, tuple(sender_block(
+        p, CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles,
+        (t.in0_rows(), None), "in0_sender", "in0_receiver", in0_dests, rect(in0_noc))))
+    kernels.append(dm_kernel("in0_sender", "NCRISC", in0_noc, origin if in0_mcast else all_cores,
+                              out_block_loops(p, lambda first: (in0_read,)), (tensors["in0"],),
+                              (("cb_in0", CB_IN0),), sems if in0_mcast else (),
+                              rect(in0_noc) if in0_dests else ()))
+    if in0_mcast and dests:
+        in0_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
+            CB_IN0, p.in0_block_tiles, "in0_sender", "in0_receiver", sender_core)))
+        kernels += receivers("in0_receiver", "NCRISC", in0_noc, out_block_loops(p, lambda first: (in0_recv,)),
+                             (), (("cb_in0", CB_IN0),))
+
+    in1_dests = 0 if in0_mcast else dests
+    in1_read = Loop("block", 0, p.num_blocks, tuple(sender_block(
+        p, CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles,
+        (None, t.in1_cols()), "in1_sender", "in1_receiver", in1_dests, rect(in1_noc))))
+
+    def in1_sender_body(first: bool) -> tuple[Node, ...]:
+        ops: list[Node] = [in1_read]
+        if needs_bias_read(p, first):
+            ops += sender_block(p, CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
+                                 (None, t.in1_cols()), "in1_sender", "in1_receiver", in1_dests, rect(in1_noc))
+        return tuple(ops + writer_ops(p, t))
+
+    writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
+    send_tensors = tuple(tensors[n] for n in ("in1", "bias", "out") if n in tensors)
+    kernels.append(dm_kernel("in1_sender_writer", "BRISC", in1_noc, all_cores if in0_mcast else origin,
+                              out_block_loops(p, in1_sender_body), send_tensors, writer_cbs,
+                              () if in0_mcast else sems, rect(in1_noc) if in1_dests else ()))
+    if not in0_mcast and dests:
+        in1_receiver_body = in1_receiver_body_of(p, t, sender_core)
+        kernels += receivers("in1_receiver_writer", "BRISC", in1_noc, out_block_loops(p, in1_receiver_body),
+                             (tensors["out"],), writer_cbs)
+    return tuple(kernels)

@@ -1,0 +1,50 @@
+"""What every planning module shares: the rule error, TT-Metal's CB indices, and the arithmetic
+of tiles and of the nearest legal values a rule error suggests."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from kgen.core.errors import SpecError, Span
+from kgen.core.types import TILE_HW
+
+# TT-Metal CB indices and named compile-time args of the matmul compute kernel (ttmetal-matmul.md §1.2).
+CB_IN0, CB_IN1, CB_BIAS, CB_OUT, CB_PARTIALS = 0, 1, 3, 4, 5
+# The block-sharded in0 shard (globally allocated on the in0 buffer) and the 64-byte L1 scratch array
+# the 2D factory creates beside it (matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e:
+# `src2_cb_config ... set_globally_allocated_address(*in0_buffer)`, `cb_for_l1_array_config(32 * 2, Float16_b)`).
+CB_IN0_SHARD, CB_L1_ARRAY = 2, 6
+L1_ARRAY_BYTES = 32 * 2
+
+
+class PlanError(SpecError):
+    """A spec that breaks one of TT-Metal's rules (or kgen's): names the rule, the values, and the
+    nearest legal values."""
+
+    def __init__(self, rule: str, message: str, span: Span | None, nearest: str | None = None):
+        super().__init__(f"{message} [rule: {rule}]", span,
+                         hint=f"nearest legal values: {nearest}" if nearest else None)
+        self.rule = rule
+
+
+def round_up_tiles(elements: int) -> int:
+    """Tiles of a dimension, padded up to whole tiles as ttnn's tilize does."""
+    return -(-elements // TILE_HW)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def nearest(values: Iterable[int], target: int, count: int = 4) -> str:
+    ordered = sorted(set(values), key=lambda v: (abs(v - target), v))[:count]
+    return ", ".join(str(v) for v in sorted(ordered)) if ordered else "none"
+
+
+def fmt_pair(p: tuple[int, int]) -> str:
+    return f"{p[0]} x {p[1]}"

@@ -1,0 +1,120 @@
+"""The dataflow registry is the one list of TT-Metal's program factories kgen generates.
+
+Facts checked: the spec grammar admits exactly the registered spellings; TT-Metal's 2D multicast
+factory creates four semaphores (in0 and in1 sender/receiver) and its 1D factory two (for the operand
+it multicasts), matmul_multicore_reuse_mcast_{2d,1d}_program_factory.cpp; the 1D factory turns packer L1
+accumulation on at num_blocks > 1 on its mcast_in0 path only; only the 2D config has transpose_mcast
+(MatmulMultiCoreReuseMultiCastProgramConfig); and port-check has TT-Metal's args for every
+data-movement kernel kgen lowers for a factory it claims to port-check.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kgen.core.types import Placement
+from kgen.gen import dataflow as dataflows
+from kgen.gen.dataflow import REGISTRY, Factory, accepts
+from kgen.gen.lower import lower
+from kgen.gen.plan import plan
+from kgen.gen.spec import MATMUL_KEYS, MEMORY_IN0, MEMORY_IN1, MEMORY_OUT, parse_text, resolve
+
+
+def spec_of(dataflow: str, shape: str = "64 x 512 x 256", per_core: str = "auto", extra: str = ""):
+    return resolve(parse_text(f"""matmul t {{
+    arch = wormhole_b0
+    shape = {shape}
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+    grid = 4 x 2
+    dataflow = {dataflow}
+    block {{ per_core = {per_core} }}
+    fuse {{ bias = true }}
+    {extra}
+}}""", "t.kspec"))
+
+
+def test_the_grammar_admits_exactly_the_registered_dataflows():
+    from kgen.core.errors import SpecError
+    assert len(set(dataflows.NAMES)) == len(REGISTRY)
+    assert dataflows.DEFAULT in REGISTRY
+    for name in dataflows.NAMES:
+        assert spec_of(name).dataflow == name
+    with pytest.raises(SpecError, match="expected one of " + ", ".join(dataflows.NAMES)):
+        spec_of("mcast_3d")
+    assert MATMUL_KEYS["dataflow"] is not None
+
+
+def test_a_spec_without_a_dataflow_line_gets_the_default():
+    text = """matmul t {
+    arch = wormhole_b0
+    shape = 64 x 64 x 64
+    dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+}"""
+    assert resolve(parse_text(text, "t.kspec")).dataflow == dataflows.DEFAULT.name
+
+
+def test_the_grammar_admits_the_placements_some_factory_takes():
+    for tensor, grammar in (("in0", MEMORY_IN0), ("in1", MEMORY_IN1), ("out", MEMORY_OUT)):
+        taken = set().union(*(d.placements[tensor] for d in REGISTRY))
+        assert set(grammar) == taken
+        assert all(isinstance(p, Placement) for p in grammar)
+    # every factory takes tensors interleaved in DRAM; only the 2D factory takes any in L1
+    for d in REGISTRY:
+        assert all(Placement.DRAM in d.placements[t] for t in ("in0", "in1", "out"))
+        assert any(len(v) > 1 for v in d.placements.values()) == (d.factory is Factory.MCAST_2D)
+
+
+def test_the_factories_semaphores_are_tt_metals():
+    expected = {"mcast_2d": {"in0_sender", "in0_receiver", "in1_sender", "in1_receiver"},
+                "mcast_1d_in0": {"in0_sender", "in0_receiver"},
+                "mcast_1d_in1": {"in1_sender", "in1_receiver"},
+                "reuse": set()}
+    shapes = {"mcast_1d_in0": ("64 x 512 x 256", "2 x 4"), "mcast_1d_in1": ("512 x 64 x 256", "4 x 2")}
+    for d in REGISTRY:
+        shape, per_core = shapes.get(d.name, ("256 x 256 x 256", "auto"))
+        program = lower(plan(spec_of(d.name, shape, per_core)))
+        assert {s.name for s in program.semaphores} == expected[d.name]
+        # every receiver the model paces by a sender is a receiver this factory lowers with that sender
+        roles = {k.role for k in program.kernels}
+        for receiver, sender in d.paced_by.items():
+            assert receiver not in roles or sender in roles
+
+
+def test_the_l1_accumulation_threshold_and_transpose_mcast_owners():
+    for d in REGISTRY:
+        assert (d.l1_acc_rule is not None) == (d.name == "mcast_1d_in0")
+        assert d.transpose_mcast == (d.factory is Factory.MCAST_2D)
+        assert d.is_1d == (d.factory is Factory.MCAST_1D) == (d.shared_axis is not None)
+    assert dataflows.get("mcast_1d_in0").l1_acc_rule[0] == 1
+    assert dataflows.ONE_D == {"mcast_1d_in0": 0, "mcast_1d_in1": 1}
+
+
+def test_paced_by_has_one_sender_per_receiver():
+    for d in REGISTRY:
+        for receiver, sender in d.paced_by.items():
+            assert dataflows.PACED_BY[receiver] == sender
+
+
+def test_a_placement_no_factory_but_mcast_2d_takes_is_refused_with_the_factory_that_takes_it():
+    from kgen.gen.plan import PlanError
+    memory = "memory { in1 = l1 }"
+    for d in REGISTRY:
+        s = spec_of(d.name, "256 x 256 x 256", extra=memory)
+        if accepts(d, s.memory):
+            continue
+        with pytest.raises(PlanError, match=f"with dataflow = {d.name}") as refused:
+            plan(s)
+        assert refused.value.hint == "nearest legal values: dataflow = mcast_2d"
+
+
+def test_port_check_has_tt_args_for_every_kernel_of_the_factories_it_runs():
+    from kgen.proof.ttdataflow import DATAFLOWS_WITH_TT_PROGRAM, TT_PROGRAMS
+    assert set(DATAFLOWS_WITH_TT_PROGRAM) <= set(dataflows.NAMES)
+    shapes = {"mcast_1d_in0": ("64 x 1024 x 256", "2 x 4"), "mcast_1d_in1": ("1024 x 64 x 256", "4 x 2")}
+    for name in DATAFLOWS_WITH_TT_PROGRAM:
+        d = dataflows.get(name)
+        shape, per_core = shapes.get(name, ("256 x 256 x 256", "auto"))
+        program = lower(plan(spec_of(name, shape, per_core)))
+        names = {k.name for k in program.kernels if k.processor != "TRISC"}
+        assert names <= set(TT_PROGRAMS[d.factory]), (name, names)
+        assert any(n.endswith("_rows") for n in names) == d.is_1d     # a 1D run two rows tall
