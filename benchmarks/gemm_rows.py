@@ -158,6 +158,15 @@ def manual_config(row: Row) -> ManualConfig:
                         in0_sharded=row.in0_sharded, out_sharded=row.out_sharded)
 
 
+def memory_line(c: ManualConfig) -> str:
+    """Where TT's benchmark placed the row's tensors, as a kgen `memory {}` line: in0 and the output
+    block-sharded in L1 where the row says so (test_benchmark.py's in0_sharded / out_sharded), in1
+    always interleaved in DRAM."""
+    in0 = "l1_block_sharded" if c.in0_sharded else "dram"
+    out = "l1_block_sharded" if c.out_sharded else "dram"
+    return f"in0 = {in0}  in1 = dram  out = {out}"
+
+
 def manual_spec(row: Row, name: str | None = None) -> str:
     """TT's manual config of a row as kgen spec text (kgen's shape is M x N x K)."""
     c = manual_config(row)
@@ -169,6 +178,7 @@ def manual_spec(row: Row, name: str | None = None) -> str:
     dtype {{ in0 = {dt}  in1 = {dt}  out = {dt} }}
     grid = {c.grid[0]} x {c.grid[1]}
     dataflow = mcast_2d
+    memory {{ {memory_line(c)} }}
     block {{
         in0_block_w = {c.in0_block_w}
         per_core = {c.per_core[0]} x {c.per_core[1]}

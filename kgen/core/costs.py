@@ -49,7 +49,8 @@ class MathCosts:
 
 @dataclass(frozen=True)
 class UnpackCosts:
-    bytes_per_cycle: float
+    bytes_per_cycle: float               # one unpacker alone (x4 speed)
+    both_bytes_per_cycle: float          # both unpackers together: the L1 read ports they share
     overhead_per_tile: float
     exponent_bytes: Mapping[str, int]    # a BFP tile's shared exponents, read beside the mantissas
 
@@ -117,11 +118,28 @@ class Costs:
     sync: SyncCosts
     dispatch: DispatchCosts
 
+    def _unpack_data_bytes(self, data_format: str) -> int:
+        # a BFP tile's exponents come over the unpacker's own extra read, in parallel with the mantissas
+        return self.arch.tile_bytes[data_format] - self.unpack.exponent_bytes.get(data_format, 0)
+
     def unpack_tile(self, data_format: str) -> float:
-        """Cycles to unpack one tile of a format: its data bytes at the unpacker's L1 rate (a BFP tile's
-        exponents come over the unpacker's own extra read, in parallel), plus the per-tile overhead."""
-        data_bytes = self.arch.tile_bytes[data_format] - self.unpack.exponent_bytes.get(data_format, 0)
-        return data_bytes / self.unpack.bytes_per_cycle + self.unpack.overhead_per_tile
+        """Cycles for one unpacker to unpack one tile of a format on its own: its data bytes at the
+        unpacker's L1 rate (never above what both share), plus the per-tile overhead."""
+        rate = min(self.unpack.bytes_per_cycle, self.unpack.both_bytes_per_cycle)
+        return self._unpack_data_bytes(data_format) / rate + self.unpack.overhead_per_tile
+
+    def unpack_shared_tile(self, data_format: str) -> float:
+        """One tile's share of the L1 read ports both unpackers use: its data bytes at their joint rate,
+        plus the per-tile overhead (UNPACR address setup, during which no other UNPACR can start)."""
+        return self._unpack_data_bytes(data_format) / self.unpack.both_bytes_per_cycle + self.unpack.overhead_per_tile
+
+    def unpack_matmul(self, held_format: str, held: int, streamed_format: str, streamed: int) -> float:
+        """Cycles to unpack one matmul_block call: `held` tiles on one unpacker (the operand LLK holds,
+        into SrcB or SrcA) and `streamed` on the other, which run in parallel; each unpacker is bounded
+        by its own rate and both together by the L1 ports they share (UNPACR_Regular.md: one unpacker
+        64 B/cycle, both at most 80)."""
+        return max(held * self.unpack_tile(held_format), streamed * self.unpack_tile(streamed_format),
+                   held * self.unpack_shared_tile(held_format) + streamed * self.unpack_shared_tile(streamed_format))
 
     def pack_tile(self, data_format: str, l1_acc: bool) -> float:
         """Cycles to pack one tile of a format from DST to L1 (L1 accumulation makes each write a read-modify-write)."""
@@ -159,7 +177,8 @@ def load_costs(arch_name: str) -> Costs:
     return Costs(
         arch=load_arch(arch_name),
         math=MathCosts(**raw["math"]),
-        unpack=UnpackCosts(raw["unpack"]["bytes_per_cycle"], raw["unpack"]["overhead_per_tile"],
+        unpack=UnpackCosts(raw["unpack"]["bytes_per_cycle"], raw["unpack"]["both_bytes_per_cycle"],
+                           raw["unpack"]["overhead_per_tile"],
                            MappingProxyType(dict(raw["unpack"]["exponent_bytes"]))),
         pack=PackCosts(**raw["pack"]),
         dram=DramCosts(**raw["dram"]),

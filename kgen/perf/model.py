@@ -164,10 +164,11 @@ class _KernelCost:
             if flags.fp32_dest_acc:
                 per_tile *= c.math.fp32_dest_factor
             self.add(MATH, "math", n * (rt * ct * per_tile + c.math.overhead_per_call))
-            # LLK unpacks min(rt, ct) held tiles and rt*ct streamed ones per call: in1 streams when
-            # ct >= rt (in0 held in SrcB), else in0 streams (costmodel.md §1.2).
+            # LLK unpacks min(rt, ct) held tiles and rt*ct streamed ones per call, on the two unpackers
+            # (in0 -> SrcB, in1 -> SrcA): in1 streams when ct >= rt, else in0 streams
+            # (tt-llk llk_unpack_AB_matmul.h).
             held, streamed = (CB_IN0, CB_IN1) if ct >= rt else (CB_IN1, CB_IN0)
-            unpack = min(rt, ct) * c.unpack_tile(self._format(held)) + rt * ct * c.unpack_tile(self._format(streamed))
+            unpack = c.unpack_matmul(self._format(held), min(rt, ct), self._format(streamed), rt * ct)
             self.add(UNPACK, "unpack", n * unpack)
         elif k in ("copy_block", "copy_tile"):
             tiles = int(o["tiles"]) if k == "copy_block" else 1

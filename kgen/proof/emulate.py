@@ -99,6 +99,7 @@ def modelled_cycles(arch: ArchFacts) -> dict[str, float]:
     }
     for fmt in arch.tile_bytes:
         cycles[f"unpack_tile.{fmt}"] = c.unpack_tile(fmt)
+        cycles[f"unpack_shared_tile.{fmt}"] = c.unpack_shared_tile(fmt)
         cycles[f"pack_tile.{fmt}"] = c.pack_tile(fmt, False)
         cycles[f"pack_tile_l1acc.{fmt}"] = c.pack_tile(fmt, True)
     for x, y in c.multicast.bandwidth.points:

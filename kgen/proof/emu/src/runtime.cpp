@@ -255,6 +255,8 @@ double curve_at(const std::string &name, double x) {
 }
 
 double unpack_cost(DataFormat f) { return cost(std::string("unpack_tile.") + format_name(f)); }
+// a tile's share of the L1 read ports both unpackers use (kgen.core.costs.unpack_shared_tile)
+double unpack_shared_cost(DataFormat f) { return cost(std::string("unpack_shared_tile.") + format_name(f)); }
 
 std::string where_str(Where at) {
     if (!at.file) return "?";
@@ -1129,10 +1131,13 @@ void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t
     // rt * ct streamed ones; in1 streams when ct >= rt (costmodel.md §1.2)
     bool in1_streams = ct_dim >= rt_dim;
     uint64_t start = p->clock;
-    double held = unpack_cost(in1_streams ? c->srcb_fmt : c->srca_fmt);
-    double streamed = unpack_cost(in1_streams ? c->srca_fmt : c->srcb_fmt);
-    work_at("unpack_matmul_block", at, std::min(rt_dim, ct_dim) * held + double(rt_dim) * ct_dim * streamed,
-            in0_tile, in1_tile);
+    // the two unpackers run in parallel, each at its own rate, both bounded by the L1 ports they
+    // share (kgen.core.costs.unpack_matmul)
+    DataFormat held_fmt = in1_streams ? c->srcb_fmt : c->srca_fmt, streamed_fmt = in1_streams ? c->srca_fmt : c->srcb_fmt;
+    double held = std::min(rt_dim, ct_dim), streamed = double(rt_dim) * ct_dim;
+    double cycles = std::max({held * unpack_cost(held_fmt), streamed * unpack_cost(streamed_fmt),
+                              held * unpack_shared_cost(held_fmt) + streamed * unpack_shared_cost(streamed_fmt)});
+    work_at("unpack_matmul_block", at, cycles, in0_tile, in1_tile);
     push_src(p, item, start, std::min(rt_dim, ct_dim) + rt_dim * ct_dim, at);
 }
 
