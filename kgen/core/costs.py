@@ -81,6 +81,7 @@ class L1Costs:
     write_bytes_per_cycle: float
     read_latency: float
     write_latency: float
+    local_read_latency: float     # a read of the core's own L1 over the NoC (a shard block into a CB)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ WORK_KINDS = {"math": "math-bound", "unpack": "unpack-bound", "pack": "packer-bo
 # Where a tensor lives, as TT's GEMM benchmark rows place them: interleaved in DRAM (kgen's
 # programs), interleaved in L1, or sharded so that each core's block already sits in its CB.
 DRAM, L1, SHARDED = "dram", "l1", "sharded"
+LOCAL = "local"           # the core's own L1 (a shard block copied into a CB): a read, never a placement
 
 # A multicast receiver waits for its sender: it runs at the sender's pace (ttmetal-matmul.md §2.4).
 PACED_BY = {"in0_receiver": "in0_sender", "in1_receiver_writer": "in1_sender_writer"}
@@ -221,7 +222,7 @@ class _KernelCost:
         if k == "copy_shard":
             # a block of this core's L1 shard into the input CB: local L1 reads, no DRAM (a sharded in0)
             nbytes = int(o["rows"]) * int(o["cols"]) * int(o["page_bytes"])
-            self.last_read = L1
+            self.last_read = LOCAL
             self.add(processor, "noc", n * nbytes / c.l1.read_bytes_per_cycle)
             self.last_read_cb = o["cb"]
             if self.relay:      # a hand-over starts (the receivers' increments arrive meanwhile)
@@ -242,7 +243,8 @@ class _KernelCost:
             if o["cb"] == CB_BIAS:
                 self.tail_cycles += n * tiles * per_tile
         elif k == "noc_read_barrier":
-            latency = {DRAM: c.dram.read_latency, L1: c.l1.read_latency}.get(self.last_read, 0.0)
+            latency = {DRAM: c.dram.read_latency, L1: c.l1.read_latency,
+                       LOCAL: c.l1.local_read_latency}.get(self.last_read, 0.0)
             self.add(processor, "dram" if self.last_read == DRAM else "noc", n * latency)
             if self.last_read_cb == CB_BIAS:
                 self.tail_cycles += n * latency

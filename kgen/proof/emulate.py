@@ -92,7 +92,7 @@ def modelled_cycles(arch: ArchFacts) -> dict[str, float]:
         "dram_read_bytes_per_cycle": c.dram.read_bytes_per_cycle, "dram_read_request": c.dram.cycles_per_read_request,
         "dram_read_latency": c.dram.read_latency, "dram_write_bytes_per_cycle": c.dram.write_bytes_per_cycle,
         "dram_write_latency": c.dram.write_latency,
-        "l1_read_bytes_per_cycle": c.l1.read_bytes_per_cycle, "l1_read_latency": c.l1.read_latency,
+        "l1_read_bytes_per_cycle": c.l1.read_bytes_per_cycle, "l1_read_latency": c.l1.read_latency, "l1_local_read_latency": c.l1.local_read_latency,
         "l1_write_bytes_per_cycle": c.l1.write_bytes_per_cycle, "l1_write_latency": c.l1.write_latency,
         "mcast_issue": c.multicast.issue_cycles, "mcast_issue_per_dest": c.multicast.issue_cycles_per_destination,
         "sem_latency": c.multicast.semaphore_latency,

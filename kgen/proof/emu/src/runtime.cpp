@@ -927,8 +927,8 @@ void noc_read(uint64_t src, uint32_t dst_l1, uint32_t bytes, Where at) {
     uint8_t *d = local_l1(p, dst_l1, bytes, at, "noc_async_read destination");
     check_write_into(p->core, dst_l1, bytes, -1, at, "noc_async_read");
     std::memcpy(d, s.ptr, bytes);
-    if (s.core || s.l1_bank) {   // another core's L1
-        p->last_read = "l1_read_latency";
+    if (s.core || s.l1_bank) {   // an L1: the core's own (a shard copied into a CB) or another core's
+        p->last_read = s.core == p->core ? "l1_local_read_latency" : "l1_read_latency";
         work_at("noc_async_read", at, bytes / cost("l1_read_bytes_per_cycle"), bytes);
     } else {        // DRAM: bound by bandwidth or by the endpoint's request rate (one request per call)
         p->last_read = "dram_read_latency";
