@@ -109,6 +109,7 @@ class _KernelCost:
         self.policy = defaultdict(float)
         self.sections = 0             # DST sections (tile_regs_acquire) executed
         self.dram_bytes = 0           # bytes this kernel moves to or from DRAM on one core
+        self.dram_read_bytes = 0      # ... of which it reads
         self.blocks = 0               # K-block steps: in0 blocks the compute kernel waited for
         self.fill_latency = 0.0       # latency a pipeline fill waits for once: a multicast landing, a flag
         self.write_cycles = 0.0       # the share of the busy cycles spent writing the output
@@ -236,6 +237,7 @@ class _KernelCost:
                 # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile)
                 per_tile = max(page / c.dram.read_bytes_per_cycle, c.dram.cycles_per_read_request)
                 self.dram_bytes += n * tiles * page
+                self.dram_read_bytes += n * tiles * page
             else:
                 per_tile = page / c.l1.read_bytes_per_cycle if where == L1 else 0.0   # sharded: already in the CB
             self.add(processor, "dram" if where == DRAM else "noc", n * tiles * per_tile)
@@ -288,6 +290,19 @@ class _KernelCost:
             self.fill_latency = max(self.fill_latency, c.multicast.semaphore_latency)
         elif k in ("sem_set", "noc_writes_flushed") or k in _CB_OPS:
             self.add(processor, "sync", n * c.sync.cb_op)
+
+    def share_the_card(self, read_cycles: float, write_cycles: float) -> None:
+        """Stretch this kernel's DRAM work to what the card serves it while the other cores move their
+        bytes at the same time: its K-loop reads last at least `read_cycles` (every concurrent reader's
+        bytes at the card's usable bandwidth), its output writes at least `write_cycles`."""
+        processor = self.kernel.processor
+        if self.dram_read_bytes:
+            feeding = self.total(processor) - self.write_cycles - self.tail_cycles
+            self.add(processor, "dram", max(0.0, read_cycles - feeding))
+        if self.dram_bytes > self.dram_read_bytes:
+            extra = max(0.0, write_cycles - self.write_cycles)
+            self.add(processor, "dram", extra)
+            self.write_cycles += extra
 
     def total(self, processor: str) -> float:
         return sum(self.busy[processor].values())
@@ -369,6 +384,10 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     # without a refill per out block, the other out blocks' bias stages are part of the steady state
     cycles = (out_blocks * (fill + drain) + (blocks - out_blocks) * stages[slowest]
               + (out_blocks_per_core - out_blocks) * bias_stage)
+    # No processor is busy for longer than the core runs: a reader that also writes the output (TT's
+    # in1 writer) does both in one loop, so where the writes outweigh the overlap above, the core waits
+    # for them, and the compute with it (its output CB stays full).
+    cycles = max(cycles, max(max(busy.get(p, 0.0), paced.get(p, 0.0)) for p in PROCESSORS))
     bottleneck_processor = {"read": BRISC if per_block[BRISC] >= per_block[NCRISC] else NCRISC,
                             "compute": UNPACK if per_block[UNPACK] > per_block[MATH] else MATH,
                             "pack": PACK}[slowest]
@@ -378,6 +397,10 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
 # ----------------------------------------------------------------------------------------------
 # the program
 # ----------------------------------------------------------------------------------------------
+
+def _cores(k: Kernel) -> int:
+    return (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
+
 
 def predict(program: Program, costs: Costs | None = None, placement: Mapping[str, str] | None = None) -> Prediction:
     """The predicted device time of a verified program, with its critical core and bottleneck.
@@ -392,6 +415,14 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     if unknown:
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")
     cost_of = {k.name: _KernelCost(program, k, costs, placement) for k in program.kernels}
+    # DRAM contention: the cores that read DRAM in the K loop read at the same time, and every core
+    # writes its output at about the same time; the card serves them all at its usable bandwidth
+    # (TT's DRAM saturation study), so no reader finishes before every reader's bytes are served.
+    read_bytes = sum(cost_of[k.name].dram_read_bytes * _cores(k) for k in program.kernels)
+    write_bytes = sum((cost_of[k.name].dram_bytes - cost_of[k.name].dram_read_bytes) * _cores(k)
+                      for k in program.kernels)
+    for kc in cost_of.values():
+        kc.share_the_card(costs.dram_floor_cycles(read_bytes), costs.dram_floor_cycles(write_bytes))
     # A relay line (a block-sharded in0): every core of the line waits for every hand-over, its own and
     # the other positions' (the lines are alike, one relay kernel per position)
     relays = [kc for kc in cost_of.values() if kc.relay]
@@ -415,8 +446,7 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     critical = max(times, key=lambda t: t.cycles)
 
     # every byte the kernels move to or from DRAM, on every core that runs them
-    dram_bytes = sum(cost_of[k.name].dram_bytes * (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
-                     for k in program.kernels)
+    dram_bytes = sum(cost_of[k.name].dram_bytes * _cores(k) for k in program.kernels)
     floor = costs.dram_floor_cycles(dram_bytes)
     cycles = max(critical.cycles, floor)
 
