@@ -89,7 +89,8 @@ class MulticastCosts:
     issue_cycles: float
     issue_cycles_per_destination: float
     bandwidth: Curve                 # B/cycle against destinations
-    latency: Curve                   # cycles against destinations
+    latency: Curve                   # cycles against destinations: one transaction of latency_bytes, issue to landing
+    latency_bytes: int
     semaphore_latency: float
 
 
@@ -164,6 +165,16 @@ class Costs:
         return issue + nbytes / mc.bandwidth.at(destinations)
 
 
+    def multicast_landing(self, destinations: int) -> float:
+        """Cycles from the sender's last issue of a multicast to its landing at the destinations: the
+        measured latency of one `latency_bytes` transaction less what the sender already spent on it
+        (its issue and its payload at the multicast bandwidth), which `multicast_cycles` charges."""
+        mc = self.multicast
+        spent = (mc.issue_cycles + mc.issue_cycles_per_destination * destinations
+                 + mc.latency_bytes / mc.bandwidth.at(destinations))
+        return max(0.0, mc.latency.at(destinations) - spent)
+
+
 def _curve(rows: list[list[float]]) -> Curve:
     return Curve(tuple((float(x), float(y)) for x, y in sorted(rows)))
 
@@ -174,7 +185,7 @@ def load_costs(arch_name: str) -> Costs:
     raw = config_table(f"perf/{arch_name}.toml")
     mc = dict(raw["multicast"])
     multicast = MulticastCosts(mc["issue_cycles"], mc["issue_cycles_per_destination"], _curve(mc["bandwidth"]),
-                               _curve(mc["latency"]), mc["semaphore_latency"])
+                               _curve(mc["latency"]), int(mc["latency_bytes"]), mc["semaphore_latency"])
     return Costs(
         arch=load_arch(arch_name),
         math=MathCosts(**raw["math"]),

@@ -275,11 +275,11 @@ class _KernelCost:
                 p = self.program.plan
                 in_a_row = max(1, p.in0_shard_w // p.in0_block_w)
                 self._first_mcast = False
-                self.add(processor, "noc", n * c.multicast.latency.at(dests) / in_a_row)
+                self.add(processor, "noc", n * c.multicast_landing(dests) / in_a_row)
             self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), dests))
             if o["cb"] == CB_BIAS:
                 self.tail_cycles += n * c.multicast_cycles(int(o["bytes"]), dests)
-            self.fill_latency = max(self.fill_latency, c.multicast.latency.at(dests))
+            self.fill_latency = max(self.fill_latency, c.multicast_landing(dests))
         elif k == "mcast_sem_set":
             mc = c.multicast
             self.add(processor, "noc", n * (mc.issue_cycles + mc.issue_cycles_per_destination * int(o["num_dests"])))

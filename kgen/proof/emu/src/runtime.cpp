@@ -885,8 +885,12 @@ void sem_set_mcast(uint32_t src_l1, uint64_t mcast_addr, uint32_t num_dests, boo
                        dests.size(), num_dests));
     uint32_t off = l1_offset(static_cast<uint32_t>(mcast_addr));
     work_at("noc_semaphore_set_multicast", at, cost("mcast_issue") + cost("mcast_issue_per_dest") * num_dests, num_dests);
-    // the flag follows the data on the same multicast path: it lands a multicast's latency later
-    uint64_t lands = p->clock + static_cast<uint64_t>(std::llround(curve_at("mcast_latency", num_dests)));
+    // the flag follows the data on the same multicast path: it lands a multicast's latency later, less
+    // what the sender already spent on the measured transaction (kgen.core.costs.multicast_landing)
+    double spent = cost("mcast_issue") + cost("mcast_issue_per_dest") * num_dests
+                   + cost("mcast_latency_bytes") / curve_at("mcast_bw", num_dests);
+    double landing = std::max(0.0, curve_at("mcast_latency", num_dests) - spent);
+    uint64_t lands = p->clock + static_cast<uint64_t>(std::llround(landing));
     for (Core *c : dests) {
         std::memcpy(c->l1 + off, src, 4);
         note_landed(c, off, lands);
