@@ -110,6 +110,7 @@ class _KernelCost:
         self.sections = 0             # DST sections (tile_regs_acquire) executed
         self.dram_bytes = 0           # bytes this kernel moves to or from DRAM on one core
         self.dram_read_bytes = 0      # ... of which it reads
+        self.dram_read_requests = 0   # ... in this many read requests (one per tile)
         self.blocks = 0               # K-block steps: in0 blocks the compute kernel waited for
         self.fill_latency = 0.0       # latency a pipeline fill waits for once: a multicast landing, a flag
         self.write_cycles = 0.0       # the share of the busy cycles spent writing the output
@@ -238,6 +239,7 @@ class _KernelCost:
                 per_tile = max(page / c.dram.read_bytes_per_cycle, c.dram.cycles_per_read_request)
                 self.dram_bytes += n * tiles * page
                 self.dram_read_bytes += n * tiles * page
+                self.dram_read_requests += n * tiles
             else:
                 per_tile = page / c.l1.read_bytes_per_cycle if where == L1 else 0.0   # sharded: already in the CB
             self.add(processor, "dram" if where == DRAM else "noc", n * tiles * per_tile)
@@ -419,10 +421,14 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     # writes its output at about the same time; the card serves them all at its usable bandwidth
     # (TT's DRAM saturation study), so no reader finishes before every reader's bytes are served.
     read_bytes = sum(cost_of[k.name].dram_read_bytes * _cores(k) for k in program.kernels)
+    # ... and each DRAM endpoint accepts one read request per cycles_per_read_request whatever the
+    # number of issuers (tt-metal #55898): one interleaved tensor's requests spread over every bank
+    read_requests = sum(cost_of[k.name].dram_read_requests * _cores(k) for k in program.kernels)
+    request_cycles = read_requests * costs.dram.cycles_per_read_request / p.arch.toolchain.num_dram_banks
     write_bytes = sum((cost_of[k.name].dram_bytes - cost_of[k.name].dram_read_bytes) * _cores(k)
                       for k in program.kernels)
     for kc in cost_of.values():
-        kc.share_the_card(costs.dram_floor_cycles(read_bytes), costs.dram_floor_cycles(write_bytes))
+        kc.share_the_card(max(costs.dram_floor_cycles(read_bytes), request_cycles), costs.dram_floor_cycles(write_bytes))
     # A relay line (a block-sharded in0): every core of the line waits for every hand-over, its own and
     # the other positions' (the lines are alike, one relay kernel per position)
     relays = [kc for kc in cost_of.values() if kc.relay]
