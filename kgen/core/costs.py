@@ -152,6 +152,12 @@ class Costs:
         """Cycles the card's DRAM needs for these bytes at its usable bandwidth (no program beats it)."""
         return dram_bytes / (self.dram.card_bytes_per_second * self.dram.card_efficiency) * self.arch.clock_mhz * 1e6
 
+    def dram_request_floor_cycles(self, read_requests: float) -> float:
+        """Cycles the card's DRAM endpoints need to accept these read requests: one per
+        cycles_per_read_request per endpoint whatever the number of issuers (tt-metal #55898), an
+        interleaved tensor's requests spread over every bank."""
+        return read_requests * self.dram.cycles_per_read_request / self.arch.toolchain.num_dram_banks
+
     def multicast_cycles(self, nbytes: int, destinations: int) -> float:
         """How long one multicast of nbytes to `destinations` cores occupies its sender: the issue cost of
         one transaction and the payload at the multicast bandwidth. A transaction longer than the NoC's

@@ -23,7 +23,7 @@ same role, paced by the same sender.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from kgen.gen.ir import Kernel, Op, Program, counted
@@ -293,19 +293,6 @@ class _KernelCost:
         elif k in ("sem_set", "noc_writes_flushed") or k in _CB_OPS:
             self.add(processor, "sync", n * c.sync.cb_op)
 
-    def share_the_card(self, read_cycles: float, write_cycles: float) -> None:
-        """Stretch this kernel's DRAM work to what the card serves it while the other cores move their
-        bytes at the same time: its K-loop reads last at least `read_cycles` (every concurrent reader's
-        bytes at the card's usable bandwidth), its output writes at least `write_cycles`."""
-        processor = self.kernel.processor
-        if self.dram_read_bytes:
-            feeding = self.total(processor) - self.write_cycles - self.tail_cycles
-            self.add(processor, "dram", max(0.0, read_cycles - feeding))
-        if self.dram_bytes > self.dram_read_bytes:
-            extra = max(0.0, write_cycles - self.write_cycles)
-            self.add(processor, "dram", extra)
-            self.write_cycles += extra
-
     def total(self, processor: str) -> float:
         return sum(self.busy[processor].values())
 
@@ -400,6 +387,13 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
 # the program
 # ----------------------------------------------------------------------------------------------
 
+def _contended(t: _CoreTime, floor: float, moves_dram: bool) -> _CoreTime:
+    if not moves_dram or t.cycles >= floor:
+        return t
+    drain = t.cycles - t.math_cycles
+    return replace(t, cycles=floor, math_cycles=floor - drain)
+
+
 def _cores(k: Kernel) -> int:
     return (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
 
@@ -417,18 +411,6 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     if unknown:
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")
     cost_of = {k.name: _KernelCost(program, k, costs, placement) for k in program.kernels}
-    # DRAM contention: the cores that read DRAM in the K loop read at the same time, and every core
-    # writes its output at about the same time; the card serves them all at its usable bandwidth
-    # (TT's DRAM saturation study), so no reader finishes before every reader's bytes are served.
-    read_bytes = sum(cost_of[k.name].dram_read_bytes * _cores(k) for k in program.kernels)
-    # ... and each DRAM endpoint accepts one read request per cycles_per_read_request whatever the
-    # number of issuers (tt-metal #55898): one interleaved tensor's requests spread over every bank
-    read_requests = sum(cost_of[k.name].dram_read_requests * _cores(k) for k in program.kernels)
-    request_cycles = read_requests * costs.dram.cycles_per_read_request / p.arch.toolchain.num_dram_banks
-    write_bytes = sum((cost_of[k.name].dram_bytes - cost_of[k.name].dram_read_bytes) * _cores(k)
-                      for k in program.kernels)
-    for kc in cost_of.values():
-        kc.share_the_card(max(costs.dram_floor_cycles(read_bytes), request_cycles), costs.dram_floor_cycles(write_bytes))
     # A relay line (a block-sharded in0): every core of the line waits for every hand-over, its own and
     # the other positions' (the lines are alike, one relay kernel per position)
     relays = [kc for kc in cost_of.values() if kc.relay]
@@ -447,13 +429,18 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
             names = tuple(k.name for k in program.kernels if k.runs_on((x, y)))
             if names:
                 by_set.setdefault(names, (x, y))
-    times = [_core_time(core, [program.kernel(n) for n in names], cost_of, p)
+    # every byte the kernels move to or from DRAM, on every core that runs them, and the read requests
+    dram_bytes = sum(cost_of[k.name].dram_bytes * _cores(k) for k in program.kernels)
+    requests = sum(cost_of[k.name].dram_read_requests * _cores(k) for k in program.kernels)
+    floor = max(costs.dram_floor_cycles(dram_bytes), costs.dram_request_floor_cycles(requests))
+    # DRAM contention: the cores that move DRAM bytes share the card's usable bandwidth (and its
+    # endpoints' request rate), so none of them is done before the card has served them all: a core
+    # that reads or writes DRAM runs at least the floor, and its compute waits with it (the reads
+    # feed it; the output CB it packs into drains only as fast as the writes go).
+    times = [_contended(_core_time(core, [program.kernel(n) for n in names], cost_of, p), floor,
+                        any(cost_of[n].dram_bytes for n in names))
              for names, core in by_set.items()]
     critical = max(times, key=lambda t: t.cycles)
-
-    # every byte the kernels move to or from DRAM, on every core that runs them
-    dram_bytes = sum(cost_of[k.name].dram_bytes * _cores(k) for k in program.kernels)
-    floor = costs.dram_floor_cycles(dram_bytes)
     cycles = max(critical.cycles, floor)
 
     spec = p.spec
@@ -467,7 +454,7 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
         ProcessorTime(proc, critical.kernels.get(proc, "-"), critical.busy.get(proc, 0.0),
                       max(0.0, critical.cycles - critical.busy.get(proc, 0.0)), critical.work.get(proc, {}))
         for proc in PROCESSORS)
-    if floor > critical.cycles:
+    if floor > 0 and floor >= critical.cycles:
         bottleneck, share = "DRAM-bound (the card's bandwidth)", 1.0
     else:
         work = critical.work.get(critical.bottleneck, {})
