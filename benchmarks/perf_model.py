@@ -270,8 +270,8 @@ def print_calibration() -> None:
 # calibration (n150 only)
 # ----------------------------------------------------------------------------------------------
 
-# The fitted constants: (table, field). Unpack rate and overhead are Wormhole's own; the math issue
-# overheads follow LLK's matmul MOP, the same on both archs (costmodel.md §1.2), so blackhole.toml
+# The fitted constants: (table, field). One unpacker's rate is Wormhole's own; the math issue
+# overheads follow LLK's matmul MOP, the same on both archs (tt-llk llk_math_matmul.h), so blackhole.toml
 # takes the values fitted here too. The host issue time without trace is fitted for the n150's host;
 # the per-op gap with trace stays the published op-to-op golden; the clock of the timed runs is the
 # n150's own.
