@@ -49,7 +49,8 @@ class MathCosts:
 
 @dataclass(frozen=True)
 class UnpackCosts:
-    bytes_per_cycle: float
+    bytes_per_cycle: float               # one unpacker alone (x4 speed)
+    both_bytes_per_cycle: float          # both unpackers together: the L1 read ports they share
     overhead_per_tile: float
     exponent_bytes: Mapping[str, int]    # a BFP tile's shared exponents, read beside the mantissas
 
@@ -80,6 +81,7 @@ class L1Costs:
     write_bytes_per_cycle: float
     read_latency: float
     write_latency: float
+    local_read_latency: float     # a read of the core's own L1 over the NoC (a shard block into a CB)
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,8 @@ class MulticastCosts:
     issue_cycles: float
     issue_cycles_per_destination: float
     bandwidth: Curve                 # B/cycle against destinations
-    latency: Curve                   # cycles against destinations
+    latency: Curve                   # cycles against destinations: one transaction of latency_bytes, issue to landing
+    latency_bytes: int
     semaphore_latency: float
 
 
@@ -117,11 +120,28 @@ class Costs:
     sync: SyncCosts
     dispatch: DispatchCosts
 
+    def _unpack_data_bytes(self, data_format: str) -> int:
+        # a BFP tile's exponents come over the unpacker's own extra read, in parallel with the mantissas
+        return self.arch.tile_bytes[data_format] - self.unpack.exponent_bytes.get(data_format, 0)
+
     def unpack_tile(self, data_format: str) -> float:
-        """Cycles to unpack one tile of a format: its data bytes at the unpacker's L1 rate (a BFP tile's
-        exponents come over the unpacker's own extra read, in parallel), plus the per-tile overhead."""
-        data_bytes = self.arch.tile_bytes[data_format] - self.unpack.exponent_bytes.get(data_format, 0)
-        return data_bytes / self.unpack.bytes_per_cycle + self.unpack.overhead_per_tile
+        """Cycles for one unpacker to unpack one tile of a format on its own: its data bytes at the
+        unpacker's L1 rate (never above what both share), plus the per-tile overhead."""
+        rate = min(self.unpack.bytes_per_cycle, self.unpack.both_bytes_per_cycle)
+        return self._unpack_data_bytes(data_format) / rate + self.unpack.overhead_per_tile
+
+    def unpack_shared_tile(self, data_format: str) -> float:
+        """One tile's share of the L1 read ports both unpackers use: its data bytes at their joint rate,
+        plus the per-tile overhead (UNPACR address setup, during which no other UNPACR can start)."""
+        return self._unpack_data_bytes(data_format) / self.unpack.both_bytes_per_cycle + self.unpack.overhead_per_tile
+
+    def unpack_matmul(self, held_format: str, held: int, streamed_format: str, streamed: int) -> float:
+        """Cycles to unpack one matmul_block call: `held` tiles on one unpacker (the operand LLK holds,
+        into SrcB or SrcA) and `streamed` on the other, which run in parallel; each unpacker is bounded
+        by its own rate and both together by the L1 ports they share (UNPACR_Regular.md: one unpacker
+        64 B/cycle, both at most 80)."""
+        return max(held * self.unpack_tile(held_format), streamed * self.unpack_tile(streamed_format),
+                   held * self.unpack_shared_tile(held_format) + streamed * self.unpack_shared_tile(streamed_format))
 
     def pack_tile(self, data_format: str, l1_acc: bool) -> float:
         """Cycles to pack one tile of a format from DST to L1 (L1 accumulation makes each write a read-modify-write)."""
@@ -131,6 +151,12 @@ class Costs:
     def dram_floor_cycles(self, dram_bytes: float) -> float:
         """Cycles the card's DRAM needs for these bytes at its usable bandwidth (no program beats it)."""
         return dram_bytes / (self.dram.card_bytes_per_second * self.dram.card_efficiency) * self.arch.clock_mhz * 1e6
+
+    def dram_request_floor_cycles(self, read_requests: float) -> float:
+        """Cycles the card's DRAM endpoints need to accept these read requests: one per
+        cycles_per_read_request per endpoint whatever the number of issuers (tt-metal #55898), an
+        interleaved tensor's requests spread over every bank."""
+        return read_requests * self.dram.cycles_per_read_request / self.arch.toolchain.num_dram_banks
 
     def multicast_cycles(self, nbytes: int, destinations: int) -> float:
         """How long one multicast of nbytes to `destinations` cores occupies its sender: the issue cost of
@@ -145,6 +171,16 @@ class Costs:
         return issue + nbytes / mc.bandwidth.at(destinations)
 
 
+    def multicast_landing(self, destinations: int) -> float:
+        """Cycles from the sender's last issue of a multicast to its landing at the destinations: the
+        measured latency of one `latency_bytes` transaction less what the sender already spent on it
+        (its issue and its payload at the multicast bandwidth), which `multicast_cycles` charges."""
+        mc = self.multicast
+        spent = (mc.issue_cycles + mc.issue_cycles_per_destination * destinations
+                 + mc.latency_bytes / mc.bandwidth.at(destinations))
+        return max(0.0, mc.latency.at(destinations) - spent)
+
+
 def _curve(rows: list[list[float]]) -> Curve:
     return Curve(tuple((float(x), float(y)) for x, y in sorted(rows)))
 
@@ -155,11 +191,12 @@ def load_costs(arch_name: str) -> Costs:
     raw = config_table(f"perf/{arch_name}.toml")
     mc = dict(raw["multicast"])
     multicast = MulticastCosts(mc["issue_cycles"], mc["issue_cycles_per_destination"], _curve(mc["bandwidth"]),
-                               _curve(mc["latency"]), mc["semaphore_latency"])
+                               _curve(mc["latency"]), int(mc["latency_bytes"]), mc["semaphore_latency"])
     return Costs(
         arch=load_arch(arch_name),
         math=MathCosts(**raw["math"]),
-        unpack=UnpackCosts(raw["unpack"]["bytes_per_cycle"], raw["unpack"]["overhead_per_tile"],
+        unpack=UnpackCosts(raw["unpack"]["bytes_per_cycle"], raw["unpack"]["both_bytes_per_cycle"],
+                           raw["unpack"]["overhead_per_tile"],
                            MappingProxyType(dict(raw["unpack"]["exponent_bytes"]))),
         pack=PackCosts(**raw["pack"]),
         dram=DramCosts(**raw["dram"]),

@@ -23,7 +23,7 @@ same role, paced by the same sender.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from kgen.gen.ir import Kernel, Op, Program, counted
@@ -43,6 +43,7 @@ WORK_KINDS = {"math": "math-bound", "unpack": "unpack-bound", "pack": "packer-bo
 # Where a tensor lives, as TT's GEMM benchmark rows place them: interleaved in DRAM (kgen's
 # programs), interleaved in L1, or sharded so that each core's block already sits in its CB.
 DRAM, L1, SHARDED = "dram", "l1", "sharded"
+LOCAL = "local"           # the core's own L1 (a shard block copied into a CB): a read, never a placement
 
 # A multicast receiver waits for its sender: it runs at the sender's pace (ttmetal-matmul.md §2.4).
 PACED_BY = dataflows.PACED_BY
@@ -110,6 +111,8 @@ class _KernelCost:
         self.policy = defaultdict(float)
         self.sections = 0             # DST sections (tile_regs_acquire) executed
         self.dram_bytes = 0           # bytes this kernel moves to or from DRAM on one core
+        self.dram_read_bytes = 0      # ... of which it reads
+        self.dram_read_requests = 0   # ... in this many read requests (one per tile)
         self.blocks = 0               # K-block steps: in0 blocks the compute kernel waited for
         self.fill_latency = 0.0       # latency a pipeline fill waits for once: a multicast landing, a flag
         self.write_cycles = 0.0       # the share of the busy cycles spent writing the output
@@ -166,10 +169,11 @@ class _KernelCost:
             if flags.fp32_dest_acc:
                 per_tile *= c.math.fp32_dest_factor
             self.add(MATH, "math", n * (rt * ct * per_tile + c.math.overhead_per_call))
-            # LLK unpacks min(rt, ct) held tiles and rt*ct streamed ones per call: in1 streams when
-            # ct >= rt (in0 held in SrcB), else in0 streams (costmodel.md §1.2).
+            # LLK unpacks min(rt, ct) held tiles and rt*ct streamed ones per call, on the two unpackers
+            # (in0 -> SrcB, in1 -> SrcA): in1 streams when ct >= rt, else in0 streams
+            # (tt-llk llk_unpack_AB_matmul.h).
             held, streamed = (CB_IN0, CB_IN1) if ct >= rt else (CB_IN1, CB_IN0)
-            unpack = min(rt, ct) * c.unpack_tile(self._format(held)) + rt * ct * c.unpack_tile(self._format(streamed))
+            unpack = c.unpack_matmul(self._format(held), min(rt, ct), self._format(streamed), rt * ct)
             self.add(UNPACK, "unpack", n * unpack)
         elif k in ("copy_block", "copy_tile"):
             tiles = int(o["tiles"]) if k == "copy_block" else 1
@@ -222,7 +226,7 @@ class _KernelCost:
         if k == "copy_shard":
             # a block of this core's L1 shard into the input CB: local L1 reads, no DRAM (a sharded in0)
             nbytes = int(o["rows"]) * int(o["cols"]) * int(o["page_bytes"])
-            self.last_read = L1
+            self.last_read = LOCAL
             self.add(processor, "noc", n * nbytes / c.l1.read_bytes_per_cycle)
             self.last_read_cb = o["cb"]
             if self.relay:      # a hand-over starts (the receivers' increments arrive meanwhile)
@@ -236,6 +240,8 @@ class _KernelCost:
                 # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile)
                 per_tile = max(page / c.dram.read_bytes_per_cycle, c.dram.cycles_per_read_request)
                 self.dram_bytes += n * tiles * page
+                self.dram_read_bytes += n * tiles * page
+                self.dram_read_requests += n * tiles
             else:
                 per_tile = page / c.l1.read_bytes_per_cycle if where == L1 else 0.0   # sharded: already in the CB
             self.add(processor, "dram" if where == DRAM else "noc", n * tiles * per_tile)
@@ -243,7 +249,8 @@ class _KernelCost:
             if o["cb"] == CB_BIAS:
                 self.tail_cycles += n * tiles * per_tile
         elif k == "noc_read_barrier":
-            latency = {DRAM: c.dram.read_latency, L1: c.l1.read_latency}.get(self.last_read, 0.0)
+            latency = {DRAM: c.dram.read_latency, L1: c.l1.read_latency,
+                       LOCAL: c.l1.local_read_latency}.get(self.last_read, 0.0)
             self.add(processor, "dram" if self.last_read == DRAM else "noc", n * latency)
             if self.last_read_cb == CB_BIAS:
                 self.tail_cycles += n * latency
@@ -272,11 +279,11 @@ class _KernelCost:
                 p = self.program.plan
                 in_a_row = max(1, p.in0_shard_w // p.in0_block_w)
                 self._first_mcast = False
-                self.add(processor, "noc", n * c.multicast.latency.at(dests) / in_a_row)
+                self.add(processor, "noc", n * c.multicast_landing(dests) / in_a_row)
             self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), dests))
             if o["cb"] == CB_BIAS:
                 self.tail_cycles += n * c.multicast_cycles(int(o["bytes"]), dests)
-            self.fill_latency = max(self.fill_latency, c.multicast.latency.at(dests))
+            self.fill_latency = max(self.fill_latency, c.multicast_landing(dests))
         elif k == "mcast_sem_set":
             mc = c.multicast
             self.add(processor, "noc", n * (mc.issue_cycles + mc.issue_cycles_per_destination * int(o["num_dests"])))
@@ -368,6 +375,10 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     # without a refill per out block, the other out blocks' bias stages are part of the steady state
     cycles = (out_blocks * (fill + drain) + (blocks - out_blocks) * stages[slowest]
               + (out_blocks_per_core - out_blocks) * bias_stage)
+    # No processor is busy for longer than the core runs: a reader that also writes the output (TT's
+    # in1 writer) does both in one loop, so where the writes outweigh the overlap above, the core waits
+    # for them, and the compute with it (its output CB stays full).
+    cycles = max(cycles, max(max(busy.get(p, 0.0), paced.get(p, 0.0)) for p in PROCESSORS))
     bottleneck_processor = {"read": BRISC if per_block[BRISC] >= per_block[NCRISC] else NCRISC,
                             "compute": UNPACK if per_block[UNPACK] > per_block[MATH] else MATH,
                             "pack": PACK}[slowest]
@@ -377,6 +388,17 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
 # ----------------------------------------------------------------------------------------------
 # the program
 # ----------------------------------------------------------------------------------------------
+
+def _contended(t: _CoreTime, floor: float, moves_dram: bool) -> _CoreTime:
+    if not moves_dram or t.cycles >= floor:
+        return t
+    drain = t.cycles - t.math_cycles
+    return replace(t, cycles=floor, math_cycles=floor - drain)
+
+
+def _cores(k: Kernel) -> int:
+    return (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
+
 
 def predict(program: Program, costs: Costs | None = None, placement: Mapping[str, str] | None = None) -> Prediction:
     """The predicted device time of a verified program, with its critical core and bottleneck.
@@ -409,14 +431,18 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
             names = tuple(k.name for k in program.kernels if k.runs_on((x, y)))
             if names:
                 by_set.setdefault(names, (x, y))
-    times = [_core_time(core, [program.kernel(n) for n in names], cost_of, p)
+    # every byte the kernels move to or from DRAM, on every core that runs them, and the read requests
+    dram_bytes = sum(cost_of[k.name].dram_bytes * _cores(k) for k in program.kernels)
+    requests = sum(cost_of[k.name].dram_read_requests * _cores(k) for k in program.kernels)
+    floor = max(costs.dram_floor_cycles(dram_bytes), costs.dram_request_floor_cycles(requests))
+    # DRAM contention: the cores that move DRAM bytes share the card's usable bandwidth (and its
+    # endpoints' request rate), so none of them is done before the card has served them all: a core
+    # that reads or writes DRAM runs at least the floor, and its compute waits with it (the reads
+    # feed it; the output CB it packs into drains only as fast as the writes go).
+    times = [_contended(_core_time(core, [program.kernel(n) for n in names], cost_of, p), floor,
+                        any(cost_of[n].dram_bytes for n in names))
              for names, core in by_set.items()]
     critical = max(times, key=lambda t: t.cycles)
-
-    # every byte the kernels move to or from DRAM, on every core that runs them
-    dram_bytes = sum(cost_of[k.name].dram_bytes * (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
-                     for k in program.kernels)
-    floor = costs.dram_floor_cycles(dram_bytes)
     cycles = max(critical.cycles, floor)
 
     spec = p.spec
@@ -430,7 +456,7 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
         ProcessorTime(proc, critical.kernels.get(proc, "-"), critical.busy.get(proc, 0.0),
                       max(0.0, critical.cycles - critical.busy.get(proc, 0.0)), critical.work.get(proc, {}))
         for proc in PROCESSORS)
-    if floor > critical.cycles:
+    if floor > 0 and floor >= critical.cycles:
         bottleneck, share = "DRAM-bound (the card's bandwidth)", 1.0
     else:
         work = critical.work.get(critical.bottleneck, {})

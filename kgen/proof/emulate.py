@@ -92,13 +92,14 @@ def modelled_cycles(arch: ArchFacts) -> dict[str, float]:
         "dram_read_bytes_per_cycle": c.dram.read_bytes_per_cycle, "dram_read_request": c.dram.cycles_per_read_request,
         "dram_read_latency": c.dram.read_latency, "dram_write_bytes_per_cycle": c.dram.write_bytes_per_cycle,
         "dram_write_latency": c.dram.write_latency,
-        "l1_read_bytes_per_cycle": c.l1.read_bytes_per_cycle, "l1_read_latency": c.l1.read_latency,
+        "l1_read_bytes_per_cycle": c.l1.read_bytes_per_cycle, "l1_read_latency": c.l1.read_latency, "l1_local_read_latency": c.l1.local_read_latency,
         "l1_write_bytes_per_cycle": c.l1.write_bytes_per_cycle, "l1_write_latency": c.l1.write_latency,
         "mcast_issue": c.multicast.issue_cycles, "mcast_issue_per_dest": c.multicast.issue_cycles_per_destination,
-        "sem_latency": c.multicast.semaphore_latency,
+        "sem_latency": c.multicast.semaphore_latency, "mcast_latency_bytes": c.multicast.latency_bytes,
     }
     for fmt in arch.tile_bytes:
         cycles[f"unpack_tile.{fmt}"] = c.unpack_tile(fmt)
+        cycles[f"unpack_shared_tile.{fmt}"] = c.unpack_shared_tile(fmt)
         cycles[f"pack_tile.{fmt}"] = c.pack_tile(fmt, False)
         cycles[f"pack_tile_l1acc.{fmt}"] = c.pack_tile(fmt, True)
     for x, y in c.multicast.bandwidth.points:

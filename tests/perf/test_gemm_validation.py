@@ -1,7 +1,8 @@
 """The performance model against TT's published silicon measurements (GEMM_FLOPS.md, transcribed in
 benchmarks/data/): the tables are whole, TT's manual program configs are reproduced from the
-benchmark's parameter table, kgen plans every one of them, and the predicted device time meets
-issue #14's error targets on the calibration card (n150) and the validation card (p150)."""
+benchmark's parameter table with their real placement, kgen plans every one of them, and the
+predicted device time meets the error targets on the calibration table (n150) and on both p150
+tables, which nothing is fitted on."""
 
 from __future__ import annotations
 
@@ -58,9 +59,33 @@ def test_the_manual_config_is_the_benchmarks():
     assert (c.per_core, c.in0_block_w, c.out_subblock, c.in0_sharded) == ((13, 10), 10, (1, 5), False)
 
 
+def test_every_row_is_written_with_its_real_placement_and_compute():
+    # TT's benchmark: in0 and the output block-sharded in L1 where the row says so, in1 always in DRAM;
+    # WormholeComputeKernelConfig(math_fidelity, math_approx_mode=True, fp32_dest_acc_en=False,
+    # packer_l1_acc=True), dst_full_sync left at the library's default (off). Every field is written
+    # out, so a change of kgen's default compute config cannot change a row.
+    from kgen.gen.spec import parse_text, resolve
+    for card in gemm_rows.CARDS:
+        for r in gemm_rows.rows(card, "manual"):
+            text = gemm_rows.manual_spec(r)
+            for field in ("math_fidelity", "fp32_dest_acc", "packer_l1_acc", "math_approx", "dst_full_sync"):
+                assert f"{field} = " in text
+            s = resolve(parse_text(text, "row.kspec"))
+            want = "l1_block_sharded" if r.in0_sharded else "dram"
+            assert (s.memory.in0, s.memory.in1) == (want, "dram")
+            assert s.memory.out == ("l1_block_sharded" if r.out_sharded else "dram")
+            assert (s.compute.math_fidelity, s.compute.fp32_dest_acc, s.compute.packer_l1_acc,
+                    s.compute.math_approx, s.compute.dst_full_sync) == (r.math_fidelity, False, True, True, False)
+
+
 @pytest.fixture(scope="module")
 def cases():
-    return {card: perf_model.evaluate(perf_model.programs(card)) for card in ("n150", "p150")}
+    return {card: perf_model.evaluate(perf_model.programs(card)) for card in gemm_rows.CARDS}
+
+
+@pytest.fixture(scope="module")
+def oob_cases():
+    return {card: perf_model.evaluate(perf_model.oob_programs(card)[0]) for card in gemm_rows.CARDS}
 
 
 def test_kgen_plans_every_manual_config_as_tt_ran_it(cases):
@@ -74,19 +99,42 @@ def test_kgen_plans_every_manual_config_as_tt_ran_it(cases):
             assert plan.in0_block_w == cfg.in0_block_w and plan.grid == cfg.grid
 
 
-@pytest.mark.parametrize("card", ["n150", "p150"])
+@pytest.mark.parametrize("card", gemm_rows.CARDS)
 def test_device_time_meets_the_error_targets(cases, card):
-    # Issue #14: median absolute error of device time <= 10 %, 90th percentile <= 25 %, on each card;
-    # n150 is the calibration set, p150 only validates.
+    # Median absolute error of device time <= 5 %, 90th percentile <= 15 %, on every card table; n150
+    # is the calibration table, the two p150 tables only validate.
     s = perf_model.summary(cases[card])
-    assert s["device_median"] <= 0.10
-    assert s["device_p90"] <= 0.25
+    assert s["device_median"] <= 0.05
+    assert s["device_p90"] <= 0.15
 
 
-@pytest.mark.parametrize("card", ["n150", "p150"])
-def test_the_dtypes_and_fidelities_of_each_shape_rank_as_measured(cases, card):
-    good, total = perf_model.ranking(cases[card])
-    assert total >= 30 and good >= 0.9 * total
+@pytest.mark.parametrize("card", gemm_rows.CARDS)
+def test_no_dtype_and_fidelity_group_is_biased(cases, card):
+    # The signed median error of every dtype x fidelity group lies within 5 %: Blackhole's unpack-bound
+    # groups (bfloat8_b LoFi, bfloat16 HiFi2) ran ~15 % faster than one unpacker fetching both operands.
+    bias = perf_model.group_bias(cases[card])
+    assert len(bias) == 5
+    assert all(abs(b) <= 0.05 for b in bias.values()), bias
+
+
+# Not met on n150 and p150 11x10 (docs/perf-model.md, "Known gaps"): on n150, TT's hand-tuned sharded
+# program and its automatic DRAM program share per_core and in0_block_w on most large shapes and
+# differ only in placement and subblock (1 x w against 4 x 2); silicon separates them by 6-12 % in a
+# direction that depends on the dtype (bfloat4_b LoFi: the sharded one faster, bfloat8_b LoFi: slower),
+# the model by under 3 %. On both p150 tables it misses bfloat4_b LoFi pairs with in0 read from DRAM,
+# the rows whose bfloat4_b DRAM reads the model under-prices, and large bfloat16 DRAM pairs where the
+# K-loop readers share the card's bandwidth (the card floor bounds each core only as a whole).
+_PAIRWISE_GAP = pytest.mark.xfail(strict=True, reason="missing effect named in docs/perf-model.md: known gaps")
+
+
+@pytest.mark.parametrize("card", [pytest.param(card, marks=_PAIRWISE_GAP) for card in gemm_rows.CARDS])
+def test_pairwise_config_ranking_beats_a_sort_without_a_model(cases, oob_cases, card):
+    # Where TT published two programs for one shape, dtype, fidelity and trace setting (hand-tuned vs
+    # its library's choice), the model orders them as silicon did on >= 90 % of the pairs apart by more
+    # than 3 %, and more often than a sort on fidelity and tile bytes does.
+    pw = perf_model.pairwise(cases[card], oob_cases[card])
+    assert pw.pairs >= 30
+    assert pw.model >= 0.9 * pw.pairs and pw.model > pw.trivial_sort
 
 
 def test_lower_precision_is_faster_as_the_report_finds(cases):

@@ -142,7 +142,9 @@ def test_the_policy_is_the_same_either_way_at_two_blocks():
 
 def test_the_model_reads_the_ops_the_kernels_execute():
     # LLK's matmul_block unpacks min(rt, ct) held tiles and rt*ct streamed ones per call: 2 tiles per
-    # tile product for a 1 x 1 subblock, 1.25 for 4 x 2 (costmodel.md §1.2, _llk_unpack_AB_matmul_)
+    # tile product for a 1 x 1 subblock, 1.25 for 4 x 2 (tt-llk _llk_unpack_AB_matmul_). For bfloat16
+    # on Blackhole the two unpackers' joint L1 rate (80 B/cycle) binds in both, so the unpack cycles
+    # count the tiles at one tile's share of that rate.
     def unpack_tiles(subblock):
         s = resolve(parse_text(f"""
 matmul t {{
@@ -155,7 +157,8 @@ matmul t {{
     compute {{ math_fidelity = LoFi }}
 }}""", "t.kspec"))
         pr = predict(verified(s))
-        return next(q for q in pr.processors if q.processor == UNPACK).work["unpack"] / load_costs("blackhole").unpack_tile("Float16_b")
+        return (next(q for q in pr.processors if q.processor == UNPACK).work["unpack"]
+                / load_costs("blackhole").unpack_shared_tile("Float16_b"))
     products = 8 * 8 * 32
     assert unpack_tiles("1 x 1") == pytest.approx(2.0 * products)
     assert unpack_tiles("4 x 2") == pytest.approx(1.25 * products)
@@ -349,6 +352,9 @@ def test_a_block_sharded_in0_line_pays_every_hand_over():
     # turn: a core copies its next block only after the previous one arrived. So each core's in0 time is
     # the sum of every position's hand-overs (copy, read latency, multicasts), the landing paid where the
     # sender changes: with 2 K-blocks per shard, half as often. Here 4 positions send 2 blocks each.
+    # The copy reads the core's own L1: tt-npe's same-core latency (70 cycles on Wormhole, not the 270
+    # of another row and column); the landing is the multicast plots' 2 KB latency less the issue and
+    # payload of that 2 KB, which the sender has already spent.
     from kgen.perf.model import _KernelCost
     text = """
 matmul t {
@@ -360,13 +366,17 @@ matmul t {
 """
     program = verified(resolve(parse_text(text, "t.kspec")))
     c = load_costs("wormhole_b0")
+    mc = c.multicast
+    landing = lambda d: (mc.latency.at(d) - mc.issue_cycles - mc.issue_cycles_per_destination * d  # noqa: E731
+                         - 2048 / mc.bandwidth.at(d))
     block = 4 * 2 * 2048                                  # out_block_h x in0_block_w bf16 tiles
-    copy = block / c.l1.read_bytes_per_cycle + c.l1.read_latency
+    assert (c.l1.local_read_latency, c.l1.read_latency) == (70, 270)
+    copy = block / c.l1.read_bytes_per_cycle + c.l1.local_read_latency
     # positions 0 and 3 multicast to 3 cores on one side, 1 and 2 to 1 + 2 cores on both sides
     mcasts = {0: [3], 1: [1, 2], 2: [2, 1], 3: [3]}
     hand_over = {i: copy + sum(c.multicast_cycles(block, d) + c.multicast.issue_cycles
                                + c.multicast.issue_cycles_per_destination * d for d in ds)
-                 + c.multicast.latency.at(ds[0]) / 2 for i, ds in mcasts.items()}
+                 + landing(ds[0]) / 2 for i, ds in mcasts.items()}
     line = 2 * sum(hand_over.values())
     kc = {k.name: _KernelCost(program, k, c, {}) for k in program.kernels}
     for i in range(4):
@@ -374,3 +384,36 @@ matmul t {
     p = predict(program)
     ncrisc = next(t for t in p.processors if t.processor == "NCRISC")
     assert ncrisc.busy == pytest.approx(line, rel=0.02)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_two_unpackers_run_in_parallel_within_their_shared_l1_rate(arch):
+    # UNPACR_Regular.md / L1.md: one unpacker fetches at most 64 B/cycle, both together at most 80 B/cycle;
+    # a matmul's held operand and streamed operand go over the two unpackers (SrcB and SrcA).
+    c = load_costs(arch)
+    data = 2048                                              # a bfloat16 tile, no exponents
+    for held, streamed in ((1, 1), (1, 8), (2, 8), (2, 4)):
+        cycles = c.unpack_matmul("Float16_b", held, "Float16_b", streamed)
+        assert cycles >= streamed * data / 64                # one unpacker's ceiling
+        assert cycles >= (held + streamed) * data / 80       # both unpackers' joint ceiling
+        # in parallel: never the two operands one after the other on one unpacker at its own rate
+        assert cycles < (held + streamed) * c.unpack_tile("Float16_b")
+    # bfloat8_b: the exponents come over the unpacker's own extra read; only the 1024 mantissa bytes count
+    assert c.unpack_matmul("Bfp8_b", 2, "Bfp8_b", 8) >= 10 * 1024 / 80
+
+
+def test_a_wide_program_waits_for_the_cards_dram_bandwidth_in_its_trisc1_span():
+    # 8192 x 64 x 8192 bfloat16 on Blackhole writes a 128 MiB output; the card's DRAM serves at most
+    # 512 GB/s x 67 % = 344 GB/s with readers and writers spread over the grid (TT's "Saturating DRAM
+    # bandwidth" study for Blackhole). Every core writes its output at the same time, so the compute
+    # that fills the output CB waits for it: the TRISC1 span is no shorter than those bytes take.
+    s = resolve(parse_text("""
+matmul wide {
+    arch = blackhole
+    shape = 8192 x 8192 x 64
+    dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+}""", "wide.kspec"))
+    pr = predict(verified(s))
+    output_cycles = 8192 * 8192 * 2 / 344e9 * 1350e6
+    assert pr.math_cycles >= output_cycles
+    assert pr.cycles >= pr.dram_floor_cycles

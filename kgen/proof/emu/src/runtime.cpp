@@ -255,6 +255,8 @@ double curve_at(const std::string &name, double x) {
 }
 
 double unpack_cost(DataFormat f) { return cost(std::string("unpack_tile.") + format_name(f)); }
+// a tile's share of the L1 read ports both unpackers use (kgen.core.costs.unpack_shared_tile)
+double unpack_shared_cost(DataFormat f) { return cost(std::string("unpack_shared_tile.") + format_name(f)); }
 
 std::string where_str(Where at) {
     if (!at.file) return "?";
@@ -883,8 +885,12 @@ void sem_set_mcast(uint32_t src_l1, uint64_t mcast_addr, uint32_t num_dests, boo
                        dests.size(), num_dests));
     uint32_t off = l1_offset(static_cast<uint32_t>(mcast_addr));
     work_at("noc_semaphore_set_multicast", at, cost("mcast_issue") + cost("mcast_issue_per_dest") * num_dests, num_dests);
-    // the flag follows the data on the same multicast path: it lands a multicast's latency later
-    uint64_t lands = p->clock + static_cast<uint64_t>(std::llround(curve_at("mcast_latency", num_dests)));
+    // the flag follows the data on the same multicast path: it lands a multicast's latency later, less
+    // what the sender already spent on the measured transaction (kgen.core.costs.multicast_landing)
+    double spent = cost("mcast_issue") + cost("mcast_issue_per_dest") * num_dests
+                   + cost("mcast_latency_bytes") / curve_at("mcast_bw", num_dests);
+    double landing = std::max(0.0, curve_at("mcast_latency", num_dests) - spent);
+    uint64_t lands = p->clock + static_cast<uint64_t>(std::llround(landing));
     for (Core *c : dests) {
         std::memcpy(c->l1 + off, src, 4);
         note_landed(c, off, lands);
@@ -925,8 +931,8 @@ void noc_read(uint64_t src, uint32_t dst_l1, uint32_t bytes, Where at) {
     uint8_t *d = local_l1(p, dst_l1, bytes, at, "noc_async_read destination");
     check_write_into(p->core, dst_l1, bytes, -1, at, "noc_async_read");
     std::memcpy(d, s.ptr, bytes);
-    if (s.core || s.l1_bank) {   // another core's L1
-        p->last_read = "l1_read_latency";
+    if (s.core || s.l1_bank) {   // an L1: the core's own (a shard copied into a CB) or another core's
+        p->last_read = s.core == p->core ? "l1_local_read_latency" : "l1_read_latency";
         work_at("noc_async_read", at, bytes / cost("l1_read_bytes_per_cycle"), bytes);
     } else {        // DRAM: bound by bandwidth or by the endpoint's request rate (one request per call)
         p->last_read = "dram_read_latency";
@@ -1129,10 +1135,13 @@ void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t
     // rt * ct streamed ones; in1 streams when ct >= rt (costmodel.md §1.2)
     bool in1_streams = ct_dim >= rt_dim;
     uint64_t start = p->clock;
-    double held = unpack_cost(in1_streams ? c->srcb_fmt : c->srca_fmt);
-    double streamed = unpack_cost(in1_streams ? c->srca_fmt : c->srcb_fmt);
-    work_at("unpack_matmul_block", at, std::min(rt_dim, ct_dim) * held + double(rt_dim) * ct_dim * streamed,
-            in0_tile, in1_tile);
+    // the two unpackers run in parallel, each at its own rate, both bounded by the L1 ports they
+    // share (kgen.core.costs.unpack_matmul)
+    DataFormat held_fmt = in1_streams ? c->srcb_fmt : c->srca_fmt, streamed_fmt = in1_streams ? c->srca_fmt : c->srcb_fmt;
+    double held = std::min(rt_dim, ct_dim), streamed = double(rt_dim) * ct_dim;
+    double cycles = std::max({held * unpack_cost(held_fmt), streamed * unpack_cost(streamed_fmt),
+                              held * unpack_shared_cost(held_fmt) + streamed * unpack_shared_cost(streamed_fmt)});
+    work_at("unpack_matmul_block", at, cycles, in0_tile, in1_tile);
     push_src(p, item, start, std::min(rt_dim, ct_dim) + rt_dim * ct_dim, at);
 }
 
