@@ -122,41 +122,187 @@ def aligned(legal) -> tuple[list[tuple[str, str]], list[dict[tuple[str, str], tu
     return sorted(keys, key=lambda k: (order[k[0]], list(keys).index(k))), cells
 
 
-def format_text(c: Comparison) -> str:
+UTILIZATION_NOTE = ("utilization: the ideal time (M*K*N/32^3 tile products at the variant's own fidelity's "
+                    "cycles per tile, spread over the full card grid) over the predicted time; so a HiFi4 "
+                    "variant can show more utilization than a faster HiFi2 one")
+
+
+def ulp_note(c: Comparison) -> str:
+    from kgen.perf.ab import ULP_FLOOR
+
+    legal = c.legal
+    return (f"ULP: distance from the float64 result rounded to the output's grid ({legal[0].numerics.ulp_format}; "
+            f"0 = correctly rounded), in the grid's spacing at the result's magnitude, never below "
+            f"{ULP_FLOOR:g} x the largest result; the one error scale, per variant and between variants")
+
+
+def rel_note() -> str:
+    from kgen.perf.ab import PCC_MIN_SPREAD, REL_FLOOR
+
+    return (f"max rel: over the outputs whose float64 result is at least {REL_FLOOR:.0%} of the largest "
+            f"(nearer zero a relative error measures cancellation, not the kernel); PCC: '-' where an output "
+            f"or its reference is constant, or the reference's spread is under {PCC_MIN_SPREAD:.0%} of its RMS "
+            f"(similar positive sums: PCC would measure the error, not the agreement)").replace("%", " %")
+
+
+def width_of_terminal() -> int:
+    """The terminal's width: $COLUMNS, else the terminal's own, else 100."""
+    import shutil
+
+    return max(60, shutil.get_terminal_size((100, 24)).columns)
+
+
+def _wrap(text: str, width: int, indent: str = "  ", more: str = "    ") -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=more,
+                         break_long_words=True, break_on_hyphens=False) or [indent.rstrip()]
+
+
+def _tables(title: str, keys: list[tuple[str, list[str]]], columns: list[tuple[str, list[str], bool]],
+            width: int) -> list[str]:
+    """Rows per variant (`keys`: header and cells of the leading columns), one column per figure,
+    split into as many tables as it takes to fit `width`; numbers right-aligned."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
+    def need(header: str, cells: list[str]) -> int:
+        return max([len(c) for c in cells] + [len(w) for w in header.split()] + [1])
+
+    def make(chunk: list[tuple[str, list[str], bool]], title_text: str) -> Table:
+        table = Table(title=title_text, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, show_edge=False)
+        for h, cells in keys:
+            table.add_column(h, no_wrap=True, min_width=need(h, cells))
+        for h, cells, numeric in chunk:
+            table.add_column(h, justify="right" if numeric else "left", overflow="fold", min_width=need(h, cells))
+        for j in range(len(keys[0][1])):
+            table.add_row(*[cells[j] for _, cells in keys], *[cells[j] for _, cells, _ in chunk])
+        return table
+
+    measure = Console(width=10_000, color_system=None)
+    chunks: list[list[tuple[str, list[str], bool]]] = [[]]
+    for col in columns:       # each table takes columns while their unwrapped layout fits
+        if chunks[-1] and measure.measure(make(chunks[-1] + [col], "")).maximum > width:
+            chunks.append([])
+        chunks[-1].append(col)
+    out = []
+    for i, chunk in enumerate(chunks):
+        table = make(chunk, title + (f" ({i + 1} of {len(chunks)})" if len(chunks) > 1 else ""))
+        buf = io.StringIO()
+        Console(file=buf, width=width, force_terminal=False, color_system=None, soft_wrap=False).print(table)
+        out += [line.rstrip() for line in buf.getvalue().rstrip().splitlines()]
+    return out
+
+
+def summary_columns(c: Comparison) -> list[tuple[str, list[str], bool]]:
+    """The answer's columns, one row per variant: predicted time, speed-up against the base (the
+    first variant at the same sweep value), TFLOPS, utilization, max ULP, policy, and the mark:
+    * for the fastest, `= NAME` for the same kernel as NAME."""
     legal = c.legal
-    title = f"kgen ab: {c.spec_name} ({c.spec_path})" + (f", sweep {c.sweep_field}" if c.sweep_field else "")
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", show_lines=False, pad_edge=False)
-    table.add_column("", no_wrap=True)
+    base = {}
     for r in legal:
-        table.add_column(r.label, overflow="fold", max_width=34)
-    keys, cells = aligned(legal)
-    table.add_row("kernel id", *[r.kernel_id for r in legal])
-    section = None
-    for sec, label in keys:
-        if sec != section:
-            table.add_row(f"[bold]{sec}[/bold]", *[""] * len(legal))
-            section = sec
-        table.add_row(f"  {label}", *[col.get((sec, label), (None, "-"))[1] for col in cells])
-    buf = io.StringIO()
-    console = Console(file=buf, width=max(100, 28 + 36 * len(legal)), force_terminal=False, color_system=None)
-    console.print(table)
-    lines = [buf.getvalue().rstrip()]
+        base.setdefault(r.sweep, r)
+    winners = {(v.sweep, v.winner) for v in c.verdict_facts if not v.same}
+    mark = [" ".join(filter(None, ["*" if (r.sweep, r.variant) in winners else "",
+                                   f"= {r.same_as}" if r.same_as else ""])) for r in legal]
+    cols = [
+        ("", mark, False),
+        ("time us", [f"{r.speed.microseconds:,.1f}" for r in legal], True),
+        ("vs base", [f"{base[r.sweep].speed.cycles / r.speed.cycles:.2f}x" for r in legal], True),
+        ("TFLOPS", [f"{r.speed.tflops:,.1f}" for r in legal], True),
+        ("util %(a)", [f"{100 * r.speed.utilization:.1f}" for r in legal], True),
+        ("max ULP(b)", [f"{r.numerics.of('random').max_ulp:,}" for r in legal], True),
+        ("policy", [r.plan.policy for r in legal], False),
+    ]
+    if "compute.math_fidelity" not in dict(c.vary):
+        cols.append(("fidelity", [r.plan.math_fidelity for r in legal], False))
+    return cols
+
+
+def _keys(c: Comparison) -> list[tuple[str, list[str]]]:
+    """The leading columns that name a row: the sweep value, then the variant (with --vary, one
+    column per varied field)."""
+    legal = c.legal
+    out = [(c.sweep_field, [f"{r.sweep:,}" for r in legal])] if c.sweep_field else []
+    if c.vary:
+        return out + [(k.rpartition(".")[2], [dict(r.overrides)[k] for r in legal]) for k, _ in c.vary]
+    return out + [("variant", [r.variant for r in legal])]
+
+
+def detail_sections(c: Comparison) -> list[tuple[str, list[tuple[str, list[str], bool]]]]:
+    """The rest of the facts, per section: (title, columns)."""
+    legal = c.legal
+    regions = list(dict.fromkeys(g.name for r in legal for g in r.plan.regions))
+    plan = [("K-blocks", [f"{r.plan.num_blocks}" for r in legal], True),
+            ("DST headroom (tiles)", [f"{r.plan.dst_headroom}" for r in legal], True),
+            ("partials", [r.plan.partials_format for r in legal], False),
+            ("fp32 Dst", ["on" if r.plan.fp32_dest_acc else "off" for r in legal], False),
+            ("L1 CBs (bytes)", [f"{r.plan.l1_bytes:,}" for r in legal], True),
+            ("L1 margin (bytes)", [f"{r.plan.l1_margin:,}" for r in legal], True)]
+    for name in regions:
+        plan.append((f"L1 {name} (bytes)", [next((f"{g.bytes:,}" for g in r.plan.regions if g.name == name), "-")
+                                            for r in legal], True))
+    speed = [("predicted cycles", [f"{r.speed.cycles:,.0f}" for r in legal], True),
+             ("bottleneck (predicted)", [r.speed.bottleneck for r in legal], False)]
+    ops = [(kind, [f"{r.op(kind):,}" for r in legal], True) for kind in OP_KINDS]
+    ulp = [(f"{d}", [f"{r.numerics.of(d).max_ulp:,}" for r in legal], True) for d in DISTRIBUTIONS]
+    ulp.append(("all-ones value (exact: K)", [f"{r.numerics.of('all_ones').first_value:g}" for r in legal], True))
+    rel = [(f"{d}", [_opt(r.numerics.of(d).max_rel, ".3g") for r in legal], True) for d in DISTRIBUTIONS]
+    pccs = [(f"{d}", [_opt(r.numerics.of(d).pcc, ".6f") for r in legal], True) for d in DISTRIBUTIONS]
+    hist = [(f"{label} ULP", [f"{dict(r.numerics.of('random').ulp_histogram)[label]:,}" for r in legal], True)
+            for label, _ in legal[0].numerics.of("random").ulp_histogram]
+    out = [("plan", plan), ("speed", speed), ("op counts (whole program, from the verified IR)", ops),
+           ("max ULP (b), per input distribution", ulp), ("max rel (c), per input distribution", rel),
+           ("PCC (c), per input distribution", pccs), ("outputs per ULP error (b), random inputs", hist)]
+    if any(r.emulated for r in legal):
+        out.append(("emulation", [
+            ("numerics", [r.emulated.numerics if r.emulated else "-" for r in legal], False),
+            ("result", [(r.emulated.status + (", bit-exact" if r.emulated.exact_match else ", close" if r.emulated.ok
+                         else ", DIFFERS")) if r.emulated else "-" for r in legal], False),
+            ("seconds", [f"{r.emulated.seconds:.2f}" if r.emulated else "-" for r in legal], True)]))
+    if any(r.measured for r in legal):
+        out.append(("on the card (measured)", [
+            ("device us (median)", [f"{r.measured.microseconds:,.1f}" if r.measured else "-" for r in legal], True),
+            ("PCC", [_opt(r.measured.pcc, ".6f") if r.measured else "-" for r in legal], True)]))
+    return out
+
+
+def _opt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_text(c: Comparison, width: int | None = None) -> str:
+    """The terminal's report at its width: the details per section, then the summary (one row per
+    variant, or per variant and sweep value) and the verdict last, where the eye lands."""
+    width = width or width_of_terminal()
+    legal = c.legal
+    keys = _keys(c)
+    lines = _wrap(f"kgen ab: {c.spec_name} ({c.spec_path}, {c.arch})"
+                  + (f", sweep {c.sweep_field}" if c.sweep_field else ""), width, "", "  ")
+    for title, cols in detail_sections(c):
+        lines += [""] + _tables(title, keys, cols, width)
+    lines += ["", "kernel ids:"]
+    for r in legal:
+        name = r.label
+        lines += _wrap(f"{name}: {r.kernel_id}" + (f" (same kernel as {r.same_as}: not run twice)" if r.same_as else ""),
+                       width)
+    lines += [""] + _tables("summary, predicted by kgen's model (* fastest)", keys,
+                            summary_columns(c), width)
     note = legal[0].numerics.note + (" (in a sweep, each row at its own K)" if c.sweep_field else "")
-    lines.append(f"  numerics: {note}; ULPs against the float64 result rounded to the output's grid "
-                 f"({legal[0].numerics.ulp_format}; 0 = correctly rounded)")
+    lines += _wrap(f"(a) {UTILIZATION_NOTE}", width) + _wrap(f"(b) {ulp_note(c)}", width)
+    lines += _wrap(f"(c) {rel_note()}", width) + _wrap(f"numerics: {note}", width)
     for d in c.differences:
-        lines.append(f"  {d.b} vs {d.a}" + (f" at {c.sweep_field} = {d.sweep}" if d.sweep is not None else "")
-                     + f": {d.differing} of {d.elements} outputs differ (random inputs), max {d.max_ulp} ULP; "
-                     + ", ".join(f"{k}: {v}" for k, v in d.ulp_histogram if v))
+        lines += _wrap(f"{d.b} vs {d.a}" + (f" at {c.sweep_field} = {d.sweep}" if d.sweep is not None else "")
+                       + f": {d.differing} of {d.elements} outputs differ (random inputs), by at most {d.max_ulp} ULP (b)"
+                       + ("" if not d.differing else "; " + ", ".join(f"{k} ULP: {v}" for k, v in d.ulp_histogram
+                                                                       if v and k != "0")), width)
     for r in c.rows:
         if r.illegal is not None:
-            lines.append(f"  illegal: {r.label}: {r.illegal} [rule: {r.rule}]"
-                         if "[rule:" not in r.illegal else f"  illegal: {r.label}: {r.illegal}")
-    lines += [f"  verdict: {v}" for v in c.verdicts]
+            text = r.illegal if "[rule:" in r.illegal else f"{r.illegal} [rule: {r.rule}]"
+            lines += _wrap(f"illegal: {r.label}: {text}", width)
+    for v in c.verdict_facts:
+        lines += _wrap(f"verdict: {v.sentence}", width)
     return "\n".join(lines) + "\n"
 
 
