@@ -235,7 +235,7 @@ def summary_columns(c: Comparison) -> list[tuple[str, list[str], bool]]:
         ("max ULP(b)", [f"{r.numerics.of('random').max_ulp:,}" for r in legal], True),
         ("policy", [r.plan.policy for r in legal], False),
     ]
-    if "compute.math_fidelity" not in dict(c.vary):
+    if "compute.math_fidelity" not in dict(c.vary) and len({r.plan.math_fidelity for r in legal}) > 1:
         cols.append(("fidelity", [r.plan.math_fidelity for r in legal], False))
     return cols
 
