@@ -248,7 +248,9 @@ class Verdict:
     ulp_difference: int               # winner's max ULP - slowest's (negative: the winner is more accurate)
     effects: tuple[Effect, ...]
     emulation: str
-    sentence: str
+    headline: str                     # the fastest against the slowest, with their predicted times
+    error_text: str                   # their max error, in words
+    sentence: str                     # everything above in one sentence
 
 
 @dataclass(frozen=True)
@@ -862,8 +864,7 @@ def verdict(rows: Sequence[Row], sweep_field: str | None = None, point: int | No
     else:
         ratio, same, head = _faster(fast, slow, f"fastest {fast.variant}", f"slowest {slow.variant}")
         cause = _reason(fast, slow) if not same else f"both {fast.speed.bottleneck}"
-        head = (f"{head}{at} (predicted {fast.speed.microseconds:,.1f} vs {slow.speed.microseconds:,.1f} us"
-                + (f"; {cause})" if not same else ")"))
+        head = f"{head}{at} (predicted {fast.speed.microseconds:,.1f} vs {slow.speed.microseconds:,.1f} us)"
     if len(rows) == 1 or fast.variant == slow.variant:
         err = f"max error {uf} {grid} ULP"
     else:
@@ -874,7 +875,7 @@ def verdict(rows: Sequence[Row], sweep_field: str | None = None, point: int | No
     if len(ones) > 1:
         err += (f"; all-ones K = {fast.numerics.k}: {fast.numerics.of('all_ones').first_value:g} in {fast.variant}, "
                 f"{slow.numerics.of('all_ones').first_value:g} in {slow.variant}")
-    sentence = f"{head}; {err}"
+    sentence = f"{head[:-1]}; {cause}); {err}" if len(rows) > 1 and not same else f"{head}; {err}"
     if len(keys) > 1 and found:
         sentence += ". Each field with the others held fixed: " + "; ".join(e.sentence for e in found)
     emulation = ""
@@ -886,7 +887,8 @@ def verdict(rows: Sequence[Row], sweep_field: str | None = None, point: int | No
         else:
             emulation = f"NOT {word} in emulation: " + ", ".join(r.variant for r in emulated if not r.emulated.ok)
         sentence += f"; {emulation}"
-    return Verdict(point, fast.variant, slow.variant, ratio, same, cause, uf, us, uf - us, found, emulation, sentence)
+    return Verdict(point, fast.variant, slow.variant, ratio, same, cause, uf, us, uf - us, found, emulation, head, err,
+                   sentence)
 
 
 # ----------------------------------------------------------------------------------------------

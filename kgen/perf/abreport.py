@@ -60,7 +60,7 @@ def comparison_to_dict(c: Comparison) -> dict[str, Any]:
         "spec": c.spec_path, "name": c.spec_name, "arch": c.arch, "command": c.command, "seed": c.seed,
         "vary": {k: list(v) for k, v in c.vary},
         "sweep": {"field": c.sweep_field, "values": list(c.sweep_values)} if c.sweep_field else None,
-        "verdicts": list(c.verdicts),
+        "verdicts": list(c.verdicts),           # the sentences of `verdict`, one per sweep value
         "verdict": [verdict_to_dict(v) for v in c.verdict_facts],
         # one entry per distinct kernel (per sweep value, each has its own id); a variant with the
         # same kernel as an earlier one is listed under `same_kernel`, with the id its figures are under
@@ -323,8 +323,17 @@ def format_text(c: Comparison, width: int | None = None) -> str:
         if r.illegal is not None:
             text = r.illegal if "[rule:" in r.illegal else f"{r.illegal} [rule: {r.rule}]"
             lines += _wrap(f"illegal: {r.label}: {text}", width)
-    for v in c.verdict_facts:
-        lines += _wrap(f"verdict: {v.sentence}", width)
+    for v in c.verdict_facts:           # the answer last, where the eye lands: one fact a line
+        lines += _wrap(f"verdict: {v.headline}", width, "", "    ")
+        if not v.same:
+            lines += _wrap(f"why: {v.cause}", width)
+        lines += _wrap(f"error: {v.error_text}", width)
+        if len(c.vary) > 1:
+            lines += _wrap("each field with the others held fixed:", width)
+            for e in v.effects:
+                lines += _wrap(e.sentence, width, "    ", "      ")
+        if v.emulation:
+            lines += _wrap(f"emulation: {v.emulation}", width)
     return "\n".join(lines) + "\n"
 
 

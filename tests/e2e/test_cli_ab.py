@@ -42,8 +42,8 @@ def test_ab_peak_bf16_text_shows_l1acc_faster_than_spill_with_the_reason():
     proc = kgen("ab", str(example("peak_bf16")))
     assert proc.returncode == 0, proc.stderr
     verdict = " ".join(proc.stdout.split("verdict:")[1].split())          # the wrapped lines, rejoined
-    assert re.search(r"^fastest base is \d\.\d\dx faster than slowest spill \(predicted [\d,.]+ vs [\d,.]+ us; "
-                     r"packer_l1_acc vs spill_reload; [\d,]+ more partials reload copies in spill", verdict), verdict
+    assert re.search(r"^fastest base is \d\.\d\dx faster than slowest spill \(predicted [\d,.]+ vs [\d,.]+ us\) "
+                     r"why: packer_l1_acc vs spill_reload; [\d,]+ more partials reload copies in spill", verdict), verdict
     assert "l1acc: mm_" in proc.stdout and "(same kernel as base: not run twice)" in proc.stdout
     assert "K-faithful proxy" in proc.stdout
 
