@@ -618,16 +618,18 @@ class _Golden:
 EmulateFn = Callable[[Any, Plan], Emulated]
 MeasureFn = Callable[[Any, Plan], Measured]
 
-# Exact emulation's rate on a small host, in tile products (M x N x K / 32^3) per second: kgen ab
-# --emulate of peak_bf16 (4096^3, 2.1 M tile products) took 60 s exact and 3.6 s fast on 2 cores.
-EXACT_TILE_PRODUCTS_PER_SECOND = 35_000.0
-FAST_TILE_PRODUCTS_PER_SECOND = 580_000.0
+# The emulator's CPU time per tile product (M x N x K / 32^3), measured with `kgen emulate` of
+# peak_bf16 on a 2-core x86 host: at 4096 x 4096 x 512 (262,144 tile products) 220 s of CPU exact
+# and 6.2 s fast; at K = 4096 (2.1 M) 33 s fast. Plus a start per build (its kernels compiled for
+# the host). An estimate of CPU time: a busy machine takes longer in wall time.
+EXACT_TILE_PRODUCTS_PER_SECOND = 1_200.0
+FAST_TILE_PRODUCTS_PER_SECOND = 69_000.0
+EMULATION_START_SECONDS = 2.5
 SUGGEST_FAST_SECONDS = 20.0           # above this estimate, exact emulation suggests --numerics fast
-EMULATION_START_SECONDS = 3.5         # per build: compiling its kernels for the host (same machine, tiny specs)
 
 
 def emulation_estimate(p: Plan, numerics: str) -> float:
-    """Seconds the host emulator is expected to take for one build (the rates above)."""
+    """CPU seconds the host emulator is expected to take for one build (the rates above)."""
     tile_products = p.spec.batch * p.mt * p.nt * p.kt
     rate = EXACT_TILE_PRODUCTS_PER_SECOND if numerics == "exact" else FAST_TILE_PRODUCTS_PER_SECOND
     return EMULATION_START_SECONDS + tile_products / rate
@@ -704,20 +706,23 @@ def _run_jobs(rows: list[Row], jobs, emulate: EmulateFn | None, measure: Measure
     if emulate is not None:
         estimates = [emulation_estimate(p, numerics) for _, _, p in jobs]
         total = sum(estimates)
-        log(f"emulating {len(jobs)} kernel(s) with {numerics} numerics: about {_duration(total)} (estimated)")
+        log(f"emulating {len(jobs)} kernel(s) with {numerics} numerics: about {_duration(total)} of CPU "
+            "(estimated; a busy machine takes longer)")
         if numerics == "exact" and total > SUGGEST_FAST_SECONDS:
             fast = sum(emulation_estimate(p, "fast") for _, _, p in jobs)
             log(f"  --numerics fast would take about {_duration(fast)}: it checks against the fast golden "
                 "model within tolerance, not bit for bit")
+    done_cpu = 0.0
     started = time.perf_counter()
     for n, (i, artifacts, p) in enumerate(jobs):
         r = rows[i]
         if emulate is not None:
-            left = sum(estimates[n:])
+            left = sum(estimates[n:]) * _pace(done_cpu, sum(estimates[:n]))
             progress(f"emulating {r.label} ({n + 1} of {len(jobs)}, about {_duration(left)} left)")
             log(f"emulate {r.label}: started ({n + 1} of {len(jobs)}, about {_duration(left)} left)")
             t0 = time.perf_counter()
             em = emulate(artifacts, p)
+            done_cpu += time.perf_counter() - t0
             word = "bit-exact" if em.exact_match else "within tolerance" if em.ok else "FAILED"
             log(f"emulate {r.label}: {em.status}, {word} "
                 f"in {time.perf_counter() - t0:.1f} s")
@@ -734,6 +739,12 @@ def _run_jobs(rows: list[Row], jobs, emulate: EmulateFn | None, measure: Measure
     by_kernel = {(r.sweep, r.kernel_id): r for r in rows if r.illegal is None and r.same_as is None}
     return [_with(r, emulated=by_kernel[(r.sweep, r.kernel_id)].emulated,
                   measured=by_kernel[(r.sweep, r.kernel_id)].measured) if r.same_as is not None else r for r in rows]
+
+
+def _pace(taken: float, estimated: float) -> float:
+    """How much slower than estimated the emulations so far ran (1 before the first): the time left
+    is the estimate scaled by it."""
+    return taken / estimated if taken > 0 and estimated > 0 else 1.0
 
 
 def _with(r: Row, **changes) -> Row:

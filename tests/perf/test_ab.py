@@ -437,7 +437,8 @@ def test_exact_emulation_of_a_big_spec_estimates_and_suggests_fast():
     c = _compare("peak_bf16", emulate=lambda a, p: Emulated("exact", "ok", True, True, 0, 0.0, 1.0, 0.0),
                  log=lines.append)
     p = plan(load(example("peak_bf16")))
-    assert emulation_estimate(p, "exact") > SUGGEST_FAST_SECONDS > emulation_estimate(p, "fast")
+    assert emulation_estimate(p, "exact") > SUGGEST_FAST_SECONDS
+    assert emulation_estimate(p, "fast") < emulation_estimate(p, "exact") / 10
     assert lines[0].startswith("emulating 2 kernel(s) with exact numerics: about")
     assert "--numerics fast would take about" in lines[1]
     assert c.legal
