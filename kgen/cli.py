@@ -409,7 +409,8 @@ def _ab(args: argparse.Namespace) -> int:
     try:
         with _progress() as progress:
             comparison = compare(spec_file, read_source(args.spec), vary=vary, sweep=sweep, seed=args.seed,
-                                 command=command, emulate=emulate, measure=measure, progress=progress)
+                                 command=command, emulate=emulate, measure=measure, numerics=args.numerics,
+                                 progress=progress, log=_log_line)
     finally:
         if opened is not None:
             opened[0].close_device(opened[1])
@@ -426,6 +427,12 @@ def _ab(args: argparse.Namespace) -> int:
             sys.stdout.write(f"  wrote     {_shown(path)} ({flag[2:]})\n")
     # as kgen emulate: an emulated variant that is not its golden model's bits is a failure
     return 1 if any(r.emulated is not None and not r.emulated.ok for r in comparison.legal) else 0
+
+
+def _log_line(line: str) -> None:
+    """One progress line of a long job on stderr (stdout may be --json): with or without a terminal,
+    each line as it happens, so a log shows what ran and when."""
+    print(f"kgen: {line}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager

@@ -40,8 +40,8 @@ def write_build(root: Path, kid: str, files: tuple[SourceFile, ...]) -> Path:
     root = usable_dir(root, "output folder", "pass -o a folder you can write to", OutputError)
     target = root / kid
     if _same_content(target, files):
-        # The id hashes every byte, so an identical folder is this build: leave it in place (a
-        # concurrent build of the same spec may be compiling in it; compile outputs survive).
+        # An identical folder is this build: leave it in place (a concurrent build of the same
+        # spec may be compiling in it; compile outputs survive).
         return target
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{kid}.", suffix=".tmp", dir=root))
@@ -54,7 +54,8 @@ def write_build(root: Path, kid: str, files: tuple[SourceFile, ...]) -> Path:
             path.write_text(f.text, encoding="utf-8", newline="\n")
         os.chmod(tmp, 0o755)
         if target.exists():
-            # Same id, same content: swap the folders so readers never see a partial one.
+            # Same id, so the same kernel, but other bytes (comments, the variant's name, an edit):
+            # swap the folders so readers never see a partial one.
             old = Path(tempfile.mkdtemp(prefix=f".{kid}.", suffix=".old", dir=root))
             os.rename(target, old / "x")
             os.rename(tmp, target)

@@ -113,13 +113,28 @@ class Speed:
     l1_acc_surcharge: float
 
 
+# Every accuracy figure below is defined where it is defined:
+#   ULPs      against the float64 result rounded to the output's grid (0 = correctly rounded), in
+#             the grid's spacing at max(|reference|, ULP_FLOOR x the largest |reference|): a result
+#             that cancels to near zero is not counted in the ULPs of a tiny number. The one error
+#             scale of `kgen ab`: per variant and between variants.
+#   max rel   over the outputs with |reference| >= REL_FLOOR x the largest |reference| only.
+#   PCC       only where neither the output nor the reference is constant (else it is undefined),
+#             and the reference's spread is at least PCC_MIN_SPREAD of its RMS.
+ULP_FLOOR = 1e-3
+REL_FLOOR = 1e-2
+PCC_MIN_SPREAD = 0.1
+
+
 @dataclass(frozen=True)
 class ErrorStats:
     """Error of one distribution's output against float64 of the same (quantised) inputs."""
     distribution: str
     max_abs: float
-    max_rel: float
-    pcc: float
+    max_rel: float | None             # None: no output at or above the floor
+    rel_floor: float                  # |reference| a relative error is taken over (REL_FLOOR of the largest)
+    rel_outputs: int                  # how many outputs that is
+    pcc: float | None                 # None: a constant output or reference, where PCC is undefined
     max_ulp: int
     ulp_histogram: tuple[tuple[str, int], ...]
     first_value: float                # output[0, 0]: all_ones shows the #8449 sum here
@@ -159,7 +174,7 @@ class Measured:
     runs: int
     warmup: int
     timing: str                       # how the time was taken
-    pcc: float
+    pcc: float | None                 # None: a constant output (undefined)
 
 
 @dataclass(frozen=True)
@@ -176,6 +191,7 @@ class Row:
     numerics: Numerics | None = None
     emulated: Emulated | None = None
     measured: Measured | None = None
+    same_as: str | None = None        # an earlier variant with the same kernel id (at the same sweep value)
 
     @property
     def label(self) -> str:
@@ -187,7 +203,9 @@ class Row:
 
 @dataclass(frozen=True)
 class Difference:
-    """Element-wise difference of two variants' outputs on the same inputs (the `random` proxy)."""
+    """Element-wise difference of two variants' outputs on the same inputs (the `random` proxy), on
+    the per-variant scale: |ULPs of b - ULPs of a|, each against the float64 result rounded to the
+    output's grid (ULP_FLOOR), so it is never more than the two variants' own max ULP added."""
     a: str
     b: str
     sweep: int | None
@@ -196,6 +214,43 @@ class Difference:
     differing: int
     max_ulp: int
     ulp_histogram: tuple[tuple[str, int], ...]
+
+
+# The performance model's resolution: predicted times closer than this are "the same".
+RESOLUTION = 0.01
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One varied field's effect with the other varied fields held at `held`: its fastest level
+    against its slowest (predicted)."""
+    field: str
+    held: tuple[tuple[str, str], ...]
+    faster: str                       # the field's value
+    slower: str
+    speedup: float                    # slower's time / faster's time
+    same: bool                        # within RESOLUTION
+    sentence: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer at one sweep value: the fastest and slowest variants overall, why, their error,
+    and (with several --vary fields) each field's effect with the others held fixed."""
+    sweep: int | None
+    winner: str
+    slowest: str
+    speedup: float                    # slowest's predicted time / winner's
+    same: bool                        # every variant within RESOLUTION of the winner
+    cause: str
+    winner_max_ulp: int
+    slowest_max_ulp: int
+    ulp_difference: int               # winner's max ULP - slowest's (negative: the winner is more accurate)
+    effects: tuple[Effect, ...]
+    emulation: str
+    headline: str                     # the fastest against the slowest, with their predicted times
+    error_text: str                   # their max error, in words
+    sentence: str                     # everything above in one sentence
 
 
 @dataclass(frozen=True)
@@ -211,7 +266,11 @@ class Comparison:
     seed: int
     rows: tuple[Row, ...]
     differences: tuple[Difference, ...]
-    verdicts: tuple[str, ...]
+    verdict_facts: tuple[Verdict, ...]
+
+    @property
+    def verdicts(self) -> tuple[str, ...]:
+        return tuple(v.sentence for v in self.verdict_facts)
 
     @property
     def legal(self) -> tuple[Row, ...]:
@@ -458,22 +517,48 @@ def ulp_histogram(ulps: np.ndarray) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
-def _error_stats(name: str, out: np.ndarray, ref: np.ndarray, grid: str) -> ErrorStats:
-    """max abs, max rel (over |ref| >= 1e-3 max|ref|, as kgen emulate's), PCC, ULPs against float64
-    rounded to the output's grid."""
+def signed_ulps(out: np.ndarray, ref: np.ndarray, grid: str) -> np.ndarray:
+    """Per output: its ULP distance from the float64 result rounded to the grid (ulp_distance at
+    ULP_FLOOR of the largest |ref|), signed as out - ref. The one error scale of `kgen ab`."""
+    floor = ULP_FLOOR * float(np.abs(ref).max(initial=0.0))
+    with np.errstate(invalid="ignore"):
+        sign = np.sign(np.asarray(out, np.float64) - np.asarray(ref, np.float64))
+    return (np.nan_to_num(sign) * ulp_distance(out, ref, grid, floor)).astype(np.int64)
+
+
+def defined_pcc(out: np.ndarray, ref: np.ndarray) -> float | None:
+    """Pearson correlation, or None where it is undefined (a constant output or reference) or says
+    nothing about the kernel: a reference whose spread is under PCC_MIN_SPREAD of its magnitude
+    (all-positive sums of similar size), where a 1 % error swamps the variation being correlated."""
+    o, r = np.asarray(out, np.float64).ravel(), np.asarray(ref, np.float64).ravel()
+    if o.size < 2 or np.ptp(o) == 0 or np.ptp(r) == 0:
+        return None
+    if np.std(r) < PCC_MIN_SPREAD * np.sqrt(np.mean(r * r)):
+        return None
+    return float(np.corrcoef(o, r)[0, 1])
+
+
+def relative_error(out: np.ndarray, ref: np.ndarray) -> tuple[float | None, float, int]:
+    """(max |out - ref| / |ref| over the outputs with |ref| >= REL_FLOOR x the largest |ref|, that
+    floor, how many outputs it covers); max is None when none does (an all-zero reference)."""
+    ref = np.asarray(ref, np.float64)
+    floor = REL_FLOOR * float(np.abs(ref).max(initial=0.0))
+    mask = (np.abs(ref) >= floor) & (np.abs(ref) > 0)
+    if not mask.any():
+        return None, floor, 0
     with np.errstate(invalid="ignore", over="ignore"):
-        o = out.astype(np.float64)
-        diff = np.abs(o - ref)
-    scale = float(np.abs(ref).max(initial=0.0))
-    mask = np.abs(ref) >= 1e-3 * scale if scale > 0 else np.ones_like(ref, bool)
-    rel = float((diff[mask] / np.abs(ref[mask])).max()) if scale > 0 and mask.any() else float(diff.max(initial=0.0))
-    if np.std(o) == 0 or np.std(ref) == 0:
-        pcc = 1.0 if np.allclose(o, ref) else 0.0
-    else:
-        pcc = float(np.corrcoef(o.ravel(), ref.ravel())[0, 1])
-    ulps = ulp_distance(out, ref, grid, 1e-3 * scale)
-    return ErrorStats(name, float(diff.max(initial=0.0)), rel, pcc, int(ulps.max(initial=0)), ulp_histogram(ulps),
-                      float(out.ravel()[0]))
+        rel = np.abs(np.asarray(out, np.float64)[mask] - ref[mask]) / np.abs(ref[mask])
+    return float(rel.max()), floor, int(mask.sum())
+
+
+def _error_stats(name: str, out: np.ndarray, ref: np.ndarray, grid: str) -> ErrorStats:
+    """max abs; max rel above REL_FLOOR; PCC where defined; ULPs against float64 rounded to the grid."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(out.astype(np.float64) - ref)
+    rel, floor, counted = relative_error(out, ref)
+    ulps = np.abs(signed_ulps(out, ref, grid))
+    return ErrorStats(name, float(diff.max(initial=0.0)), rel, floor, counted, defined_pcc(out, ref),
+                      int(ulps.max(initial=0)), ulp_histogram(ulps), float(out.ravel()[0]))
 
 
 def _numerics_key(p: Plan) -> tuple:
@@ -489,6 +574,7 @@ class _Golden:
 
     def __init__(self, seed: int):
         self.seed = seed
+        # per numerics key: the figures, and the signed ULPs of each distribution's outputs
         self.cache: dict[tuple, tuple[Numerics, Mapping[str, np.ndarray]]] = {}
 
     def __call__(self, p: Plan) -> tuple[Numerics, Mapping[str, np.ndarray]]:
@@ -512,6 +598,7 @@ class _Golden:
         grid = "Float32" if p.out_format == "Float32" else "Float16_b"
         outputs = {d: values[rows, cols] for d, (rows, cols) in PROXY_LAYOUT.items()}
         errors = tuple(_error_stats(d, outputs[d], ref[rows, cols], grid) for d, (rows, cols) in PROXY_LAYOUT.items())
+        ulps = {d: signed_ulps(outputs[d], ref[rows, cols], grid) for d, (rows, cols) in PROXY_LAYOUT.items()}
         s = p.spec
         proxy = (s.m * s.batch, s.n) != (PROXY_ROWS, PROXY_COLS)
         note = (f"K-faithful proxy: {PROXY_ROWS} x {PROXY_COLS} outputs (16 x 16 random, 8 x 16 mixed, 4 x 16 "
@@ -521,7 +608,7 @@ class _Golden:
                 f"the sequence of accumulations an output element sees") if proxy else \
             f"the spec's full shape ({s.m} x {s.n} x {k})"
         ulp_name = "float32" if grid == "Float32" else "bfloat16"
-        return Numerics("exact", PROXY_ROWS, PROXY_COLS, k, proxy, ulp_name, note, errors), outputs
+        return Numerics("exact", PROXY_ROWS, PROXY_COLS, k, proxy, ulp_name, note, errors), ulps
 
 
 # ----------------------------------------------------------------------------------------------
@@ -531,23 +618,44 @@ class _Golden:
 EmulateFn = Callable[[Any, Plan], Emulated]
 MeasureFn = Callable[[Any, Plan], Measured]
 
+# The emulator's CPU time per tile product (M x N x K / 32^3), measured with `kgen emulate` of
+# peak_bf16 on a 2-core x86 host: at 4096 x 4096 x 512 (262,144 tile products) 220 s of CPU exact
+# and 6.2 s fast; at K = 4096 (2.1 M) 33 s fast. Plus a start per build (its kernels compiled for
+# the host). An estimate of CPU time: a busy machine takes longer in wall time.
+EXACT_TILE_PRODUCTS_PER_SECOND = 1_200.0
+FAST_TILE_PRODUCTS_PER_SECOND = 69_000.0
+EMULATION_START_SECONDS = 2.5
+SUGGEST_FAST_SECONDS = 20.0           # above this estimate, exact emulation suggests --numerics fast
+
+
+def emulation_estimate(p: Plan, numerics: str) -> float:
+    """CPU seconds the host emulator is expected to take for one build (the rates above)."""
+    tile_products = p.spec.batch * p.mt * p.nt * p.kt
+    rate = EXACT_TILE_PRODUCTS_PER_SECOND if numerics == "exact" else FAST_TILE_PRODUCTS_PER_SECOND
+    return EMULATION_START_SECONDS + tile_products / rate
+
 
 def compare(spec_file: SpecFile, spec_text: str, *, vary: Sequence[tuple[str, Sequence[str]]] = (),
             sweep: tuple[str | None, Sequence[int]] = (None, ()), seed: int = 0, command: str = "",
-            emulate: EmulateFn | None = None, measure: MeasureFn | None = None,
-            progress: Callable[[str], None] = lambda phase: None) -> Comparison:
+            emulate: EmulateFn | None = None, measure: MeasureFn | None = None, numerics: str = "exact",
+            progress: Callable[[str], None] = lambda phase: None,
+            log: Callable[[str], None] = lambda line: None) -> Comparison:
     """Every candidate at every sweep value: planned, lowered, verified, rendered (for its kernel id),
-    predicted and put through the golden model; `emulate`/`measure` run a rendered build further.
-    A candidate that breaks a rule becomes an illegal row; if every one does, that is an error."""
+    predicted and put through the golden model; `emulate`/`measure` run a rendered build further,
+    once per distinct kernel. A candidate that breaks a rule becomes an illegal row; if every one
+    does, that is an error. `progress` names the phase (a spinner); `log` gets one line as each
+    emulation or device job starts and ends."""
     from kgen.gen.pipeline import run
 
     sweep_field, sweep_values = sweep
     golden = _Golden(seed)
     rows: list[Row] = []
-    outputs: dict[tuple[str, int | None], np.ndarray] = {}
+    jobs: list[tuple[int, Any, Plan]] = []         # rows whose build runs further, once per kernel id
+    ulps: dict[tuple[str, int | None], np.ndarray] = {}
     cands = candidates(spec_file, vary)
     points: tuple[int | None, ...] = tuple(sweep_values) if sweep_field else (None,)
     for point in points:
+        first_of: dict[str, Row] = {}
         for cand in cands:
             progress(f"{cand.variant}" + (f" at {sweep_field} = {point}" if point is not None else ""))
             try:
@@ -558,25 +666,94 @@ def compare(spec_file: SpecFile, spec_text: str, *, vary: Sequence[tuple[str, Se
                 rows.append(Row(cand.variant, point, cand.overrides, None,
                                 illegal=getattr(exc, "message", str(exc)), rule=rule))
                 continue
+            kid = artifacts.rendered.kernel_id
+            if kid in first_of:         # the same kernel: its figures, not a second run
+                twin = first_of[kid]
+                rows.append(Row(cand.variant, point, cand.overrides, kid, plan=twin.plan, ops=twin.ops,
+                                speed=twin.speed, numerics=twin.numerics, same_as=twin.variant))
+                ulps[(cand.variant, point)] = ulps[(twin.variant, point)]
+                continue
             program, p = artifacts.verified, artifacts.plan
-            numerics, outs = golden(p)
-            outputs[(cand.variant, point)] = outs["random"]
-            rows.append(Row(cand.variant, point, cand.overrides, artifacts.rendered.kernel_id,
-                            plan=plan_facts(p), ops=op_counts(program), speed=speed_of(predict(program)),
-                            numerics=numerics,
-                            emulated=emulate(artifacts, p) if emulate else None,
-                            measured=measure(artifacts, p) if measure else None))
+            numerics_facts, signed = golden(p)
+            ulps[(cand.variant, point)] = signed["random"]
+            row = Row(cand.variant, point, cand.overrides, kid, plan=plan_facts(p), ops=op_counts(program),
+                      speed=speed_of(predict(program)), numerics=numerics_facts)
+            first_of[kid] = row
+            jobs.append((len(rows), artifacts, p))
+            rows.append(row)
     legal = [r for r in rows if r.illegal is None]
     if not legal:
         lines = "; ".join(f"`{r.label}`: {r.illegal}" for r in rows)
         raise SpecError(f"no variant of {spec_file.path} plans, so there is nothing to compare: {lines}",
                         hint="change the --vary/--sweep values to ones the planner accepts")
-    differences = _differences(legal, outputs)
-    verdicts = tuple(verdict([r for r in legal if r.sweep == point], sweep_field, point) for point in points
-                     if any(r.sweep == point for r in legal))
+    if emulate is not None or measure is not None:
+        rows = _run_jobs(rows, jobs, emulate, measure, numerics, progress, log)
+        legal = [r for r in rows if r.illegal is None]
+    differences = _differences(legal, ulps)
+    keys = [k for k, _ in vary]
+    facts = tuple(verdict([r for r in legal if r.sweep == point], sweep_field, point, keys) for point in points
+                  if any(r.sweep == point for r in legal))
     return Comparison(spec_file.path, spec_file.matmul_name, _arch_of(spec_file), spec_text, command,
                       tuple((k, tuple(v)) for k, v in vary), sweep_field, tuple(sweep_values), seed,
-                      tuple(rows), differences, verdicts)
+                      tuple(rows), differences, facts)
+
+
+def _run_jobs(rows: list[Row], jobs, emulate: EmulateFn | None, measure: MeasureFn | None, numerics: str,
+              progress: Callable[[str], None], log: Callable[[str], None]) -> list[Row]:
+    """Each distinct kernel through the emulator and/or onto the card, with a line as each job
+    starts and ends; a variant with the same kernel as an earlier one takes its results."""
+    rows = list(rows)
+    if emulate is not None:
+        estimates = [emulation_estimate(p, numerics) for _, _, p in jobs]
+        total = sum(estimates)
+        log(f"emulating {len(jobs)} kernel(s) with {numerics} numerics: about {_duration(total)} of CPU "
+            "(estimated; a busy machine takes longer)")
+        if numerics == "exact" and total > SUGGEST_FAST_SECONDS:
+            fast = sum(emulation_estimate(p, "fast") for _, _, p in jobs)
+            log(f"  --numerics fast would take about {_duration(fast)}: it checks against the fast golden "
+                "model within tolerance, not bit for bit")
+    done_cpu = 0.0
+    started = time.perf_counter()
+    for n, (i, artifacts, p) in enumerate(jobs):
+        r = rows[i]
+        if emulate is not None:
+            left = sum(estimates[n:]) * _pace(done_cpu, sum(estimates[:n]))
+            progress(f"emulating {r.label} ({n + 1} of {len(jobs)}, about {_duration(left)} left)")
+            log(f"emulate {r.label}: started ({n + 1} of {len(jobs)}, about {_duration(left)} left)")
+            t0 = time.perf_counter()
+            em = emulate(artifacts, p)
+            done_cpu += time.perf_counter() - t0
+            word = "bit-exact" if em.exact_match else "within tolerance" if em.ok else "FAILED"
+            log(f"emulate {r.label}: {em.status}, {word} "
+                f"in {time.perf_counter() - t0:.1f} s")
+            r = rows[i] = _with(r, emulated=em)
+        if measure is not None:
+            progress(f"on the card: {r.label} ({n + 1} of {len(jobs)})")
+            log(f"device {r.label}: started ({n + 1} of {len(jobs)})")
+            t0 = time.perf_counter()
+            me = measure(artifacts, p)
+            log(f"device {r.label}: {me.microseconds:,.1f} us measured, in {time.perf_counter() - t0:.1f} s")
+            rows[i] = _with(r, measured=me)
+    if jobs:
+        log(f"done in {time.perf_counter() - started:.1f} s")
+    by_kernel = {(r.sweep, r.kernel_id): r for r in rows if r.illegal is None and r.same_as is None}
+    return [_with(r, emulated=by_kernel[(r.sweep, r.kernel_id)].emulated,
+                  measured=by_kernel[(r.sweep, r.kernel_id)].measured) if r.same_as is not None else r for r in rows]
+
+
+def _pace(taken: float, estimated: float) -> float:
+    """How much slower than estimated the emulations so far ran (1 before the first): the time left
+    is the estimate scaled by it."""
+    return taken / estimated if taken > 0 and estimated > 0 else 1.0
+
+
+def _with(r: Row, **changes) -> Row:
+    from dataclasses import replace
+    return replace(r, **changes)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def _arch_of(spec_file: SpecFile) -> str:
@@ -605,19 +782,18 @@ def _resolve_candidate(spec_file: SpecFile, cand: Candidate, sweep_field: str | 
     return resolve(sf, name)
 
 
-def _differences(legal: list[Row], outputs: Mapping[tuple[str, int | None], np.ndarray]) -> tuple[Difference, ...]:
-    """Each variant against the first legal one at the same sweep value, on the `random` inputs."""
+def _differences(legal: list[Row], ulps: Mapping[tuple[str, int | None], np.ndarray]) -> tuple[Difference, ...]:
+    """Each variant against the first legal one at the same sweep value, on the `random` inputs, in
+    the per-variant scale (signed ULPs against float64 rounded to the grid, subtracted)."""
     out = []
     for point in dict.fromkeys(r.sweep for r in legal):
         at = [r for r in legal if r.sweep == point]
         ref = at[0]
         for r in at[1:]:
-            x, y = outputs[(ref.variant, point)], outputs[(r.variant, point)]
-            grid = "Float32" if ref.numerics.ulp_format == r.numerics.ulp_format == "float32" else "Float16_b"
-            ulps = ulp_distance(y, x, grid, 1e-3 * float(np.abs(x).max(initial=0.0)))
-            differing = int(np.count_nonzero(~((x == y) | (np.isnan(x) & np.isnan(y)))))
-            out.append(Difference(ref.variant, r.variant, point, "random", int(x.size), differing,
-                                  int(ulps.max(initial=0)), ulp_histogram(ulps)))
+            a, b = ulps[(ref.variant, point)], ulps[(r.variant, point)]
+            apart = np.abs(b - a)
+            out.append(Difference(ref.variant, r.variant, point, "random", int(a.size), int(np.count_nonzero(apart)),
+                                  int(apart.max(initial=0)), ulp_histogram(apart)))
     return tuple(out)
 
 
@@ -626,7 +802,7 @@ def _reason(fast: Row, slow: Row) -> str:
     bits = []
     dr = slow.op("reload copies") - fast.op("reload copies")
     if fast.plan.policy != slow.plan.policy:
-        bits.append(f"{slow.plan.policy} vs {fast.plan.policy}")
+        bits.append(f"{fast.plan.policy} vs {slow.plan.policy}")
     if dr:
         bits.append(f"{abs(dr):,} {'more' if dr > 0 else 'fewer'} partials reload copies in {slow.variant}")
         dc = slow.speed.reload_cycles - fast.speed.reload_cycles
@@ -646,37 +822,84 @@ def _reason(fast: Row, slow: Row) -> str:
     return "; ".join(bits)
 
 
-def verdict(rows: Sequence[Row], sweep_field: str | None = None, point: int | None = None) -> str:
-    """One line: the fastest against the slowest (predicted), their error in ULPs, and emulation."""
+def _ratio(slow: Row, fast: Row) -> float:
+    return slow.speed.cycles / fast.speed.cycles
+
+
+def _faster(fast: Row, slow: Row, what_fast: str, what_slow: str) -> tuple[float, bool, str]:
+    ratio = _ratio(slow, fast)
+    if ratio - 1.0 < RESOLUTION:
+        return ratio, True, f"{what_fast} and {what_slow} are the same (within {RESOLUTION:.0%})".replace("%", " %")
+    return ratio, False, f"{what_fast} is {ratio:.2f}x faster than {what_slow}"
+
+
+def effects(rows: Sequence[Row], keys: Sequence[str]) -> tuple[Effect, ...]:
+    """Each varied field's effect with the other varied fields held fixed: for every combination of
+    the others' values, the field's fastest value against its slowest (predicted)."""
+    if not keys:
+        return ()
+    value = {r.variant: dict(r.overrides) for r in rows}
+    out = []
+    for key in keys:
+        others = [k for k in keys if k != key]
+        groups: dict[tuple[tuple[str, str], ...], list[Row]] = {}
+        for r in rows:
+            groups.setdefault(tuple((k, value[r.variant][k]) for k in others), []).append(r)
+        for held, group in groups.items():
+            if len(group) < 2:
+                continue
+            fast = min(group, key=lambda r: r.speed.cycles)
+            slow = max(group, key=lambda r: r.speed.cycles)
+            name = key.rpartition(".")[2]
+            ratio, same, text = _faster(fast, slow, f"{name}={value[fast.variant][key]}",
+                                        f"{name}={value[slow.variant][key]}")
+            at = ", ".join(f"{k.rpartition('.')[2]}={v}" for k, v in held)
+            out.append(Effect(key, held, value[fast.variant][key], value[slow.variant][key], ratio, same,
+                              text + (f" at {at}" if at else "")))
+    return tuple(out)
+
+
+def verdict(rows: Sequence[Row], sweep_field: str | None = None, point: int | None = None,
+            keys: Sequence[str] = ()) -> Verdict:
+    """The answer at one sweep value: the fastest and the slowest variant (predicted) and why, their
+    max error in ULPs, each varied field's effect with the others held fixed, and emulation."""
     at = f" at {sweep_field} = {point}" if point is not None else ""
-    if len(rows) == 1:
-        r = rows[0]
-        return (f"{r.variant}{at}: {r.speed.microseconds:,.1f} us predicted, max error "
-                f"{r.numerics.of('random').max_ulp} ULP (the only legal variant)")
     fast = min(rows, key=lambda r: r.speed.cycles)
     slow = max(rows, key=lambda r: r.speed.cycles)
-    if fast.speed.cycles == slow.speed.cycles:
-        head = f"all variants{at} predict {fast.speed.microseconds:,.1f} us"
+    uf, us = fast.numerics.of("random").max_ulp, slow.numerics.of("random").max_ulp
+    grid = fast.numerics.ulp_format
+    found = effects(rows, keys)
+    if len(rows) == 1:
+        ratio, same, cause = 1.0, True, "the only legal variant"
+        head = f"{fast.variant}{at}: {fast.speed.microseconds:,.1f} us predicted (the only legal variant)"
     else:
-        head = (f"{fast.variant} is {slow.speed.cycles / fast.speed.cycles:.2f}x faster than {slow.variant}{at} "
-                f"(predicted: {_reason(fast, slow)})")
-    du = fast.numerics.of("random").max_ulp - slow.numerics.of("random").max_ulp
-    err = (f"max error {abs(du)} ULP {'higher' if du > 0 else 'lower'}" if du else "the same max error") + \
-        f" ({fast.numerics.of('random').max_ulp} vs {slow.numerics.of('random').max_ulp} {fast.numerics.ulp_format} ULP)"
+        ratio, same, head = _faster(fast, slow, f"fastest {fast.variant}", f"slowest {slow.variant}")
+        cause = _reason(fast, slow) if not same else f"both {fast.speed.bottleneck}"
+        head = f"{head}{at} (predicted {fast.speed.microseconds:,.1f} vs {slow.speed.microseconds:,.1f} us)"
+    if len(rows) == 1 or fast.variant == slow.variant:
+        err = f"max error {uf} {grid} ULP"
+    else:
+        du = uf - us
+        err = ((f"max error {abs(du)} ULP {'higher' if du > 0 else 'lower'} in {fast.variant}" if du
+                else "the same max error") + f" ({uf} vs {us} {grid} ULP against float64 rounded to the output)")
     ones = {r.numerics.of("all_ones").first_value for r in (fast, slow)}
     if len(ones) > 1:
-        err += (f"; all-ones K = {fast.numerics.k}: {fast.numerics.of('all_ones').first_value:g} vs "
-                f"{slow.numerics.of('all_ones').first_value:g}")
-    line = f"{head}, {err}"
-    emulated = [r for r in (fast, slow) if r.emulated is not None]
+        err += (f"; all-ones K = {fast.numerics.k}: {fast.numerics.of('all_ones').first_value:g} in {fast.variant}, "
+                f"{slow.numerics.of('all_ones').first_value:g} in {slow.variant}")
+    sentence = f"{head[:-1]}; {cause}); {err}" if len(rows) > 1 and not same else f"{head}; {err}"
+    if len(keys) > 1 and found:
+        sentence += ". Each field with the others held fixed: " + "; ".join(e.sentence for e in found)
+    emulation = ""
+    emulated = [r for r in dict.fromkeys((fast, slow)) if r.emulated is not None]
     if emulated:
         word = "bit-exact" if emulated[0].emulated.numerics == "exact" else "within tolerance of the fast golden model"
         if all(r.emulated.ok for r in emulated):
-            line += f"; {'both' if len(emulated) == 2 else emulated[0].variant} {word} in emulation"
+            emulation = f"{'both' if len(emulated) == 2 else emulated[0].variant} {word} in emulation"
         else:
-            bad = ", ".join(r.variant for r in emulated if not r.emulated.ok)
-            line += f"; NOT {word} in emulation: {bad}"
-    return line
+            emulation = f"NOT {word} in emulation: " + ", ".join(r.variant for r in emulated if not r.emulated.ok)
+        sentence += f"; {emulation}"
+    return Verdict(point, fast.variant, slow.variant, ratio, same, cause, uf, us, uf - us, found, emulation, head, err,
+                   sentence)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -697,11 +920,7 @@ def emulate_with(numerics: str, seed: int, parallel: int) -> EmulateFn:
     return run_one
 
 
-def pcc(out: np.ndarray, ref: np.ndarray) -> float:
-    o, r = np.asarray(out, np.float64).ravel(), np.asarray(ref, np.float64).ravel()
-    if np.std(o) == 0 or np.std(r) == 0:
-        return 1.0 if np.allclose(o, r) else 0.0
-    return float(np.corrcoef(o, r)[0, 1])
+pcc = defined_pcc
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ PROCESSOR_SHORT = {"TRISC0 unpack": "unpack", "TRISC1 math": "math", "TRISC2 pac
 
 def row_to_dict(r: Row) -> dict[str, Any]:
     d: dict[str, Any] = {"variant": r.variant, "sweep": r.sweep, "overrides": dict(r.overrides),
-                         "kernel_id": r.kernel_id, "legal": r.illegal is None}
+                         "kernel_id": r.kernel_id, "legal": r.illegal is None, "same_kernel_as": r.same_as}
     if r.illegal is not None:
         d.update(illegal=r.illegal, rule=r.rule)
         return d
@@ -44,13 +44,30 @@ def row_to_dict(r: Row) -> dict[str, Any]:
     return d
 
 
+def verdict_to_dict(v) -> dict[str, Any]:
+    return {"sweep": v.sweep, "winner": v.winner, "slowest": v.slowest, "speedup": v.speedup,
+            "same_within_resolution": v.same, "cause": v.cause,
+            "error": {"winner_max_ulp": v.winner_max_ulp, "slowest_max_ulp": v.slowest_max_ulp,
+                      "difference_ulp": v.ulp_difference, "scale": "ULP against float64 rounded to the output grid"},
+            "effects": [{"field": e.field, "held": dict(e.held), "faster": e.faster, "slower": e.slower,
+                         "speedup": e.speedup, "same_within_resolution": e.same, "sentence": e.sentence}
+                        for e in v.effects],
+            "emulation": v.emulation or None, "sentence": v.sentence}
+
+
 def comparison_to_dict(c: Comparison) -> dict[str, Any]:
     return {
         "spec": c.spec_path, "name": c.spec_name, "arch": c.arch, "command": c.command, "seed": c.seed,
         "vary": {k: list(v) for k, v in c.vary},
         "sweep": {"field": c.sweep_field, "values": list(c.sweep_values)} if c.sweep_field else None,
-        "verdicts": list(c.verdicts),
-        "variants": {r.kernel_id: row_to_dict(r) for r in c.legal},
+        "verdicts": list(c.verdicts),           # the sentences of `verdict`, one per sweep value
+        "verdict": [verdict_to_dict(v) for v in c.verdict_facts],
+        # one entry per distinct kernel (per sweep value, each has its own id); a variant with the
+        # same kernel as an earlier one is listed under `same_kernel`, with the id its figures are under
+        "variants": {r.kernel_id: row_to_dict(r) for r in c.legal if r.same_as is None},
+        "same_kernel": [{"variant": r.variant, "sweep": r.sweep, "kernel_id": r.kernel_id, "same_kernel_as": r.same_as}
+                        for r in c.legal if r.same_as is not None],
+        "notes": {"utilization": UTILIZATION_NOTE, "ulp": ulp_note(c), "max_rel_and_pcc": rel_note()},
         "illegal": [row_to_dict(r) for r in c.rows if r.illegal is not None],
         "differences": [{**asdict(d), "ulp_histogram": dict(d.ulp_histogram)} for d in c.differences],
     }
@@ -79,17 +96,19 @@ def table_lines(r: Row) -> list[tuple[str, str, str | None, Any]]:
     ]
     for i, g in enumerate(p.regions):
         out.append(("plan", f"L1 {g.name}", f"plan/regions/{i}/bytes", f"{g.bytes:,}"))
-    out += [("speed", "device us", "speed/microseconds", f"{s.microseconds:,.1f}"),
-            ("speed", "TFLOPS", "speed/tflops", f"{s.tflops:,.1f}"),
-            ("speed", "utilization %", "speed/utilization", f"{100 * s.utilization:.1f}"),
+    out += [("speed", "predicted us", "speed/microseconds", f"{s.microseconds:,.1f}"),
+            ("speed", "predicted TFLOPS", "speed/tflops", f"{s.tflops:,.1f}"),
+            ("speed", "utilization % (a)", "speed/utilization", f"{100 * s.utilization:.1f}"),
             ("speed", "bottleneck", None, s.bottleneck)]
     for kind in OP_KINDS:
         out.append(("ops", kind, f"ops/{kind}", f"{r.op(kind):,}"))
     for d in DISTRIBUTIONS:
         e = n.of(d)
         out += [(f"numerics {d}", "max ULP", f"numerics/errors/{d}/max_ulp", f"{e.max_ulp:,}"),
-                (f"numerics {d}", "max rel", f"numerics/errors/{d}/max_rel", f"{e.max_rel:.3g}"),
-                (f"numerics {d}", "PCC", f"numerics/errors/{d}/pcc", f"{e.pcc:.6f}")]
+                (f"numerics {d}", "max rel (c)", f"numerics/errors/{d}/max_rel" if e.max_rel is not None else None,
+                 _opt(e.max_rel, ".3g")),
+                (f"numerics {d}", "PCC (c)", f"numerics/errors/{d}/pcc" if e.pcc is not None else None,
+                 _opt(e.pcc, ".6f"))]
         if d == "random":        # the distribution of ULP differences, bins as ab.ULP_BINS
             out.append((f"numerics {d}", "ULPs " + "/".join(label for label, _ in e.ulp_histogram), None,
                         "/".join(str(count) for _, count in e.ulp_histogram)))
@@ -103,7 +122,8 @@ def table_lines(r: Row) -> list[tuple[str, str, str | None, Any]]:
         out.append(("emulation", "seconds", "emulated/seconds", f"{em.seconds:.2f}"))
     if r.measured is not None:
         out.append(("device", "device us (median)", "measured/microseconds", f"{r.measured.microseconds:,.1f}"))
-        out.append(("device", "PCC", "measured/pcc", f"{r.measured.pcc:.6f}"))
+        out.append(("device", "PCC", "measured/pcc" if r.measured.pcc is not None else None,
+                    _opt(r.measured.pcc, ".6f")))
     return out
 
 
@@ -122,41 +142,198 @@ def aligned(legal) -> tuple[list[tuple[str, str]], list[dict[tuple[str, str], tu
     return sorted(keys, key=lambda k: (order[k[0]], list(keys).index(k))), cells
 
 
-def format_text(c: Comparison) -> str:
+UTILIZATION_NOTE = ("utilization: the ideal time (M*K*N/32^3 tile products at the variant's own fidelity's "
+                    "cycles per tile, spread over the full card grid) over the predicted time; so a HiFi4 "
+                    "variant can show more utilization than a faster HiFi2 one")
+
+
+def ulp_note(c: Comparison) -> str:
+    from kgen.perf.ab import ULP_FLOOR
+
+    legal = c.legal
+    return (f"ULP: distance from the float64 result rounded to the output's grid ({legal[0].numerics.ulp_format}; "
+            f"0 = correctly rounded), in the grid's spacing at the result's magnitude, never below "
+            f"{ULP_FLOOR:g} x the largest result; the one error scale, per variant and between variants")
+
+
+def rel_note() -> str:
+    from kgen.perf.ab import PCC_MIN_SPREAD, REL_FLOOR
+
+    return (f"max rel: over the outputs whose float64 result is at least {REL_FLOOR:.0%} of the largest "
+            f"(nearer zero a relative error measures cancellation, not the kernel); PCC: '-' where an output "
+            f"or its reference is constant, or the reference's spread is under {PCC_MIN_SPREAD:.0%} of its RMS "
+            f"(similar positive sums: PCC would measure the error, not the agreement)").replace("%", " %")
+
+
+def width_of_terminal() -> int:
+    """The terminal's width: $COLUMNS, else the terminal's own, else 100."""
+    import shutil
+
+    return max(60, shutil.get_terminal_size((100, 24)).columns)
+
+
+def _wrap(text: str, width: int, indent: str = "  ", more: str = "    ") -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=more,
+                         break_long_words=True, break_on_hyphens=False) or [indent.rstrip()]
+
+
+def _tables(title: str, keys: list[tuple[str, list[str]]], columns: list[tuple[str, list[str], bool]],
+            width: int) -> list[str]:
+    """Rows per variant (`keys`: header and cells of the leading columns), one column per figure,
+    split into as many tables as it takes to fit `width`; numbers right-aligned."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
+    def need(header: str, cells: list[str]) -> int:
+        return max([len(c) for c in cells] + [len(w) for w in header.split()] + [1])
+
+    def make(chunk: list[tuple[str, list[str], bool]], title_text: str) -> Table:
+        table = Table(title=title_text, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, show_edge=False)
+        for h, cells in keys:
+            table.add_column(h, no_wrap=True, min_width=need(h, cells))
+        for h, cells, numeric in chunk:
+            table.add_column(h, justify="right" if numeric else "left", overflow="fold", min_width=need(h, cells))
+        for j in range(len(keys[0][1])):
+            table.add_row(*[cells[j] for _, cells in keys], *[cells[j] for _, cells, _ in chunk])
+        return table
+
+    measure = Console(width=10_000, color_system=None)
+    chunks: list[list[tuple[str, list[str], bool]]] = [[]]
+    for col in columns:       # each table takes columns while their unwrapped layout fits
+        if chunks[-1] and measure.measure(make(chunks[-1] + [col], "")).maximum > width:
+            chunks.append([])
+        chunks[-1].append(col)
+    out = []
+    for i, chunk in enumerate(chunks):
+        table = make(chunk, title + (f" ({i + 1} of {len(chunks)})" if len(chunks) > 1 else ""))
+        buf = io.StringIO()
+        Console(file=buf, width=width, force_terminal=False, color_system=None, soft_wrap=False).print(table)
+        out += [line.rstrip() for line in buf.getvalue().rstrip().splitlines()]
+    return out
+
+
+def summary_columns(c: Comparison) -> list[tuple[str, list[str], bool]]:
+    """The answer's columns, one row per variant: predicted time, speed-up against the base (the
+    first variant at the same sweep value), TFLOPS, utilization, max ULP, policy, and the mark:
+    * for the fastest, `= NAME` for the same kernel as NAME."""
     legal = c.legal
-    title = f"kgen ab: {c.spec_name} ({c.spec_path})" + (f", sweep {c.sweep_field}" if c.sweep_field else "")
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", show_lines=False, pad_edge=False)
-    table.add_column("", no_wrap=True)
+    base = {}
     for r in legal:
-        table.add_column(r.label, overflow="fold", max_width=34)
-    keys, cells = aligned(legal)
-    table.add_row("kernel id", *[r.kernel_id for r in legal])
-    section = None
-    for sec, label in keys:
-        if sec != section:
-            table.add_row(f"[bold]{sec}[/bold]", *[""] * len(legal))
-            section = sec
-        table.add_row(f"  {label}", *[col.get((sec, label), (None, "-"))[1] for col in cells])
-    buf = io.StringIO()
-    console = Console(file=buf, width=max(100, 28 + 36 * len(legal)), force_terminal=False, color_system=None)
-    console.print(table)
-    lines = [buf.getvalue().rstrip()]
+        base.setdefault(r.sweep, r)
+    winners = {(v.sweep, v.winner) for v in c.verdict_facts if not v.same}
+    mark = [" ".join(filter(None, ["*" if (r.sweep, r.variant) in winners else "",
+                                   f"= {r.same_as}" if r.same_as else ""])) for r in legal]
+    cols = [
+        ("", mark, False),
+        ("time us", [f"{r.speed.microseconds:,.1f}" for r in legal], True),
+        ("vs base", [f"{base[r.sweep].speed.cycles / r.speed.cycles:.2f}x" for r in legal], True),
+        ("TFLOPS", [f"{r.speed.tflops:,.1f}" for r in legal], True),
+        ("util %(a)", [f"{100 * r.speed.utilization:.1f}" for r in legal], True),
+        ("max ULP(b)", [f"{r.numerics.of('random').max_ulp:,}" for r in legal], True),
+        ("policy", [r.plan.policy for r in legal], False),
+    ]
+    if "compute.math_fidelity" not in dict(c.vary) and len({r.plan.math_fidelity for r in legal}) > 1:
+        cols.append(("fidelity", [r.plan.math_fidelity for r in legal], False))
+    return cols
+
+
+def _keys(c: Comparison) -> list[tuple[str, list[str]]]:
+    """The leading columns that name a row: the sweep value, then the variant (with --vary, one
+    column per varied field)."""
+    legal = c.legal
+    out = [(c.sweep_field, [f"{r.sweep:,}" for r in legal])] if c.sweep_field else []
+    if c.vary:
+        return out + [(k.rpartition(".")[2], [dict(r.overrides)[k] for r in legal]) for k, _ in c.vary]
+    return out + [("variant", [r.variant for r in legal])]
+
+
+def detail_sections(c: Comparison) -> list[tuple[str, list[tuple[str, list[str], bool]]]]:
+    """The rest of the facts, per section: (title, columns)."""
+    legal = c.legal
+    regions = list(dict.fromkeys(g.name for r in legal for g in r.plan.regions))
+    plan = [("K-blocks", [f"{r.plan.num_blocks}" for r in legal], True),
+            ("DST headroom (tiles)", [f"{r.plan.dst_headroom}" for r in legal], True),
+            ("partials", [r.plan.partials_format for r in legal], False),
+            ("fp32 Dst", ["on" if r.plan.fp32_dest_acc else "off" for r in legal], False),
+            ("L1 CBs (bytes)", [f"{r.plan.l1_bytes:,}" for r in legal], True),
+            ("L1 margin (bytes)", [f"{r.plan.l1_margin:,}" for r in legal], True)]
+    for name in regions:
+        plan.append((f"L1 {name} (bytes)", [next((f"{g.bytes:,}" for g in r.plan.regions if g.name == name), "-")
+                                            for r in legal], True))
+    speed = [("predicted cycles", [f"{r.speed.cycles:,.0f}" for r in legal], True),
+             ("bottleneck (predicted)", [r.speed.bottleneck for r in legal], False)]
+    ops = [(kind, [f"{r.op(kind):,}" for r in legal], True) for kind in OP_KINDS]
+    ulp = [(f"{d}", [f"{r.numerics.of(d).max_ulp:,}" for r in legal], True) for d in DISTRIBUTIONS]
+    ulp.append(("all-ones value (exact: K)", [f"{r.numerics.of('all_ones').first_value:g}" for r in legal], True))
+    rel = [(f"{d}", [_opt(r.numerics.of(d).max_rel, ".3g") for r in legal], True) for d in DISTRIBUTIONS]
+    pccs = [(f"{d}", [_opt(r.numerics.of(d).pcc, ".6f") for r in legal], True) for d in DISTRIBUTIONS]
+    hist = [(f"{label} ULP", [f"{dict(r.numerics.of('random').ulp_histogram)[label]:,}" for r in legal], True)
+            for label, _ in legal[0].numerics.of("random").ulp_histogram]
+    out = [("plan", plan), ("speed", speed), ("op counts (whole program, from the verified IR)", ops),
+           ("max ULP (b), per input distribution", ulp), ("max rel (c), per input distribution", rel),
+           ("PCC (c), per input distribution", pccs), ("outputs per ULP error (b), random inputs", hist)]
+    if any(r.emulated for r in legal):
+        out.append(("emulation", [
+            ("numerics", [r.emulated.numerics if r.emulated else "-" for r in legal], False),
+            ("result", [(r.emulated.status + (", bit-exact" if r.emulated.exact_match else ", close" if r.emulated.ok
+                         else ", DIFFERS")) if r.emulated else "-" for r in legal], False),
+            ("seconds", [f"{r.emulated.seconds:.2f}" if r.emulated else "-" for r in legal], True)]))
+    if any(r.measured for r in legal):
+        out.append(("on the card (measured)", [
+            ("device us (median)", [f"{r.measured.microseconds:,.1f}" if r.measured else "-" for r in legal], True),
+            ("PCC", [_opt(r.measured.pcc, ".6f") if r.measured else "-" for r in legal], True)]))
+    return out
+
+
+def _opt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_text(c: Comparison, width: int | None = None) -> str:
+    """The terminal's report at its width: the details per section, then the summary (one row per
+    variant, or per variant and sweep value) and the verdict last, where the eye lands."""
+    width = width or width_of_terminal()
+    legal = c.legal
+    keys = _keys(c)
+    lines = _wrap(f"kgen ab: {c.spec_name} ({c.spec_path}, {c.arch})"
+                  + (f", sweep {c.sweep_field}" if c.sweep_field else ""), width, "", "  ")
+    for title, cols in detail_sections(c):
+        lines += [""] + _tables(title, keys, cols, width)
+    lines += ["", "kernel ids:"]
+    for r in legal:
+        name = r.label
+        lines += _wrap(f"{name}: {r.kernel_id}" + (f" (same kernel as {r.same_as}: not run twice)" if r.same_as else ""),
+                       width)
+    lines += [""] + _tables("summary, predicted by kgen's model (* fastest)", keys,
+                            summary_columns(c), width)
     note = legal[0].numerics.note + (" (in a sweep, each row at its own K)" if c.sweep_field else "")
-    lines.append(f"  numerics: {note}; ULPs against the float64 result rounded to the output's grid "
-                 f"({legal[0].numerics.ulp_format}; 0 = correctly rounded)")
+    lines += _wrap(f"vs base: the predicted speed-up against {legal[0].variant}"
+                   + (f" at the same {c.sweep_field}" if c.sweep_field else ""), width)
+    lines += _wrap(f"(a) {UTILIZATION_NOTE}", width) + _wrap(f"(b) {ulp_note(c)}", width)
+    lines += _wrap(f"(c) {rel_note()}", width) + _wrap(f"numerics: {note}", width)
     for d in c.differences:
-        lines.append(f"  {d.b} vs {d.a}" + (f" at {c.sweep_field} = {d.sweep}" if d.sweep is not None else "")
-                     + f": {d.differing} of {d.elements} outputs differ (random inputs), max {d.max_ulp} ULP; "
-                     + ", ".join(f"{k}: {v}" for k, v in d.ulp_histogram if v))
+        lines += _wrap(f"{d.b} vs {d.a}" + (f" at {c.sweep_field} = {d.sweep}" if d.sweep is not None else "")
+                       + f": {d.differing} of {d.elements} outputs differ (random inputs), by at most {d.max_ulp} ULP (b)"
+                       + ("" if not d.differing else "; " + ", ".join(f"{k} ULP: {v}" for k, v in d.ulp_histogram
+                                                                       if v and k != "0")), width)
     for r in c.rows:
         if r.illegal is not None:
-            lines.append(f"  illegal: {r.label}: {r.illegal} [rule: {r.rule}]"
-                         if "[rule:" not in r.illegal else f"  illegal: {r.label}: {r.illegal}")
-    lines += [f"  verdict: {v}" for v in c.verdicts]
+            text = r.illegal if "[rule:" in r.illegal else f"{r.illegal} [rule: {r.rule}]"
+            lines += _wrap(f"illegal: {r.label}: {text}", width)
+    for v in c.verdict_facts:           # the answer last, where the eye lands: one fact a line
+        lines += _wrap(f"verdict: {v.headline}", width, "", "    ")
+        if not v.same:
+            lines += _wrap(f"why: {v.cause}", width)
+        lines += _wrap(f"error: {v.error_text}", width)
+        if len(c.vary) > 1:
+            lines += _wrap("each field with the others held fixed:", width)
+            for e in v.effects:
+                lines += _wrap(e.sentence, width, "    ", "      ")
+        if v.emulation:
+            lines += _wrap(f"emulation: {v.emulation}", width)
     return "\n".join(lines) + "\n"
 
 
@@ -164,13 +341,24 @@ def format_text(c: Comparison) -> str:
 # CSV
 # ----------------------------------------------------------------------------------------------
 
+def disposition(r: Row) -> str:
+    """What was checked: `passed`/`failed` only from an emulation or a card run; else not_verified."""
+    if r.illegal is not None:
+        return "illegal"
+    if r.emulated is not None:
+        return "passed" if r.emulated.ok else "failed"
+    return "not_verified"
+
+
 def csv_text(c: Comparison) -> str:
-    """One line per variant, CUTLASS-profiler style: identity, disposition, the problem, then the
-    measures (Runtime in ms, GFLOPs) and kgen's own columns."""
+    """One line per variant, CUTLASS-profiler style: identity, disposition (what a check found, or
+    not_verified), the problem, then the measures: Runtime (ms) only from a card (--device), the
+    model's prediction in predicted_ms, and kgen's own columns."""
     header = ["Problem", "Provider", "OperationKind", "Operation", "Variant", "Disposition", "Rule",
-              "m", "n", "k", "sweep_field", "sweep_value", "policy", "partials_format", "math_fidelity",
-              "fp32_dest_acc", "l1_bytes", "l1_margin", "dst_headroom", "Runtime", "GFLOPs", "utilization",
-              "bottleneck", *[f"ops:{k}" for k in OP_KINDS]]
+              "m", "n", "k", "sweep_field", "sweep_value", "same_kernel_as", "policy", "partials_format",
+              "math_fidelity", "fp32_dest_acc", "l1_bytes", "l1_margin", "dst_headroom", "Runtime", "GFLOPs",
+              "predicted_ms", "predicted_GFLOPs", "predicted_utilization_full_grid", "bottleneck",
+              *[f"ops:{k}" for k in OP_KINDS]]
     for d in DISTRIBUTIONS:
         header += [f"{d}:max_abs", f"{d}:max_rel", f"{d}:pcc", f"{d}:max_ulp"]
     header += ["emulated", "device_us", "device_pcc"]
@@ -184,17 +372,25 @@ def csv_text(c: Comparison) -> str:
             continue
         p, s = r.plan, r.speed
         dims = _dims(c, r)
-        line = head + ["passed", "", *dims, c.sweep_field or "", r.sweep if r.sweep is not None else "",
-                       p.policy, p.partials_format, p.math_fidelity, p.fp32_dest_acc, p.l1_bytes, p.l1_margin,
-                       p.dst_headroom, s.microseconds / 1000.0, s.tflops * 1000.0, s.utilization, s.bottleneck,
-                       *[r.op(k) for k in OP_KINDS]]
+        flops = 2.0 * dims[0] * dims[1] * dims[2]
+        runtime = "" if r.measured is None else r.measured.microseconds / 1000.0
+        gflops = "" if r.measured is None else flops / (r.measured.microseconds * 1e-6) / 1e9
+        line = head + [disposition(r), "", *dims, c.sweep_field or "", r.sweep if r.sweep is not None else "",
+                       r.same_as or "", p.policy, p.partials_format, p.math_fidelity, p.fp32_dest_acc, p.l1_bytes,
+                       p.l1_margin, p.dst_headroom, runtime, gflops, s.microseconds / 1000.0, s.tflops * 1000.0,
+                       s.utilization, s.bottleneck, *[r.op(k) for k in OP_KINDS]]
         for d in DISTRIBUTIONS:
             e = r.numerics.of(d)
-            line += [e.max_abs, e.max_rel, e.pcc, e.max_ulp]
+            line += [e.max_abs, _blank(e.max_rel), _blank(e.pcc), e.max_ulp]
         line += ["" if r.emulated is None else ("bit-exact" if r.emulated.exact_match else r.emulated.status),
-                 "" if r.measured is None else r.measured.microseconds, "" if r.measured is None else r.measured.pcc]
+                 "" if r.measured is None else r.measured.microseconds,
+                 "" if r.measured is None else _blank(r.measured.pcc)]
         w.writerow(line)
     return buf.getvalue()
+
+
+def _blank(value: float | None) -> Any:
+    return "" if value is None else value
 
 
 def _dims(c: Comparison, r: Row) -> list[int]:
@@ -229,85 +425,202 @@ def _svg(fig) -> str:
     return text
 
 
+def _label(r: Row) -> str:
+    return r.variant + (f" (= {r.same_as})" if r.same_as else "")
+
+
+def _finish(ax, legend: bool = False) -> None:
+    """A legend outside the axes (never over the data), and a light grid."""
+    ax.grid(True, axis="both", alpha=0.3)
+    ax.set_axisbelow(True)
+    if legend:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+
+
+def _linear_or_log(ax, values) -> None:
+    """A linear y axis unless the values span more than 20x (then log, labelled at 1-2-5 steps, so
+    the small ones stay visible); tick labels with thousands separators either way."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) > 20 * min(positive):
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 10 else f"{v:g}"))
+
+
 def charts(c: Comparison) -> dict[str, str]:
+    """Inline SVG charts, each of one measure with units on its axes: predicted time (lines against
+    the swept value in a sweep), busy time per processor, max ULP and the ULP histogram (the verdict's
+    scale), L1 per CB region (bytes, as the table) and op counts."""
     import matplotlib
     matplotlib.use("Agg")
     matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "kgen-ab", "font.size": 9})
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import FuncFormatter
+
+    from kgen.perf.ab import BASE
 
     legal = c.legal
-    labels = [r.label for r in legal]
     out: dict[str, str] = {}
-
-    # 1. predicted time, with the busy time of each processor of the critical core
-    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(legal) + 2), 3.6))
-    procs = [name for name, _ in legal[0].speed.processors]
-    width = 0.8 / (len(procs) + 1)
-    x = np.arange(len(legal))
-    for j, proc in enumerate(procs):
-        us = [dict(r.speed.processors)[proc] / r.speed.cycles * r.speed.microseconds for r in legal]
-        ax.bar(x + j * width, us, width, label=f"{PROCESSOR_SHORT.get(proc, proc)} busy")
-    ax.bar(x + len(procs) * width, [r.speed.microseconds for r in legal], width, color="black", label="device time")
-    ax.set_xticks(x + 0.4 - width / 2, labels, rotation=20, ha="right")
-    ax.set_ylabel("predicted us")
-    times = [r.speed.microseconds for r in legal]
-    if max(times) > 20 * min(times):          # a sweep over K spans decades: keep the small ones visible
-        ax.set_yscale("log")
-    ax.set_title("Predicted device time and busy time per processor (critical core)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    out["time"] = _svg(fig)
-
-    # 2. error against the swept dimension per variant (without a sweep: per variant at the spec's K)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    thousands = FuncFormatter(lambda v, _: f"{v:,.0f}")
     variants = list(dict.fromkeys(r.variant for r in legal))
-    for ax, dist in zip(axes, ("random", "positive")):
-        if c.sweep_field is None:
-            ax.bar(x, [max(r.numerics.of(dist).max_rel, 1e-12) for r in legal], 0.6,
-                   color=[f"C{i}" for i in range(len(legal))])
-            ax.set_xticks(x, labels, rotation=20, ha="right")
-            ax.set_xlabel(f"variant (K = {legal[0].numerics.k})")
-        else:
-            for v in variants:
-                pts = sorted((r.sweep, r.numerics.of(dist).max_rel) for r in legal if r.variant == v)
-                ax.plot([p[0] for p in pts], [max(p[1], 1e-12) for p in pts], marker="o", label=v)
-            ax.set_xlabel(c.sweep_field)
+    first = {}
+    for r in legal:
+        first.setdefault(r.sweep, r)
+    base_name = BASE if any(r.variant == BASE for r in legal) else legal[0].variant
+    # a line per distinct kernel: a variant with the same kernel as an earlier one would hide it
+    twins: dict[str, list[str]] = {}
+    for r in legal:
+        if r.same_as is not None and r.variant not in twins.get(r.same_as, []):
+            twins.setdefault(r.same_as, []).append(r.variant)
+    lines = [v for v in variants if not any(r.same_as for r in legal if r.variant == v)]
+    line_label = {v: v + "".join(f" (= {t})" for t in twins.get(v, [])) for v in lines}
+
+    if c.sweep_field is None:
+        # 1. predicted time per variant, with the speed-up against the base at each bar's end
+        n = len(legal)
+        fig, ax = plt.subplots(figsize=(9, 0.9 + 0.42 * n))
+        y = np.arange(n)[::-1]
+        times = [r.speed.microseconds for r in legal]
+        ax.barh(y, times, 0.6, color=["C2" if r.variant == c.verdict_facts[0].winner else "C0" for r in legal])
+        for yi, r in zip(y, legal):
+            ax.annotate(f"{first[None].speed.cycles / r.speed.cycles:.2f}x", (r.speed.microseconds, yi),
+                        xytext=(4, 0), textcoords="offset points", va="center", ha="left", fontsize=8)
+        ax.set_xlim(0, max(times) * 1.18)
+        ax.set_yticks(y, [_label(r) for r in legal])
+        ax.set_xlabel("predicted device time (us)")
+        ax.set_ylabel("variant")
+        ax.xaxis.set_major_formatter(thousands)
+        ax.set_title(f"Predicted time per variant; labels: speed-up vs {base_name} (green: fastest)", fontsize=9,
+                     wrap=True)
+        _finish(ax)
+        out["time"] = _svg(fig)
+    else:
+        # 1. a sweep: predicted time and speed-up against the base, one line per variant
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"wspace": 0.35})
+        for v in lines:
+            pts = sorted((r.sweep, r.speed.microseconds, first[r.sweep].speed.cycles / r.speed.cycles)
+                         for r in legal if r.variant == v)
+            xs = [p[0] for p in pts]
+            axes[0].plot(xs, [p[1] for p in pts], marker="o", label=line_label[v])
+            axes[1].plot(xs, [p[2] for p in pts], marker="o", label=line_label[v])
+        _linear_or_log(axes[0], [r.speed.microseconds for r in legal])
+        axes[0].set_ylabel("predicted device time (us)")
+        axes[0].set_title("Predicted time", fontsize=9)
+        axes[1].set_ylabel(f"speed-up vs {base_name} (x)")
+        axes[1].set_title(f"Predicted speed-up vs {base_name}", fontsize=9)
+        for ax in axes:
+            ax.set_xlabel(f"{c.sweep_field} (elements)" if c.sweep_field in ("M", "N", "K") else c.sweep_field)
             if c.sweep_field in ("M", "N", "K"):
                 ax.set_xscale("log", base=2)
-            ax.legend(fontsize=7)
-        ax.set_yscale("log")
-        ax.set_ylabel("max relative error")
-        ax.set_title(f"Error vs float64, {dist} inputs")
+            ax.set_xticks(list(c.sweep_values), [f"{v:,}" for v in c.sweep_values])
+            ax.minorticks_off()
+            _finish(ax)
+        _finish(axes[1], legend=True)
+        out["time"] = _svg(fig)
+
+    # 2. busy time per processor of the critical core, per variant
+    procs = [name for name, _ in legal[0].speed.processors]
+    rows = legal if c.sweep_field is None else [r for r in legal if r.sweep == c.sweep_values[-1]]
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.22 * n * len(procs)))
+    h = 0.8 / len(procs)
+    y = np.arange(n)[::-1]
+    for j, proc in enumerate(procs):
+        us = [dict(r.speed.processors)[proc] / r.speed.cycles * r.speed.microseconds for r in rows]
+        ax.barh(y + 0.4 - (j + 0.5) * h, us, h, label=PROCESSOR_SHORT.get(proc, proc))
+    ax.set_yticks(y, [_label(r) for r in rows])
+    ax.set_xlabel("predicted busy time on the critical core (us)")
+    ax.set_ylabel("variant")
+    ax.xaxis.set_major_formatter(thousands)
+    at = f" at {c.sweep_field} = {c.sweep_values[-1]:,}" if c.sweep_field else ""
+    ax.set_title(f"Busy time per processor{at}", fontsize=9)
+    _finish(ax, legend=True)
+    out["busy"] = _svg(fig)
+
+    # 3. max ULP on the random inputs: the verdict's measure
+    grid = legal[0].numerics.ulp_format
+    if c.sweep_field is None:
+        fig, ax = plt.subplots(figsize=(9, 0.9 + 0.42 * len(legal)))
+        y = np.arange(len(legal))[::-1]
+        ulps = [r.numerics.of("random").max_ulp for r in legal]
+        ax.barh(y, ulps, 0.6, color="C1")
+        for yi, u in zip(y, ulps):
+            ax.annotate(f"{u:,}", (u, yi), xytext=(4, 0), textcoords="offset points", va="center", ha="left",
+                        fontsize=8)
+        ax.set_xlim(0, max(max(ulps), 1) * 1.18)
+        ax.set_yticks(y, [_label(r) for r in legal])
+        ax.set_xlabel(f"max error ({grid} ULP vs float64 rounded to the output)")
+        ax.set_ylabel("variant")
+        ax.set_title(f"Max error, random inputs, K = {legal[0].numerics.k:,}", fontsize=9)
+        _finish(ax)
+    else:
+        fig, ax = plt.subplots(figsize=(9, 3.6))
+        for v in lines:
+            pts = sorted((r.sweep, r.numerics.of("random").max_ulp) for r in legal if r.variant == v)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=line_label[v])
+        _linear_or_log(ax, [r.numerics.of("random").max_ulp for r in legal])
+        ax.set_xlabel(f"{c.sweep_field} (elements)" if c.sweep_field in ("M", "N", "K") else c.sweep_field)
+        if c.sweep_field in ("M", "N", "K"):
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(list(c.sweep_values), [f"{v:,}" for v in c.sweep_values])
+        ax.minorticks_off()
+        ax.set_ylabel(f"max error ({grid} ULP)")
+        ax.set_title("Max error vs float64 rounded to the output, random inputs", fontsize=9)
+        _finish(ax, legend=True)
     out["error"] = _svg(fig)
 
-    # 3. L1 per CB region, stacked, against the arch's usable L1
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(legal) + 2), 3.6))
-    names = list(dict.fromkeys(g.name for r in legal for g in r.plan.regions))
-    bottom = np.zeros(len(legal))
+    # 4. ULP histogram per variant (random inputs)
+    bins = [label for label, _ in rows[0].numerics.of("random").ulp_histogram]
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    x = np.arange(len(bins))
+    bw = 0.8 / len(rows)
+    for i, r in enumerate(rows):
+        ax.bar(x - 0.4 + (i + 0.5) * bw, [n for _, n in r.numerics.of("random").ulp_histogram], bw, label=_label(r))
+    ax.set_xticks(x, bins)
+    ax.set_xlabel(f"error ({grid} ULP vs float64 rounded to the output)")
+    ax.set_ylabel("outputs (count)")
+    ax.set_title(f"Outputs per error bin, random inputs{at}", fontsize=9)
+    _finish(ax, legend=True)
+    out["hist"] = _svg(fig)
+
+    # 5. L1 per CB region, stacked, in bytes (as the table), against the usable L1
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.42 * len(rows)))
+    names = list(dict.fromkeys(g.name for r in rows for g in r.plan.regions))
+    y = np.arange(len(rows))[::-1]
+    left = np.zeros(len(rows))
     for name in names:
-        vals = np.array([next((g.bytes for g in r.plan.regions if g.name == name), 0) for r in legal], float) / 1024
-        ax.bar(x, vals, 0.6, bottom=bottom, label=name)
-        bottom += vals
-    usable = legal[0].plan.l1_usable / 1024
-    ax.axhline(usable, color="red", linestyle="--", label=f"usable L1 ({usable:,.0f} KiB)")
-    ax.set_xticks(x, labels, rotation=20, ha="right")
-    ax.set_ylabel("KiB per core")
-    ax.set_title("L1 per CB region, against the usable L1")
-    ax.legend(fontsize=7, ncol=2)
+        vals = np.array([next((g.bytes for g in r.plan.regions if g.name == name), 0) for r in rows], float)
+        ax.barh(y, vals, 0.6, left=left, label=name)
+        left += vals
+    usable = rows[0].plan.l1_usable
+    ax.axvline(usable, color="red", linestyle="--", label=f"usable L1 ({usable:,} bytes)")
+    ax.set_yticks(y, [_label(r) for r in rows])
+    ax.set_xlabel("L1 per core (bytes)")
+    ax.set_ylabel("variant")
+    ax.xaxis.set_major_formatter(thousands)
+    ax.tick_params(axis="x", labelrotation=20)
+    ax.set_title(f"L1 per CB region, against the usable L1{at}", fontsize=9)
+    _finish(ax, legend=True)
     out["l1"] = _svg(fig)
 
-    # 4. op counts per kind
-    fig, ax = plt.subplots(figsize=(10, 3.8))
+    # 6. op counts per kind (no bar: zero)
     kinds = list(OP_KINDS)
-    kx = np.arange(len(kinds))
-    bw = 0.8 / len(legal)
-    for i, r in enumerate(legal):
-        ax.bar(kx + i * bw, [max(r.op(k), 0.5) for k in kinds], bw, label=r.label)
-    ax.set_yscale("log")
-    ax.set_xticks(kx + 0.4 - bw / 2, kinds, rotation=30, ha="right")
-    ax.set_ylabel("count (whole program)")
-    ax.set_title("Op counts per kind, from the verified IR")
-    ax.legend(fontsize=7)
+    fig, ax = plt.subplots(figsize=(9, 1.0 + 0.16 * len(kinds) * len(rows)))
+    y = np.arange(len(kinds))[::-1]
+    bh = 0.8 / len(rows)
+    for i, r in enumerate(rows):
+        counts = np.array([r.op(k) for k in kinds], float)
+        ax.barh(y + 0.4 - (i + 0.5) * bh, np.where(counts > 0, counts, np.nan), bh, label=_label(r))
+    ax.set_xscale("log")
+    ax.set_yticks(y, kinds)
+    ax.set_xlabel("count over the whole program (log scale; no bar: zero)")
+    ax.set_ylabel("op kind")
+    ax.set_title(f"Op counts per kind, from the verified IR{at}", fontsize=9)
+    _finish(ax, legend=True)
     out["ops"] = _svg(fig)
     return out
 
@@ -333,6 +646,14 @@ def html_text(c: Comparison) -> str:
             line.append({"text": text, "path": f"variants/{r.kernel_id}/{path}" if path else None})
         rows.append({"label": label, "cells": line})
     note = legal[0].numerics.note + (" (in a sweep, each row at its own K)" if c.sweep_field else "")
+    keys = _keys(c)
+    summary_cols = summary_columns(c)
+    summary = {"headers": [h for h, _ in keys] + [h for h, _, _ in summary_cols[1:]],
+               "numeric": [False] * len(keys) + [n for _, _, n in summary_cols[1:]],
+               "rows": [{"cells": [cells[i] for _, cells in keys] + [cells[i] for _, cells, _ in summary_cols[1:]],
+                         "winner": summary_cols[0][1][i].startswith("*"), "same_as": legal[i].same_as}
+                        for i in range(len(legal))]}
     return env.get_template("report/ab.html.j2").render(
-        c=c, legal=legal, rows=rows, charts=charts(c), note=note,
+        c=c, legal=legal, rows=rows, charts=charts(c), note=note, summary=summary,
+        notes={"utilization": UTILIZATION_NOTE, "ulp": ulp_note(c), "rel": rel_note()},
         illegal=[r for r in c.rows if r.illegal is not None])

@@ -160,6 +160,45 @@ def test_different_content_gives_a_different_id(tmp_path, capsys):
     assert any("_spill_" in n for n in names) and sum("_l1acc_" in n for n in names) == 2
 
 
+def test_identical_kernels_share_an_id_whatever_their_names_and_comments():
+    """peak_bf16's base already turns packer_l1_acc on, so its `l1acc` variant is the same kernel:
+    the sources differ only in a comment naming the variant, the manifest only in its label."""
+    from kgen.gen.pipeline import run
+    from kgen.gen.spec import load_file, resolve
+
+    sf = load_file(example("peak_bf16"))
+    base, l1acc, spill = (run(resolve(sf, v), "rendered").rendered for v in (None, "l1acc", "spill"))
+    differing = [f.path for f, g in zip(base.files, l1acc.files) if f.text != g.text]
+    assert "kernels/compute.cpp" in differing and "manifest.json" in differing     # the labels do differ
+    assert base.manifest["spec"]["variant"] is None and l1acc.manifest["spec"]["variant"] == "l1acc"
+    assert base.kernel_id == l1acc.kernel_id
+    assert spill.kernel_id != base.kernel_id
+
+
+def test_one_byte_of_code_changes_the_id_a_comment_does_not():
+    from dataclasses import replace
+
+    from kgen.gen.pipeline import run
+    from kgen.gen.render import kernel_id, manifest_body
+
+    a = run(load(example("peak_small")), "verified")
+    program = a.verified
+    sources = tuple(f for f in run(load(example("peak_small")), "rendered").rendered.files
+                    if f.path.startswith(("kernels/", "jit/")))
+    body = manifest_body(program)
+    kid = kernel_id(program, sources, body)
+    i = next(i for i, f in enumerate(sources) if f.path == "kernels/compute.cpp")
+    text = sources[i].text
+    pos = text.index("cb_wait_front(")
+    edited = text[:pos] + "cb_wait_front (" + text[pos + len("cb_wait_front("):]      # one byte of code
+    commented = text + "// a comment\n/* and\n another */\n"
+    with_code = sources[:i] + (replace(sources[i], text=edited),) + sources[i + 1:]
+    with_comment = sources[:i] + (replace(sources[i], text=commented),) + sources[i + 1:]
+    assert kernel_id(program, with_code, body) != kid
+    assert kernel_id(program, with_comment, body) == kid
+    assert kernel_id(program, sources, {**body, "cbs": body["cbs"][:-1]}) != kid      # the host interface counts
+
+
 def test_default_output_root_is_build(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, _ = run_build(capsys, str(example("l1acc_one_block")))
