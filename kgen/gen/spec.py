@@ -22,6 +22,7 @@ import lark
 from kgen.core.errors import SpecError, Span
 from kgen.core.resources import config_files
 from kgen.core.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
+from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, TTNN_VERSION, matmul_default_compute
 
 MAX_SPEC_BYTES = 1 << 20
 MAX_INT_DIGITS = 12            # longer literals are rejected before int() (Python caps int() at 4300 digits)
@@ -674,8 +675,6 @@ def _compute_config(name: str, name_span: Span | None, spec: SpecFile, overrides
 def _matmul_default(vals: Mapping[str, Any]) -> ComputeConfig:
     """A matmul with no compute line: what ttnn.matmul at the targeted version runs with. The spec's
     grid is a core_grid argument; any block value, a dataflow or transpose_mcast is a program config."""
-    from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, TTNN_VERSION, matmul_default_compute
-
     program_config = (any(v is not None for k, v in vals.items() if k.startswith("block."))
                       or "dataflow" in vals or bool(vals.get("transpose_mcast")))
     values, reasons = matmul_default_compute(
