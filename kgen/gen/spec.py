@@ -22,7 +22,7 @@ import lark
 from kgen.core.errors import SpecError, Span
 from kgen.core.resources import config_files
 from kgen.core.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
-from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, TTNN_VERSION, matmul_default_compute
+from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, matmul_default_compute
 
 MAX_SPEC_BYTES = 1 << 20
 MAX_INT_DIGITS = 12            # longer literals are rejected before int() (Python caps int() at 4300 digits)
@@ -680,7 +680,7 @@ def _matmul_default(vals: Mapping[str, Any]) -> ComputeConfig:
     values, reasons = matmul_default_compute(
         vals["arch"], vals["dtype.in0"], vals["dtype.in1"], vals["dtype.out"],
         user_grid=vals.get("grid") is not None, program_config=program_config)
-    sources = tuple((k, f"ttnn.matmul's default at {TTNN_VERSION} ({reasons[k]})") for k in COMPUTE_FIELDS)
+    sources = tuple((k, f"{MATMUL_DEFAULT_SOURCE} ({reasons[k]})") for k in COMPUTE_FIELDS)
     return ComputeConfig(preset=MATMUL_DEFAULT, sources=sources, **values)
 
 

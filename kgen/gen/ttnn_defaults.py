@@ -28,8 +28,16 @@ TT_METAL_SOURCE = f"tenstorrent/tt-metal@{TT_METAL_COMMIT[:8]} (ttnn {TTNN_VERSI
 
 BLOCK_FLOATS = ("bfloat8_b", "bfloat4_b")
 
-# The name a matmul's compute config carries when it has no `compute` line and no compute.* key.
+# The name a matmul's compute config carries when it has no `compute` line and no compute.* key,
+# and the source its fields name (ComputeConfig.sources).
 MATMUL_DEFAULT = "ttnn_matmul_default"
+MATMUL_DEFAULT_SOURCE = f"ttnn.matmul's default at {TTNN_VERSION}"
+
+
+def is_matmul_default(compute) -> bool:
+    """Whether every field of a ComputeConfig is ttnn.matmul's default (the spec left compute to it),
+    as opposed to a config the spec gives, whatever its name."""
+    return bool(compute.sources) and all(src.startswith(MATMUL_DEFAULT_SOURCE) for _, src in compute.sources)
 
 
 def matmul_default_compute(arch: str, dtype_in0: str, dtype_in1: str, dtype_out: str, *,

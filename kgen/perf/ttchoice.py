@@ -72,7 +72,8 @@ from kgen.core.errors import KgenError
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
 from kgen.gen.plan import SUBBLOCK_HW_CHOICES, round_up_tiles
 from kgen.gen.spec import COMPUTE_FIELDS, BlockSpec, ComputeConfig, MatmulSpec
-from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, TT_METAL_COMMIT, TT_METAL_FILES, TTNN_VERSION, matmul_default_compute
+from kgen.gen.ttnn_defaults import (MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, TT_METAL_COMMIT, TT_METAL_FILES,
+                                    is_matmul_default, matmul_default_compute)
 
 TT_SOURCE = f"tenstorrent/tt-metal@{TT_METAL_COMMIT}: " + ", ".join(TT_METAL_FILES)
 NARROW_SHAPE_RATIO_THRESHOLD = 8
@@ -115,7 +116,7 @@ def tt_matmul_compute(spec: MatmulSpec, *, user_grid: bool | None = None) -> Com
     values, reasons = matmul_default_compute(
         spec.arch, spec.dtype_in0, spec.dtype_in1, spec.dtype_out,
         user_grid=spec.grid is not None if user_grid is None else user_grid, program_config=False)
-    sources = tuple((k, f"ttnn.matmul's default at {TTNN_VERSION} ({reasons[k]})") for k in COMPUTE_FIELDS)
+    sources = tuple((k, f"{MATMUL_DEFAULT_SOURCE} ({reasons[k]})") for k in COMPUTE_FIELDS)
     return ComputeConfig(preset=MATMUL_DEFAULT, sources=sources, **values)
 
 
@@ -123,8 +124,8 @@ def tt_compute(spec: MatmulSpec) -> tuple[ComputeConfig, str]:
     """The compute config TT's automatic choice runs with, and where it comes from: ttnn.matmul's
     default where the spec leaves compute to the defaults, else the spec's own config (passed to
     ttnn.matmul as compute_kernel_config)."""
-    if spec.compute.preset == MATMUL_DEFAULT:
-        return tt_matmul_compute(spec), f"ttnn.matmul's default at {TTNN_VERSION}"
+    if is_matmul_default(spec.compute):
+        return tt_matmul_compute(spec), MATMUL_DEFAULT_SOURCE
     return spec.compute, "the spec's compute config, passed to ttnn.matmul"
 
 

@@ -313,6 +313,12 @@ def test_tt_auto_runs_ttnns_default_compute_where_the_spec_leaves_it():
     choice = tt_auto(given)
     assert choice.compute == given.compute and choice.spec.compute == given.compute
     assert "spec" in choice.compute_from
+    # a compute block the spec defines is the spec's config, even named as the default (kgen tune -o)
+    named = _spec("arch = wormhole_b0\n shape = 1024 x 1024 x 1024\n grid = 8 x 8\n"
+                  " compute { math_fidelity = HiFi2 packer_l1_acc = true math_approx = false }\n"
+                  " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    named = replace(named, compute=replace(named.compute, preset="ttnn_matmul_default"))
+    assert tt_auto(named).compute == named.compute       # not the core-grid default's LoFi
 
 
 # ----------------------------------------------------------------------------------------------
