@@ -31,6 +31,7 @@ def plan_to_dict(p: Plan, variants: dict[str, str] | None = None) -> dict[str, A
             "preset": c.preset, "math_fidelity": c.math_fidelity, "fp32_dest_acc_en": c.fp32_dest_acc,
             "packer_l1_acc": c.packer_l1_acc, "math_approx_mode": c.math_approx,
             "dst_full_sync_en": c.dst_full_sync,
+            "sources": dict(c.sources),
         },
         "policy": p.policy,
         "policy_reason": p.policy_reason,
@@ -84,6 +85,14 @@ def _table(rows: list[list[str]], header: list[str]) -> list[str]:
     return ["  " + ln for ln in lines]
 
 
+def _compute_sources(c) -> list[tuple[str, str]]:
+    """One line per group of compute fields that share a source."""
+    groups: dict[str, list[str]] = {}
+    for key, source in c.sources:
+        groups.setdefault(source, []).append(key)
+    return [("  from", f"{', '.join(keys)}: {source}") for source, keys in groups.items()]
+
+
 def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
     s = p.spec
     c = p.compute
@@ -109,6 +118,7 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
         ("compute", f"{c.preset}: math_fidelity={c.math_fidelity} fp32_dest_acc={str(c.fp32_dest_acc).lower()} "
                     f"packer_l1_acc={str(c.packer_l1_acc).lower()} math_approx={str(c.math_approx).lower()} "
                     f"dst_full_sync={str(c.dst_full_sync).lower()}"),
+        *_compute_sources(c),
         ("fuse", f"bias={str(s.fuse_bias).lower()} activation={s.activation} "
                  f"untilize_out={str(s.untilize_out).lower()}"),
         ("policy", f"{p.policy}: {p.policy_reason}"),

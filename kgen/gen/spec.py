@@ -23,6 +23,7 @@ from kgen.core.errors import SpecError, Span
 from kgen.core.resources import config_files
 from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
 from kgen.gen import dataflow as dataflows
+from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, matmul_default_compute
 
 MAX_SPEC_BYTES = 1 << 20
 MAX_INT_DIGITS = 12            # longer literals are rejected before int() (Python caps int() at 4300 digits)
@@ -37,8 +38,12 @@ MAX_BATCH = 4096
 
 @dataclass(frozen=True)
 class ComputeConfig:
-    """TTNN ComputeKernelConfig fields (compute_kernel_config.hpp). A field a compute block leaves
-    out takes TTNN's default, from configs/compute/ttnn_default.kspec (DEFAULT_COMPUTE)."""
+    """TTNN ComputeKernelConfig fields (compute_kernel_config.hpp). As in ttnn, a compute config the
+    spec gives (a preset, an inline block, or both) is passed whole: a field it leaves out takes the
+    ComputeKernelConfig struct's default (configs/compute/ttnn_default.kspec, DEFAULT_COMPUTE). A
+    matmul with no compute line and no compute.* key gets what ttnn.matmul fills in when it is given
+    no config (kgen.gen.ttnn_defaults.matmul_default_compute). `sources` says, per field, where its
+    value came from (`kgen check` prints it); it takes no part in equality."""
 
     math_fidelity: str
     fp32_dest_acc: bool
@@ -46,6 +51,7 @@ class ComputeConfig:
     math_approx: bool
     dst_full_sync: bool
     preset: str
+    sources: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -629,7 +635,7 @@ def preset_computes() -> Mapping[str, Mapping[str, RawEntry]]:
     return MappingProxyType(found)
 
 
-DEFAULT_COMPUTE = "ttnn_default"     # the preset of a matmul with no `compute = ...` line
+DEFAULT_COMPUTE = "ttnn_default"     # ComputeKernelConfig struct defaults: under every compute config a spec gives
 
 
 def preset_values(name: str) -> dict[str, Any]:
@@ -637,26 +643,51 @@ def preset_values(name: str) -> dict[str, Any]:
     return {key: COMPUTE_KEYS[key](entry.value, key) for key, entry in preset_computes()[name].items()}
 
 
-def _compute_config(name: str, name_span: Span | None, spec: SpecFile,
-                    overrides: Mapping[str, RawEntry], spans: dict[str, Span]) -> ComputeConfig:
+COMPUTE_FIELDS = ("math_fidelity", "fp32_dest_acc", "packer_l1_acc", "math_approx", "dst_full_sync")
+
+
+def _compute_config(name: str, name_span: Span | None, spec: SpecFile, overrides: Mapping[str, RawEntry],
+                    spans: dict[str, Span], named: bool, variant: str | None) -> ComputeConfig:
+    """A compute config the spec gives: the preset `name` (DEFAULT_COMPUTE when only compute.* keys
+    are written), then the inline keys. `named`: the spec has a `compute = NAME` line."""
     presets = preset_computes()
     if name in spec.computes:
         base = spec.computes[name]
+        where = f"preset {name} (defined in the spec file)"
     elif name in presets:
         base = presets[name]
+        where = f"preset {name} (configs/compute/{name}.kspec)"
     else:
         known = sorted(set(spec.computes) | set(presets))
         raise SpecError(f"no compute config named `{name}`", name_span,
                         hint=_suggest(name, known) or f"defined here or in configs/compute/: {', '.join(known)}")
-    values: dict[str, Any] = preset_values(DEFAULT_COMPUTE)       # TTNN's defaults under every block
-    for key, entry in base.items():
-        values[key] = COMPUTE_KEYS[key](entry.value, key)
-        spans[f"compute.{key}"] = entry.value.span
+    values: dict[str, Any] = preset_values(DEFAULT_COMPUTE)       # TTNN's struct defaults under every block
+    sources = {k: "ComputeKernelConfig default (a compute config given to ttnn is used whole; a field it "
+                  "leaves out takes the struct's default, not ttnn.matmul's)" for k in values}
+    if named:
+        for key, entry in base.items():
+            values[key] = COMPUTE_KEYS[key](entry.value, key)
+            spans[f"compute.{key}"] = entry.value.span
+            sources[key] = where
+    own = spec.variants.get(variant, {}) if variant is not None else {}
     for key, entry in overrides.items():
         short = key.split(".", 1)[1]
         values[short] = COMPUTE_KEYS[short](entry.value, key)
         spans[key] = entry.value.span
-    return ComputeConfig(preset=name, **values)
+        sources[short] = f"variant {variant}" if key in own else "spec (inline)"
+    return ComputeConfig(preset=name, sources=tuple((k, sources[k]) for k in COMPUTE_FIELDS), **values)
+
+
+def _matmul_default(vals: Mapping[str, Any]) -> ComputeConfig:
+    """A matmul with no compute line: what ttnn.matmul at the targeted version runs with. The spec's
+    grid is a core_grid argument; any block value, a dataflow or transpose_mcast is a program config."""
+    program_config = (any(v is not None for k, v in vals.items() if k.startswith("block."))
+                      or "dataflow" in vals or bool(vals.get("transpose_mcast")))
+    values, reasons = matmul_default_compute(
+        vals["arch"], vals["dtype.in0"], vals["dtype.in1"], vals["dtype.out"],
+        user_grid=vals.get("grid") is not None, program_config=program_config)
+    sources = tuple((k, f"{MATMUL_DEFAULT_SOURCE} ({reasons[k]})") for k in COMPUTE_FIELDS)
+    return ComputeConfig(preset=MATMUL_DEFAULT, sources=sources, **values)
 
 
 def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
@@ -680,9 +711,13 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         if key != "compute" and not key.startswith("compute."):
             vals[key] = MATMUL_KEYS[key](entry.value, key)
     preset_entry = entries.get("compute")
-    preset = MATMUL_KEYS["compute"](preset_entry.value, "compute") if preset_entry else DEFAULT_COMPUTE
-    compute = _compute_config(preset, preset_entry.value.span if preset_entry else spec.matmul_span, spec,
-                              {k: e for k, e in entries.items() if k.startswith("compute.")}, spans)
+    overrides = {k: e for k, e in entries.items() if k.startswith("compute.")}
+    if preset_entry is None and not overrides:
+        compute = _matmul_default(vals)
+    else:
+        preset = MATMUL_KEYS["compute"](preset_entry.value, "compute") if preset_entry else DEFAULT_COMPUTE
+        compute = _compute_config(preset, preset_entry.value.span if preset_entry else spec.matmul_span, spec,
+                                  overrides, spans, preset_entry is not None, variant)
     m, n, k = vals["shape"]
     # M, N, K need not be tile multiples: ttnn pads each tensor to whole tiles (the plan says what)
     _check_page_ids(m, n, k, vals.get("batch", 1), spans)

@@ -1,13 +1,22 @@
 """What TT-Metal would have picked, for `kgen tune`'s comparison table.
 
-**TT's out-of-box choice.** `ttnn.matmul(a, b)` with no program config picks one in
-generate_matmul_program_config (tenstorrent/tt-metal, ttnn/cpp/ttnn/operations/matmul/device/matmul_op.cpp,
-read at commit 0136a1baaf05b2f3f284ebf680a9421dbda7a47b). Written here from those facts:
+Every rule here is read from the one TT-Metal version kgen targets: ttnn 0.81.1, tenstorrent/tt-metal
+at TT_METAL_COMMIT (kgen/gen/ttnn_defaults.py says how that commit was matched to the 0.81.1 wheel),
+files matmul_program_config.cpp (the program config), matmul_device_operation.cpp (the compute
+config) and matmul_utilities.cpp (the CB estimate), all under ttnn/cpp/ttnn/operations/matmul/device/.
+
+**TT's compute config.** Where the spec leaves compute to the defaults (no compute line), TT auto
+runs ttnn.matmul's own default (create_matmul_attributes, kgen.gen.ttnn_defaults.matmul_default_compute:
+HiFi2, LoFi with a core grid or two block-float inputs, packer L1 accumulation unless the output is
+float32). Where the spec sets compute, the same config passed to ttnn.matmul is the comparison.
+
+**TT's program config.** `ttnn.matmul(a, b)` with no program config picks one in
+generate_matmul_program_config. Written here from those facts:
 
 - **No core grid given, interleaved inputs** (the out-of-box benchmark's call):
   create_simple_matmul_program_config on the device's compute grid.
-  1. A narrow shape (the larger of M and N over the smaller, integer division, above 8; with all
-     tensors in DRAM also M or N within one tile) is wide (N > M) or tall.
+  1. A narrow shape (of the padded M and N, the larger over the smaller, integer division, above 8;
+     with all tensors in DRAM also M or N within one tile) is wide (N > M) or tall.
   2. per_core_factor: the largest of 16, 8, 4, 2 whose square block passes TT's CB estimate with
      in0_block_w = 2 (get_per_core_factor); blocks = ceil(Mt / f) x ceil(Nt / f).
   3. get_core_range: the blocks, unless there is one block or they do not fit the grid (then 0 x 0).
@@ -21,29 +30,27 @@ read at commit 0136a1baaf05b2f3f284ebf680a9421dbda7a47b). Written here from thos
      a divisor (adjust_in0_block_w = true), the 1D one may not. out_subblock: get_matmul_subblock_params,
      SUBBLOCK_HW_CHOICES read as (h, w), at most 4 tiles under fp32 dest accumulation, else 1 x 1.
 - **A core grid given** (`ttnn.matmul(..., core_grid=...)`, the spec's `grid` here):
-  create_matmul_program_config on that grid, 2D branch: a narrow shape or M, N or K within one tile
-  takes the 1D systolic config instead (not predicted here); per_core = ceil(batch*Mt / grid_y) x
-  ceil(Nt / grid_x), in0_block_w = 4 lowered to a divisor of Kt, out_block as below (in0_block_w
-  kept), out_subblock from get_subblock_sizes (SUBBLOCK_HW_CHOICES read as (w, h)) with
-  out_subblock_h = 1 unless out_subblock_w == per_core_N.
+  create_matmul_program_config on that grid (on the device's compute grid when the core grid does not
+  fit it), all sizes padded to whole tiles. A narrow shape (batch * M against N, above 8) or M, N or K
+  within one tile takes create_matmul_1d_systolic_array_program_config: tall when batch * Mt > Nt
+  (per_core ceil(batch*Mt / cores) x Nt, in1 multicast), else wide (batch*Mt x ceil(Nt / cores), in0
+  multicast); in0_block_w = ceil(Kt / cores) lowered to a divisor of Kt; out_subblock from
+  get_subblock_sizes. Otherwise the 2D config: per_core = ceil(batch*Mt / grid_y) x ceil(Nt / grid_x),
+  in0_block_w = 4 lowered to a divisor of Kt, out_block as below (in0_block_w kept), out_subblock from
+  get_subblock_sizes (SUBBLOCK_HW_CHOICES read as (w, h)) with out_subblock_h = 1 unless
+  out_subblock_w == per_core_N.
 
 get_multi_dim_per_core_factor: per_core if TT's CB estimate fits; else, for in0_block_w and (when
 allowed) its divisors going down, the largest m x n product of factors of per_core_M x per_core_N
 (per_core, 1, and the divisors from per_core/2 down to 2; per product the squarest pair, a later pair
 of equal ratio replacing an earlier one) whose estimate fits. The estimate (get_estimated_size_of_cbs)
 is 2*m*w*in0_tile + 2*n*w*in1_tile + m*n*in0_tile (the output, sized as in0) + m*n*interm_tile +
-w*bias_tile, compared (strictly below) with the core's free L1, here the arch's usable CB bytes
+n*bias_tile, compared (strictly below) with the core's free L1, here the arch's usable CB bytes
 (configs/arch); interm_tile is Float32's with fp32 dest accumulation, else the larger of Float16_b's
-and the output's.
-
-**TT's default compute config** for such a call (create_matmul_attributes,
-ttnn/cpp/ttnn/operations/matmul/device/matmul_device_operation.cpp, commit
-9f46ee6b1ceff25961a57b11cdcbdab29d036a0a): HiFi2, or LoFi when both inputs are block floats, HiFi4
-for float32 inputs; fp32 dest accumulation only for a float32 output; packer L1 accumulation unless
-the output is float32. These are the fidelities GEMM_FLOPS.md labels its out-of-box rows with.
+and the output's (estimate_interm_tile_size).
 
 When per_core does not divide the tiles, TT pads the last row/column of cores; so does kgen's
-planner, as TT-Metal's padding kernels do (issue #17), and the table marks the choice `padded`.
+planner, as TT-Metal's padding kernels do, and the table marks the choice `padded`.
 
 **TT's manual (benchmark) choice.** tests/ttnn/unit_tests/benchmarks/test_benchmark.py
 (test_matmul_2d_host_perf) picks per shape; its rows and rule live in benchmarks/gemm_rows.py
@@ -65,15 +72,16 @@ from kgen.core.errors import KgenError
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
 from kgen.gen.plan import SUBBLOCK_HW_CHOICES, round_up_tiles
 from kgen.gen import dataflow as dataflows
-from kgen.gen.spec import BlockSpec, ComputeConfig, MatmulSpec
+from kgen.gen.spec import COMPUTE_FIELDS, BlockSpec, ComputeConfig, MatmulSpec
+from kgen.gen.ttnn_defaults import (MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, TT_METAL_COMMIT, TT_METAL_FILES,
+                                    is_matmul_default, matmul_default_compute)
 
-TT_SOURCE = ("tenstorrent/tt-metal@0136a1baaf05b2f3f284ebf680a9421dbda7a47b: "
-             "ttnn/cpp/ttnn/operations/matmul/device/matmul_op.cpp generate_matmul_program_config")
+TT_SOURCE = f"tenstorrent/tt-metal@{TT_METAL_COMMIT}: " + ", ".join(TT_METAL_FILES)
 NARROW_SHAPE_RATIO_THRESHOLD = 8
 PER_CORE_FACTORS = (16, 8, 4, 2)        # get_per_core_factor's trials, largest first
 SIMPLE_IN0_BLOCK_W = 2                  # create_simple_matmul_program_config's starting in0_block_w
 USER_GRID_IN0_BLOCK_W = 4               # create_matmul_program_config's starting k_tiles_per_core
-BLOCK_FLOATS = ("bfloat8_b", "bfloat4_b")
+MCAST_INPUT_BUFFERING_DEPTH = 2         # get_estimated_size_of_cbs: in0 and in1 double-buffered
 
 
 @dataclass(frozen=True)
@@ -92,25 +100,34 @@ class TTConfig:
 
 @dataclass(frozen=True)
 class Choice:
-    """A config and the spec kgen predicts it with (None when kgen cannot express it)."""
+    """A config and the spec kgen predicts it with (None when kgen cannot express it); `compute` is
+    the compute config TT runs it with, `compute_from` where that config comes from."""
 
     config: TTConfig | None
     spec: MatmulSpec | None
     padded: bool
     note: str
+    compute: ComputeConfig | None = None
+    compute_from: str = ""
 
 
-def tt_matmul_compute(spec: MatmulSpec) -> ComputeConfig:
-    """The compute config ttnn.matmul runs with when it is given none (create_matmul_attributes)."""
-    if spec.dtype_in0 in BLOCK_FLOATS and spec.dtype_in1 in BLOCK_FLOATS:
-        fidelity = "LoFi"
-    elif spec.dtype_in0 == spec.dtype_in1 == "float32":
-        fidelity = "HiFi4"
-    else:
-        fidelity = "HiFi2"
-    fp32_out = spec.dtype_out == "float32"
-    return replace(spec.compute, math_fidelity=fidelity, fp32_dest_acc=fp32_out, packer_l1_acc=not fp32_out,
-                   math_approx=False)
+def tt_matmul_compute(spec: MatmulSpec, *, user_grid: bool | None = None) -> ComputeConfig:
+    """The compute config ttnn.matmul runs with when it is given none and no program config
+    (create_matmul_attributes); `user_grid` (default: the spec has a grid) is the core_grid argument."""
+    values, reasons = matmul_default_compute(
+        spec.arch, spec.dtype_in0, spec.dtype_in1, spec.dtype_out,
+        user_grid=spec.grid is not None if user_grid is None else user_grid, program_config=False)
+    sources = tuple((k, f"{MATMUL_DEFAULT_SOURCE} ({reasons[k]})") for k in COMPUTE_FIELDS)
+    return ComputeConfig(preset=MATMUL_DEFAULT, sources=sources, **values)
+
+
+def tt_compute(spec: MatmulSpec) -> tuple[ComputeConfig, str]:
+    """The compute config TT's automatic choice runs with, and where it comes from: ttnn.matmul's
+    default where the spec leaves compute to the defaults, else the spec's own config (passed to
+    ttnn.matmul as compute_kernel_config)."""
+    if is_matmul_default(spec.compute):
+        return tt_matmul_compute(spec), MATMUL_DEFAULT_SOURCE
+    return spec.compute, "the spec's compute config, passed to ttnn.matmul"
 
 
 def _tile_bytes(arch: ArchFacts, dtype: str) -> int:
@@ -118,7 +135,7 @@ def _tile_bytes(arch: ArchFacts, dtype: str) -> int:
 
 
 def _estimate(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int) -> int:
-    """TT's get_estimated_size_of_cbs for interleaved inputs (no in0 shard)."""
+    """TT's get_estimated_size_of_cbs for interleaved inputs (no in0 shard, no transpose)."""
     in0 = _tile_bytes(arch, spec.dtype_in0)
     in1 = _tile_bytes(arch, spec.dtype_in1)
     if spec.compute.fp32_dest_acc:
@@ -126,7 +143,8 @@ def _estimate(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int) -> int:
     else:
         interm = max(arch.tile_bytes["Float16_b"], _tile_bytes(arch, spec.dtype_out))
     bias = _tile_bytes(arch, spec.dtype_bias) if spec.fuse_bias else 0
-    return 2 * m * w * in0 + 2 * n * w * in1 + m * n * in0 + m * n * interm + w * bias
+    depth = MCAST_INPUT_BUFFERING_DEPTH
+    return depth * m * w * in0 + depth * n * w * in1 + m * n * in0 + m * n * interm + n * bias
 
 
 def _fits(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int) -> bool:
@@ -180,6 +198,7 @@ def _subblock_wh(obh: int, obw: int, fp32: bool) -> tuple[int, int] | None:
 
 
 def _is_narrow(height: int, width: int, all_dram: bool) -> bool:
+    """is_narrow_shape, of element counts padded to whole tiles."""
     if max(height, width) // min(height, width) > NARROW_SHAPE_RATIO_THRESHOLD:
         return True
     return all_dram and (height <= TILE_HW or width <= TILE_HW)
@@ -222,15 +241,30 @@ def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfi
     return TTConfig("TT auto", grid, (pm, pn), w, (obh, obw), sb)
 
 
+def _systolic_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfig:
+    """create_matmul_1d_systolic_array_program_config (interleaved in0, fuse_batch true)."""
+    bmt, nt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
+    cores = grid[0] * grid[1]
+    tall = bmt > nt
+    pm, pn = (math.ceil(bmt / cores), nt) if tall else (bmt, math.ceil(nt / cores))
+    w = math.ceil(kt / cores)
+    while kt % w:
+        w -= 1
+    obh, obw, _ = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=False)
+    sb = _subblock_wh(obh, obw, spec.compute.fp32_dest_acc) or (1, 1)
+    return TTConfig("TT auto", grid, (pm, pn), w, (obh, obw), sb,
+                    dataflow=(dataflows.MCAST_1D_IN1 if tall else dataflows.MCAST_1D_IN0).name)
+
+
 def _with_user_grid(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfig | str:
     """create_matmul_program_config on the user's core grid (interleaved, in1 not batched)."""
-    height, width = spec.batch * spec.m, spec.n
-    if _is_narrow(height, width, all_dram=False) or min(spec.k, spec.m, spec.n) <= TILE_HW:
-        return ("with a core grid, TT picks its 1D systolic config here (narrow shape or a dimension "
-                "within one tile), which kgen does not reconstruct")
+    mt, nt, kt = round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
+    height, width = spec.batch * mt * TILE_HW, nt * TILE_HW          # TT's padded shapes
+    if _is_narrow(height, width, all_dram=False) or min(kt, mt, nt) * TILE_HW <= TILE_HW:
+        return _systolic_1d(arch, spec, grid)
     gx, gy = grid
-    mt, nt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
-    pm, pn = math.ceil(mt / gy), max(1, math.ceil(nt / gx))
+    bmt = spec.batch * mt
+    pm, pn = math.ceil(bmt / gy), max(1, math.ceil(nt / gx))
     w = USER_GRID_IN0_BLOCK_W
     while kt % w:
         w -= 1
@@ -246,13 +280,15 @@ def _with_user_grid(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) ->
 
 def tt_auto_config(spec: MatmulSpec, arch: ArchFacts | None = None, *,
                    device_grid: tuple[int, int] | None = None) -> TTConfig | str:
-    """ttnn's automatic program config for this matmul (DRAM-interleaved tensors), or why kgen does
-    not reconstruct it. The spec's `grid`, when set, is the user's core grid; `device_grid` is the
-    device's compute grid (the arch's whole worker grid by default)."""
+    """ttnn's automatic program config for this matmul (DRAM-interleaved tensors) under the spec's
+    compute config, or why kgen does not reconstruct it. The spec's `grid`, when set, is the user's
+    core grid; `device_grid` is the device's compute grid (the arch's whole worker grid by default)."""
     arch = arch or load_arch(spec.arch)
     device = device_grid or arch.worker_grid
-    if spec.grid is not None and spec.grid[0] <= device[0] and spec.grid[1] <= device[1]:
-        return _with_user_grid(arch, spec, spec.grid)
+    if spec.grid is not None:
+        # a core grid larger than the device's falls back to the device's, still on this path
+        fits = spec.grid[0] <= device[0] and spec.grid[1] <= device[1]
+        return _with_user_grid(arch, spec, spec.grid if fits else device)
     if spec.batch != 1:
         return "TT's batched choice (batch > 1 without a core grid) is not reconstructed"
     return _simple(arch, spec, device)
@@ -274,13 +310,17 @@ def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
 
 
 def tt_auto(spec: MatmulSpec, *, device_grid: tuple[int, int] | None = None) -> Choice:
-    cfg = tt_auto_config(spec, device_grid=device_grid)
+    """TT's automatic choice for this spec: the compute config it runs with (tt_compute) and the
+    program config ttnn picks under it."""
+    compute, origin = tt_compute(spec)
+    tt_spec = replace(spec, compute=compute)
+    cfg = tt_auto_config(tt_spec, device_grid=device_grid)
     if isinstance(cfg, str):
-        return Choice(None, None, False, cfg)
-    s, padded = spec_for_config(spec, cfg)
+        return Choice(None, None, False, cfg, compute, origin)
+    s, padded = spec_for_config(tt_spec, cfg)
     notes = [n for n in (cfg.dataflow if dataflows.get(cfg.dataflow) is not dataflows.MCAST_2D else "",
                          "padded last blocks" if padded else "") if n]
-    return Choice(cfg, s, padded, ", ".join(notes))
+    return Choice(cfg, s, padded, ", ".join(notes), compute, origin)
 
 
 # ----------------------------------------------------------------------------------------------

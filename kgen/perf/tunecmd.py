@@ -11,6 +11,7 @@ from typing import Mapping
 
 from kgen.core.errors import SpecError
 from kgen.core.resources import output_file, write_whole
+from kgen.gen.ttnn_defaults import TT_METAL_SOURCE
 from kgen.perf.tune import (Engine, Scored, TuneError, TuneResult, predicted_error, spec_text,
                             target_of, tune)
 
@@ -86,7 +87,7 @@ def run_tune(args) -> int:
         winner = _winner(spec, result, verdicts if args.verify else None)
         errors = {i: predicted_error(spec, s.candidate) for i, s in enumerate(result.ranked)} \
             if args.allow_precision else {}
-        comparison = _comparison(spec, result.ranked[0] if winner is None else winner)
+        comparison = _comparison(spec, result.ranked[0] if winner is None else winner, result.space)
         if output is not None:
             if winner is None:
                 raise TuneError("no candidate to write: none passed verification")
@@ -137,18 +138,25 @@ def _winner(spec, result: TuneResult, verdicts: Mapping[int, dict] | None) -> Sc
     return None
 
 
-def _comparison(spec, pick: Scored) -> list[dict]:
+def _comparison(spec, pick: Scored, space=None) -> list[dict]:
     """kgen's pick, TT's automatic choice and (benchmark shapes) TT's manual one, each predicted by
-    the same model with DRAM-interleaved tensors."""
+    the same model with DRAM-interleaved tensors. Each row names the fidelity, the accumulation
+    request and policy, the dataflow and the grid it assumed; `like_for_like` lists what differs from
+    kgen's pick in a way kgen's search did not also offer TT."""
     from kgen.core.errors import KgenError
     from kgen.gen.pipeline import run
     from kgen.perf.model import predict
     from kgen.perf.ttchoice import tt_auto, tt_manual
 
+    c = pick.candidate
     rows = [{"who": "kgen tune", "microseconds": pick.microseconds, "config": pick.candidate.short(pick.policy),
-             "note": "padded" if pick.candidate.padded(spec) else ""}]
+             "note": "padded" if pick.candidate.padded(spec) else "", "fidelity": c.math_fidelity,
+             "fp32_dest_acc": c.fp32_dest_acc, "packer_l1_acc": c.packer_l1_acc, "policy": pick.policy,
+             "dataflow": c.dataflow, "grid": list(c.grid), "compute_from": "kgen's search over the spec",
+             "like_for_like": []}]
     auto = tt_auto(spec)
     manual = tt_manual(spec)
+    searched = set(space.searched) if space is not None else set()
     for who, choice in (("TT auto", auto), ("TT manual", manual[0] if manual else None)):
         if choice is None:
             rows.append({"who": who, "microseconds": None, "config": "", "note": "not a benchmark shape"})
@@ -160,10 +168,25 @@ def _comparison(spec, pick: Scored) -> list[dict]:
             ir = run(choice.spec, "ir").ir
             us = predict(ir).microseconds
             p = ir.plan
+            cc = p.compute
             config = (f"grid {p.grid_requested[0]}x{p.grid_requested[1]} per_core {p.per_core_m}x{p.per_core_n} "
                       f"block {p.out_block_h}x{p.out_block_w} w {p.in0_block_w} "
-                      f"sb {p.out_subblock_h}x{p.out_subblock_w} {p.policy}")
-            rows.append({"who": who, "microseconds": us, "config": config, "note": choice.note})
+                      f"sb {p.out_subblock_h}x{p.out_subblock_w} {p.policy} {p.spec.dataflow} "
+                      f"{cc.math_fidelity}{' fp32' if cc.fp32_dest_acc else ''}")
+            unlike = []
+            if (cc.math_fidelity, cc.fp32_dest_acc) != (c.math_fidelity, c.fp32_dest_acc):
+                unlike.append(f"TT runs {cc.math_fidelity}{' fp32' if cc.fp32_dest_acc else ''}, kgen's pick "
+                              f"{c.math_fidelity}{' fp32' if c.fp32_dest_acc else ''}")
+            if "packer_l1_acc" in searched and cc.packer_l1_acc != c.packer_l1_acc and who == "TT auto" \
+                    and choice.compute_from.startswith("the spec"):
+                unlike.append(f"kgen searched packer_l1_acc; TT auto is held at the spec's "
+                              f"{'true' if cc.packer_l1_acc else 'false'}")
+            rows.append({"who": who, "microseconds": us, "config": config, "note": choice.note,
+                         "fidelity": cc.math_fidelity, "fp32_dest_acc": cc.fp32_dest_acc,
+                         "packer_l1_acc": cc.packer_l1_acc, "policy": p.policy, "dataflow": p.spec.dataflow,
+                         "grid": list(p.grid_requested),
+                         "compute_from": choice.compute_from or "TT's benchmark config",
+                         "like_for_like": unlike})
         except KgenError as exc:
             rows.append({"who": who, "microseconds": None, "config": "",
                          "note": f"kgen cannot plan it: {getattr(exc, 'message', str(exc))}"})
@@ -219,12 +242,16 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
     if errors:
         lines.append("  error: max |golden - exact| / max |exact| of the golden model on a 32 x K x 32 proxy with the "
                      "candidate's K, formats, fidelity and accumulation path")
-    lines += ["", "  against TT-Metal (the same model, DRAM-interleaved tensors)"]
+    lines += ["", f"  against TT-Metal ({TT_METAL_SOURCE}; the same model, DRAM-interleaved tensors)"]
     base = comparison[0]["microseconds"]
     for r in comparison:
         us = f"{r['microseconds']:>10,.2f} us" if r["microseconds"] is not None else f"{'n/a':>13}"
         ratio = f"  kgen x{r['microseconds'] / base:.2f}" if r["microseconds"] and r["who"] != "kgen tune" else ""
         lines.append(f"    {r['who']:<10} {us}  {r['config']}{ratio}{'  (' + r['note'] + ')' if r['note'] else ''}")
+        if r.get("compute_from") and r["who"] != "kgen tune":
+            lines.append(f"    {'':<10} {'':>13}  compute: {r['compute_from']}")
+        for why in r.get("like_for_like", ()):
+            lines.append(f"    {'':<10} {'':>13}  not like for like: {why}")
     lines.append("")
     if winner is None:
         lines.append("  winner    none: no candidate passed verification")

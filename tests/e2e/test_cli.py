@@ -40,6 +40,25 @@ def test_check_json_matches_the_table():
     assert set(data["variants"]) == {"spill", "l1acc"}
 
 
+def test_check_says_where_each_compute_value_came_from(tmp_path):
+    """No compute line: every value is ttnn.matmul's default at 0.81.1 (bfloat8_b x bfloat8_b: LoFi,
+    both inputs block floats; bfloat16 output: packer L1 accumulation on, fp32 accumulation off;
+    math_approx off). A preset plus an inline key: each value names its own source."""
+    plain = tmp_path / "plain.kspec"
+    plain.write_text("matmul p { arch = wormhole_b0 shape = 256 x 256 x 256 "
+                     "dtype { in0 = bfloat8_b in1 = bfloat8_b out = bfloat16 } }")
+    r = run("check", plain)
+    assert r.returncode == 0, r.stderr
+    assert "math_fidelity=LoFi fp32_dest_acc=false packer_l1_acc=true math_approx=false" in r.stdout
+    assert "math_fidelity: ttnn.matmul's default at 0.81.1 (both inputs block floats)" in r.stdout
+    data = json.loads(run("check", plain, "--json").stdout)
+    assert all(v.startswith("ttnn.matmul's default at 0.81.1") for v in data["compute_config"]["sources"].values())
+    r = run("check", "examples/peak_bf16.kspec", "--json")
+    src = json.loads(r.stdout)["compute_config"]["sources"]
+    assert src["math_fidelity"] == "spec (inline)"
+    assert src["packer_l1_acc"] == "preset hifi2_l1acc (defined in the spec file)"
+
+
 def test_check_says_what_was_padded():
     # TT-Metal's 2D factory: 128 tiles over per_core 13 x 10 -> ceil(128 / 13) = 10 rows and ceil(128 / 10)
     # = 13 columns; the last row holds 128 - 9 * 13 = 11 rows of tiles, the last column 128 - 12 * 10 = 8;

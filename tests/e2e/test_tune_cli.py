@@ -230,3 +230,43 @@ def test_progress_bar_on_a_terminal():
     assert proc.returncode == 0
     assert b"kgen tune:" in seen and b"cand" in seen and b"%|" in seen
     assert b"against TT-Metal" in out and b"cand/s" not in out
+
+
+# ttnn.matmul's compute config when it is given none (create_matmul_attributes, tt-metal 001cea9a =
+# ttnn 0.81.1), for two bfloat16 inputs and a bfloat16 output, no core grid, no program config:
+TT_DEFAULT_BF16 = {"fidelity": "HiFi2", "packer_l1_acc": True, "fp32_dest_acc": False}
+
+
+def _tune_json(tmp_path, body: str) -> dict:
+    spec = tmp_path / "t.kspec"
+    spec.write_text("matmul t {\n arch = blackhole\n shape = 3000 x 7000 x 5000\n"
+                    " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }\n" + body + "}\n")
+    proc = kgen("tune", str(spec), "--no-db", "--top", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_tt_auto_row_runs_ttnns_default_compute_where_the_spec_leaves_it(tmp_path):
+    data = _tune_json(tmp_path, "")
+    kgen_row, auto = data["comparison"][0], data["comparison"][1]
+    assert auto["who"] == "TT auto"
+    assert {k: auto[k] for k in TT_DEFAULT_BF16} == TT_DEFAULT_BF16
+    assert "default at 0.81.1" in auto["compute_from"]
+    assert auto["dataflow"] and auto["grid"] and auto["policy"]
+    # the same program config under the same compute config is the same program: same predicted time
+    if auto["config"] == kgen_row["config"]:
+        assert auto["microseconds"] == pytest.approx(kgen_row["microseconds"])
+    assert auto["like_for_like"] == []
+    text = kgen("tune", str(tmp_path / "t.kspec"), "--no-db", "--top", "1").stdout
+    assert "tenstorrent/tt-metal@001cea9a" in text and "compute: ttnn.matmul's default at 0.81.1" in text
+
+
+def test_tt_auto_row_runs_the_spec_compute_and_says_when_it_is_not_like_for_like(tmp_path):
+    """compute { math_fidelity = HiFi2 }: ttnn takes the config whole, so packer_l1_acc is the
+    ComputeKernelConfig default, false. kgen searches packer_l1_acc (it is not the spec's own value)."""
+    data = _tune_json(tmp_path, " compute { math_fidelity = HiFi2 }\n")
+    kgen_row, auto = data["comparison"][0], data["comparison"][1]
+    assert (auto["fidelity"], auto["packer_l1_acc"], auto["fp32_dest_acc"]) == ("HiFi2", False, False)
+    assert auto["compute_from"].startswith("the spec")
+    if kgen_row["packer_l1_acc"]:
+        assert any("packer_l1_acc" in why for why in auto["like_for_like"])

@@ -238,11 +238,42 @@ def test_tt_auto_with_a_core_grid_sets_subblock_h_to_one():
 
 def test_tt_auto_narrow_shape():
     """32 x 4096: narrow (ratio 128 > 8) and wide: the 1D in0 config, per_core_N = ceil(ceil(4096/64)/32)
-    = 2; with a core grid, TT's 1D systolic config, which kgen does not reconstruct."""
+    = 2. With a core grid, create_matmul_1d_systolic_array_program_config: wide (batch*Mt = 1 <= Nt = 128),
+    per_core = Mt x ceil(Nt / 64 cores) = 1 x 2, in0_block_w = ceil(Kt / 64) = 1; get_subblock_sizes reads
+    the pairs as (w, h): the first with w | 2 and h | 1 is (2, 1), so h x w = 1 x 2."""
     spec = _spec("arch = wormhole_b0\n shape = 32 x 4096 x 1024\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
     cfg = tt_auto_config(spec)
     assert cfg.dataflow == "mcast_1d_in0" and cfg.per_core == (1, 2) and cfg.in0_block_w == 2
-    assert isinstance(tt_auto_config(replace(spec, grid=(8, 8))), str)
+    cfg = tt_auto_config(replace(spec, grid=(8, 8)))
+    assert (cfg.dataflow, cfg.grid, cfg.per_core, cfg.in0_block_w, cfg.out_block, cfg.out_subblock) == \
+        ("mcast_1d_in0", (8, 8), (1, 2), 1, (1, 2), (1, 2))
+
+
+def test_tt_auto_narrow_test_on_a_core_grid_uses_the_padded_m():
+    """M = 70, N = 800, K = 256 on an 8 x 8 core grid. create_matmul_program_config takes
+    height = batch * a_padded_shape[-2] = 96 (3 tiles) and width = 800: 800 // 96 = 8, not above 8,
+    so not narrow (the logical 800 // 70 = 11 would be), and no padded size is within one tile: the 2D
+    config, per_core = ceil(3 / 8) x ceil(25 / 8) = 1 x 4, in0_block_w 4 (divides Kt = 8), out_block =
+    per_core (it fits), get_subblock_sizes' first (w, h) pair with w | 4 and h | 1 is (4, 1): 1 x 4,
+    and out_subblock_w == per_core_N keeps out_subblock_h."""
+    assert 800 // 96 <= 8 < 800 // 70
+    spec = _spec("arch = wormhole_b0\n shape = 70 x 800 x 256\n grid = 8 x 8\n"
+                 " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    cfg = tt_auto_config(spec)
+    assert (cfg.dataflow, cfg.grid, cfg.per_core, cfg.in0_block_w, cfg.out_block, cfg.out_subblock) == \
+        ("mcast_2d", (8, 8), (1, 4), 4, (1, 4), (1, 4))
+
+
+def test_a_core_grid_larger_than_the_device_still_takes_the_core_grid_path():
+    """create_matmul_program_config replaces a core grid that does not fit the device by the device's
+    compute grid, and stays on its own path (in0_block_w 4 stepped down, not create_simple's Kt / cols):
+    per_core ceil(32 / 8) = 4 x 4, out_block 4 x 4 (fits), get_subblock_sizes' first (w, h) pair (4, 2)
+    divides it, so h x w = 2 x 4, kept since out_subblock_w == per_core_N."""
+    spec = _spec("arch = wormhole_b0\n shape = 1024 x 1024 x 1024\n grid = 12 x 12\n"
+                 " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    cfg = tt_auto_config(spec)
+    assert cfg.grid == (8, 8) and cfg.per_core == (4, 4) and cfg.in0_block_w == 4
+    assert cfg.out_block == (4, 4) and cfg.out_subblock == (2, 4)
 
 
 def test_tt_auto_splits_out_block_when_the_cbs_do_not_fit():
@@ -257,11 +288,37 @@ def test_tt_auto_splits_out_block_when_the_cbs_do_not_fit():
 
 
 def test_tt_default_compute_config():
-    """ttnn.matmul with no compute config: HiFi2, LoFi for two block-float inputs; packer L1 acc on."""
+    """ttnn.matmul with no compute config (create_matmul_attributes at tt-metal 001cea9a): HiFi2 unless
+    a core grid or program config is given or both inputs are block floats (then LoFi); math_approx off;
+    fp32 accumulation exactly when the output is float32, packer L1 accumulation otherwise."""
     bf16 = _spec("arch = wormhole_b0\n shape = 64 x 64 x 64\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
     bf8 = _spec("arch = wormhole_b0\n shape = 64 x 64 x 64\n dtype { in0 = bfloat8_b in1 = bfloat8_b out = bfloat8_b }")
     assert tt_matmul_compute(bf16).math_fidelity == "HiFi2" and tt_matmul_compute(bf8).math_fidelity == "LoFi"
     assert tt_matmul_compute(bf16).packer_l1_acc and not tt_matmul_compute(bf16).fp32_dest_acc
+    assert not tt_matmul_compute(bf16).math_approx
+    assert tt_matmul_compute(replace(bf16, grid=(8, 8))).math_fidelity == "LoFi"        # a core grid
+
+
+def test_tt_auto_runs_ttnns_default_compute_where_the_spec_leaves_it():
+    """No compute line: TT auto runs ttnn.matmul's default (HiFi2, packer L1 acc on for bf16; LoFi with
+    a core grid). A compute config in the spec: TT auto runs that same config."""
+    spec = _spec("arch = wormhole_b0\n shape = 1024 x 1024 x 1024\n dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    choice = tt_auto(spec)
+    c = choice.compute
+    assert (c.math_fidelity, c.packer_l1_acc, c.fp32_dest_acc, c.math_approx) == ("HiFi2", True, False, False)
+    assert choice.spec.compute == c and "default" in choice.compute_from
+    assert tt_auto(replace(spec, grid=(8, 8))).compute.math_fidelity == "LoFi"
+    given = _spec("arch = wormhole_b0\n shape = 1024 x 1024 x 1024\n compute = peak_hifi2\n"
+                  " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    choice = tt_auto(given)
+    assert choice.compute == given.compute and choice.spec.compute == given.compute
+    assert "spec" in choice.compute_from
+    # a compute block the spec defines is the spec's config, even named as the default (kgen tune -o)
+    named = _spec("arch = wormhole_b0\n shape = 1024 x 1024 x 1024\n grid = 8 x 8\n"
+                  " compute { math_fidelity = HiFi2 packer_l1_acc = true math_approx = false }\n"
+                  " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }")
+    named = replace(named, compute=replace(named.compute, preset="ttnn_matmul_default"))
+    assert tt_auto(named).compute == named.compute       # not the core-grid default's LoFi
 
 
 # ----------------------------------------------------------------------------------------------
