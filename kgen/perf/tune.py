@@ -451,7 +451,9 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     `known`: candidate key -> Outcome from the database, reused instead of planning again.
     `progress(done, total)` is called as candidates are decided. `prune=False` evaluates every
     candidate (for tests of the bound). `keep_all` returns every legal candidate ranked. `jobs`
-    processes evaluate a group's candidates in chunks (fork; the groups stay in bound order)."""
+    processes evaluate a group's candidates in chunks (fork; the groups stay in bound order).
+    `placement` ({"in0": "sharded", "out": "sharded"}, as benchmarks/gemm_rows.placement) is written
+    into the spec's memory {} first (`with_placement`); the result's spec is that one."""
     if top < 1:
         raise TuneError(f"--top {top}: expected at least 1")
     # the placement becomes the spec's memory {}: every candidate is planned (the shard rules
