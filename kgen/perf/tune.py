@@ -11,7 +11,10 @@ The search (issue #16):
   searches every one of them whatever the spec says.
 - **Legality.** Values are drawn from the divisor structure of the problem (a value that does not
   divide never plans), and the planner (`kgen.gen.plan.plan`) is the only filter: a candidate is
-  legal when it plans. No rule is restated here.
+  legal when it plans. No rule is restated here. The tensors' placement is the spec's `memory { }`
+  (a `placement` argument is written into it first), so with a sharded in0 or output every
+  candidate carries it and must pass the planner's shard rules, is predicted as the sharded program
+  kgen builds, and is written out (`spec_text`) with it: what `kgen check` accepts.
 - **Cost.** `kgen.perf.model.predict` over the lowered IR (the IR is verified for the winners, by
   `--verify`, not for every candidate).
 - **Pruning.** Candidates are grouped by (per_core, fidelity, fp32 dest); each group has a lower
@@ -45,10 +48,10 @@ from kgen.core.arch import load_arch
 from kgen.core.costs import FIDELITY_PHASES, load_costs
 from kgen.core.errors import KgenError
 from kgen.core.resources import data_dir
-from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
+from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
 from kgen.gen.plan import Plan, PlanError, dst_capacity, plan as make_plan, round_up_tiles
 from kgen.gen import dataflow as dataflows
-from kgen.gen.spec import BlockSpec, MatmulSpec
+from kgen.gen.spec import BlockSpec, MatmulSpec, MemorySpec
 
 FIDELITIES = ("LoFi", "HiFi2", "HiFi3", "HiFi4")
 DATAFLOWS = dataflows.NAMES
@@ -74,6 +77,7 @@ class Candidate:
     dataflow: str
     math_fidelity: str
     fp32_dest_acc: bool
+    memory: MemorySpec = MemorySpec()  # where the tensors live: not searched, but part of the program
 
     def key(self) -> str:
         """Canonical text of the config: the database's per-target key."""
@@ -85,7 +89,8 @@ class Candidate:
         return Candidate(grid=tuple(d["grid"]), per_core=tuple(d["per_core"]), out_block=tuple(d["out_block"]),
                          in0_block_w=d["in0_block_w"], out_subblock=tuple(d["out_subblock"]),
                          packer_l1_acc=d["packer_l1_acc"], dataflow=d["dataflow"],
-                         math_fidelity=d["math_fidelity"], fp32_dest_acc=d["fp32_dest_acc"])
+                         math_fidelity=d["math_fidelity"], fp32_dest_acc=d["fp32_dest_acc"],
+                         memory=MemorySpec(**d["memory"]) if "memory" in d else MemorySpec())
 
     def padded(self, spec: MatmulSpec) -> bool:
         """per_core does not divide the tiles: the last row/column of cores gets TT's padded last block."""
@@ -98,7 +103,8 @@ class Candidate:
                           fp32_dest_acc=self.fp32_dest_acc)
         block = BlockSpec(in0_block_w=self.in0_block_w, out_subblock=self.out_subblock, per_core=self.per_core,
                           out_block=self.out_block)
-        return replace(spec, grid=self.grid, dataflow=self.dataflow, block=block, compute=compute, variant=None)
+        return replace(spec, grid=self.grid, dataflow=self.dataflow, block=block, compute=compute, variant=None,
+                       memory=self.memory)
 
     def short(self, policy: str | None = None) -> str:
         """One line; `policy` is the planner's (spill_reload, packer_l1_acc, dst_only) where it is known,
@@ -107,7 +113,9 @@ class Candidate:
         return (f"grid {self.grid[0]}x{self.grid[1]} per_core {self.per_core[0]}x{self.per_core[1]} "
                 f"block {self.out_block[0]}x{self.out_block[1]} w {self.in0_block_w} "
                 f"sb {self.out_subblock[0]}x{self.out_subblock[1]} {accumulation} "
-                f"{self.dataflow} {self.math_fidelity}{' fp32' if self.fp32_dest_acc else ''}")
+                f"{self.dataflow} {self.math_fidelity}{' fp32' if self.fp32_dest_acc else ''}"
+                + (f" memory in0={self.memory.in0} in1={self.memory.in1} out={self.memory.out}"
+                   if self.memory.sharded else ""))
 
 
 def candidate_of(p: Plan) -> Candidate:
@@ -116,7 +124,7 @@ def candidate_of(p: Plan) -> Candidate:
                      out_block=(p.out_block_h, p.out_block_w), in0_block_w=p.in0_block_w,
                      out_subblock=(p.out_subblock_h, p.out_subblock_w), packer_l1_acc=p.compute.packer_l1_acc,
                      dataflow=p.spec.dataflow, math_fidelity=p.compute.math_fidelity,
-                     fp32_dest_acc=p.compute.fp32_dest_acc)
+                     fp32_dest_acc=p.compute.fp32_dest_acc, memory=p.spec.memory)
 
 
 @dataclass(frozen=True)
@@ -227,6 +235,30 @@ def _from_ttnn_defaults(spec: MatmulSpec, key: str) -> bool:
     return span is None or Path(span.path).name == f"{DEFAULT_COMPUTE}.kspec"
 
 
+# `placement` values (kgen.perf.model.predict's, as benchmarks/gemm_rows.placement writes them) and
+# the memory {} value that builds each: TT's benchmark rows block-shard in0 and the output
+_MEMORY_OF = {("in0", "dram"): Placement.DRAM, ("in0", "sharded"): Placement.L1_BLOCK_SHARDED,
+              **{("in0", p.value): p for p in (Placement.L1_BLOCK_SHARDED, Placement.L1_HEIGHT_SHARDED)},
+              ("in1", "dram"): Placement.DRAM, ("in1", "l1"): Placement.L1,
+              ("out", "dram"): Placement.DRAM, ("out", "sharded"): Placement.L1_BLOCK_SHARDED,
+              ("out", Placement.L1_BLOCK_SHARDED.value): Placement.L1_BLOCK_SHARDED}
+
+
+def with_placement(spec: MatmulSpec, placement: Mapping[str, str] | None) -> MatmulSpec:
+    """The spec with its tensors where `placement` puts them, as its `memory { }` (the planner's
+    shard rules then apply to every candidate). None or {} leaves the spec's own memory."""
+    if not placement:
+        return spec
+    values = {"in0": spec.memory.in0, "in1": spec.memory.in1, "out": spec.memory.out}
+    for tensor, where in placement.items():
+        memory = _MEMORY_OF.get((tensor, where))
+        if memory is None:
+            known = ", ".join(f"{t}={w}" for t, w in _MEMORY_OF)
+            raise TuneError(f"placement {tensor}={where}: kgen builds no such program; placements: {known}")
+        values[tensor] = memory
+    return replace(spec, memory=replace(spec.memory, **values))
+
+
 @dataclass(frozen=True)
 class _Group:
     """Candidates sharing per_core, fidelity and fp32 dest: one lower bound. Members are made only
@@ -241,6 +273,7 @@ class _Group:
     widths: tuple[int, ...]
     policies: tuple[bool, ...]
     dataflows: tuple[str, ...]
+    memory: MemorySpec = MemorySpec()
     keep: float = 1.0                # sampling: the share of members kept
     seed: int = 0
 
@@ -251,7 +284,7 @@ class _Group:
     def first(self) -> Candidate:
         ob, subs = self.blocks[0]
         return Candidate(self.grid, self.per_core, ob, self.widths[0], subs[0], self.policies[0], self.dataflows[0],
-                         self.math_fidelity, self.fp32_dest_acc)
+                         self.math_fidelity, self.fp32_dest_acc, self.memory)
 
     def members(self) -> Iterator[Candidate]:
         rng = random.Random(f"{self.seed}:{self.per_core}:{self.math_fidelity}:{self.fp32_dest_acc}") \
@@ -264,7 +297,7 @@ class _Group:
                             if rng is not None and rng.random() >= self.keep:
                                 continue
                             yield Candidate(self.grid, self.per_core, ob, w, sb, acc, df, self.math_fidelity,
-                                            self.fp32_dest_acc)
+                                            self.fp32_dest_acc, self.memory)
 
 
 def lower_bound_cycles(arch_name: str, per_core: tuple[int, int], kt: int, fidelity: str,
@@ -345,7 +378,7 @@ def _groups(spec: MatmulSpec, space: Space) -> list[_Group]:
                     continue
                 bound = lower_bound_cycles(spec.arch, pc, kt, fidelity, fp32, DTYPE_TO_FORMAT[spec.dtype_in0],
                                            DTYPE_TO_FORMAT[spec.dtype_in1])
-                groups.extend(_Group(g, pc, fidelity, fp32, bound, tuple(blocks), widths, policies, dfs)
+                groups.extend(_Group(g, pc, fidelity, fp32, bound, tuple(blocks), widths, policies, dfs, spec.memory)
                               for g, dfs in layouts if dfs)
     return groups
 
@@ -359,7 +392,10 @@ def _group_rejected(spec: MatmulSpec, g: _Group) -> str | None:
     try:
         make_plan(probe)
     except PlanError as exc:
-        if exc.rule.startswith(("num_blocks_", "grid within", "Mt %", "Nt %")):
+        # rules of per_core and the grid alone (the shard rules among them: whole shards, in0's
+        # shard width over the cores along N); the rest depend on the block values
+        if exc.rule.startswith(("num_blocks_", "grid within", "Mt %", "Nt %", "kgen: sharded tensors in whole shards",
+                                "kgen: in0's shard grid")):
             return exc.rule
     return None
 
@@ -377,11 +413,11 @@ class Outcome:
 _WORKER: dict[str, object] = {}
 
 
-def _worker_init(spec: MatmulSpec, placement: Mapping[str, str] | None) -> None:
-    _WORKER["spec"], _WORKER["placement"] = spec, placement
+def _worker_init(spec: MatmulSpec) -> None:
+    _WORKER["spec"] = spec
 
 
-def _evaluate(spec: MatmulSpec, placement: Mapping[str, str] | None, c: Candidate) -> Outcome:
+def _evaluate(spec: MatmulSpec, c: Candidate) -> Outcome:
     """Plan (the legality filter), lower and predict one candidate."""
     from kgen.gen.lower import lower
     from kgen.perf.model import predict
@@ -393,14 +429,14 @@ def _evaluate(spec: MatmulSpec, placement: Mapping[str, str] | None, c: Candidat
     if c.packer_l1_acc and not p.l1_acc_enabled:
         # the planner takes the same policy as with the request off: the same kernel, kept once
         return Outcome(c, "duplicate", error=p.policy_reason)
-    pr = predict(lower(p), placement=placement)
+    pr = predict(lower(p))
     return Outcome(c, "predicted",
                    Scored(c, pr.microseconds, pr.cycles, pr.tflops, pr.utilization, pr.bottleneck, p.policy))
 
 
 def _evaluate_chunk(chunk: list[Candidate]) -> list[Outcome]:
-    spec, placement = _WORKER["spec"], _WORKER["placement"]
-    return [_evaluate(spec, placement, c) for c in chunk]
+    spec = _WORKER["spec"]
+    return [_evaluate(spec, c) for c in chunk]
 
 
 CHUNK = 128
@@ -417,9 +453,14 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     `known`: candidate key -> Outcome from the database, reused instead of planning again.
     `progress(done, total)` is called as candidates are decided. `prune=False` evaluates every
     candidate (for tests of the bound). `keep_all` returns every legal candidate ranked. `jobs`
-    processes evaluate a group's candidates in chunks (fork; the groups stay in bound order)."""
+    processes evaluate a group's candidates in chunks (fork; the groups stay in bound order).
+    `placement` ({"in0": "sharded", "out": "sharded"}, as benchmarks/gemm_rows.placement) is written
+    into the spec's memory {} first (`with_placement`); the result's spec is that one."""
     if top < 1:
         raise TuneError(f"--top {top}: expected at least 1")
+    # the placement becomes the spec's memory {}: every candidate is planned (the shard rules
+    # checked) and predicted as the program kgen builds for it, and is written out with it
+    spec = with_placement(spec, placement)
     sp = search_space(spec, space, allow_precision, padded, keep)
     start = time.perf_counter()
     stats = SearchStats()
@@ -442,7 +483,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     pool = None
     if jobs > 1 and stats.candidates >= POOL_MIN_CANDIDATES:
         import multiprocessing
-        pool = multiprocessing.get_context("fork").Pool(jobs, _worker_init, (spec, placement))
+        pool = multiprocessing.get_context("fork").Pool(jobs, _worker_init, (spec,))
 
     def kth_best() -> float:
         return best[top - 1].cycles if len(best) >= top else float("inf")
@@ -492,7 +533,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
                     fresh.append(c)
             chunks = [fresh[i:i + CHUNK] for i in range(0, len(fresh), CHUNK)]
             results = pool.imap(_evaluate_chunk, chunks) if pool else \
-                ([_evaluate(spec, placement, c) for c in chunk] for chunk in chunks)
+                ([_evaluate(spec, c) for c in chunk] for chunk in chunks)
             for chunk_outcomes in results:
                 for o in chunk_outcomes:
                     stats.planned += 1
@@ -512,7 +553,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     if stats.bound_violations and prune:
         # the lower bound no longer holds for the model (its constants changed shape): search again
         # without it, so the answer stays exhaustive
-        return tune(spec, space=space, allow_precision=allow_precision, padded=padded, keep=keep, placement=placement, top=top, budget=budget,
+        return tune(spec, space=space, allow_precision=allow_precision, padded=padded, keep=keep, top=top, budget=budget,
                     seed=seed, known=known, progress=progress, prune=False, keep_all=keep_all, jobs=jobs)
     stats.seconds = time.perf_counter() - start
     ranked = tuple(sorted(legal, key=_rank_key)) if keep_all else tuple(best)
@@ -530,68 +571,43 @@ def _rank_key(s: Scored) -> tuple:
 # the winner as a spec
 # ----------------------------------------------------------------------------------------------
 
-def _b(v: bool) -> str:
-    return "true" if v else "false"
+def tuned_spec(spec: MatmulSpec, c: Candidate) -> MatmulSpec:
+    """`c` applied to `spec`, its compute config named `<spec>_tuned` where the search changed it."""
+    tuned = c.apply(spec)
+    if tuned.compute != spec.compute:
+        tuned = replace(tuned, compute=replace(tuned.compute, preset=f"{spec.name}_tuned"))
+    return tuned
 
 
 def spec_text(spec: MatmulSpec, c: Candidate, note: str = "") -> str:
-    """A .kspec that plans exactly as `c` applied to `spec`: every searched value written out, the
-    compute config in full. The spec's variants are not carried over."""
-    cc = replace(spec.compute, packer_l1_acc=c.packer_l1_acc, math_fidelity=c.math_fidelity,
-                 fp32_dest_acc=c.fp32_dest_acc)
-    name = cc.preset if cc == spec.compute else f"{spec.name}_tuned"
-    lines = [f"# written by kgen tune{': ' + note if note else ''}",
-             f"compute {name} {{",
-             f"    math_fidelity = {cc.math_fidelity}",
-             f"    fp32_dest_acc = {_b(cc.fp32_dest_acc)}",
-             f"    packer_l1_acc = {_b(cc.packer_l1_acc)}",
-             f"    math_approx   = {_b(cc.math_approx)}",
-             f"    dst_full_sync = {_b(cc.dst_full_sync)}",
-             "}", "",
-             f"matmul {spec.name} {{",
-             f"    arch     = {spec.arch}",
-             f"    shape    = {spec.m} x {spec.n} x {spec.k}",
-             f"    batch    = {spec.batch}"]
-    dtype = f"in0 = {spec.dtype_in0}  in1 = {spec.dtype_in1}  out = {spec.dtype_out}"
-    if spec.fuse_bias:
-        dtype += f"  bias = {spec.dtype_bias}"
-    lines += [f"    dtype {{ {dtype} }}",
-              f"    grid     = {c.grid[0]} x {c.grid[1]}",
-              f"    dataflow = {c.dataflow}",
-              "    block {",
-              f"        in0_block_w  = {c.in0_block_w}",
-              f"        out_subblock = {c.out_subblock[0]} x {c.out_subblock[1]}",
-              f"        per_core     = {c.per_core[0]} x {c.per_core[1]}",
-              f"        out_block    = {c.out_block[0]} x {c.out_block[1]}",
-              "    }",
-              f"    compute = {name}"]
-    if spec.fuse_bias or spec.activation != "none":
-        lines.append(f"    fuse {{ bias = {_b(spec.fuse_bias)}  activation = {spec.activation} }}")
-    if spec.untilize_out:
-        lines.append("    untilize_out = true")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    """A .kspec that plans exactly as `c` applied to `spec` (kgen.gen.spec_print): every searched
+    value written out, the placement as `memory { }`, the compute config in full. The spec's
+    variants are not carried over."""
+    from kgen.gen.spec_print import format_spec
+
+    return format_spec(tuned_spec(spec, c), comment=f"written by kgen tune{': ' + note if note else ''}")
 
 
 # ----------------------------------------------------------------------------------------------
 # the target a result belongs to, for the database
 # ----------------------------------------------------------------------------------------------
 
-@cache
-def model_digest(arch_name: str) -> str:
-    """What the predictions of this run depend on besides the candidate: the cost table and the
-    model's source. A stored prediction is reused only under the same digest."""
-    h = hashlib.sha256()
-    h.update((data_dir("configs") / "perf" / f"{arch_name}.toml").read_bytes())
-    h.update(Path(__file__).with_name("model.py").read_bytes())
-    h.update((Path(__file__).parent.parent / "gen" / "lower.py").read_bytes())
-    return h.hexdigest()[:16]
+def model_digest(arch_name: str | None = None) -> str:
+    """What the predictions of this run depend on besides the candidate: every kgen source the
+    model path imports and every config file (tunedb.prediction_digest). A stored prediction is
+    reused only under the same digest. (One digest for every arch: a change to either card's table
+    retires both.)"""
+    from kgen.perf.tunedb import prediction_digest
+
+    return prediction_digest()
 
 
 def target_of(spec: MatmulSpec, placement: Mapping[str, str] | None = None) -> dict[str, object]:
-    """The target key fields: arch, shape, dtypes, fidelity and the fixed semantics, versions."""
+    """The target key fields: arch, shape, dtypes, fidelity and the fixed semantics (the placement
+    of the tensors among them), versions, the prediction digest."""
     from kgen import TT_METAL_VERSION, __version__
 
+    spec = with_placement(spec, placement)
     return {
         "arch": spec.arch, "m": spec.m, "n": spec.n, "k": spec.k, "batch": spec.batch,
         "dtype_in0": spec.dtype_in0, "dtype_in1": spec.dtype_in1, "dtype_out": spec.dtype_out,
@@ -599,7 +615,9 @@ def target_of(spec: MatmulSpec, placement: Mapping[str, str] | None = None) -> d
         "fidelity": spec.compute.math_fidelity, "fp32_dest_acc": spec.compute.fp32_dest_acc,
         "fuse_bias": spec.fuse_bias, "activation": spec.activation, "untilize_out": spec.untilize_out,
         "math_approx": spec.compute.math_approx, "dst_full_sync": spec.compute.dst_full_sync,
-        "placement": dict(sorted((placement or {}).items())),
+        "transpose_mcast": spec.transpose_mcast,
+        "placement": {"in0": spec.memory.in0, "in1": spec.memory.in1, "out": spec.memory.out,
+                      "orientation": spec.memory.orientation},
         "kgen_version": __version__, "tt_metal_version": TT_METAL_VERSION,
         "model": model_digest(spec.arch),
     }

@@ -1,10 +1,16 @@
 """The tuning database of `kgen tune`: every evaluated candidate, per target, in SQLite (stdlib).
 
 One row per (target, config): the target is the JSON of `tune.target_of` (arch, shape, dtypes,
-fidelity and the other fixed semantics, placement, kgen and TT-Metal versions, and the digest of
-the cost model the prediction came from); the config is the candidate's canonical JSON. A row holds
-the planner's verdict (predicted | illegal | duplicate, with the rule), the prediction, the kernel
-id once the candidate has been built, the verification status and its errors, and the times.
+fidelity and the other fixed semantics, placement, kgen and TT-Metal versions, and
+`prediction_digest`: every source and config file a prediction can depend on); the config is the
+candidate's canonical JSON. A row holds the planner's verdict (predicted | illegal | duplicate,
+with the rule), the prediction, the kernel id once the candidate has been built (with the
+`generator_digest` it was built under), and the times.
+
+Verification verdicts are a table of their own, keyed by the kernel id (content-addressed: the
+generated program) and `checker_digest` (the emulator, the port-check, the verification job and
+the toolchain that ran them). A stored result is reused only while everything that made it is
+unchanged, as Triton's `triton_key` keys its cache by a hash of its whole compiler package.
 
 Concurrency: WAL journal, a busy timeout, and every write one `BEGIN IMMEDIATE` transaction of
 upserts, so two `kgen tune` processes on one file serialise their writes and lose nothing (a row
@@ -13,10 +19,13 @@ another process wrote is merged, never dropped: verification results are only ev
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import json
 import sqlite3
 import time
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -24,7 +33,7 @@ from kgen.core.errors import KgenError
 from kgen.perf.tune import Candidate, Outcome, Scored
 
 BUSY_TIMEOUT_MS = 60_000
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,14 +52,158 @@ CREATE TABLE IF NOT EXISTS candidates (
     error TEXT NOT NULL DEFAULT '',    -- the planner's rule when illegal
     microseconds REAL, cycles REAL, tflops REAL, utilization REAL, bottleneck TEXT, policy TEXT,
     kernel_id TEXT,                    -- content-addressed build id, once built
-    verify_status TEXT,                -- NULL (not verified) | passed | failed
+    verify_status TEXT,                -- the last verdict recorded (the verdicts table is the one read)
     verify_errors TEXT,                -- JSON list of what failed
     verify_detail TEXT,                -- JSON of the verification job's result
     evaluated REAL NOT NULL,           -- unix time of the prediction
     verified REAL,                     -- unix time of the verification
+    generator TEXT,                    -- generator_digest the kernel_id was built under
     PRIMARY KEY (target_id, config)
 );
+CREATE TABLE IF NOT EXISTS verdicts (
+    kernel_id TEXT NOT NULL,
+    checker TEXT NOT NULL,             -- checker_digest: emulator, port-check, toolchain
+    status TEXT NOT NULL,              -- passed | failed
+    errors TEXT NOT NULL,              -- JSON list of what failed
+    detail TEXT NOT NULL,              -- JSON of the verification job's result
+    verified REAL NOT NULL,
+    PRIMARY KEY (kernel_id, checker)
+);
 """
+
+
+# ----------------------------------------------------------------------------------------------
+# what a stored result depends on
+# ----------------------------------------------------------------------------------------------
+
+_PACKAGE = Path(__file__).resolve().parent.parent          # kgen/
+
+# The prediction of a candidate: plan -> lower -> predict (and what they import), the candidate's
+# application to the spec (tune.py), the grammar, and every config table.
+PREDICTION_ROOTS = ("kgen.perf.model", "kgen.gen.lower", "kgen.gen.plan", "kgen.gen.spec")
+PREDICTION_FILES = ("perf/tune.py", "gen/kspec.lark")
+# A verdict on a built kernel: the emulator (its C++ runtime too), TT's dataflow kernels for the
+# port-check, the compile step, and the verification job itself (tune.verify_spec_text).
+CHECKER_ROOTS = ("kgen.proof.emulate", "kgen.proof.portcheck", "kgen.proof.ttdataflow", "kgen.proof.golden",
+                 "kgen.toolchain.compile", "kgen.toolchain.discovery")
+CHECKER_FILES = ("perf/tune.py",)
+CHECKER_FOLDERS = ("proof/emu",)
+
+
+def _module_file(package: Path, module: str) -> Path | None:
+    parts = module.split(".")[1:]
+    for candidate in (package.joinpath(*parts).with_suffix(".py") if parts else None,
+                      package.joinpath(*parts, "__init__.py")):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
+
+
+def import_closure(roots: Iterable[str], package: Path = _PACKAGE) -> list[Path]:
+    """The files of the kgen modules `roots` import, transitively, read from their source (imports
+    inside functions count: they run when the function does), with every package __init__ on the
+    way. Only `kgen.*` modules: the standard library and numpy are the environment's."""
+    seen: dict[str, Path] = {}
+    todo = [m for root in roots for m in _with_parents(root)]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        path = _module_file(package, module)
+        if path is None:
+            continue
+        seen[module] = path
+        tree = ast.parse(path.read_bytes(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                # `from kgen.proof import tiles` imports kgen.proof.tiles when that is a module
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                if name == "kgen" or name.startswith("kgen."):
+                    todo += _with_parents(name)
+    return sorted(set(seen.values()))
+
+
+def _with_parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def files_digest(files: Iterable[Path], base: Path, h: "hashlib._Hash | None" = None) -> str:
+    """sha256 over each file's path relative to `base` and its bytes, in path order: the same tree
+    anywhere on disk gives the same digest."""
+    h = h or hashlib.sha256()
+    for path in sorted(set(files), key=lambda p: p.relative_to(base).as_posix()):
+        rel = path.relative_to(base).as_posix().encode()
+        data = path.read_bytes()
+        h.update(len(rel).to_bytes(8, "little") + rel + len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()[:16]
+
+
+def _tree_files(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
+
+
+def prediction_digest_of(package: Path, configs: Path) -> str:
+    """The digest of the kgen tree at `package` with its configs/ at `configs` (a copy in tests)."""
+    files = import_closure(PREDICTION_ROOTS, package) + [package / f for f in PREDICTION_FILES]
+    return files_digest(files, package) + files_digest(_tree_files(configs), configs)[:8]
+
+
+def checker_digest_of(package: Path, configs: Path, toolchain: str) -> str:
+    files = import_closure(CHECKER_ROOTS, package) + [package / f for f in CHECKER_FILES]
+    for folder in CHECKER_FOLDERS:
+        files += _tree_files(package / folder)
+    h = hashlib.sha256(toolchain.encode())
+    return files_digest(files, package, h) + files_digest(_tree_files(configs), configs)[:8]
+
+
+def generator_digest_of(package: Path, configs: Path, templates: Path) -> str:
+    """Everything that decides which kernel a config builds to: the whole package, its templates
+    and configs (a kernel id is trusted for a config only under the same generator)."""
+    return (files_digest([p for p in _tree_files(package) if p.suffix == ".py" or p.name.endswith(".lark")], package)
+            + files_digest(_tree_files(templates), templates)[:8] + files_digest(_tree_files(configs), configs)[:8])
+
+
+@cache
+def prediction_digest() -> str:
+    """What every stored prediction of this kgen depends on besides its target and config."""
+    from kgen.core.resources import data_dir
+
+    return prediction_digest_of(_PACKAGE, data_dir("configs"))
+
+
+@cache
+def toolchain_identity() -> str:
+    """The compilers and TT-Metal headers a verdict was reached with (`kgen doctor`'s pieces)."""
+    from kgen.toolchain.discovery import discover
+
+    tc = discover()
+    return json.dumps({
+        "sfpi": tc.sfpi.version if tc.sfpi else None,
+        "host": [tc.host.cxx, tc.host.version] if tc.host else None,
+        "headers": [str(tc.headers.root), tc.headers.version] if tc.headers else None,
+        "firmware": str(tc.firmware) if tc.firmware else None,
+    }, sort_keys=True)
+
+
+@cache
+def checker_digest() -> str:
+    """What every stored verdict depends on besides the kernel it judged."""
+    from kgen.core.resources import data_dir
+
+    return checker_digest_of(_PACKAGE, data_dir("configs"), toolchain_identity())
+
+
+@cache
+def generator_digest() -> str:
+    from kgen.core.resources import data_dir
+
+    return generator_digest_of(_PACKAGE, data_dir("configs"), data_dir("templates"))
 
 
 class TuneDbError(KgenError):
@@ -95,16 +248,31 @@ class TuneDb:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")
             with self._write():
+                fresh = self.conn.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone() is None
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():
                         self.conn.execute(stmt)
-                self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                if fresh:
+                    self.conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                self._migrate()
             version = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             raise TuneDbError(f"--db {self.path}: not a kgen tune database ({exc})") from None
         if version != str(SCHEMA_VERSION):
             raise TuneDbError(f"--db {self.path}: schema version {version}, this kgen writes {SCHEMA_VERSION}; "
                               f"use another file")
+
+    def _migrate(self) -> None:
+        """Version 1 kept verdicts per (target, config) under the cost model's digest only: they
+        move to no table (nothing says which emulator judged them); the rows stay, as predictions
+        under their old target keys, which this kgen no longer asks for."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None or row[0] != "1":
+            return
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(candidates)")}
+        if "generator" not in columns:
+            self.conn.execute("ALTER TABLE candidates ADD COLUMN generator TEXT")
+        self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         self.conn.close()
@@ -170,20 +338,41 @@ class TuneDb:
 
     def record_verification(self, target_id: int, config: Candidate, kernel_id: str | None, status: str,
                             errors: list[str], detail: Mapping[str, object]) -> None:
+        """The verdict on `config`'s kernel, stored under its kernel id and the checker that judged it
+        (a verdict without a kernel id, a candidate that did not build, is kept on the row only)."""
+        now = time.time()
         with self._write() as c:
             c.execute("INSERT INTO candidates (target_id, config, status, evaluated) VALUES (?,?,?,?) "
-                      "ON CONFLICT (target_id, config) DO NOTHING", (target_id, config.key(), "predicted", time.time()))
-            c.execute("UPDATE candidates SET kernel_id = ?, verify_status = ?, verify_errors = ?, verify_detail = ?, "
-                      "verified = ? WHERE target_id = ? AND config = ?",
-                      (kernel_id, status, json.dumps(errors), json.dumps(detail, default=str), time.time(),
-                       target_id, config.key()))
+                      "ON CONFLICT (target_id, config) DO NOTHING", (target_id, config.key(), "predicted", now))
+            c.execute("UPDATE candidates SET kernel_id = ?, generator = ?, verify_status = ?, verify_errors = ?, "
+                      "verify_detail = ?, verified = ? WHERE target_id = ? AND config = ?",
+                      (kernel_id, generator_digest(), status, json.dumps(errors), json.dumps(detail, default=str),
+                       now, target_id, config.key()))
+            if kernel_id is not None:
+                c.execute("INSERT INTO verdicts (kernel_id, checker, status, errors, detail, verified) VALUES "
+                          "(?,?,?,?,?,?) ON CONFLICT (kernel_id, checker) DO UPDATE SET status = excluded.status, "
+                          "errors = excluded.errors, detail = excluded.detail, verified = excluded.verified",
+                          (kernel_id, checker_digest(), status, json.dumps(errors), json.dumps(detail, default=str),
+                           now))
 
-    def verification(self, target_id: int, config: Candidate) -> tuple[str, tuple[str, ...], str | None] | None:
-        row = self.conn.execute("SELECT verify_status, verify_errors, kernel_id FROM candidates WHERE target_id = ? "
-                                "AND config = ?", (target_id, config.key())).fetchone()
-        if row is None or row[0] is None:
-            return None
-        return row[0], tuple(json.loads(row[1] or "[]")), row[2]
+    def verification(self, target_id: int, config: Candidate,
+                     kernel_id: str | None = None) -> tuple[str, tuple[str, ...], str | None] | None:
+        """(status, errors, kernel id) of the stored verdict on this config's kernel, judged by
+        this kgen's checker and toolchain; None when there is none. `kernel_id` is the config's
+        kernel as built now; without it, the id recorded for the config is used only if it was
+        built by this very generator."""
+        if kernel_id is None:
+            row = self.conn.execute("SELECT kernel_id, generator FROM candidates WHERE target_id = ? AND config = ?",
+                                    (target_id, config.key())).fetchone()
+            if row is None or row[0] is None or row[1] != generator_digest():
+                return None
+            kernel_id = row[0]
+        return self.verdict(kernel_id)
+
+    def verdict(self, kernel_id: str) -> tuple[str, tuple[str, ...], str] | None:
+        row = self.conn.execute("SELECT status, errors FROM verdicts WHERE kernel_id = ? AND checker = ?",
+                                (kernel_id, checker_digest())).fetchone()
+        return None if row is None else (row[0], tuple(json.loads(row[1])), kernel_id)
 
     def rows(self, target_id: int) -> list[Row]:
         out = []
@@ -203,12 +392,14 @@ class TuneDb:
         the best verified."""
         targets = self.conn.execute("SELECT id, key, arch, m, n, k, dtypes, fidelity, kgen_version, tt_metal_version, "
                                     "model FROM targets ORDER BY id").fetchall()
-        lines = [f"kgen tune database: {self.path}", f"  {len(targets)} target(s), {self.count()} candidate row(s)"]
+        lines = [f"kgen tune database: {self.path}", f"  {len(targets)} target(s), {self.count()} candidate row(s); "
+                 f"verdicts shown are this kgen's (emulator and toolchain {checker_digest()})"]
+        joined = (generator_digest(), checker_digest())
         for tid, key, arch, m, n, k, dtypes, fid, kv, tv, model in targets:
             t = json.loads(key)
             stats = self.conn.execute(
-                "SELECT COUNT(*), SUM(status = 'predicted'), SUM(status = 'illegal'), SUM(verify_status = 'passed'), "
-                "SUM(verify_status = 'failed') FROM candidates WHERE target_id = ?", (tid,)).fetchone()
+                "SELECT COUNT(*), SUM(c.status = 'predicted'), SUM(c.status = 'illegal'), SUM(v.status = 'passed'), "
+                f"SUM(v.status = 'failed') FROM {_JOINED} WHERE c.target_id = ?", joined + (tid,)).fetchone()
             extras = []
             if t.get("fp32_dest_acc"):
                 extras.append("fp32 dest")
@@ -223,19 +414,24 @@ class TuneDb:
                           f"{' (' + ', '.join(extras) + ')' if extras else ''}; kgen {kv}, TT-Metal {tv}, model {model}",
                       f"    evaluated {stats[0]}, legal {stats[1] or 0}, illegal {stats[2] or 0}, "
                       f"verified passed {stats[3] or 0}, failed {stats[4] or 0}"]
-            best = self.conn.execute("SELECT config, microseconds, tflops, verify_status FROM candidates WHERE target_id = ? "
-                                     "AND status = 'predicted' ORDER BY cycles, config LIMIT 1", (tid,)).fetchone()
+            best = self.conn.execute(f"SELECT c.config, c.microseconds, c.tflops, v.status FROM {_JOINED} WHERE "
+                                     "c.target_id = ? AND c.status = 'predicted' ORDER BY c.cycles, c.config LIMIT 1",
+                                     joined + (tid,)).fetchone()
             if best:
                 lines.append(f"    best predicted  {best[1]:,.2f} us {best[2]:,.1f} TFLOPS  "
                              f"{Candidate.from_key(best[0]).short()}  [{best[3] or 'not verified'}]")
-            bv = self.conn.execute("SELECT config, microseconds, kernel_id FROM candidates WHERE target_id = ? AND "
-                                   "verify_status = 'passed' ORDER BY cycles, config LIMIT 1", (tid,)).fetchone()
+            bv = self.conn.execute(f"SELECT c.config, c.microseconds, c.kernel_id FROM {_JOINED} WHERE c.target_id = ? "
+                                   "AND v.status = 'passed' ORDER BY c.cycles, c.config LIMIT 1", joined + (tid,)).fetchone()
             if bv:
                 lines.append(f"    best verified   {bv[1]:,.2f} us  {Candidate.from_key(bv[0]).short()}  {bv[2]}")
-            for cfg, errs in self.conn.execute("SELECT config, verify_errors FROM candidates WHERE target_id = ? AND "
-                                               "verify_status = 'failed' ORDER BY cycles LIMIT 5", (tid,)):
+            for cfg, errs in self.conn.execute(f"SELECT c.config, v.errors FROM {_JOINED} WHERE c.target_id = ? AND "
+                                               "v.status = 'failed' ORDER BY c.cycles LIMIT 5", joined + (tid,)):
                 lines.append(f"    FAILED          {Candidate.from_key(cfg).short()}: {'; '.join(json.loads(errs or '[]'))}")
         return "\n".join(lines) + "\n"
+
+
+# a candidate's verdict: of its kernel as recorded under this generator, judged by this checker
+_JOINED = ("candidates c LEFT JOIN verdicts v ON c.generator = ? AND v.kernel_id = c.kernel_id AND v.checker = ?")
 
 
 def default_db_path() -> Path:

@@ -73,6 +73,32 @@ def test_written_spec_plans_as_the_winner(tmp_path):
                                  w["dataflow"], w["packer_l1_acc"]]
 
 
+SHARDED_BFP4 = """matmul p150_bfp4 {
+    arch  = blackhole
+    shape = 640 x 832 x 832
+    dtype { in0 = bfloat4_b  in1 = bfloat4_b  out = bfloat4_b }
+    memory { in0 = l1_block_sharded  out = l1_block_sharded }
+    compute { math_fidelity = LoFi }
+}
+"""
+
+
+def test_a_sharded_spec_is_tuned_and_written_with_its_sharding(tmp_path):
+    spec, best = tmp_path / "sharded.kspec", tmp_path / "best.kspec"
+    spec.write_text(SHARDED_BFP4)
+    proc = kgen("tune", str(spec), "--space", "all", "--no-db", "-o", str(best), "--json")
+    assert proc.returncode == 0, proc.stderr
+    text = best.read_text()
+    assert "memory { in0 = l1_block_sharded  in1 = dram  out = l1_block_sharded }" in text
+    check = kgen("check", str(best))
+    assert check.returncode == 0, check.stderr
+    w = json.loads(proc.stdout)["winner"]["candidate"]
+    # TT's rule for a block-sharded in0: in0_block_w divides the shard's width (Kt over the cores along N)
+    nt = kt = 26
+    assert (kt // -(-nt // w["per_core"][1])) % w["in0_block_w"] == 0
+    assert w["dataflow"] == "mcast_2d"
+
+
 # 17 x 13 tiles on Blackhole's 13 x 10 grid: 17 rows of tiles have no divisor between 2 and 16, so
 # whole blocks would put all of M on one row of cores; a padded per_core_M of 2 uses 9 rows, the last
 # holding one real row of tiles (TT-Metal's padded last block, issue #17).

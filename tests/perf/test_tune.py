@@ -13,8 +13,8 @@ from kgen.gen.pipeline import run
 from kgen.gen.plan import PlanError, plan
 from kgen.gen.spec import load, parse_text, resolve
 from kgen.perf.model import predict
-from kgen.perf.tune import (candidate_of, lower_bound_cycles, search_space,
-                            spec_text, target_of, tiles, tune)
+from kgen.perf.tune import (Candidate, TuneError, candidate_of, lower_bound_cycles, search_space,
+                            spec_text, target_of, tiles, tune, with_placement)
 from kgen.perf.tunedb import TuneDb
 from kgen.perf.ttchoice import tt_auto, tt_auto_config, tt_matmul_compute
 
@@ -371,3 +371,176 @@ def test_a_shape_short_of_whole_tiles_is_tuned_on_the_planners_tiles():
     result = tune(spec, space="all", top=1)
     winner = plan(result.ranked[0].candidate.apply(spec))
     assert (winner.mt, winner.nt, winner.kt) == (32, 32, 32)
+
+
+# ----------------------------------------------------------------------------------------------
+# a sharded placement: every candidate carries its memory {} and passes the planner's shard rules
+# ----------------------------------------------------------------------------------------------
+
+SHARDED = {"in0": "sharded", "out": "sharded"}
+
+
+def _p150_bfp4():
+    """The shape of TT's p150 manual table where a DRAM-priced search picked in0_block_w = 13
+    against an in0 shard 2 tiles wide."""
+    return _spec("arch = blackhole\n shape = 640 x 832 x 832\n"
+                 " dtype { in0 = bfloat4_b in1 = bfloat4_b out = bfloat4_b }\n compute { math_fidelity = LoFi }")
+
+
+def test_a_sharded_search_ranks_only_what_kgen_check_accepts():
+    spec = _p150_bfp4()
+    result = tune(spec, space="all", placement=SHARDED, keep=("dataflow",), top=20)
+    assert len(result.ranked) == 20
+    _, _, kt = tiles(spec)
+    for s in result.ranked:
+        c = s.candidate
+        text = spec_text(spec, c)
+        assert "memory { in0 = l1_block_sharded  in1 = dram  out = l1_block_sharded }" in text
+        written = resolve(parse_text(text, "written.kspec"))
+        p = plan(written)                                   # kgen check's plan: no PlanError
+        assert candidate_of(p) == c
+        # TT's validation (matmul_device_operation.cpp): the in0 shard's width in tiles, Kt over the
+        # cores along N, is a multiple of in0_block_w; a sharded output's subblock spans per_core_N
+        # or is one row
+        cores_n = -(-tiles(spec)[1] // c.per_core[1])
+        assert (kt // cores_n) % c.in0_block_w == 0
+        assert c.out_subblock[1] == c.per_core[1] or c.out_subblock[0] == 1
+        assert predict(run(written, "verified").verified).cycles == pytest.approx(s.cycles)
+
+
+def test_the_candidate_a_dram_priced_search_picked_is_illegal_sharded():
+    # in0_block_w = 13 over Kt = 26 plans with DRAM tensors; with in0 block-sharded over 13 cores
+    # along N each shard is 2 tiles wide, and TT requires in0_block_w to divide it
+    spec = _p150_bfp4()
+    sharded_memory = with_placement(spec, SHARDED).memory
+    dram_pick = Candidate((13, 10), (2, 2), (2, 2), 13, (2, 2), False, "mcast_2d", "LoFi", False)
+    plan(dram_pick.apply(spec))
+    with pytest.raises(PlanError, match="in0_block_w"):
+        plan(replace(dram_pick, memory=sharded_memory).apply(spec))
+    best = tune(spec, space="all", placement=SHARDED, keep=("dataflow",), top=1).ranked[0].candidate
+    assert best.memory == sharded_memory and (26 // -(-26 // best.per_core[1])) % best.in0_block_w == 0
+
+
+def test_a_placement_kgen_cannot_build_is_bad_input():
+    with pytest.raises(TuneError, match="in0=l1"):
+        tune(load(SMALL), placement={"in0": "l1"})
+
+
+# ----------------------------------------------------------------------------------------------
+# stored results do not outlive the code that made them
+# ----------------------------------------------------------------------------------------------
+
+def _copy_tree(tmp_path):
+    """A copy of kgen/ and configs/ to edit (the repository is never edited)."""
+    import shutil
+
+    pkg = tmp_path / "kgen"
+    shutil.copytree(ROOT / "kgen", pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    return pkg, tmp_path / "configs"
+
+
+def _edit(path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_the_prediction_digest_covers_every_source_and_config_of_the_model(tmp_path):
+    from kgen.perf import tunedb
+
+    pkg, configs = _copy_tree(tmp_path)
+    same = tunedb.prediction_digest_of(pkg, configs)
+    assert same == tunedb.prediction_digest()                   # where the tree is does not matter
+    checker = tunedb.checker_digest_of(pkg, configs, "toolchain")
+    covered = {p.relative_to(pkg).as_posix() for p in tunedb.import_closure(tunedb.PREDICTION_ROOTS, pkg)}
+    assert {"core/costs.py", "core/arch.py", "gen/plan.py", "gen/lower.py", "perf/model.py"} <= covered
+    _edit(pkg / "core" / "costs.py", '"HiFi2": 2', '"HiFi2": 3')          # a cost constant
+    assert tunedb.prediction_digest_of(pkg, configs) != same
+    _edit(pkg / "core" / "costs.py", '"HiFi2": 3', '"HiFi2": 2')
+    assert tunedb.prediction_digest_of(pkg, configs) == same
+    toml = next(configs.glob("perf/*.toml"))
+    toml.write_text(toml.read_text() + "\n# a changed table\n")
+    assert tunedb.prediction_digest_of(pkg, configs) != same
+    assert tunedb.checker_digest_of(pkg, configs, "toolchain") != checker   # the emulator reads the costs too
+
+
+def test_the_checker_digest_covers_the_emulator_and_the_toolchain(tmp_path):
+    from kgen.perf import tunedb
+
+    pkg, configs = _copy_tree(tmp_path)
+    before = tunedb.checker_digest_of(pkg, configs, "g++ 12.2.0")
+    prediction = tunedb.prediction_digest_of(pkg, configs)
+    assert tunedb.checker_digest_of(pkg, configs, "g++ 13.1.0") != before
+    cpp = next((pkg / "proof" / "emu" / "src").glob("*.cpp"))
+    cpp.write_text(cpp.read_text() + "\n// changed\n")
+    after_cpp = tunedb.checker_digest_of(pkg, configs, "g++ 12.2.0")
+    assert after_cpp != before
+    _edit(pkg / "proof" / "emulate.py", '"""', '"""changed. ')
+    assert tunedb.checker_digest_of(pkg, configs, "g++ 12.2.0") not in (before, after_cpp)
+    assert tunedb.prediction_digest_of(pkg, configs) == prediction          # predictions do not run the emulator
+
+
+def test_a_changed_model_or_emulator_is_not_served_from_the_database(tmp_path, monkeypatch):
+    from kgen.perf import tunedb
+
+    spec = load(SMALL)
+    db = TuneDb(tmp_path / "t.sqlite")
+    tid = db.target_id(target_of(spec))
+    first = tune(spec, space="all", top=3)
+    db.record(tid, first.outcomes)
+    best = first.ranked[0].candidate
+    db.record_verification(tid, best, "mm_x", "passed", [], {})
+    assert db.verification(tid, best) == ("passed", (), "mm_x")
+
+    # a changed cost constant (in a copy): a new target, nothing known, every candidate predicted again
+    pkg, configs = _copy_tree(tmp_path)
+    _edit(pkg / "core" / "costs.py", '"HiFi2": 2', '"HiFi2": 3')
+    monkeypatch.setattr(tunedb, "prediction_digest", lambda: tunedb.prediction_digest_of(pkg, configs))
+    changed = db.target_id(target_of(spec))
+    assert changed != tid and db.known(changed) == {}
+    again = tune(spec, space="all", top=3, known=db.known(changed))
+    assert again.stats.reused == 0 and again.stats.predicted > 0
+    monkeypatch.undo()
+    assert db.target_id(target_of(spec)) == tid
+
+    # a changed emulator source: the verdict on the same kernel is not served
+    cpp = next((pkg / "proof" / "emu" / "src").glob("*.cpp"))
+    cpp.write_text(cpp.read_text() + "\n// changed\n")
+    monkeypatch.setattr(tunedb, "checker_digest", lambda: tunedb.checker_digest_of(pkg, configs, "same toolchain"))
+    assert db.verification(tid, best) is None and db.verification(tid, best, kernel_id="mm_x") is None
+    assert "verified passed 0" in db.report()
+    monkeypatch.undo()
+    assert db.verification(tid, best, kernel_id="mm_x") == ("passed", (), "mm_x")
+
+    # a changed generator: the kernel id recorded for the config is no longer trusted; the id of the
+    # kernel as built now finds its verdict
+    monkeypatch.setattr(tunedb, "generator_digest", lambda: "another generator")
+    assert db.verification(tid, best) is None
+    assert db.verification(tid, best, kernel_id="mm_x") == ("passed", (), "mm_x")
+    db.close()
+
+
+def test_a_version_1_database_is_migrated_without_its_verdicts(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript("""
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            INSERT INTO meta VALUES ('schema_version', '1');
+            CREATE TABLE targets (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, arch TEXT NOT NULL,
+                m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, dtypes TEXT NOT NULL,
+                fidelity TEXT NOT NULL, kgen_version TEXT NOT NULL, tt_metal_version TEXT NOT NULL,
+                model TEXT NOT NULL, created REAL NOT NULL);
+            CREATE TABLE candidates (target_id INTEGER NOT NULL, config TEXT NOT NULL, status TEXT NOT NULL,
+                error TEXT NOT NULL DEFAULT '', microseconds REAL, cycles REAL, tflops REAL, utilization REAL,
+                bottleneck TEXT, policy TEXT, kernel_id TEXT, verify_status TEXT, verify_errors TEXT,
+                verify_detail TEXT, evaluated REAL NOT NULL, verified REAL, PRIMARY KEY (target_id, config));
+        """)
+    spec = load(SMALL)
+    best = tune(spec, space="all", top=1).ranked[0].candidate
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO candidates (target_id, config, status, kernel_id, verify_status, evaluated) "
+                     "VALUES (1, ?, 'predicted', 'mm_old', 'passed', 0)", (best.key(),))
+    with TuneDb(path) as db:
+        assert db.verification(1, best) is None
+        assert db.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
