@@ -119,6 +119,8 @@ class _KernelCost:
         self.tail_cycles = 0.0        # ... and feeding the bias, which the reader does after the K loop
         self.last_read_cb = -1
         self.writes = 0               # output write calls (one per subblock or row chunk)
+        self.write_bytes = 0          # ... and the bytes they write
+        self.write_cb = -1            # the CB they write from
         self.feeds_inputs = False     # reads, multicasts or hands over an input CB's blocks
         self.rewound = 0              # partials subblocks popped unread: the L1-accumulation rewind
         # the stages each out block runs once after its K loop: the bias stage's unpack and math, and the
@@ -279,6 +281,8 @@ class _KernelCost:
             self.add(processor, "dram" if where == DRAM else "noc", cycles)
             self.write_cycles += cycles
             self.writes += n
+            self.write_bytes += n * nbytes
+            self.write_cb = o["cb"]
         elif k == "noc_write_barrier":
             latency = {DRAM: c.dram.write_latency, L1: c.l1.write_latency}.get(self.last_write, 0.0)
             self.add(processor, "dram" if self.last_write == DRAM else "noc", n * latency)
@@ -328,6 +332,7 @@ class _CoreTime:
     kernels: Mapping[str, str]
     bottleneck: str
     policy: Mapping[str, float]
+    write_backlog: float = 0.0    # the drain's writes beyond the last one: the writer's backlog at the last push
 
 
 def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost],
@@ -338,7 +343,7 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     paced: dict[str, float] = {}
     feeding: dict[str, float] = {}     # a reader's cycles inside the K loop (without output writes and the bias)
     blocks, sections, policy, rewound, epilogue, epilogue_sections = 1, 1, {}, 0, {}, 0
-    out_writes, out_write_cycles = 0, 0.0
+    out_writes, out_write_cycles, buffered_writes = 0, 0.0, 1.0
     fill_latency, last_write, restarts = 0.0, 0.0, False
     for k in kernels:
         kc = cost_of[k.name]
@@ -364,6 +369,9 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
         if kc.writes:
             last_write = kc.write_cycles / kc.writes
             out_writes, out_write_cycles = kc.writes, kc.write_cycles
+            # the writes the output CB holds: the compute gets no further ahead of the writer
+            cb = kc.program.cb(kc.write_cb)
+            buffered_writes = max(1.0, cb.pages * cb.page_bytes / (kc.write_bytes / kc.writes))
             # TT's in1 sender/receiver writer feeds in1 and writes the output in one loop: it reads the
             # next out block's first K-block only after writing this block's last subblock, so the
             # pipeline refills at every out block (reader_bmm_tile_layout_in1_*_writer_padding.cpp).
@@ -390,13 +398,14 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     fill = reading + fill_latency + compute             # the first K-block through the readers and the FPU
     # The last out block's output is pushed over a window: its last K-block's compute, or the untilize
     # stage that packs it. The writer starts on the first push; where its writes of the block take
-    # longer than the window, the backlog is written after the last push.
+    # longer than the window, the backlog is written after the last push, as much as the output CB holds.
     untilizes = epilogue_sections > 0
     window = bias_stage if untilizes else compute
     writes_per_block = out_writes / out_blocks_per_core
     tail = last_write
     if writes_per_block > 1:
-        tail = max(last_write, out_write_cycles / out_blocks_per_core - window * (writes_per_block - 1) / writes_per_block)
+        backlog = out_write_cycles / out_blocks_per_core - window * (writes_per_block - 1) / writes_per_block
+        tail = max(last_write, min(backlog, buffered_writes * last_write))
     # the bias or untilize stage, the last DST section's pack (the untilize stage's own) and the writes
     drain = bias_stage + (0.0 if untilizes else pack_section) + tail
     # without a refill per out block, the other out blocks' bias stages are part of the steady state
@@ -409,7 +418,8 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     bottleneck_processor = {"read": BRISC if per_block[BRISC] >= per_block[NCRISC] else NCRISC,
                             "compute": UNPACK if per_block[UNPACK] > per_block[MATH] else MATH,
                             "pack": PACK}[slowest]
-    return _CoreTime(core, cycles, cycles - drain, blocks, busy, work, names, bottleneck_processor, policy)
+    return _CoreTime(core, cycles, cycles - drain, blocks, busy, work, names, bottleneck_processor, policy,
+                     tail - last_write)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -419,7 +429,8 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
 def _contended(t: _CoreTime, floor: float, moves_dram: bool) -> _CoreTime:
     if not moves_dram or t.cycles >= floor:
         return t
-    drain = t.cycles - t.math_cycles
+    # the writer's backlog is part of the card's bytes, which the floor already serves
+    drain = t.cycles - t.math_cycles - t.write_backlog
     return replace(t, cycles=floor, math_cycles=floor - drain)
 
 
