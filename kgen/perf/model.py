@@ -418,7 +418,9 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     bottleneck_processor = {"read": BRISC if per_block[BRISC] >= per_block[NCRISC] else NCRISC,
                             "compute": UNPACK if per_block[UNPACK] > per_block[MATH] else MATH,
                             "pack": PACK}[slowest]
-    return _CoreTime(core, cycles, cycles - drain, blocks, busy, work, names, bottleneck_processor, policy,
+    # TRISC1 hands DST sections to the packer until the untilize stage's last one
+    math_cycles = cycles - drain + (bias_stage if untilizes else 0.0)
+    return _CoreTime(core, cycles, math_cycles, blocks, busy, work, names, bottleneck_processor, policy,
                      tail - last_write)
 
 
