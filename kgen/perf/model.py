@@ -119,9 +119,14 @@ class _KernelCost:
         self.tail_cycles = 0.0        # ... and feeding the bias, which the reader does after the K loop
         self.last_read_cb = -1
         self.writes = 0               # output write calls (one per subblock or row chunk)
+        self.write_bytes = 0          # ... and the bytes they write
+        self.write_cb = -1            # the CB they write from
         self.feeds_inputs = False     # reads, multicasts or hands over an input CB's blocks
         self.rewound = 0              # partials subblocks popped unread: the L1-accumulation rewind
-        self.epilogue: dict[str, float] = defaultdict(float)   # the bias stage's unpack and math cycles
+        # the stages each out block runs once after its K loop: the bias stage's unpack and math, and the
+        # untilize stage's (reblock: copy into DST, pack_untilize) unpack, math and pack with its handshakes
+        self.epilogue: dict[str, float] = defaultdict(float)
+        self.epilogue_sections = 0    # DST sections of the untilize stage
         # A relay: a kernel that both hands K-blocks out of its own L1 shard and receives the others'
         # (kgen's in0_sharded_<i>, TT's block-sharded in0 reader). The line of cores hands each K-block
         # over in turn and a core cannot copy its next block before the previous one arrived, so the
@@ -132,12 +137,23 @@ class _KernelCost:
         self.relay_sends, self.relay_receives, self.relay_send_cycles = 0, 0, 0.0
         self._first_mcast = self._in_send = False
         previous: Op | None = None
-        l1_acc = False
+        l1_acc = untilizing = False
         for o, n in counted(kernel.body):
             if o.kind == "pack_l1_acc":
                 l1_acc = bool(o["enable"])
             if kernel.processor == "TRISC":
+                # The untilize stage runs once per out block after its K loop, a phase of its own: its math
+                # hands each DST section to the packer and waits for it (half-sync DST), so the phase runs
+                # at its slowest thread, the packer, while the FPU idles; it is no K-block's work.
+                untilizing = untilizing or o.kind == "pack_untilize_init"
+                before = {p: self.total(p) for p in (UNPACK, MATH, PACK)}
                 self._compute_op(o, n, l1_acc)
+                if untilizing:
+                    for p in before:
+                        self.epilogue[p] += self.total(p) - before[p]
+                    if o.kind == "tile_regs_acquire":
+                        self.epilogue_sections += n
+                untilizing = untilizing and o.kind != "pack_untilize_uninit"
                 # TT's L1-accumulation flow pops a block's partials without reading them, to rewind the
                 # FIFO: that wait needs the block's last subblock packed (ttmetal-matmul.md §1.6)
                 if (o.kind == "cb_pop_front" and o["cb"] == CB_PARTIALS and previous is not None
@@ -265,6 +281,8 @@ class _KernelCost:
             self.add(processor, "dram" if where == DRAM else "noc", cycles)
             self.write_cycles += cycles
             self.writes += n
+            self.write_bytes += n * nbytes
+            self.write_cb = o["cb"]
         elif k == "noc_write_barrier":
             latency = {DRAM: c.dram.write_latency, L1: c.l1.write_latency}.get(self.last_write, 0.0)
             self.add(processor, "dram" if self.last_write == DRAM else "noc", n * latency)
@@ -314,6 +332,7 @@ class _CoreTime:
     kernels: Mapping[str, str]
     bottleneck: str
     policy: Mapping[str, float]
+    write_backlog: float = 0.0    # the drain's writes beyond the last one: the writer's backlog at the last push
 
 
 def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost],
@@ -323,13 +342,14 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     names: dict[str, str] = {}
     paced: dict[str, float] = {}
     feeding: dict[str, float] = {}     # a reader's cycles inside the K loop (without output writes and the bias)
-    blocks, sections, policy, rewound, epilogue = 1, 1, {}, 0, {}
+    blocks, sections, policy, rewound, epilogue, epilogue_sections = 1, 1, {}, 0, {}, 0
+    out_writes, out_write_cycles, buffered_writes = 0, 0.0, 1.0
     fill_latency, last_write, restarts = 0.0, 0.0, False
     for k in kernels:
         kc = cost_of[k.name]
         if k.processor == "TRISC":
             blocks, sections, policy, rewound = max(kc.blocks, 1), max(kc.sections, 1), dict(kc.policy), kc.rewound
-            epilogue = dict(kc.epilogue)
+            epilogue, epilogue_sections = dict(kc.epilogue), kc.epilogue_sections
         for p in PROCESSORS:
             if kc.total(p):
                 busy[p] = kc.total(p)
@@ -348,6 +368,10 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
             feeding[k.processor] = feed
         if kc.writes:
             last_write = kc.write_cycles / kc.writes
+            out_writes, out_write_cycles = kc.writes, kc.write_cycles
+            # the writes the output CB holds: the compute gets no further ahead of the writer
+            cb = kc.program.cb(kc.write_cb)
+            buffered_writes = max(1.0, cb.pages * cb.page_bytes / (kc.write_bytes / kc.writes))
             # TT's in1 sender/receiver writer feeds in1 and writes the output in one loop: it reads the
             # next out block's first K-block only after writing this block's last subblock, so the
             # pipeline refills at every out block (reader_bmm_tile_layout_in1_*_writer_padding.cpp).
@@ -355,11 +379,12 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     out_blocks_per_core = max(1, blocks // max(plan.num_blocks, 1))
     out_blocks = out_blocks_per_core if restarts else 1          # pipeline fills
     per_block = {p: max(busy.get(p, 0.0), paced.get(p, 0.0)) / blocks for p in PROCESSORS}
-    # The bias stage is no K-block's work: it runs after each out block's K loop, in the drain.
-    for p in (UNPACK, MATH):
+    # The bias and untilize stages are no K-block's work: they run after each out block's K loop, at
+    # the pace of their slowest thread, the last of them in the drain.
+    for p in (UNPACK, MATH, PACK):
         per_block[p] -= epilogue.get(p, 0.0) / blocks
-    bias_stage = max(epilogue.get(UNPACK, 0.0), epilogue.get(MATH, 0.0)) / out_blocks_per_core
-    pack_section = per_block[PACK] * blocks / sections
+    bias_stage = max(epilogue.get(p, 0.0) for p in (UNPACK, MATH, PACK)) / out_blocks_per_core
+    pack_section = per_block[PACK] * blocks / max(sections - epilogue_sections, 1)
     # unpack and math hand SrcA/SrcB tile by tile: one compute stage at the slower of the two; a block
     # whose partials are rewound waits for its last subblock's pack first (the FPU idles meanwhile)
     rewinds = rewound / max(plan.in0_num_subblocks * plan.in1_num_subblocks, 1)
@@ -371,7 +396,18 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     stages = {"read": readers, "compute": compute, "pack": per_block[PACK]}
     slowest = max(stages, key=stages.get)
     fill = reading + fill_latency + compute             # the first K-block through the readers and the FPU
-    drain = bias_stage + pack_section + last_write      # the bias stage, the last DST section's pack and write
+    # The last out block's output is pushed over a window: its last K-block's compute, or the untilize
+    # stage that packs it. The writer starts on the first push; where its writes of the block take
+    # longer than the window, the backlog is written after the last push, as much as the output CB holds.
+    untilizes = epilogue_sections > 0
+    window = bias_stage if untilizes else compute
+    writes_per_block = out_writes / out_blocks_per_core
+    tail = last_write
+    if writes_per_block > 1:
+        backlog = out_write_cycles / out_blocks_per_core - window * (writes_per_block - 1) / writes_per_block
+        tail = max(last_write, min(backlog, buffered_writes * last_write))
+    # the bias or untilize stage, the last DST section's pack (the untilize stage's own) and the writes
+    drain = bias_stage + (0.0 if untilizes else pack_section) + tail
     # without a refill per out block, the other out blocks' bias stages are part of the steady state
     cycles = (out_blocks * (fill + drain) + (blocks - out_blocks) * stages[slowest]
               + (out_blocks_per_core - out_blocks) * bias_stage)
@@ -382,7 +418,10 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     bottleneck_processor = {"read": BRISC if per_block[BRISC] >= per_block[NCRISC] else NCRISC,
                             "compute": UNPACK if per_block[UNPACK] > per_block[MATH] else MATH,
                             "pack": PACK}[slowest]
-    return _CoreTime(core, cycles, cycles - drain, blocks, busy, work, names, bottleneck_processor, policy)
+    # TRISC1 hands DST sections to the packer until the untilize stage's last one
+    math_cycles = cycles - drain + (bias_stage if untilizes else 0.0)
+    return _CoreTime(core, cycles, math_cycles, blocks, busy, work, names, bottleneck_processor, policy,
+                     tail - last_write)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -392,7 +431,8 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
 def _contended(t: _CoreTime, floor: float, moves_dram: bool) -> _CoreTime:
     if not moves_dram or t.cycles >= floor:
         return t
-    drain = t.cycles - t.math_cycles
+    # the writer's backlog is part of the card's bytes, which the floor already serves
+    drain = t.cycles - t.math_cycles - t.write_backlog
     return replace(t, cycles=floor, math_cycles=floor - drain)
 
 
