@@ -44,6 +44,7 @@ from typing import Any, Callable
 import numpy as np
 
 from kgen.proof import tiles as tl
+from kgen.proof.numerics import error_figures
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.costs import load_costs
 from kgen.toolchain.compile import KernelInfo, jit_defines, read_kernels, toolchain_config
@@ -574,7 +575,7 @@ class ErrorStats:
 
 def error_stats(values: np.ndarray, inputs: Inputs, relu: bool) -> ErrorStats:
     """Error of the output against numpy float64 of the same (quantised) inputs. max_rel_err is
-    taken over elements with |reference| >= 1e-3 * max|reference| (relative error near zero is noise)."""
+    taken as numerics.error_figures takes it (relative error near zero is noise)."""
     ref = inputs.in0.astype(np.float64) @ inputs.in1.astype(np.float64)
     if inputs.bias is not None:
         ref = ref + inputs.bias.astype(np.float64)[None, :]
@@ -582,17 +583,7 @@ def error_stats(values: np.ndarray, inputs: Inputs, relu: bool) -> ErrorStats:
         ref = np.maximum(ref, 0.0)
     # the padding is no output: compare the logical part only (the output sliced back)
     ref, values = inputs.logical_output(ref), inputs.logical_output(values)
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = values.astype(np.float64)
-        diff = np.abs(out - ref)
-    scale = np.abs(ref).max() if ref.size else 0.0
-    mask = np.abs(ref) >= 1e-3 * scale if scale > 0 else np.ones_like(ref, bool)
-    rel = float((diff[mask] / np.abs(ref[mask])).max()) if mask.any() and scale > 0 else float(diff.max(initial=0.0))
-    if np.std(out) == 0 or np.std(ref) == 0:
-        pcc = 1.0 if np.allclose(out, ref) else 0.0
-    else:
-        pcc = float(np.corrcoef(out.ravel(), ref.ravel())[0, 1])
-    return ErrorStats(float(diff.max(initial=0.0)), rel, pcc)
+    return ErrorStats(*error_figures(values, ref))
 
 
 @dataclass(frozen=True)
