@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.costs import load_costs
 from kgen.toolchain.compile import KernelInfo, jit_defines, read_kernels, toolchain_config
 from kgen.core.errors import KgenError
+from kgen.core.interrupts import scratch
 from kgen.core.manifest import cores_of, load_manifest
 from kgen.core.resources import cache_root, config_table, writable_dir
 from kgen.core.types import DATA_FORMAT_VALUE, TILE_HW
@@ -191,7 +191,7 @@ def emulator_binary(hc: HostCompiler) -> Path:
     target = writable_dir(cache_root() / "emu" / "bin") / f"kgen-emu-{key}"
     if target.is_file():
         return target
-    with tempfile.TemporaryDirectory(prefix="kgen-emu-") as tmp:
+    with scratch("kgen-emu") as tmp:
         out = Path(tmp) / "kgen-emu"
         _compile([hc.cxx, *RUNTIME_FLAGS, "-I", str(EMU_DIR / "include"), "-I", str(src),
                   str(src / "runtime.cpp"), str(src / "tensix_math.cpp"), "-ldl", "-o", str(out)], "the emulator runtime")
@@ -263,7 +263,7 @@ def compile_kernels(builds: list[KernelBuild], parallel: int) -> None:
     writable_dir(todo[0].target.parent)
 
     def one(b: KernelBuild) -> None:
-        with tempfile.TemporaryDirectory(prefix="kgen-emu-k-") as tmp:
+        with scratch("kgen-emu-k") as tmp:
             out = Path(tmp) / "k.so"
             _compile([*b.argv, "-o", str(out)], f"kernel {b.kernel.name} ({b.role})")
             _atomic_install(out, b.target)
@@ -705,7 +705,7 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     progress("generating the inputs")
     inputs = inputs or make_inputs(manifest, seed)
     runs: list[RunResult] = []
-    with tempfile.TemporaryDirectory(prefix="kgen-emulate-") as tmp:
+    with scratch("kgen-emulate") as tmp:
         work = Path(tmp)
         program = build_program(manifest, arch, builds, numerics=numerics, workdir=work, inputs=inputs)
         for i in range(schedules + 1):
