@@ -630,12 +630,11 @@ def verdict(rows: Sequence[Row], sweep_field: str | None = None, point: int | No
 def emulate_with(numerics: str, seed: int, parallel: int) -> EmulateFn:
     """Each variant's rendered build through the host emulator, against its golden model."""
     def run_one(artifacts, p: Plan) -> Emulated:
-        from kgen.core.resources import cache_root
-        from kgen.gen.build import write_artifacts
-        from kgen.proof.emulate import emulate_folder
+        from kgen.proof.chain import ChainOptions, run_chain
 
-        folder = write_artifacts(artifacts, cache_root() / "builds").path
-        e = emulate_folder(folder, p, seed=seed, numerics=numerics, parallel=parallel)
+        chain = run_chain(artifacts, "emulated", skip={"typechecked"},
+                          options=ChainOptions(seed=seed, numerics=numerics, parallel=parallel))
+        e = chain.require_complete("kgen ab --emulate").value("emulated")
         return Emulated(numerics, e.status, e.ok, e.exact_match, e.mismatched, e.errors.max_abs_err,
                         e.errors.pcc, e.seconds)
     return run_one

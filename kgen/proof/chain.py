@@ -24,10 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kgen.core.errors import KgenError
 from kgen.gen.pipeline import Artifacts
 
 Status = Literal["ok", "skipped", "failed"]
 EXIT_INCOMPLETE = 4          # a check that was asked for could not run (1: one ran and failed)
+
+
+class Incomplete(KgenError):
+    """A check that was asked for could not run (a missing tool); the message says which and why."""
+
+    exit_code = EXIT_INCOMPLETE
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,14 @@ class ChainResult:
             return f"{command}: passed ({ran})"
         why = "; ".join(f"not {STEP_WORDS[s.name]}: {s.detail}" for s in self.skipped)
         return f"{command}: INCOMPLETE ({ran or 'nothing'} ran); {why}"
+
+
+    def require_complete(self, command: str) -> ChainResult:
+        """This result, or Incomplete (exit EXIT_INCOMPLETE) when a step could not run: for callers
+        that report a failed step themselves but have no line of their own for a missing tool."""
+        if self.verdict == "incomplete":
+            raise Incomplete(self.last_line(command) + " (kgen doctor)")
+        return self
 
 
 STEP_WORDS = {"built": "built", "typechecked": "type-checked", "emulated": "emulated", "portchecked": "port-checked"}
