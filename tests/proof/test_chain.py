@@ -123,3 +123,22 @@ def test_fuzz_removes_its_temporary_folders_on_a_signal(tmp_path, host_cxx, sign
     assert proc.returncode == code, (out, err)
     assert "Traceback" not in err, err
     assert not list(tmp_path.glob("kgen-*")), list(tmp_path.iterdir())
+
+
+def test_ctrl_c_during_a_parallel_tune_prints_one_line_not_a_traceback_per_worker(tmp_path):
+    """A terminal's Ctrl-C reaches the whole foreground process group, the pool workers too: only
+    the parent reports it."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    # a search of ~10 s on two processes (over a million candidates, sampled)
+    proc = subprocess.Popen([sys.executable, "-m", "kgen", "tune", example("wh_mlp_11008"), "--space", "all",
+                             "--allow-precision", "-j", "2", "--no-db"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        time.sleep(4)
+        assert proc.poll() is None, "the search ended before the interrupt"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert err.strip() == "kgen: interrupted", err
