@@ -142,3 +142,20 @@ def test_ctrl_c_during_a_parallel_tune_prints_one_line_not_a_traceback_per_worke
         proc.kill()
     assert proc.returncode == 130, (out, err)
     assert err.strip() == "kgen: interrupted", err
+
+
+def test_doctor_ends_with_whether_build_emulate_and_port_check_can_run(host_toolchain, host_cxx, capsys):
+    from kgen.cli import main
+
+    assert main(["doctor"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "kgen doctor: kgen build, emulate and port-check can all run here"
+
+
+def test_fuzz_without_headers_says_so_in_its_last_line(host_cxx, capsys, monkeypatch):
+    from kgen.cli import main
+
+    monkeypatch.setattr(chain, "missing_for_typecheck", lambda tc, mode: "no TT-Metal headers (test)")
+    assert main(["fuzz", "--count", "1", "--seed", "3"]) == EXIT_INCOMPLETE
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "INCOMPLETE" in last and "type-check not run: no TT-Metal headers (test)" in last, last
+    assert "passed" not in last
