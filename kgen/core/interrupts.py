@@ -92,11 +92,30 @@ def sweep_stale(parent: Path | None = None) -> None:
 
 
 @contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Signals that arrive inside the block are delivered when it ends: a folder is made and
+    recorded, or removed, whole (a handler raising halfway would leave it behind)."""
+    held = {signal.SIGINT, *TERMINATING}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def remove_tree(path: Path) -> None:
+    """shutil.rmtree that a signal cannot cut short."""
+    with _signals_held():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def scratch(prefix: str, parent: Path | None = None) -> Iterator[Path]:
     """A temporary folder `<prefix>-p<pid>-XXXX`, removed when the block ends however it ends."""
     sweep_stale(parent)
-    path = Path(tempfile.mkdtemp(prefix=f"{prefix}-p{os.getpid()}-", dir=parent))
+    with _signals_held():
+        path = Path(tempfile.mkdtemp(prefix=f"{prefix}-p{os.getpid()}-", dir=parent))
     try:
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)

@@ -566,6 +566,7 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
     import time
     from pathlib import Path
 
+    from kgen.core.interrupts import remove_tree
     from kgen.core.resources import cache_root, writable_dir
 
     # An unusable cache is the user's setting, not a failing case: say so before case 0 (exit 2).
@@ -584,7 +585,7 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
     except BaseException:
         # interrupted (Ctrl-C, SIGTERM, SIGHUP) or an error: no case failed, so nothing to look at
         if keep is None:
-            shutil.rmtree(keep_dir, ignore_errors=True)
+            remove_tree(keep_dir)
         raise
     if code == 0 or code == EXIT_INCOMPLETE:
         if keep is None:           # nothing failed, so nothing to look at: leave no temporary folder
