@@ -310,10 +310,7 @@ def _run(args: argparse.Namespace) -> int:
         variants = _variant_summaries(spec_file, args.variant) if args.command == "build" else None
         artifacts = run(spec, "rendered", variants=variants)
         if args.command == "build":
-            from kgen.gen.build import write_artifacts
-            result = write_artifacts(artifacts, args.output)
-            sys.stdout.write(_build_summary(result))
-            return 0 if args.no_compile else _compile(result.path, args)
+            return _build(args, artifacts)
         return _emulate(args, artifacts)
     # check, perf and ir verify the IR: every check also proves the kernels balance
     artifacts = run(spec, "verified")
@@ -349,41 +346,109 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chain_options(args: argparse.Namespace, progress, **more):
+    from kgen.proof.chain import ChainOptions
+
+    return ChainOptions(sfpi=getattr(args, "sfpi", None), headers=getattr(args, "headers", None),
+                        firmware=getattr(args, "firmware", None), parallel=getattr(args, "jobs", 1), progress=progress,
+                        **more)
+
+
+def _build(args: argparse.Namespace, artifacts) -> int:
+    """`kgen build`: write the folder, then compile (SFPI) or type-check it. A build that could not
+    be compiled or type-checked says so in its last line and exits non-zero, unless --no-compile
+    asked for rendering only."""
+    from kgen.proof.chain import run_chain
+
+    options = _chain_options(args, lambda phase: None, root=Path(args.output), compile="check" if args.check else "auto",
+                             force=args.force, compile_report=True)
+    chain = run_chain(artifacts, "typechecked", skip={"typechecked"} if args.no_compile else (), options=options)
+    sys.stdout.write(_build_summary(chain.value("built")))
+    if args.no_compile:
+        return 0
+    step = chain.step("typechecked")
+    _print_compile(step, args)
+    if step.status == "skipped":
+        print(chain.last_line("kgen build") + "   (kgen doctor; --no-compile renders only)")
+    return chain.exit_code
+
+
+def _compile(folder, args: argparse.Namespace) -> int:
+    """Compile (SFPI) or type-check the kernels of a build folder and report."""
+    from kgen.proof.chain import typecheck_folder
+
+    options = _chain_options(args, lambda phase: None, compile="check" if args.check else "auto",
+                             force=args.force, compile_report=True)
+    step = typecheck_folder(Path(folder), options)
+    _print_compile(step, args)
+    return {"ok": 0, "failed": 1}.get(step.status, 0)
+
+
+def _print_compile(step, args: argparse.Namespace) -> None:
+    from kgen.toolchain.compile import failure_text
+
+    if step.status == "skipped":
+        sys.stdout.write(f"  compile  skipped: {step.detail}\n")
+        return
+    tc, mode, report = step.value
+    if mode == "check" and not args.check:
+        sys.stdout.write("  compile  no SFPI found, so type-checking against the real headers instead "
+                         "(kgen doctor says how to get SFPI)\n")
+    what = "type-checked" if mode == "check" else "compiled"
+    total, failed = len(report.results), len(report.failures)
+    verdict = f"{what:<8} {total} kernel builds" if not failed else \
+        f"{'type-check' if mode == 'check' else 'compile':<8} FAILED for {failed} of {total} kernel builds"
+    sys.stdout.write(f"  {verdict} ({report.compiled} run, {total - report.compiled} from cache) in "
+                     f"{report.seconds:.2f} s against TT-Metal {tc.headers.version} headers ({tc.headers.root})\n")
+    for r in report.failures:
+        sys.stderr.write(f"kgen: {failure_text(r, args.spec)}\n")
+    if report.failures:
+        return
+    if report.elf_problems:
+        sys.stderr.write("kgen: " + "\nkgen: ".join(report.elf_problems) + "\n")
+        return
+    if report.elf_table:
+        sys.stdout.write(report.elf_table)
+    elif mode == "sfpi":
+        sys.stdout.write(f"  link     skipped: {tc.note('firmware')}\n")
+
+
 def _emulate(args: argparse.Namespace, artifacts) -> int:
     """`kgen emulate` / `kgen port-check`: write the rendered build into kgen's cache, run, report.
     Exit 1 when the run shows a problem (a deadlock, a hazard, output that is not the golden
-    model's)."""
-    from kgen.gen.build import write_artifacts
+    model's); EXIT_INCOMPLETE when a tool it needs is missing (the last line says which)."""
+    from kgen.proof.chain import run_chain
     from kgen.proof.emulate import check_host_memory
-    from kgen.core.resources import cache_root
 
-    the_plan = artifacts.plan
-    check_host_memory(the_plan)          # before the build and any allocation
+    check_host_memory(artifacts.plan)          # before the build and any allocation
+    port = args.command == "port-check"
+    trace = Path(args.trace) if getattr(args, "trace", None) else None
     with _progress() as progress:
         progress("building")
-        folder = write_artifacts(artifacts, cache_root() / "builds").path
-        if args.command == "port-check":
-            from kgen.proof.portcheck import port_check
-
-            pc = port_check(folder, the_plan, reference=args.reference, seed=args.seed, numerics=args.numerics,
-                            parallel=args.jobs, progress=progress)
-        else:
-            from kgen.proof.emulate import emulate_folder
-
-            trace = Path(args.trace) if args.trace else None
-            result = emulate_folder(folder, the_plan, seed=args.seed, numerics=args.numerics,
-                                    schedules=args.schedules, trace=trace, parallel=args.jobs, progress=progress)
-    if args.command == "port-check":
+        options = _chain_options(args, progress, seed=args.seed, numerics=args.numerics,
+                                 schedules=getattr(args, "schedules", 0), trace=trace,
+                                 reference=Path(args.reference) if port and args.reference else None)
+        # port-check runs kgen's own emulation inside it, with the same inputs
+        chain = run_chain(artifacts, "portchecked" if port else "emulated",
+                          skip={"typechecked", "emulated"} if port else {"typechecked"}, options=options)
+    step = chain.steps[-1]
+    command = f"kgen {args.command}"
+    if step.status == "skipped":
+        print(chain.last_line(command))
+        return chain.exit_code
+    if port:
         from kgen.proof.portcheck import format_port_check
 
+        pc = step.value
         print(json.dumps(pc.summary(), indent=2) if args.json else format_port_check(pc))
-        return 0 if pc.passed else 1
+        return chain.exit_code
     from kgen.proof.emulate import format_report
 
+    result = step.value
     print(json.dumps(result.summary(), indent=2) if args.json else format_report(result))
     if trace is not None and not args.json:
         print(f"  trace      {_shown(trace)} (open in https://ui.perfetto.dev or chrome://tracing)")
-    return 0 if result.ok else 1
+    return chain.exit_code
 
 
 def _ab(args: argparse.Namespace) -> int:
@@ -451,23 +516,30 @@ def _progress():
         yield lambda phase: bar.update(task, description=phase)
 
 
-def _check_dir_flags(args: argparse.Namespace) -> None:
-    from kgen.core.errors import SpecError
+def _doctor(args: argparse.Namespace) -> int:
+    """What kgen found, and as its last line whether build, emulate and port-check can run here:
+    EXIT_INCOMPLETE when one cannot (the chain's missing-tool policy)."""
+    from kgen.proof.chain import EXIT_INCOMPLETE, check_tool_folders, missing_for_emulation, missing_for_typecheck
+    from kgen.toolchain.discovery import discover, doctor_text
 
-    for flag in ("sfpi", "headers", "firmware"):
-        value = getattr(args, flag, None)
-        if value is not None and not os.path.isdir(value):
-            raise SpecError(f"--{flag} {value}: no such folder", hint=f"pass the folder that holds the {flag}")
+    check_tool_folders(args.sfpi, args.headers, args.firmware)
+    tc = discover(args.sfpi, args.headers, args.firmware)
+    sys.stdout.write(doctor_text(tc))
+    missing = [f"kgen build cannot type-check: {why}" for why in
+               [missing_for_typecheck(tc, "sfpi" if tc.sfpi is not None else "check")] if why]
+    missing += [f"kgen emulate cannot run: {why}" for why in [missing_for_emulation()] if why]
+    if missing:
+        print("kgen doctor: INCOMPLETE; " + "; ".join(missing))
+        return EXIT_INCOMPLETE
+    print("kgen doctor: kgen build, emulate and port-check can all run here")
+    return 0
 
 
 def _run_toolchain(args: argparse.Namespace) -> int:
     from kgen.toolchain.headers import fetch_headers, find_headers
-    from kgen.toolchain.discovery import discover, doctor_text
 
     if args.command == "doctor":
-        _check_dir_flags(args)
-        sys.stdout.write(doctor_text(discover(args.sfpi, args.headers, args.firmware)))
-        return 0
+        return _doctor(args)
     if args.headers_command == "path":
         tree, note = find_headers()
         if tree is None:
@@ -480,57 +552,14 @@ def _run_toolchain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compile(folder, args: argparse.Namespace) -> int:
-    """Compile (SFPI) or type-check the kernels of a build folder and report."""
-    from kgen.toolchain.compile import ToolchainMissing, compile_folder, failure_text, write_compile_report
-    from kgen.toolchain.discovery import discover
-
-    _check_dir_flags(args)
-    tc = discover(args.sfpi, args.headers, args.firmware)
-    # A place the user named (flag or $KGEN_SFPI_ROOT) that holds nothing usable is an error,
-    # not a quiet fallback to something else.
-    if args.headers and tc.headers is None:
-        raise ToolchainMissing(f"--headers {args.headers}: {tc.note('headers')}")
-    if (args.sfpi or os.environ.get("KGEN_SFPI_ROOT")) and tc.sfpi is None and not args.check:
-        raise ToolchainMissing(f"no SFPI compiler where you pointed: {tc.note('sfpi')}")
-    if args.firmware and tc.firmware is None:
-        raise ToolchainMissing(f"--firmware {args.firmware}: {tc.note('firmware')}")
-    mode = "check" if args.check or tc.sfpi is None else "sfpi"
-    if tc.headers is None or (mode == "check" and tc.host is None):
-        missing = tc.note("headers") if tc.headers is None else tc.note("host checker")
-        if args.check:
-            raise ToolchainMissing(f"cannot type-check: {missing}")
-        sys.stdout.write(f"  compile  skipped: {missing}\n")
-        return 0
-    if mode == "check" and not args.check:
-        sys.stdout.write("  compile  no SFPI found, so type-checking against the real headers instead "
-                         "(kgen doctor says how to get SFPI)\n")
-    report = compile_folder(folder, tc, mode, parallel=args.jobs, force=args.force)
-    write_compile_report(folder, tc, report)
-    what = "type-checked" if mode == "check" else "compiled"
-    total, failed = len(report.results), len(report.failures)
-    verdict = f"{what:<8} {total} kernel builds" if not failed else \
-        f"{'type-check' if mode == 'check' else 'compile':<8} FAILED for {failed} of {total} kernel builds"
-    sys.stdout.write(f"  {verdict} ({report.compiled} run, {total - report.compiled} from cache) in "
-                     f"{report.seconds:.2f} s against TT-Metal {tc.headers.version} headers ({tc.headers.root})\n")
-    for r in report.failures:
-        sys.stderr.write(f"kgen: {failure_text(r, args.spec)}\n")
-    if report.failures:
-        return 1
-    if report.elf_problems:
-        sys.stderr.write("kgen: " + "\nkgen: ".join(report.elf_problems) + "\n")
-        return 1
-    if report.elf_table:
-        sys.stdout.write(report.elf_table)
-    elif mode == "sfpi":
-        sys.stdout.write(f"  link     skipped: {tc.note('firmware')}\n")
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    from kgen.core.interrupts import EXIT_INTERRUPTED, Terminated, terminating_as_exception
+
     args = _build_parser().parse_args(argv)
     try:
-        return _run(args)
+        # SIGTERM and SIGHUP unwind the stack as Ctrl-C does: every temporary folder is removed
+        with terminating_as_exception():
+            return _run(args)
     except KgenError as exc:
         text = exc.render() if hasattr(exc, "render") else f"error: {exc}"
         sys.stderr.write(f"kgen: {text}\n")
@@ -543,7 +572,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         # Every writer of kgen writes to a temporary name and renames, so nothing is half-written.
         sys.stderr.write("kgen: interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
+    except Terminated as exc:
+        sys.stderr.write(f"kgen: {exc}\n")
+        return exc.exit_code
 
 
 if __name__ == "__main__":

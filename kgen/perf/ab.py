@@ -37,11 +37,10 @@ from kgen.gen.ir import Program, counted
 from kgen.gen.plan import CB_PARTIALS, Plan
 from kgen.gen.spec import SpecFile, numeric_keys, override_entry, resolve, with_variant
 from kgen.perf.model import Prediction, predict
+from kgen.proof.numerics import ULP_BINS, REL_ERR_FLOOR, error_figures, pcc, ulp_distance, ulp_histogram  # noqa: F401
 
 DISTRIBUTIONS = ("random", "mixed", "all_ones", "positive")
 PROXY_ROWS = PROXY_COLS = TILE_HW          # outputs per distribution of the K-faithful proxy
-ULP_BINS = ((0, 0, "0"), (1, 1, "1"), (2, 2, "2"), (3, 4, "3-4"), (5, 8, "5-8"), (9, 16, "9-16"),
-            (17, 256, "17-256"), (257, None, ">256"))
 SWEEP_DIMS = {"M": 0, "N": 1, "K": 2}      # positions in `shape = M x N x K`
 BASE = "base"
 
@@ -470,53 +469,6 @@ def proxy_inputs(k: int, seed: int, formats: tuple[str, str, str],
     return q(in0, f0), q(in1, f1), q(bias[None, :], fb)[0]
 
 
-def _ordered(bits: np.ndarray, width: int) -> np.ndarray:
-    """Sign-magnitude float bits -> integers in value order (adjacent floats differ by 1)."""
-    b = bits.astype(np.int64)
-    sign = 1 << (width - 1)
-    return np.where(b & sign, -(b & (sign - 1)), b)
-
-
-GRID_MANTISSA_BITS = {"Float32": 23, "Float16_b": 7}
-
-
-def ulp_distance(x: np.ndarray, ref: np.ndarray, grid: str, floor: float = 0.0) -> np.ndarray:
-    """How many `grid` values (Float32, or bfloat16 for every other format) lie between x and ref
-    rounded to the grid: 0 means x is the correctly rounded result. Where |ref| is below `floor`,
-    the distance is counted in the ULPs at `floor` instead, so that a result that cancels to near
-    zero is not measured in the ULPs of a tiny number (max_rel's 1e-3 rule)."""
-    from kgen.proof import tiles as tl
-
-    r32 = np.asarray(ref, np.float64).astype(np.float32)
-    x32 = np.asarray(x, np.float32)
-    if grid == "Float32":
-        width, xb, rb = 32, tl.f32_bits(x32), tl.f32_bits(r32)
-        rounded = r32.astype(np.float64)
-    else:
-        width, xb, rb = 16, tl.bf16_bits_rne(x32), tl.bf16_bits_rne(r32)
-        rounded = tl.bf16_values(rb).astype(np.float64)
-    steps = np.abs(_ordered(xb, width) - _ordered(rb, width))
-    x64 = x32.astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        # both on one side of zero and not below the floor: count the grid values between them;
-        # else the difference in ULPs at max(|ref|, floor) (crossing zero passes no meaningful values)
-        mag = np.maximum(np.abs(rounded), floor)
-        ulp = np.exp2(np.floor(np.log2(np.where(mag > 0, mag, 1.0))) - GRID_MANTISSA_BITS[grid])
-        scaled = np.round(np.abs(x64 - rounded) / ulp)
-        counted = (np.signbit(x64) == np.signbit(rounded)) & (np.minimum(np.abs(x64), np.abs(rounded)) >= floor)
-        units = np.where(counted | (mag == 0), steps, scaled)
-    finite = np.isfinite(x32) & np.isfinite(r32) & np.isfinite(units)
-    return np.where(finite, units, 0).astype(np.int64)
-
-
-def ulp_histogram(ulps: np.ndarray) -> tuple[tuple[str, int], ...]:
-    out = []
-    for lo, hi, label in ULP_BINS:
-        sel = ulps >= lo if hi is None else (ulps >= lo) & (ulps <= hi)
-        out.append((label, int(np.count_nonzero(sel))))
-    return tuple(out)
-
-
 def signed_ulps(out: np.ndarray, ref: np.ndarray, grid: str) -> np.ndarray:
     """Per output: its ULP distance from the float64 result rounded to the grid (ulp_distance at
     ULP_FLOOR of the largest |ref|), signed as out - ref. The one error scale of `kgen ab`."""
@@ -909,12 +861,11 @@ def verdict(rows: Sequence[Row], sweep_field: str | None = None, point: int | No
 def emulate_with(numerics: str, seed: int, parallel: int) -> EmulateFn:
     """Each variant's rendered build through the host emulator, against its golden model."""
     def run_one(artifacts, p: Plan) -> Emulated:
-        from kgen.core.resources import cache_root
-        from kgen.gen.build import write_artifacts
-        from kgen.proof.emulate import emulate_folder
+        from kgen.proof.chain import ChainOptions, run_chain
 
-        folder = write_artifacts(artifacts, cache_root() / "builds").path
-        e = emulate_folder(folder, p, seed=seed, numerics=numerics, parallel=parallel)
+        chain = run_chain(artifacts, "emulated", skip={"typechecked"},
+                          options=ChainOptions(seed=seed, numerics=numerics, parallel=parallel))
+        e = chain.require_complete("kgen ab --emulate").value("emulated")
         return Emulated(numerics, e.status, e.ok, e.exact_match, e.mismatched, e.errors.max_abs_err,
                         e.errors.pcc, e.seconds)
     return run_one

@@ -414,6 +414,9 @@ _WORKER: dict[str, object] = {}
 
 
 def _worker_init(spec: MatmulSpec) -> None:
+    from kgen.core.interrupts import worker_signals
+
+    worker_signals()          # Ctrl-C is the parent's: no "Process ForkPoolWorker" traceback per worker
     _WORKER["spec"] = spec
 
 
@@ -641,67 +644,60 @@ def verify_numerics(m: int, n: int, k: int, batch: int = 1) -> str:
 
 
 def verify_spec_text(text: str, numerics: str = "auto", seed: int = 0) -> dict:
-    """Build, type-check against the real TT-Metal headers, emulate and (for the multicast dataflows) port-check
-    the matmul of a spec text. Returns {"status": passed|failed, "errors": [...], "kernel_id",
-    "steps": {...}, "seconds"}; never raises for a failing candidate (an exception is an error).
-    Pure in its inputs: Ray ships it to any worker."""
-    from kgen.core.resources import cache_root
-    from kgen.gen.build import write_artifacts
+    """The chain after rendering (kgen/proof/chain.py: build, type-check against the real TT-Metal
+    headers, emulate, port-check) on the matmul of a spec text. Returns {"status": passed | failed |
+    incomplete, "errors": [...], "kernel_id", "steps": {...}, "seconds"}: incomplete when a check
+    could not run here (a missing tool; the errors say which), which is never a pass. Never raises
+    for a failing candidate (an exception is an error). Pure in its inputs: Ray ships it to any
+    worker."""
     from kgen.gen.pipeline import run
     from kgen.gen.spec import parse_text, resolve
+    from kgen.proof.chain import ChainOptions, run_chain
 
     start = time.perf_counter()
     errors: list[str] = []
     steps: dict[str, object] = {}
     kernel_id = None
+    status = "failed"
     try:
         spec = resolve(parse_text(text, "<tune candidate>"))
         artifacts = run(spec, "rendered")          # plan, lower, verify the IR, render
         kernel_id = artifacts.rendered.kernel_id
-        plan = artifacts.plan
-        folder = write_artifacts(artifacts, cache_root() / "builds").path
-        steps["build"] = "ok"
-
-        from kgen.toolchain.compile import compile_folder
-        from kgen.toolchain.discovery import discover
-
-        tc = discover()
-        if tc.headers is None or tc.host is None:
-            missing = tc.note("headers") if tc.headers is None else tc.note("host checker")
-            errors.append(f"type-check not run: {missing}")
-            steps["typecheck"] = "not run"
-        else:
-            report = compile_folder(folder, tc, "check", parallel=1)
-            steps["typecheck"] = f"{len(report.results) - len(report.failures)}/{len(report.results)} kernel builds"
-            errors += [f"type-check failed: {r.job.kernel.name} {r.job.role}" for r in report.failures]
-
-        from kgen.proof.emulate import check_host_memory, emulate_folder
-
         mode = numerics if numerics != "auto" else verify_numerics(spec.m, spec.n, spec.k, spec.batch)
-        check_host_memory(plan)
-        emu = emulate_folder(folder, plan, seed=seed, numerics=mode, parallel=1)
-        steps["emulate"] = {"numerics": mode, "ok": emu.ok, "status": emu.status, "exact_match": emu.exact_match,
-                            "max_abs_err": emu.errors.max_abs_err, "pcc": emu.errors.pcc,
-                            "seconds": round(emu.seconds, 3)}
-        if not emu.ok:
-            errors.append(f"emulation ({mode}) failed: status {emu.status}, "
-                          f"{'bit-exact' if emu.exact_match else str(emu.mismatched) + ' element(s) differ'}"
-                          f"{', hazards' if emu.hazards else ''}")
-        from kgen.proof.ttdataflow import DATAFLOWS_WITH_TT_PROGRAM
-        if spec.dataflow in DATAFLOWS_WITH_TT_PROGRAM:
-            from kgen.proof.portcheck import port_check
-
-            pc = port_check(folder, plan, seed=seed, numerics=mode, parallel=1, ours=emu)
-            steps["port_check"] = {"passed": pc.passed, "failures": list(pc.failures)}
-            errors += [f"port-check: {f}" for f in pc.failures]
-        else:
-            steps["port_check"] = "not applicable (TT-Metal's multicast kernels do not run the reuse dataflow)"
+        chain = run_chain(artifacts, "portchecked", options=ChainOptions(seed=seed, numerics=mode, parallel=1))
+        for step in chain.steps:
+            if step.status != "ok":
+                errors.append(f"{step.name} {'not run' if step.status == 'skipped' else 'failed'}: {step.detail}")
+        steps.update(_step_summaries(chain, mode))
+        status = chain.verdict
     except KgenError as exc:
         errors.append(f"{type(exc).__name__}: {getattr(exc, 'message', str(exc))}")
     except Exception as exc:  # noqa: BLE001 - a verification job reports, it does not crash the search
         errors.append(f"{type(exc).__name__}: {exc}")
-    return {"status": "failed" if errors else "passed", "errors": errors, "kernel_id": kernel_id,
+    return {"status": status, "errors": errors, "kernel_id": kernel_id,
             "steps": steps, "seconds": round(time.perf_counter() - start, 3)}
+
+
+def _step_summaries(chain, mode: str) -> dict[str, object]:
+    """What each step of the chain did, in the form the database keeps (`verify_detail`)."""
+    keys = {"built": "build", "typechecked": "typecheck", "emulated": "emulate", "portchecked": "port_check"}
+    out: dict[str, object] = {}
+    for step in chain.steps:
+        if step.status == "skipped":
+            out[keys[step.name]] = f"not run: {step.detail}"
+        elif step.name == "built":
+            out["build"] = "ok"
+        elif step.name == "typechecked":
+            report = step.value[2]
+            out["typecheck"] = f"{len(report.results) - len(report.failures)}/{len(report.results)} kernel builds"
+        elif step.name == "emulated":
+            emu = step.value
+            out["emulate"] = {"numerics": mode, "ok": emu.ok, "status": emu.status, "exact_match": emu.exact_match,
+                              "max_abs_err": emu.errors.max_abs_err, "pcc": emu.errors.pcc,
+                              "seconds": round(emu.seconds, 3)}
+        else:
+            out["port_check"] = {"passed": step.value.passed, "failures": list(step.value.failures)}
+    return out
 
 
 def require_ray():

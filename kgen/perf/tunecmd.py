@@ -104,7 +104,12 @@ def run_tune(args) -> int:
     finally:
         if db:
             db.close()
-    return 1 if args.verify and winner is None else 0
+    if args.verify and winner is None:
+        from kgen.proof.chain import EXIT_INCOMPLETE
+        # no candidate failed, but a check could not run here (a missing tool): not a verdict
+        incomplete = verdicts and all(v.get("status") == "incomplete" for v in verdicts.values())
+        return EXIT_INCOMPLETE if incomplete else 1
+    return 0
 
 
 def _verify(spec, result: TuneResult, engine: Engine, numerics: str, db, target_id) -> dict[int, dict]:
@@ -114,7 +119,7 @@ def _verify(spec, result: TuneResult, engine: Engine, numerics: str, db, target_
     index: list[int] = []
     for i, s in enumerate(result.ranked):
         stored = db.verification(target_id, s.candidate) if db else None
-        if stored is not None:
+        if stored is not None and stored[0] != "incomplete":      # a check that could not run: try again
             verdicts[i] = {"status": stored[0], "errors": list(stored[1]), "kernel_id": stored[2], "steps": {},
                            "reused": True}
             continue
@@ -239,6 +244,8 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
         lines.append(row)
         if verdicts and verdicts.get(i, {}).get("status") == "failed":
             lines.append(f"      dropped: {'; '.join(verdicts[i]['errors'])}")
+        if verdicts and verdicts.get(i, {}).get("status") == "incomplete":
+            lines.append(f"      not verified: {'; '.join(verdicts[i]['errors'])}")
     if errors:
         lines.append("  error: max |golden - exact| / max |exact| of the golden model on a 32 x K x 32 proxy with the "
                      "candidate's K, formats, fidelity and accumulation path")
@@ -254,7 +261,12 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
             lines.append(f"    {'':<10} {'':>13}  not like for like: {why}")
     lines.append("")
     if winner is None:
-        lines.append("  winner    none: no candidate passed verification")
+        unverified = [v for v in (verdicts or {}).values() if v.get("status") == "incomplete"]
+        if verdicts and len(unverified) == len(verdicts):
+            lines.append(f"  winner    none: INCOMPLETE, a check could not run here: {unverified[0]['errors'][0]} "
+                         "(kgen doctor)")
+        else:
+            lines.append("  winner    none: no candidate passed verification")
     else:
         lines.append(f"  winner    {winner.candidate.short(winner.policy)}: {winner.microseconds:,.2f} us"
                      + (" (verified)" if verdicts else ""))

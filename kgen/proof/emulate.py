@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,10 +43,12 @@ from typing import Any, Callable
 import numpy as np
 
 from kgen.proof import tiles as tl
+from kgen.proof.numerics import error_figures
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.costs import load_costs
 from kgen.toolchain.compile import KernelInfo, jit_defines, read_kernels, toolchain_config
 from kgen.core.errors import KgenError
+from kgen.core.interrupts import scratch
 from kgen.core.manifest import cores_of, load_manifest
 from kgen.core.resources import cache_root, config_table, writable_dir
 from kgen.core.types import DATA_FORMAT_VALUE, TILE_HW
@@ -191,7 +192,7 @@ def emulator_binary(hc: HostCompiler) -> Path:
     target = writable_dir(cache_root() / "emu" / "bin") / f"kgen-emu-{key}"
     if target.is_file():
         return target
-    with tempfile.TemporaryDirectory(prefix="kgen-emu-") as tmp:
+    with scratch("kgen-emu") as tmp:
         out = Path(tmp) / "kgen-emu"
         _compile([hc.cxx, *RUNTIME_FLAGS, "-I", str(EMU_DIR / "include"), "-I", str(src),
                   str(src / "runtime.cpp"), str(src / "tensix_math.cpp"), "-ldl", "-o", str(out)], "the emulator runtime")
@@ -263,7 +264,7 @@ def compile_kernels(builds: list[KernelBuild], parallel: int) -> None:
     writable_dir(todo[0].target.parent)
 
     def one(b: KernelBuild) -> None:
-        with tempfile.TemporaryDirectory(prefix="kgen-emu-k-") as tmp:
+        with scratch("kgen-emu-k") as tmp:
             out = Path(tmp) / "k.so"
             _compile([*b.argv, "-o", str(out)], f"kernel {b.kernel.name} ({b.role})")
             _atomic_install(out, b.target)
@@ -575,7 +576,7 @@ class ErrorStats:
 
 def error_stats(values: np.ndarray, inputs: Inputs, relu: bool) -> ErrorStats:
     """Error of the output against numpy float64 of the same (quantised) inputs. max_rel_err is
-    taken over elements with |reference| >= 1e-3 * max|reference| (relative error near zero is noise)."""
+    taken as numerics.error_figures takes it (relative error near zero is noise)."""
     ref = inputs.in0.astype(np.float64) @ inputs.in1.astype(np.float64)
     if inputs.bias is not None:
         ref = ref + inputs.bias.astype(np.float64)[None, :]
@@ -583,17 +584,7 @@ def error_stats(values: np.ndarray, inputs: Inputs, relu: bool) -> ErrorStats:
         ref = np.maximum(ref, 0.0)
     # the padding is no output: compare the logical part only (the output sliced back)
     ref, values = inputs.logical_output(ref), inputs.logical_output(values)
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = values.astype(np.float64)
-        diff = np.abs(out - ref)
-    scale = np.abs(ref).max() if ref.size else 0.0
-    mask = np.abs(ref) >= 1e-3 * scale if scale > 0 else np.ones_like(ref, bool)
-    rel = float((diff[mask] / np.abs(ref[mask])).max()) if mask.any() and scale > 0 else float(diff.max(initial=0.0))
-    if np.std(out) == 0 or np.std(ref) == 0:
-        pcc = 1.0 if np.allclose(out, ref) else 0.0
-    else:
-        pcc = float(np.corrcoef(out.ravel(), ref.ravel())[0, 1])
-    return ErrorStats(float(diff.max(initial=0.0)), rel, pcc)
+    return ErrorStats(*error_figures(values, ref))
 
 
 @dataclass(frozen=True)
@@ -715,7 +706,7 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     progress("generating the inputs")
     inputs = inputs or make_inputs(manifest, seed)
     runs: list[RunResult] = []
-    with tempfile.TemporaryDirectory(prefix="kgen-emulate-") as tmp:
+    with scratch("kgen-emulate") as tmp:
         work = Path(tmp)
         program = build_program(manifest, arch, builds, numerics=numerics, workdir=work, inputs=inputs)
         for i in range(schedules + 1):

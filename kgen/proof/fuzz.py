@@ -25,6 +25,7 @@ from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import KgenBug, KgenError
 from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
 from kgen.gen import dataflow as dataflows
+from kgen.proof.chain import EXIT_INCOMPLETE
 
 if TYPE_CHECKING:  # stage modules are imported lazily, as cli.py does, so generation stays cheap
     from kgen.gen.ir import Program
@@ -549,20 +550,6 @@ def summarize(results: list[CaseResult]) -> dict[str, Counter]:
 # `kgen fuzz`: build -> type-check (when available) -> emulate, stop at the first failure
 # ----------------------------------------------------------------------------------------------
 
-def _typecheck(folder, parallel: int) -> str | None:
-    """Type-check against the TT-Metal headers; None when they or the host checker are missing."""
-    from kgen.toolchain.compile import compile_folder, failure_text
-    from kgen.toolchain.discovery import discover
-
-    tc = discover()
-    if tc.headers is None or tc.host is None:
-        return None
-    report = compile_folder(folder, tc, "check", parallel=parallel)
-    if report.failures:
-        raise _CaseFailure("type-check", "\n".join(failure_text(r, None) for r in report.failures))
-    return f"{len(report.results)} type-checked"
-
-
 class _CaseFailure(Exception):
     def __init__(self, stage: str, detail: str):
         super().__init__(detail)
@@ -580,8 +567,7 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
     import time
     from pathlib import Path
 
-    from kgen.gen.build import write_artifacts
-    from kgen.proof.emulate import emulate_folder
+    from kgen.core.interrupts import remove_tree
     from kgen.core.resources import cache_root, writable_dir
 
     # An unusable cache is the user's setting, not a failing case: say so before case 0 (exit 2).
@@ -594,10 +580,36 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
         keep_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise KgenError(f"--keep {keep}: cannot create the folder: {exc.strerror or exc}") from None
+    try:
+        code = _run_cases(seed, range(start, start + count), keep_dir, keep is not None, typecheck, port_check,
+                          parallel, out)
+    except BaseException:
+        # interrupted (Ctrl-C, SIGTERM, SIGHUP) or an error: no case failed, so nothing to look at
+        if keep is None:
+            remove_tree(keep_dir)
+        raise
+    if code == 0 or code == EXIT_INCOMPLETE:
+        if keep is None:           # nothing failed, so nothing to look at: leave no temporary folder
+            shutil.rmtree(keep_dir, ignore_errors=True)
+    return code
+
+
+_STEP_NAMES = {"built": "build", "typechecked": "type-check", "emulated": "emulate", "portchecked": "port-check"}
+
+
+def _run_cases(seed: int, indices: range, keep_dir, kept: bool, typecheck: bool, port_check: bool, parallel: int,
+               out) -> int:
+    """Each case through the checks and the chain after rendering; 1 at the first failure,
+    EXIT_INCOMPLETE when a check could not run (the last line says which and why)."""
+    import time
+
+    from kgen.proof.chain import ChainOptions, run_chain
+
     started = time.perf_counter()
     checked = ported = 0
+    not_run: dict[str, str] = {}              # step -> why it could not run
     pc_flag = " --port-check" if port_check else ""
-    for index in range(start, start + count):
+    for index in indices:
         case = generate_case(seed, index)
         path = keep_dir / case.filename
         path.write_text(case.text)
@@ -608,25 +620,17 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
             if result.error is not None:
                 raise _CaseFailure(result.stage or "check", str(result.error))
             stage = "build"
-            folder = write_artifacts(result.artifacts, cache_root() / "builds").path
-            note = None
-            if typecheck:
-                stage = "type-check"
-                note = _typecheck(folder, parallel)
-                checked += note is not None
-            stage = "emulate"
-            e = emulate_folder(folder, result.plan, seed=index, parallel=parallel)
-            if not e.ok:
-                from kgen.proof.emulate import format_report
-                raise _CaseFailure("emulate", format_report(e, per_processor=False))
-            if port_check:
-                stage = "port-check"
-                from kgen.proof.portcheck import format_port_check
-                from kgen.proof.portcheck import port_check as run_port_check
-                pc = run_port_check(folder, result.plan, seed=index, parallel=parallel, ours=e)
-                if not pc.passed:
-                    raise _CaseFailure("port-check", format_port_check(pc))
-                ported += pc.program is not None
+            chain = run_chain(result.artifacts, "portchecked" if port_check else "emulated",
+                              skip=() if typecheck else {"typechecked"},
+                              options=ChainOptions(seed=index, parallel=parallel))
+            for step in chain.steps:
+                if step.status == "failed":
+                    raise _CaseFailure(_STEP_NAMES[step.name], step.detail)
+                if step.status == "skipped":
+                    not_run.setdefault(step.name, step.detail)
+            checked += chain.step("typechecked") is not None and chain.step("typechecked").status == "ok"
+            pc = chain.value("portchecked")
+            ported += pc is not None and pc.program is not None
         except _CaseFailure as exc:
             rerun = "port-check" if exc.stage == "port-check" else "emulate"
             out.write(f"FAIL case {index} ({case.name}) at {exc.stage}:\n{exc.detail}\n"
@@ -643,15 +647,19 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
                   f"{f['policy']:<14} {f['num_blocks']:>2} K-blk  grid {f['grid']}  "
                   f"{time.perf_counter() - t0:5.2f} s\n")
         out.flush()
-    tc_note = f", {checked} type-checked against the TT-Metal headers" if typecheck else ", type-check skipped"
-    if typecheck and checked == 0 and count:
-        tc_note = ", type-check skipped: no TT-Metal headers or host checker (kgen doctor)"
-    if port_check:
+    count = len(indices)
+    ran = ["built"] + (["emulated bit-exact"] if "emulated" not in not_run else [])
+    tc_note = (f", {checked} type-checked against the TT-Metal headers" if typecheck and "typechecked" not in not_run
+               else ", type-check not asked for (--no-typecheck)" if not typecheck else "")
+    if port_check and "portchecked" not in not_run:
         tc_note += (f"; TT-Metal's compute kernel bit-identical on all, its whole program on the {ported} "
                     f"mcast_2d / mcast_1d case(s)")
-    if keep is None:                   # nothing failed, so nothing to look at: leave no temporary folder
-        shutil.rmtree(keep_dir, ignore_errors=True)
-    where = f"; specs in {keep_dir}" if keep is not None else ""
-    out.write(f"fuzz: {count} case(s) of seed {seed} passed: built, emulated bit-exact{tc_note}; "
-              f"{time.perf_counter() - started:.1f} s{where}\n")
+    where = f"; specs in {keep_dir}" if kept else ""
+    seconds = f"{time.perf_counter() - started:.1f} s"
+    if not_run:
+        why = "; ".join(f"{_STEP_NAMES[name]} not run: {reason}" for name, reason in not_run.items())
+        out.write(f"fuzz: {count} case(s) of seed {seed} INCOMPLETE: {', '.join(ran)}{tc_note}; {seconds}{where}; "
+                  f"{why} (kgen doctor)\n")
+        return EXIT_INCOMPLETE
+    out.write(f"fuzz: {count} case(s) of seed {seed} passed: {', '.join(ran)}{tc_note}; {seconds}{where}\n")
     return 0

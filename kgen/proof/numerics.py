@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kgen.proof.tiles import BFP_MAG_BITS, FACE, bits_f32, canonical_format, f32_bits
+from kgen.proof.tiles import BFP_MAG_BITS, FACE, bf16_bits_rne, bf16_values, bits_f32, canonical_format, f32_bits
 
 # §3.2: MathFidelity -> fidelity phases run by the LLK matmul (phase loop 0..n-1).
 FIDELITY_PHASES: dict[str, tuple[int, ...]] = {
@@ -614,3 +614,84 @@ def l1_accumulate(old: L1Data, new: L1Data) -> L1Data:
     if old.format == "Float16_b":
         return L1Data("Float16_b", l1_acc_bf16(old.bits, new.bits))
     raise ValueError(f"the packer cannot L1-accumulate {old.format} (§7.4)")
+
+
+# ----------------------------------------------------------------------------------------------
+# Comparing a result with a float64 reference: PCC, relative error and ULPs, written once for
+# kgen emulate, port-check, tune --verify and ab (its golden-model numerics and --device).
+# ----------------------------------------------------------------------------------------------
+
+def pcc(out, ref) -> float:
+    """Pearson correlation of two arrays (TT's tests' "PCC"). A constant array has none: then 1.0
+    when the two are allclose, else 0.0."""
+    o, r = np.asarray(out, np.float64).ravel(), np.asarray(ref, np.float64).ravel()
+    with np.errstate(invalid="ignore", over="ignore"):
+        if np.std(o) == 0 or np.std(r) == 0:
+            return 1.0 if np.allclose(o, r) else 0.0
+        return float(np.corrcoef(o, r)[0, 1])
+
+
+# Relative error near zero is noise: it is taken only where |ref| >= this fraction of max|ref|.
+REL_ERR_FLOOR = 1e-3
+
+
+def error_figures(out, ref) -> tuple[float, float, float]:
+    """(max_abs_err, max_rel_err, pcc) of `out` against `ref`. max_rel_err is taken over the elements
+    with |ref| >= REL_ERR_FLOOR * max|ref|; with an all-zero ref it is max_abs_err."""
+    ref = np.asarray(ref, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        o = np.asarray(out).astype(np.float64)
+        diff = np.abs(o - ref)
+    max_abs = float(diff.max(initial=0.0))
+    scale = float(np.abs(ref).max(initial=0.0))
+    mask = np.abs(ref) >= REL_ERR_FLOOR * scale
+    rel = float((diff[mask] / np.abs(ref[mask])).max()) if scale > 0 and mask.any() else max_abs
+    return max_abs, rel, pcc(o, ref)
+
+
+def _ordered(bits: np.ndarray, width: int) -> np.ndarray:
+    """Sign-magnitude float bits -> integers in value order (adjacent floats differ by 1)."""
+    b = bits.astype(np.int64)
+    sign = 1 << (width - 1)
+    return np.where(b & sign, -(b & (sign - 1)), b)
+
+
+GRID_MANTISSA_BITS = {"Float32": 23, "Float16_b": 7}
+ULP_BINS = ((0, 0, "0"), (1, 1, "1"), (2, 2, "2"), (3, 4, "3-4"), (5, 8, "5-8"), (9, 16, "9-16"),
+            (17, 256, "17-256"), (257, None, ">256"))
+
+
+def ulp_distance(x: np.ndarray, ref: np.ndarray, grid: str, floor: float = 0.0) -> np.ndarray:
+    """How many `grid` values (Float32, or bfloat16 for every other format) lie between x and ref
+    rounded to the grid: 0 means x is the correctly rounded result. Where |ref| is below `floor`,
+    the distance is counted in the ULPs at `floor` instead, so that a result that cancels to near
+    zero is not measured in the ULPs of a tiny number (max_rel's REL_ERR_FLOOR rule)."""
+    r32 = np.asarray(ref, np.float64).astype(np.float32)
+    x32 = np.asarray(x, np.float32)
+    if grid == "Float32":
+        width, xb, rb = 32, f32_bits(x32), f32_bits(r32)
+        rounded = r32.astype(np.float64)
+    else:
+        width, xb, rb = 16, bf16_bits_rne(x32), bf16_bits_rne(r32)
+        rounded = bf16_values(rb).astype(np.float64)
+    steps = np.abs(_ordered(xb, width) - _ordered(rb, width))
+    x64 = x32.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        # both on one side of zero and not below the floor: count the grid values between them;
+        # else the difference in ULPs at max(|ref|, floor) (crossing zero passes no meaningful values)
+        mag = np.maximum(np.abs(rounded), floor)
+        ulp = np.exp2(np.floor(np.log2(np.where(mag > 0, mag, 1.0))) - GRID_MANTISSA_BITS[grid])
+        scaled = np.round(np.abs(x64 - rounded) / ulp)
+        counted = (np.signbit(x64) == np.signbit(rounded)) & (np.minimum(np.abs(x64), np.abs(rounded)) >= floor)
+        units = np.where(counted | (mag == 0), steps, scaled)
+    finite = np.isfinite(x32) & np.isfinite(r32) & np.isfinite(units)
+    return np.where(finite, units, 0).astype(np.int64)
+
+
+def ulp_histogram(ulps: np.ndarray) -> tuple[tuple[str, int], ...]:
+    """How many elements fall in each of ULP_BINS, as (label, count)."""
+    out = []
+    for lo, hi, label in ULP_BINS:
+        sel = ulps >= lo if hi is None else (ulps >= lo) & (ulps <= hi)
+        out.append((label, int(np.count_nonzero(sel))))
+    return tuple(out)

@@ -13,7 +13,6 @@ Two comparisons, each emulated with the same inputs as kgen's own program:
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from typing import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 from kgen.proof.emulate import Emulation, check_host_memory, emulate_folder, emulated_op_totals, make_inputs
 from kgen.core.types import Placement
 from kgen.core.errors import KgenError
+from kgen.core.interrupts import scratch
 from kgen.core.manifest import load_manifest
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
@@ -222,7 +222,7 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
     tree, tree_note = find_headers()
     note = unsupported_reason(plan, manifest) or (None if tree else f"no TT-Metal headers ({tree_note})")
     program = None
-    with tempfile.TemporaryDirectory(prefix="kgen-portcheck-") as tmp:
+    with scratch("kgen-portcheck") as tmp:
         swap = with_compute_kernel(ref)              # kgen's build, TT-Metal's compute kernel
         ref_folder = write_artifacts(run(plan.spec, overrides={"rendered": swap}), Path(tmp) / "compute").path
         theirs = emulate_folder(ref_folder, plan, seed=seed, numerics=numerics, parallel=parallel, inputs=inputs,

@@ -505,3 +505,46 @@ def test_reload_bf16_style_partials_is_lossless(fmt):
     part = nx.L1Data.from_values(v, fmt)
     for fp32 in (False, True):
         assert np.array_equal(tl.bits_f32(nx.reload_to_dst(part, fp32)), v)
+
+
+# ---------------------------------------------------------------------------------------------
+# comparing with a float64 reference: the one PCC / relative error / ULP implementation
+# ---------------------------------------------------------------------------------------------
+
+def test_pcc_is_pearsons_r_and_defined_for_constant_arrays():
+    x = RNG.standard_normal(200)
+    y = 0.5 * x + 0.1 * RNG.standard_normal(200)
+    xm, ym = x - x.mean(), y - y.mean()
+    r = float((xm * ym).sum() / np.sqrt((xm * xm).sum() * (ym * ym).sum()))   # Pearson's r by its definition
+    assert nx.pcc(x, y) == pytest.approx(r, rel=1e-12)
+    assert nx.pcc([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+    assert nx.pcc(np.ones(4), np.ones(4)) == 1.0           # constant and equal: no correlation, but the same
+    assert nx.pcc(np.ones(4), np.zeros(4)) == 0.0
+
+
+def test_error_figures_max_rel_ignores_elements_near_zero():
+    ref = np.array([1000.0, 2.0, 4.0, 0.5])
+    out = ref + np.array([1.0, 0.0, 2.0, 0.5])             # 0.1% / 0 / 50% / 100% relative error
+    max_abs, max_rel, r = nx.error_figures(out, ref)
+    assert max_abs == pytest.approx(2.0)
+    # 0.5 < 1e-3 * 1000 is left out; 4.0 is kept
+    assert max_rel == pytest.approx(0.5)
+    assert r == pytest.approx(np.corrcoef(out, ref)[0, 1])
+    assert nx.error_figures(np.array([0.5, 0.0]), np.zeros(2))[:2] == (0.5, 0.5)   # all-zero ref: absolute
+
+
+def test_ulp_distance_against_numpy_nextafter():
+    x = np.float32([1.0, -3.5, 1e-20, 65504.0, 0.1])
+    up = np.nextafter(x, np.float32(np.inf))
+    assert nx.ulp_distance(up, x.astype(np.float64), "Float32").tolist() == [1, 1, 1, 1, 1]
+    # bfloat16 has 7 stored mantissa bits: 1 + 3 * 2^-7 is three bf16 steps above 1
+    assert nx.ulp_distance(np.float32([1.0 + 2 ** -7 * 3]), np.float64([1.0]), "Float16_b").tolist() == [3]
+    # below the floor the distance is counted in the ULPs at the floor (1.0: 2^-7), across zero too
+    assert nx.ulp_distance(np.float32([-(2 ** -7)]), np.float64([2 ** -7]), "Float16_b", floor=1.0).tolist() == [2]
+
+
+def test_ulp_histogram_bins_cover_every_distance_once():
+    ulps = np.array([0, 1, 2, 3, 4, 5, 16, 17, 256, 257, 10 ** 6])
+    hist = dict(nx.ulp_histogram(ulps))
+    assert sum(hist.values()) == ulps.size
+    assert hist == {"0": 1, "1": 1, "2": 1, "3-4": 2, "5-8": 1, "9-16": 1, "17-256": 2, ">256": 2}

@@ -1,0 +1,161 @@
+"""The chain after rendering: its step table, the missing-tool policy every caller applies, and
+temporary folders that go away on every kind of exit (the signals tested on a real `python -m
+kgen` process, as a user's Ctrl-C or a batch system's SIGTERM / SIGHUP reaches it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kgen.core.interrupts import scratch, sweep_stale
+from kgen.gen.pipeline import run
+from kgen.gen.spec import load_file, resolve
+from kgen.proof import chain
+from kgen.proof.chain import EXIT_INCOMPLETE, ChainOptions, Step, run_chain
+from tests.conftest import ROOT, example
+
+
+def _artifacts(name: str = "peak_small"):
+    return run(resolve(load_file(example(name))), "rendered")
+
+
+def test_the_steps_are_one_ordered_table_after_rendered():
+    assert list(chain.STEPS) == ["built", "typechecked", "emulated", "portchecked"]
+    with pytest.raises(ValueError):
+        run_chain(_artifacts(), "linked")
+    with pytest.raises(ValueError):
+        run_chain(_artifacts(), skip={"built"})
+
+
+def test_a_step_is_a_frozen_value():
+    s = Step.skipped("typechecked", "no headers")
+    with pytest.raises(AttributeError):
+        s.status = "ok"  # type: ignore[misc]
+    assert (s.status, s.detail) == ("skipped", "no headers")
+
+
+def test_a_missing_tool_is_skipped_and_makes_the_verdict_incomplete(tmp_path, monkeypatch):
+    """The one policy: the step that needs a missing tool is skipped with the reason, and the chain
+    is then incomplete (EXIT_INCOMPLETE), never passed; a step not asked for is not reported."""
+    monkeypatch.setattr(chain, "missing_for_emulation", lambda: "no host g++ (test)")
+    result = run_chain(_artifacts(), "emulated", skip={"typechecked"}, options=ChainOptions(root=tmp_path))
+    assert [s.name for s in result.steps] == ["built", "emulated"]
+    assert result.step("built").status == "ok" and result.step("emulated").status == "skipped"
+    assert result.verdict == "incomplete" and result.exit_code == EXIT_INCOMPLETE
+    last = result.last_line("kgen emulate")
+    assert "INCOMPLETE" in last and "not emulated: no host g++ (test)" in last
+
+
+def test_a_failed_step_stops_the_chain(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setitem(chain.STEPS, "typechecked", lambda s: calls.append("t") or Step.failed("typechecked", "bad"))
+    monkeypatch.setitem(chain.STEPS, "emulated", lambda s: calls.append("e") or Step.ok("emulated", "fine"))
+    result = run_chain(_artifacts(), "emulated", options=ChainOptions(root=tmp_path))
+    assert calls == ["t"] and result.verdict == "failed" and result.exit_code == 1
+    assert result.last_line("kgen build") == "kgen build: FAILED at type-checked"
+
+
+def test_scratch_folders_go_on_error_and_stale_ones_are_swept(tmp_path):
+    with pytest.raises(RuntimeError):
+        with scratch("kgen-test", tmp_path) as path:
+            (path / "x").write_text("x")
+            raise RuntimeError
+    assert not path.exists()
+    # a folder of a process that no longer exists (killed with SIGKILL) is removed by the next run
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"kgen-emulate-p{dead.pid}-abc"
+    stale.mkdir()
+    mine = tmp_path / f"kgen-emulate-p{os.getpid()}-abc"
+    mine.mkdir()
+    sweep_stale(tmp_path)
+    assert not stale.exists() and mine.exists()
+
+
+def _kgen(args, tmpdir: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmpdir))
+    return subprocess.Popen([sys.executable, "-m", "kgen", *map(str, args)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(tmpdir: Path, pattern: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while not list(tmpdir.glob(pattern)):
+        assert proc.poll() is None, f"kgen ended before {pattern} appeared: {proc.communicate()}"
+        assert time.monotonic() < end, f"no {pattern} in {timeout} s"
+        time.sleep(0.01)
+
+
+SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+
+
+@pytest.mark.parametrize("signum,code", SIGNALS, ids=[s.name for s, _ in SIGNALS])
+def test_emulate_removes_its_temporary_folder_on_a_signal(tmp_path, host_cxx, signum, code):
+    # Many schedules keep the run going well past the moment its folder appears.
+    proc = _kgen(["emulate", example("peak_small"), "--schedules", "200", "-j", "1"], tmp_path)
+    try:
+        _wait_for(tmp_path, "kgen-emulate-*", proc)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, (out, err)
+    assert "Traceback" not in err, err
+    assert not list(tmp_path.glob("kgen-*")), list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("signum,code", SIGNALS, ids=[s.name for s, _ in SIGNALS])
+def test_fuzz_removes_its_temporary_folders_on_a_signal(tmp_path, host_cxx, signum, code):
+    proc = _kgen(["fuzz", "--count", "50", "--seed", "7", "--no-typecheck", "-j", "1"], tmp_path)
+    try:
+        _wait_for(tmp_path, "kgen-fuzz-*", proc)
+        _wait_for(tmp_path, "kgen-emulate-*", proc)         # inside a case's emulation
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, (out, err)
+    assert "Traceback" not in err, err
+    assert not list(tmp_path.glob("kgen-*")), list(tmp_path.iterdir())
+
+
+def test_ctrl_c_during_a_parallel_tune_prints_one_line_not_a_traceback_per_worker(tmp_path):
+    """A terminal's Ctrl-C reaches the whole foreground process group, the pool workers too: only
+    the parent reports it."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    # a search of ~10 s on two processes (over a million candidates, sampled)
+    proc = subprocess.Popen([sys.executable, "-m", "kgen", "tune", example("wh_mlp_11008"), "--space", "all",
+                             "--allow-precision", "-j", "2", "--no-db"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        time.sleep(4)
+        assert proc.poll() is None, "the search ended before the interrupt"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert err.strip() == "kgen: interrupted", err
+
+
+def test_doctor_ends_with_whether_build_emulate_and_port_check_can_run(host_toolchain, host_cxx, capsys):
+    from kgen.cli import main
+
+    assert main(["doctor"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "kgen doctor: kgen build, emulate and port-check can all run here"
+
+
+def test_fuzz_without_headers_says_so_in_its_last_line(host_cxx, capsys, monkeypatch):
+    from kgen.cli import main
+
+    monkeypatch.setattr(chain, "missing_for_typecheck", lambda tc, mode: "no TT-Metal headers (test)")
+    assert main(["fuzz", "--count", "1", "--seed", "3"]) == EXIT_INCOMPLETE
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "INCOMPLETE" in last and "type-check not run: no TT-Metal headers (test)" in last, last
+    assert "passed" not in last
