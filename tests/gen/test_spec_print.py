@@ -9,7 +9,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kgen.core.types import ACTIVATIONS, ARCHS, DATAFLOWS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
+from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
+from kgen.gen.dataflow import NAMES as DATAFLOWS
 from kgen.gen.spec import (MAX_BATCH, MAX_DIM_ELEMENTS, MAX_PAGE_ID, MEMORY_IN0, MEMORY_IN1, MEMORY_OUT,
                            SHARD_ORIENTATIONS, BlockSpec, ComputeConfig, MatmulSpec, MemorySpec, load,
                            parse_text, resolve)
