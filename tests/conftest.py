@@ -70,21 +70,24 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     user_cache, before = session.config.stash[_USER_CACHE]
     after = cache_listing(user_cache)
-    changed = sorted(set(before.items()) ^ set(after.items()))
-    if not changed:
+    names = sorted({name for name, _ in set(before.items()) ^ set(after.items())})
+    if not names:
         return
-    names = sorted({name for name, _ in changed})
     message = (f"the user's kgen cache {user_cache} changed during the test run "
                f"({len(names)} paths, e.g. {', '.join(names[:3])})")
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if os.environ.get("CI", "").lower() == "true":
         # Nothing else writes there in CI: a change is a test that escaped its temporary cache.
-        if reporter is not None:
-            reporter.write_line(f"FAILED: {message}", red=True)
+        session.config.stash[_CACHE_NOTE] = f"FAILED: {message}"
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    elif reporter is not None:
+    else:
         # On a shared machine another user's kgen may be writing there too: say it, do not fail.
-        reporter.write_line(f"WARNING: {message}", yellow=True)
+        session.config.stash[_CACHE_NOTE] = f"WARNING: {message} (another kgen process, or a test?)"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    note = config.stash.get(_CACHE_NOTE, None)
+    if note is not None:
+        terminalreporter.write_line(note, red=note.startswith("FAILED"), yellow=note.startswith("WARNING"))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -95,6 +98,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 _USER_CACHE = pytest.StashKey[tuple[Path | None, dict[str, tuple[int, int]]]]()
 _TEST_CACHE = pytest.StashKey[Path]()
+_CACHE_NOTE = pytest.StashKey[str]()
 
 
 @pytest.fixture
