@@ -59,8 +59,6 @@ def session_cache(user_cache: Path | None) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: takes tens of seconds or more; `pytest -m \"not slow\"` "
-                                       "leaves it out (CI runs every test)")
     user_cache = user_cache_dir()
     config.stash[_USER_CACHE] = (user_cache, cache_listing(user_cache))
     config.stash[_TEST_CACHE] = session_cache(user_cache)

@@ -213,3 +213,39 @@ def test_the_readme_first_line_works_where_python_is_externally_managed(tmp_path
     where = subprocess.run([str(clone / ".venv" / "bin" / "python3"), "-c", "import kgen; print(kgen.__file__)"],
                            capture_output=True, text=True, env=env, cwd=tmp_path)
     assert where.stdout.strip() == str(clone / "kgen" / "__init__.py"), where
+
+
+# ---------------------------------------------------------------------------------------------
+# The tests leave the user's cache alone (tests/conftest.py gives each run its own cache).
+# ---------------------------------------------------------------------------------------------
+
+# Tests that write every kind of cache entry: builds, compiled templates, the compile cache, the
+# emulator's binaries and kernels, the tune database.
+CACHE_WRITERS = [
+    "tests/e2e/test_cli.py::test_emulate_shows_progress_on_a_terminal_and_nothing_otherwise",
+    "tests/e2e/test_tune_cli.py::test_written_spec_plans_as_the_winner",
+    "tests/e2e/test_readme.py::test_first_command_passes_with_the_default_build_folder",
+]
+
+
+@pytest.mark.slow
+def test_a_test_run_leaves_the_users_cache_unchanged(tmp_path):
+    from conftest import cache_listing
+
+    session_cache = Path(os.environ["KGEN_CACHE_DIR"])
+    user_cache = tmp_path / "user-cache"
+    (user_cache / "headers").mkdir(parents=True)
+    # the user's headers, as the test run found them (read-only links, as conftest makes them)
+    for tree in (session_cache / "headers").glob("*") if (session_cache / "headers").is_dir() else ():
+        (user_cache / "headers" / tree.name).symlink_to(tree.resolve(), target_is_directory=True)
+    (user_cache / "builds").mkdir()
+    (user_cache / "builds" / "a-user-build.txt").write_text("the user's own build\n")
+    before = cache_listing(user_cache)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["KGEN_CACHE_DIR"] = str(user_cache)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *CACHE_WRITERS],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout[-2000:]
+    assert cache_listing(user_cache) == before
+    assert "the user's kgen cache" not in proc.stdout          # conftest's own check agrees
