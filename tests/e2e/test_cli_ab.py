@@ -215,6 +215,7 @@ def _browser(args: list[str], user_dir: Path, timeout: int = 120) -> subprocess.
     return subprocess.run([_chromium(), *flags, *args], capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_html_renders_in_headless_chromium(report, tmp_path):
     html, data = report
     # 1. a screenshot of the report as it is

@@ -63,6 +63,7 @@ def cases():
     return {card: perf_model.evaluate(perf_model.programs(card)) for card in ("n150", "p150")}
 
 
+@pytest.mark.slow
 def test_kgen_plans_every_manual_config_as_tt_ran_it(cases):
     for card, cs in cases.items():
         assert len(cs) == 156
@@ -74,6 +75,7 @@ def test_kgen_plans_every_manual_config_as_tt_ran_it(cases):
             assert plan.in0_block_w == cfg.in0_block_w and plan.grid == cfg.grid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("card", ["n150", "p150"])
 def test_device_time_meets_the_error_targets(cases, card):
     # Issue #14: median absolute error of device time <= 10 %, 90th percentile <= 25 %, on each card;
@@ -83,12 +85,14 @@ def test_device_time_meets_the_error_targets(cases, card):
     assert s["device_p90"] <= 0.25
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("card", ["n150", "p150"])
 def test_the_dtypes_and_fidelities_of_each_shape_rank_as_measured(cases, card):
     good, total = perf_model.ranking(cases[card])
     assert total >= 30 and good >= 0.9 * total
 
 
+@pytest.mark.slow
 def test_lower_precision_is_faster_as_the_report_finds(cases):
     # GEMM_FLOPS.md: bfloat8_b (HiFi2) ~1.5-1.8x and bfloat4_b (LoFi) 2-3.5x bfloat16 (HiFi4); the
     # median predicted speed-up per shape lies within 15 % of the measured median.
@@ -100,6 +104,7 @@ def test_lower_precision_is_faster_as_the_report_finds(cases):
             assert predicted == pytest.approx(measured, rel=0.15)
 
 
+@pytest.mark.slow
 def test_the_peak_tflops_are_the_reports(cases):
     # GEMM_FLOPS.md: "Wormhole cards can perform matrix multiplications at around 190 TFLOPs,
     # Blackhole cards ... 580 TFLOPs"; its tables peak at 200 (n150) and 641 (p150). The predicted

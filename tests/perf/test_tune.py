@@ -141,6 +141,7 @@ def test_4096_cubed_blackhole_search_is_fast():
     assert result.stats.seconds < 30, result.stats
 
 
+@pytest.mark.slow
 def test_the_written_spec_round_trips(tmp_path):
     spec = load(PEAK)
     result = tune(spec, space="all", top=1)
@@ -268,6 +269,7 @@ def test_tt_default_compute_config():
 # the database
 # ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_db_records_and_reuses(tmp_path):
     spec = load(SMALL)
     db = TuneDb(tmp_path / "t.sqlite")
@@ -291,6 +293,7 @@ def test_db_records_and_reuses(tmp_path):
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+@pytest.mark.slow
 def test_db_keys_by_target(tmp_path):
     a = load(SMALL)
     b = replace(a, compute=replace(a.compute, math_fidelity="HiFi4"))
