@@ -100,6 +100,7 @@ def test_ab_device_without_a_card_says_so_and_exits_2():
     assert proc.returncode == 2 and "no Tenstorrent card" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_ab_emulate_is_bit_exact_on_peak_small(host_cxx):
     proc = kgen("ab", str(example("peak_small")), "--emulate", "--json", timeout=1200)
     assert proc.returncode == 0, proc.stderr

@@ -150,6 +150,7 @@ def test_port_check_matches_tt_metal_kernel(host_cxx, host_toolchain, tmp_path, 
         assert pc.program is None and "mcast_2d" in pc.program_note
 
 
+@pytest.mark.slow
 def test_port_check_cli_json(host_cxx, host_toolchain, capsys):
     code = cli.main(["port-check", str(example("peak_small")), "--json"])
     out = json.loads(capsys.readouterr().out)
