@@ -1,12 +1,102 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.kspec"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The user's cache is not the tests' cache. Every test run gets a new, empty KGEN_CACHE_DIR (set
+# before any test or `python -m kgen` subprocess starts, so both inherit it) and removes it at the
+# end. The TT-Metal headers (about 40 MB extracted from a 100 MB wheel) are not fetched again:
+# the test cache's headers/<version> is a symlink to the user's tree, which kgen only reads.
+# At the end the user's cache is compared with a listing taken at the start.
+# ---------------------------------------------------------------------------------------------
+
+def user_cache_dir() -> Path | None:
+    """The cache a `kgen` command would use here ($KGEN_CACHE_DIR, else ~/.cache/kgen)."""
+    from kgen.core.errors import KgenError
+    from kgen.core.resources import cache_root
+
+    try:
+        return cache_root()
+    except KgenError:
+        return None
+
+
+def cache_listing(root: Path | None) -> dict[str, tuple[int, int]]:
+    """Every path under root (symlinks not followed) with its size and modification time."""
+    listing: dict[str, tuple[int, int]] = {}
+    if root is None or not root.is_dir():
+        return listing
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            listing[os.path.relpath(path, root)] = (st.st_size, st.st_mtime_ns)
+    return listing
+
+
+def session_cache(user_cache: Path | None) -> Path:
+    """A new empty cache folder whose headers/<version> entries point at the user's header trees."""
+    cache = Path(tempfile.mkdtemp(prefix="kgen-test-cache-"))
+    user_headers = user_cache / "headers" if user_cache is not None else None
+    if user_headers is not None and user_headers.is_dir():
+        (cache / "headers").mkdir()
+        for tree in user_headers.iterdir():
+            if tree.is_dir() and not tree.name.startswith("."):   # a half-fetched .tmp is no tree
+                (cache / "headers" / tree.name).symlink_to(tree.resolve(), target_is_directory=True)
+    return cache
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    user_cache = user_cache_dir()
+    config.stash[_USER_CACHE] = (user_cache, cache_listing(user_cache))
+    config.stash[_TEST_CACHE] = session_cache(user_cache)
+    os.environ["KGEN_CACHE_DIR"] = str(config.stash[_TEST_CACHE])
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    user_cache, before = session.config.stash[_USER_CACHE]
+    after = cache_listing(user_cache)
+    names = sorted({name for name, _ in set(before.items()) ^ set(after.items())})
+    if not names:
+        return
+    message = (f"the user's kgen cache {user_cache} changed during the test run "
+               f"({len(names)} paths, e.g. {', '.join(names[:3])})")
+    if os.environ.get("CI", "").lower() == "true":
+        # Nothing else writes there in CI: a change is a test that escaped its temporary cache.
+        session.config.stash[_CACHE_NOTE] = f"FAILED: {message}"
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    else:
+        # On a shared machine another user's kgen may be writing there too: say it, do not fail.
+        session.config.stash[_CACHE_NOTE] = f"WARNING: {message} (another kgen process, or a test?)"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    note = config.stash.get(_CACHE_NOTE, None)
+    if note is not None:
+        terminalreporter.write_line(note, red=note.startswith("FAILED"), yellow=note.startswith("WARNING"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cache = config.stash.get(_TEST_CACHE, None)
+    if cache is not None:
+        shutil.rmtree(cache, ignore_errors=True)    # removes the headers symlinks, not their targets
+
+
+_USER_CACHE = pytest.StashKey[tuple[Path | None, dict[str, tuple[int, int]]]]()
+_TEST_CACHE = pytest.StashKey[Path]()
+_CACHE_NOTE = pytest.StashKey[str]()
 
 
 @pytest.fixture

@@ -1095,6 +1095,7 @@ def test_emulation_too_big_for_host_memory_is_refused_first(capsys, tmp_path, mo
         assert rc == 2 and "GiB of host memory" in err and "available" in err and "Traceback" not in err, err
 
 
+@pytest.mark.slow
 def test_host_memory_estimate_counts_inputs_outputs_and_l1(monkeypatch, capsys, tmp_path):
     import kgen.proof.emulate
     from kgen.gen.plan import plan

@@ -131,6 +131,7 @@ def test_examples_cover_the_acceptance_matrix():
     assert any(p.grid_requested[0] * p.grid_requested[1] < p.arch.worker_grid[0] * p.arch.worker_grid[1] for p in plans)
 
 
+@pytest.mark.slow
 def test_emulate_shows_progress_on_a_terminal_and_nothing_otherwise(host_cxx, tmp_path):
     """Long runs show their phase and elapsed time on stderr when it is a terminal (issue #12);
     with stderr a pipe or a file, nothing is written there, and stdout keeps the --json."""

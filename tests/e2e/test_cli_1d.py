@@ -40,6 +40,7 @@ SPEC = """matmul t {{
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataflow,shape,grid,per_core,rule", [
     ("mcast_1d_in0", "128 x 1024 x 256", "4 x 2", "2 x 4", "num_blocks_y == 1"),      # Mt = 4 > per_core_M
     ("mcast_1d_in1", "1024 x 128 x 256", "4 x 2", "4 x 2", "num_blocks_x == 1"),      # Nt = 4 > per_core_N

@@ -101,6 +101,7 @@ def test_ab_device_without_a_card_says_so_and_exits_2():
     assert proc.returncode == 2 and "no Tenstorrent card" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_ab_emulate_is_bit_exact_on_peak_small(host_cxx, tmp_path):
     out_csv = tmp_path / "ab.csv"
     proc = kgen("ab", str(example("peak_small")), "--emulate", "--json", "--csv", str(out_csv), timeout=1200)
@@ -225,6 +226,7 @@ def _browser(args: list[str], user_dir: Path, timeout: int = 120) -> subprocess.
     return subprocess.run([_chromium(), *flags, *args], capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_html_renders_in_headless_chromium(report, tmp_path):
     html, data = report
     # 1. a screenshot of the report as it is

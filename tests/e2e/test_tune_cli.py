@@ -22,6 +22,7 @@ def kgen(*args, env=None, cwd=ROOT, timeout=900):
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 def test_verify_top_3_on_peak_small_and_the_winner_builds(tmp_path, host_toolchain, host_cxx):
     db, best = tmp_path / "tune.sqlite", tmp_path / "best.kspec"
     proc = kgen("tune", SMALL, "--top", "3", "--verify", "--db", str(db), "-o", str(best), "--json")
@@ -110,6 +111,7 @@ PADDED_WINS = """matmul bh_17x13 {
 """
 
 
+@pytest.mark.slow
 def test_a_padded_winner_passes_verification(tmp_path, host_toolchain, host_cxx):
     spec, best = tmp_path / "bh_17x13.kspec", tmp_path / "best.kspec"
     spec.write_text(PADDED_WINS)
@@ -134,6 +136,7 @@ def test_a_padded_winner_passes_verification(tmp_path, host_toolchain, host_cxx)
     assert build.returncode == 0, build.stderr
 
 
+@pytest.mark.slow
 def test_two_concurrent_tunes_lose_nothing(tmp_path):
     """Two processes write one database at once (WAL, BEGIN IMMEDIATE, busy timeout): every row of
     each run is there, as when each runs alone."""
@@ -168,6 +171,7 @@ def test_two_concurrent_tunes_lose_nothing(tmp_path):
         assert got == want
 
 
+@pytest.mark.slow
 def test_tune_on_a_local_ray(tmp_path, host_toolchain, host_cxx):
     try:
         import ray  # noqa: F401
@@ -216,6 +220,7 @@ def test_not_a_database_exits_2(tmp_path):
     assert proc.returncode == 2 and "not a kgen tune database" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
     proc = kgen("tune", PEAK, "--space", "all", "--no-db")
     assert proc.returncode == 0 and proc.stderr == ""

@@ -319,6 +319,7 @@ def test_build_leaves_no_temporary_folders(tmp_path, capsys):
     assert os.stat(next(tmp_path.iterdir())).st_mode & 0o777 == 0o755
 
 
+@pytest.mark.slow
 def test_rebuilding_identical_content_leaves_the_folder_in_place_and_edits_are_undone(tmp_path, capsys):
     _, out, _ = run_build(capsys, str(example("peak_small")), "-o", str(tmp_path))
     folder = built_folder(out)

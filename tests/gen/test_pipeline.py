@@ -118,6 +118,7 @@ def test_errors_keep_the_user_error_type():
                                "t.kspec")))
 
 
+@pytest.mark.slow
 def test_with_compute_kernel_swaps_only_the_compute_threads(tmp_path):
     """Port-check's reference kernel (or a user-edited kernel) as a `rendered` override: each TRISC
     thread's JIT file includes the new source by its absolute path; every other byte is kgen's."""

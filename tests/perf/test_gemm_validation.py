@@ -88,6 +88,7 @@ def oob_cases():
     return {card: perf_model.evaluate(perf_model.oob_programs(card)[0]) for card in gemm_rows.CARDS}
 
 
+@pytest.mark.slow
 def test_kgen_plans_every_manual_config_as_tt_ran_it(cases):
     for card, cs in cases.items():
         assert len(cs) == 156
@@ -99,6 +100,7 @@ def test_kgen_plans_every_manual_config_as_tt_ran_it(cases):
             assert plan.in0_block_w == cfg.in0_block_w and plan.grid == cfg.grid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("card", gemm_rows.CARDS)
 def test_device_time_meets_the_error_targets(cases, card):
     # Median absolute error of device time <= 5 %, 90th percentile <= 15 %, on every card table; n150
@@ -108,6 +110,7 @@ def test_device_time_meets_the_error_targets(cases, card):
     assert s["device_p90"] <= 0.15
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("card", gemm_rows.CARDS)
 def test_no_dtype_and_fidelity_group_is_biased(cases, card):
     # The signed median error of every dtype x fidelity group lies within 5 %: Blackhole's unpack-bound
@@ -127,6 +130,7 @@ def test_no_dtype_and_fidelity_group_is_biased(cases, card):
 _PAIRWISE_GAP = pytest.mark.xfail(strict=True, reason="missing effect named in docs/perf-model.md: known gaps")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("card", [pytest.param(card, marks=_PAIRWISE_GAP) for card in gemm_rows.CARDS])
 def test_pairwise_config_ranking_beats_a_sort_without_a_model(cases, oob_cases, card):
     # Where TT published two programs for one shape, dtype, fidelity and trace setting (hand-tuned vs
@@ -137,6 +141,7 @@ def test_pairwise_config_ranking_beats_a_sort_without_a_model(cases, oob_cases, 
     assert pw.model >= 0.9 * pw.pairs and pw.model > pw.trivial_sort
 
 
+@pytest.mark.slow
 def test_lower_precision_is_faster_as_the_report_finds(cases):
     # GEMM_FLOPS.md: bfloat8_b (HiFi2) ~1.5-1.8x and bfloat4_b (LoFi) 2-3.5x bfloat16 (HiFi4); the
     # median predicted speed-up per shape lies within 15 % of the measured median.
@@ -148,6 +153,7 @@ def test_lower_precision_is_faster_as_the_report_finds(cases):
             assert predicted == pytest.approx(measured, rel=0.15)
 
 
+@pytest.mark.slow
 def test_the_peak_tflops_are_the_reports(cases):
     # GEMM_FLOPS.md: "Wormhole cards can perform matrix multiplications at around 190 TFLOPs,
     # Blackhole cards ... 580 TFLOPs"; its tables peak at 200 (n150) and 641 (p150). The predicted

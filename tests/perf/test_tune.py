@@ -28,6 +28,7 @@ def small_all_space():
 
 
 @pytest.mark.parametrize("dtype, fidelity", [("bfloat8_b", "LoFi"), ("bfloat4_b", "LoFi"), ("float32", "HiFi4")])
+@pytest.mark.slow
 def test_bound_holds_for_unpack_bound_formats(dtype, fidelity):
     """LoFi block-float matmuls are unpack-bound in the model: the bound's unpack term must hold too."""
     spec = _spec(f"arch = blackhole\n shape = 640 x 832 x 832\n dtype {{ in0 = {dtype} in1 = {dtype} out = {dtype} }}\n"
@@ -38,6 +39,7 @@ def test_bound_holds_for_unpack_bound_formats(dtype, fidelity):
     assert [s.candidate for s in pruned.ranked] == [s.candidate for s in full.ranked]
 
 
+@pytest.mark.slow
 def test_pruned_search_is_the_exhaustive_one():
     spec = small_all_space()
     full = tune(spec, space="all", top=5, prune=False, keep_all=True)
@@ -47,6 +49,7 @@ def test_pruned_search_is_the_exhaustive_one():
     assert pruned.stats.pruned > 0 and pruned.stats.predicted < full.stats.predicted
 
 
+@pytest.mark.slow
 def test_lower_bound_holds_for_every_prediction():
     """The bound is the matrix engine's busy time for the tile products (configs/perf [math]); no
     predicted program of that per-core block is faster."""
@@ -141,6 +144,7 @@ def test_4096_cubed_blackhole_search_is_fast():
     assert result.stats.seconds < 30, result.stats
 
 
+@pytest.mark.slow
 def test_the_written_spec_round_trips(tmp_path):
     spec = load(PEAK)
     result = tune(spec, space="all", top=1)
@@ -152,6 +156,7 @@ def test_the_written_spec_round_trips(tmp_path):
     assert predict(run(load(path), "verified").verified).cycles == pytest.approx(best.cycles)
 
 
+@pytest.mark.slow
 def test_padded_candidates_are_planned_with_tts_padded_last_blocks():
     # 128 tiles over Blackhole's 13 x 10 cores: a per_core that does not divide wins, and the planner
     # pads the last row/column of cores as TT-Metal does (grid = ceil(Mt / per_core_M) x ...).
@@ -325,6 +330,7 @@ def test_tt_auto_runs_ttnns_default_compute_where_the_spec_leaves_it():
 # the database
 # ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_db_records_and_reuses(tmp_path):
     spec = load(SMALL)
     db = TuneDb(tmp_path / "t.sqlite")
@@ -348,6 +354,7 @@ def test_db_records_and_reuses(tmp_path):
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+@pytest.mark.slow
 def test_db_keys_by_target(tmp_path):
     a = load(SMALL)
     b = replace(a, compute=replace(a.compute, math_fidelity="HiFi4"))

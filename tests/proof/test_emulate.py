@@ -43,6 +43,7 @@ def _emulate(folder, p, **kw):
     return emulate_folder(folder, p, **kw)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,variant", [(n, v) for n in EXACT_EXAMPLES for v in _variants(n)])
 def test_examples_emulate_bit_exact(host_cxx, tmp_path, name, variant):
     p, folder = _built(name, variant, tmp_path)
@@ -62,6 +63,7 @@ def test_both_policies_are_exercised():
     assert {"packer_l1_acc", "spill_reload"} <= policies
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LARGE_EXAMPLES)
 def test_large_examples_emulate_fast(host_cxx, tmp_path, name):
     p, folder = _built(name, None, tmp_path)
@@ -112,6 +114,7 @@ def test_cli_text_report(host_cxx, capsys):
     assert "bit-exact" in text and "pcc" in text and "stalls" in text
 
 
+@pytest.mark.slow
 def test_random_schedules_give_identical_bits(host_cxx, tmp_path):
     p, folder = _built("untilize_relu_reuse", None, tmp_path)
     e = _emulate(folder, p, seed=2, schedules=3)
@@ -130,6 +133,7 @@ def test_random_schedules_give_identical_bits(host_cxx, tmp_path):
                                           ("transpose_mcast_small", "padded"), ("sharded_small", None),
                                           ("sharded_small", "transposed"), ("sharded_small", "height"),
                                           ("sharded_small", "in1_l1")])
+@pytest.mark.slow
 def test_port_check_matches_tt_metal_kernel(host_cxx, host_toolchain, tmp_path, name, variant):
     from kgen.proof.portcheck import port_check
 
@@ -146,6 +150,7 @@ def test_port_check_matches_tt_metal_kernel(host_cxx, host_toolchain, tmp_path, 
         assert pc.program is None and "mcast_2d" in pc.program_note
 
 
+@pytest.mark.slow
 def test_port_check_cli_json(host_cxx, host_toolchain, capsys):
     code = cli.main(["port-check", str(example("peak_small")), "--json"])
     out = json.loads(capsys.readouterr().out)
@@ -276,6 +281,7 @@ def test_format_mismatch_is_reported(host_cxx, tmp_path):
 
 # ---- stress: random valid specs through build -> type-check -> emulate ----------------------
 
+@pytest.mark.slow
 def test_fuzz_200_cases_seed_1(host_cxx, host_toolchain, tmp_path, capsys):
     """The acceptance run: `kgen fuzz --count 200 --seed 1` (every case bit-exact, no hazard)."""
     code = cli.main(["fuzz", "--count", "200", "--seed", "1", "--keep", str(tmp_path)])

@@ -35,6 +35,7 @@ def results(cases) -> list[CaseResult]:
     return [check_case(c) for c in cases]
 
 
+@pytest.mark.slow
 def test_every_case_parses_plans_lowers_and_verifies(results):
     failed = [(r.case.name, r.stage, str(r.error)) for r in results if not r.ok]
     assert not failed, failed[:3]
@@ -89,6 +90,7 @@ def test_the_plan_is_the_drawn_configuration():
         assert (p.spec.dtype_in0, p.spec.dtype_in1, p.spec.dtype_out, p.spec.dtype_bias) == (in0, in1, out, bias or out)
 
 
+@pytest.mark.slow
 def test_cases_are_small(results):
     """Small cases on grids up to 3x3; the full-grid share has one or two tiles per core on grids
     up to the arch's worker grid (load_arch, from configs/), and at least one K tile."""
@@ -117,6 +119,7 @@ def test_cases_are_small(results):
     assert 0 < full < len(results) // 4
 
 
+@pytest.mark.slow
 def test_coverage(results, cases):
     s = summarize(results)
     plans = [r.plan for r in results]
@@ -207,6 +210,7 @@ def _pick_for_cli(results: list[CaseResult]) -> list[CaseResult]:
     return list({id(r): r for r in picked.values()}.values())
 
 
+@pytest.mark.slow
 def test_cases_round_trip_through_kgen_check(results, tmp_path, capsys):
     picked = _pick_for_cli(results)
     assert len(picked) >= 4

@@ -68,6 +68,7 @@ def test_several_blocks_without_partials_share():
 
 
 @pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.slow
 def test_the_trap_specs_emulate_bit_exact_with_random_schedules(name, host_cxx, tmp_path):
     p = plan(resolve(parse_text(CASES[name], "t.kspec")))
     folder = build(p.spec, tmp_path / "b").path

@@ -25,6 +25,7 @@ def broken_reference(tmp_path, host_toolchain):
     return path
 
 
+@pytest.mark.slow
 def test_port_check_passes_on_a_correct_port(host_cxx, host_toolchain, capsys):
     rc = main(["port-check", str(example("peak_small")), "--json"])
     data = json.loads(capsys.readouterr().out)
@@ -32,6 +33,7 @@ def test_port_check_passes_on_a_correct_port(host_cxx, host_toolchain, capsys):
     assert data["kgen"]["exact_match"] and data["tt_metal"]["exact_match"] and not data["kgen"]["hazards"]
 
 
+@pytest.mark.slow
 def test_port_check_fails_when_tt_metals_kernel_is_wrong(host_cxx, host_toolchain, tmp_path, capsys):
     ref = broken_reference(tmp_path, host_toolchain)
     rc = main(["port-check", str(example("peak_small")), "--reference", str(ref)])
@@ -42,6 +44,7 @@ def test_port_check_fails_when_tt_metals_kernel_is_wrong(host_cxx, host_toolchai
     assert "TT-Metal's compute kernel does not give kgen's bits" in out
 
 
+@pytest.mark.slow
 def test_port_check_fails_when_both_programs_are_wrong_alike(host_cxx, host_toolchain, tmp_path, capsys, monkeypatch):
     """Two wrong programs with the same bits are not a pass (the old verdict said 'bit-identical'
     and exited 0). kgen's own kernel is made wrong the same way as the reference: the port check
@@ -61,6 +64,7 @@ def test_port_check_fails_when_both_programs_are_wrong_alike(host_cxx, host_tool
     assert any("kgen's program is not the golden model's result" in f for f in data["failures"]), data["failures"]
 
 
+@pytest.mark.slow
 def test_port_check_says_when_tt_metals_kernel_runs_in_a_mode_its_factory_would_not_compile(
         host_cxx, host_toolchain, tmp_path, capsys):
     """dst_full_sync: TT-Metal's 2D factory drops dst_full_sync_en and compiles SyncHalf

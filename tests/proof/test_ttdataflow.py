@@ -294,6 +294,7 @@ def test_reuse_dataflow_is_not_swapped(tmp_path):
 @pytest.mark.parametrize("name", ["peak_small", "l1acc_two_blocks_bias", "one_column", "one_row", "blackhole_bias",
                                   "padded", "padded_small", "transposed", "transpose_mcast_small",
                                   "sharded_small", "sharded_transposed"])
+@pytest.mark.slow
 def test_tt_metal_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, name):
     """TT-Metal's compute kernel and its four readers/writers, unchanged, on kgen's plan."""
     from kgen.proof.portcheck import port_check
@@ -314,6 +315,7 @@ def test_tt_metal_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, n
         assert not ops.get("noc_async_write")
 
 
+@pytest.mark.slow
 def test_port_check_reports_the_program(host_cxx, host_toolchain, capsys):
     code = cli.main(["port-check", str(example("peak_small"))])
     text = capsys.readouterr().out
@@ -341,6 +343,7 @@ def test_failed_assert_stops_the_run_at_its_line(host_cxx, tmp_path):
     assert "get_arg_val<uint32_t>(0) == 12345" in h["message"]
 
 
+@pytest.mark.slow
 def test_fuzz_with_port_check(host_cxx, host_toolchain, tmp_path, capsys):
     """Random valid plans: TT-Metal's compute kernel, and for mcast_2d its whole program with the
     factory's args, give kgen's bits on every one."""
@@ -370,6 +373,7 @@ NAMED_CBS = {"cb_in0": 0, "cb_in1": 1, "cb_in0_sharded": 2, "cb_in2": 2, "cb_bia
 @pytest.mark.parametrize("defines", [(), (("FUSE_BIAS", "1"), ("SKIP_MCAST", "1"))], ids=["plain", "bias_skip_mcast"])
 @pytest.mark.parametrize("arch_spec", ["peak_small", "blackhole_bias"])
 @pytest.mark.parametrize("kernel", TT_LEGACY_DATAFLOW)
+@pytest.mark.slow
 def test_tt_dataflow_kernels_compile_against_host_model(host_cxx, host_toolchain, tmp_path, kernel, arch_spec,
                                                         defines):
     import subprocess

@@ -129,6 +129,7 @@ def test_mcast_in1_args_are_the_factorys(tmp_path):
     ("mcast_1d_in1_small", None), ("mcast_1d_in1_small", "bias"), ("mcast_1d_in1_small", "row"),
     ("mcast_1d_in1_small", "padded"),
 ])
+@pytest.mark.slow
 def test_tt_metal_1d_program_is_bit_identical(host_cxx, host_toolchain, tmp_path, name, variant):
     """TT-Metal's compute kernel and its 1D factory's readers/writers, unchanged, on kgen's plan."""
     from kgen.proof.portcheck import port_check
@@ -145,6 +146,7 @@ def test_tt_metal_1d_program_is_bit_identical(host_cxx, host_toolchain, tmp_path
         assert theirs.get(op, 0) == ours.get(op, 0), op
 
 
+@pytest.mark.slow
 def test_port_check_of_a_1d_example_through_the_cli(host_cxx, host_toolchain):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     r = subprocess.run([sys.executable, "-m", "kgen", "port-check", "examples/mcast_1d_in1_small.kspec", "--json"],

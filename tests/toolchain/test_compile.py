@@ -146,6 +146,7 @@ def all_builds() -> list[tuple[Path, str | None]]:
 
 
 @pytest.mark.parametrize("path,variant", all_builds(), ids=lambda x: x.stem if isinstance(x, Path) else str(x))
+@pytest.mark.slow
 def test_every_example_type_checks_for_all_its_processors(path, variant, host_toolchain, tmp_path, capsys):
     args = ["build", str(path), "-o", str(tmp_path), "--check", "-j", "2",
             "--headers", str(host_toolchain.headers.root)]
@@ -166,6 +167,7 @@ def test_every_example_type_checks_for_all_its_processors(path, variant, host_to
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+@pytest.mark.slow
 def test_tt_metals_reference_kernel_type_checks_in_every_kgen_manifest(path, host_toolchain, tmp_path):
     """bmm_large_block_zm_fused_bias_activation.cpp from the fetched headers, with kgen's CT args,
     named args, defines and CB descriptors: proof that the checker is real and that kgen's
@@ -226,6 +228,7 @@ def good_build(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", list(MISUSE))
+@pytest.mark.slow
 def test_misuse_suite_every_seeded_error_is_caught(name, good_build, host_toolchain, tmp_path):
     kernel_name, old, new, expected = MISUSE[name]
     folder = tmp_path / "b"
@@ -252,6 +255,7 @@ def test_the_good_build_itself_is_clean(good_build, host_toolchain, tmp_path):
     assert not report.failures and len(report.results) == 7
 
 
+@pytest.mark.slow
 def test_second_identical_build_compiles_nothing_and_force_recompiles(host_toolchain, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KGEN_CACHE_DIR", str(tmp_path / "cache"))
     discover.cache_clear()
@@ -269,6 +273,7 @@ def test_second_identical_build_compiles_nothing_and_force_recompiles(host_toolc
     discover.cache_clear()
 
 
+@pytest.mark.slow
 def test_an_edited_header_invalidates_the_cache(host_toolchain, tmp_path):
     """The key covers every file the compiler read, not only the generated sources."""
     tree = tmp_path / "tree"
@@ -284,6 +289,7 @@ def test_an_edited_header_invalidates_the_cache(host_toolchain, tmp_path):
     assert {r.job.kernel.name for r in again.results if not r.cached} == {"compute"}
 
 
+@pytest.mark.slow
 def test_a_moved_build_folder_still_hits_the_cache(host_toolchain, tmp_path):
     folder = build(load(example("peak_small")), tmp_path / "a").path
     cache = tmp_path / "cache"
@@ -372,6 +378,7 @@ def test_named_places_that_hold_nothing_are_errors_not_fallbacks(tmp_path, capsy
     discover.cache_clear()
 
 
+@pytest.mark.slow
 def test_two_concurrent_builds_of_one_spec_give_one_intact_result(host_toolchain, tmp_path):
     env = dict(os.environ, KGEN_CACHE_DIR=str(tmp_path / "cache"))
     cmd = [sys.executable, "-m", "kgen", "build", str(example("peak_small")), "-o", str(tmp_path / "out"),
