@@ -2,7 +2,7 @@
 """Peer timing: a tile-granular multi-core matmul on tt-lang-sim (PyPI `tt-lang-sim`).
 
 tt-lang-sim is Tenstorrent's pure-Python functional simulator of the TT-Lang DSL
-(see /work/shared/reference/tt-lang-sim.md). This script writes a matmul for it at
+(github: tenstorrent/tt-lang). This script writes a matmul for it at
 the same granularity as a tile-level emulator: every dataflow-buffer (DFB) block is
 one 32x32 tile, and compute does one tile matmul per step, looping over the K tiles.
 The output is split over an X x Y grid of cores (X splits N, Y splits M, the same

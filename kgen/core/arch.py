@@ -34,7 +34,7 @@ class ArchBehaviour:
     code reads these facts, never the arch's name."""
 
     flush_mcast_before_flag: bool    # data multicast flushed before the flag multicast (mcast readers)
-    fpu_renormalisation_quirk: bool  # Wormhole's FPU accumulation quirk (tensix-numerics.md §4 step 8)
+    fpu_renormalisation_quirk: bool  # Wormhole's FPU accumulation quirk (docs/reference/numerics.md §4 step 8)
     hifi4_fp32_dest_accuracy_bug: bool   # HiFi4 + fp32 dest worse than HiFi3 (tt-metal#38306)
 
 

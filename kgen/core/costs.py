@@ -16,7 +16,7 @@ from typing import Mapping
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.resources import config_table
 
-# Fidelity phases per tile product (tensix-numerics.md; GEMM_FLOPS.md's 16/32/48/64 cycles per tile).
+# Fidelity phases per tile product (docs/reference/numerics.md; GEMM_FLOPS.md's 16/32/48/64 cycles per tile).
 FIDELITY_PHASES = {"LoFi": 1, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 
 

@@ -14,7 +14,7 @@ from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_L1_ARRAY, 
 from kgen.gen.spec import ComputeConfig, MatmulSpec
 
 # SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
-# bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (ttmetal-matmul.md §3.4).
+# bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (docs/reference/matmul.md §3.4).
 SUBBLOCK_HW_CHOICES: tuple[tuple[int, int], ...] = (
     (4, 2), (2, 4), (8, 1), (1, 8),
     (7, 1), (1, 7),
@@ -64,7 +64,7 @@ class L1Region:
 
 def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_num_subblocks: int,
                        num_blocks: int, out_blocks_per_core: int) -> tuple[bool, str]:
-    """Whether out (c_4) and partials (c_5) share one L1 region, and why (ttmetal-matmul.md §2.3).
+    """Whether out (c_4) and partials (c_5) share one L1 region, and why (docs/reference/matmul.md §2.3).
 
     TT-Metal's factory shares them unless the formats differ, or untilize_out has more than one
     subblock column, or `do_not_inplace_interm0_out_CB` (a sharded output whose c_4 holds more than
@@ -92,7 +92,7 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
               batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int,
               per_core: tuple[int, int] = (0, 0), in0_shard_w: int = 0
               ) -> tuple[tuple[CircularBuffer, ...], tuple[L1Region, ...], str]:
-    """CB sizing of the 2D factory (ttmetal-matmul.md §2.3). With a block-sharded in0, c_2 holds the
+    """CB sizing of the 2D factory (docs/reference/matmul.md §2.3). With a block-sharded in0, c_2 holds the
     core's shard (per_core_M x shard width tiles, globally allocated on in0) and c_6 is the factory's
     64-byte scratch; with a sharded output c_4 holds the core's whole output shard (per_core_M x
     per_core_N tiles, globally allocated on out), and `do_not_inplace_interm0_out_CB = output_is_sharded

@@ -3,7 +3,7 @@
 Per CB index: the unpacker's source (L1) and destination (register) formats, the packer's source
 (register) and destination (L1) formats, and the tile geometry; plus the compute config constants
 MATH_FIDELITY, APPROX, DST_ACCUM_MODE and DST_SYNC_MODE. The format rules are TT-Metal's genfiles /
-data_format.cpp rules as digested in ttmetal-matmul.md §4.1; unused indices carry hlk_desc.hpp's
+data_format.cpp rules as digested in docs/reference/matmul.md §4.1; unused indices carry hlk_desc.hpp's
 defaults (format Invalid = 255, 32x32 tile of 4 faces, tile size 1088).
 """
 

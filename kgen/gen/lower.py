@@ -1,7 +1,7 @@
 """Stage 3, lower: `Plan` -> `Program` (the block-lifecycle IR of every kernel).
 
 The compute kernel reproduces the lifecycle of TT-Metal 0.81.1's
-`bmm_large_block_zm_fused_bias_activation.cpp` op by op (ttmetal-matmul.md §1.5-§1.11). Where
+`bmm_large_block_zm_fused_bias_activation.cpp` op by op (docs/reference/matmul.md §1.5-§1.11). Where
 that kernel branches on the K-block index (block 0, block 1, the penultimate and the last block)
 or on the output-block index (bias held resident), the IR is split into explicit loops over index
 ranges whose bodies are identical, so that every op the hardware executes is visible in the tree.
@@ -44,7 +44,7 @@ def _ranges_by_body(count: int, special: set[int], body_of: Callable[[int], tupl
 
 def compute_compile_time_args(p: Plan) -> tuple[tuple[str, int], ...]:
     """The positional CT args of TT-Metal's matmul compute kernel, in its order and with its names
-    (ttmetal-matmul.md §1.1), so kgen's compute kernel and TT-Metal's are interchangeable."""
+    (docs/reference/matmul.md §1.1), so kgen's compute kernel and TT-Metal's are interchangeable."""
     args = [
         ("in0_block_w", p.in0_block_w),
         ("in0_num_subblocks", p.in0_num_subblocks),

@@ -1,7 +1,7 @@
 """Stage 2, plan: `MatmulSpec` + arch facts -> `Plan`.
 
 Fills every `auto`, checks every rule TT-Metal's matmul validation checks
-(matmul_device_operation.cpp; ttmetal-matmul.md §2.2, §2.8, §3.3) plus the L1 budget, and takes
+(matmul_device_operation.cpp; docs/reference/matmul.md §2.2, §2.8, §3.3) plus the L1 budget, and takes
 the accumulation-policy and CB decisions exactly as the 2D multicast factory does
 (matmul_multicore_reuse_mcast_2d_program_factory.cpp). What differs by factory (the layout of the
 cores, the L1-accumulation threshold, the placements taken) is the dataflow module's
@@ -70,7 +70,7 @@ class Plan:
         """Where this plan runs a kernel in a mode TT-Metal's 2D factory would not compile."""
         return factory_departures(self.compute, self.dst_sync, self.dst_capacity)
 
-    # derived quantities of the compute kernel (ttmetal-matmul.md §1.1)
+    # derived quantities of the compute kernel (docs/reference/matmul.md §1.1)
     @property
     def in0_num_subblocks(self) -> int:
         return self.out_block_h // self.out_subblock_h

@@ -8,7 +8,7 @@ from typing import Iterable
 from kgen.core.errors import SpecError, Span
 from kgen.core.types import TILE_HW
 
-# TT-Metal CB indices and named compile-time args of the matmul compute kernel (ttmetal-matmul.md §1.2).
+# TT-Metal CB indices and named compile-time args of the matmul compute kernel (docs/reference/matmul.md §1.2).
 CB_IN0, CB_IN1, CB_BIAS, CB_OUT, CB_PARTIALS = 0, 1, 3, 4, 5
 # The block-sharded in0 shard (globally allocated on the in0 buffer) and the 64-byte L1 scratch array
 # the 2D factory creates beside it (matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e:

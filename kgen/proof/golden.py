@@ -1,7 +1,7 @@
 """Golden model: the exact output bits TT-Metal's blocked matmul produces on a Tensix core, computed
-from the inputs and the plan without running kernels (tensix-numerics.md §7, §13).
+from the inputs and the plan without running kernels (docs/reference/numerics.md §7, §13).
 
-Flow per output element (§6, §7, ttmetal-matmul.md §1.5-§1.11):
+Flow per output element (§6, §7, docs/reference/matmul.md §1.5-§1.11):
 
 * in1 -> SrcA (5-bit multiplier port), in0 -> SrcB (7-bit port), with the unpacker's truncation (§2).
 * For each K-block ``b`` (``in0_block_w`` K-tiles): Dst starts at 0 or at the reloaded partials;
@@ -14,7 +14,7 @@ Flow per output element (§6, §7, ttmetal-matmul.md §1.5-§1.11):
 * The last block packs to the output (ReLU in the packer), or, with a fused bias, into the partials;
   the bias stage then adds ``partials (SrcA) + bias row (SrcB)`` with ELWADD and packs to the
   output with ReLU (§7.3). With ``untilize_out`` the final result goes through the partials CB and a
-  copy into Dst before the last pack (ttmetal-matmul.md §1.11).
+  copy into Dst before the last pack (docs/reference/matmul.md §1.11).
 
 Numerically the per-core blocking (grid, per-core M/N, subblocks) does not matter: every output
 element sees the same sequence. Only the K blocking does.
@@ -103,7 +103,7 @@ class MatmulConfig:
 def default_partials_format(out_format: str, fp32_dest_acc: bool, packer_l1_acc: bool) -> str:
     """interm0_data_format of the matmul factories (§7.1): Float32 with fp32 dest, else Float16_b
     with packer L1 acc, else the output format. A deliberate independent restatement of
-    plan._partials_format: the golden model takes its rules from tensix-numerics.md, not the planner."""
+    plan._partials_format: the golden model takes its rules from docs/reference/numerics.md, not the planner."""
     if fp32_dest_acc:
         return "Float32"
     if packer_l1_acc:

@@ -1,6 +1,6 @@
 """Bit-level arithmetic of the Tensix matrix engine, vectorised NumPy over arrays of bit patterns.
 
-Every function cites the section of ``../shared/reference/tensix-numerics.md`` it implements. The
+Every function cites the section of ``docs/reference/numerics.md`` it implements. The
 data path of one matmul (§1): L1 tiles --unpacker--> SrcA (in1) / SrcB (in0) as 19-bit datums (§2)
 --MVMUL, one instruction per fidelity phase (§3, §4)--> Dst in bf16 or fp32 (§4, §5) --packer
 (§8), optionally accumulating into L1 (§7.4)--> L1 tiles; partials are reloaded into Dst (§7.2).

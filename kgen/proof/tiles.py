@@ -1,5 +1,5 @@
 """Tiles as bytes: 32x32 tile layout (four 16x16 faces) and the L1 byte image of every tile format
-kgen uses (tensix-numerics.md §9), vectorised over any number of tiles.
+kgen uses (docs/reference/numerics.md §9), vectorised over any number of tiles.
 
 Layout (§9): a tile is face0 (rows 0-15, cols 0-15), face1 (rows 0-15, cols 16-31), face2
 (rows 16-31, cols 0-15), face3 (rows 16-31, cols 16-31), each face row-major. In that "face order"

@@ -1,7 +1,7 @@
 """TT-Metal's own data-movement kernels for a kgen plan, with the args TT-Metal's factory gives them.
 
 For an `mcast_2d` plan, kgen's four readers/writers correspond one to one to the kernels of
-TT-Metal's 2D multicast matmul factory (ttmetal-matmul.md §2.4):
+TT-Metal's 2D multicast matmul factory (docs/reference/matmul.md §2.4):
 
     in0_sender           reader_bmm_tile_layout_in0_sender_padding.cpp        left column, NCRISC
     in0_receiver         reader_bmm_tile_layout_in0_receiver.cpp              other columns, NCRISC

@@ -2,8 +2,8 @@
 
 Every kernel is compiled once per processor it runs on (TRISC unpack/math/pack, BRISC, NCRISC),
 through TT-Metal's own firmware wrappers (trisck.cc, brisck.cc, ncrisck.cc) with the generated
-JIT files of its folder, exactly as TT-Metal 0.81.1's JIT does (toolchain.md §1, §3;
-ttmetal-matmul.md §4.3). Command lines are pure functions of (toolchain, arch, role, kernel).
+JIT files of its folder, exactly as TT-Metal 0.81.1's JIT does (docs/reference/toolchain.md §1, §3;
+docs/reference/matmul.md §4.3). Command lines are pure functions of (toolchain, arch, role, kernel).
 
 Results are cached by content: the key covers the command line, the compiler and every file the
 compiler read (its own dependency list, re-hashed on lookup, as ccache's direct mode does), so a
@@ -136,7 +136,7 @@ def jit_defines(arch: ArchFacts, role: str, kernel: KernelInfo) -> list[str]:
                *role_config(role)["defines"]]
     if kernel.processor != "TRISC":
         # Data-movement kernels get their defines on the command line; compute kernels read
-        # them from defines_generated.h (ttmetal-matmul.md §4.2).
+        # them from defines_generated.h (docs/reference/matmul.md §4.2).
         defines += [f"{name}={value}" for name, value in kernel.defines]
     return defines
 
@@ -165,7 +165,7 @@ def _forced_includes(kernel: KernelInfo) -> list[str]:
 
 def host_check_command(host: HostChecker, tree: HeaderTree, stubs: Path, overlay: Path, arch: ArchFacts,
                        role: str, kernel: KernelInfo) -> list[str]:
-    """The -fsyntax-only compile of toolchain.md §3.3 for one (kernel, role)."""
+    """The -fsyntax-only compile of docs/reference/toolchain.md §3.3 for one (kernel, role)."""
     cfg = toolchain_config()
     return [host.cxx, *cfg["host_check"]["flags"],
             "-isystem", str(overlay), "-isystem", str(host.libstdcxx_include),
@@ -185,7 +185,7 @@ def _sfpi_arch_flags(arch: ArchFacts, role: str) -> list[str]:
 
 def sfpi_compile_command(sfpi: Sfpi, tree: HeaderTree, arch: ArchFacts, role: str, kernel: KernelInfo,
                          obj: Path) -> list[str]:
-    """TT-Metal 0.81.1's JIT compile of one (kernel, role) with SFPI (ttmetal-matmul.md §4.3)."""
+    """TT-Metal 0.81.1's JIT compile of one (kernel, role) with SFPI (docs/reference/matmul.md §4.3)."""
     cfg = toolchain_config()
     sfpi_include = ["-I" + str(sfpi.root / "include")] if role_config(role)["processor"] == "TRISC" else []
     return [str(sfpi.cxx), *_sfpi_arch_flags(arch, role), *cfg["jit"]["warnings"],
@@ -235,7 +235,7 @@ def read_kernels(folder: Path) -> tuple[str, list[KernelInfo]]:
 
 
 def host_overlay(host: HostChecker) -> Path:
-    """The host libstdc++ config folder made bare-metal (toolchain.md §3.1 step 3), once per GCC."""
+    """The host libstdc++ config folder made bare-metal (docs/reference/toolchain.md §3.1 step 3), once per GCC."""
     cfg = toolchain_config()["host_check"]
     path = cache_root() / "host-overlay" / host.version
     if (path / "bits" / "c++config.h").is_file():
@@ -366,7 +366,7 @@ def _diagnostics(output: str, cwd: Path) -> tuple[str, list[Diagnostic]]:
 
 
 def _allowed(diag: Diagnostic, tree_root: Path, cwd: Path) -> bool:
-    """A known GCC-12-vs-GCC-15 difference inside TT-Metal's own headers (toolchain.md §4 #11)."""
+    """A known GCC-12-vs-GCC-15 difference inside TT-Metal's own headers (docs/reference/toolchain.md §4 #11)."""
     path = Path(diag.path if os.path.isabs(diag.path) else cwd / diag.path).resolve()
     if not path.is_relative_to(tree_root):
         return False

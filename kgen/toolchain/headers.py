@@ -272,7 +272,7 @@ def _replace(tree: Path, target: Path) -> None:
 # Stand-ins for the SFPI headers (sfpi.h, lltt.h)
 # ----------------------------------------------------------------------------------------------
 
-# SFPI hardware constant names as the LLK spells them (toolchain.md §3.1 step 5).
+# SFPI hardware constant names as the LLK spells them (docs/reference/toolchain.md §3.1 step 5).
 _SFPI_NAME = re.compile(r"\b(SFP[A-Z0-9]+_(?:MOD[01]|IMM12|RND|ADDR_MODE)_[A-Z0-9_]+|SFPCONFIG_[A-Z0-9_]+|"
                         r"SFP_(?:LREG_COUNT|DESTREG_[A-Z]+|SRCSREG_[A-Z]+)|CREG_IDX_[A-Z0-9_]+)\b")
 _SCAN_DIRS = ("tt_metal/hw/inc", "tt_metal/hw/ckernels/wormhole_b0", "tt_metal/hw/ckernels/blackhole",

@@ -1,5 +1,5 @@
 """The compute IR against the lifecycle of TT-Metal 0.81.1's
-bmm_large_block_zm_fused_bias_activation.cpp (ttmetal-matmul.md §1.5-§1.11), by unrolling the IR
+bmm_large_block_zm_fused_bias_activation.cpp (docs/reference/matmul.md §1.5-§1.11), by unrolling the IR
 and counting / ordering the ops the hardware would execute."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Plan values against numbers computed by hand from TT-Metal's rules (ttmetal-matmul.md §2-§3).
+"""Plan values against numbers computed by hand from TT-Metal's rules (docs/reference/matmul.md §2-§3).
 
 Each expected value is worked out in the comment beside it; none is read back from kgen's output.
 """

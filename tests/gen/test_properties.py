@@ -74,7 +74,7 @@ def test_plans_obey_tt_metal_rules_and_ir_verifies(text):
         assert exc.span is not None and exc.message        # a rule error always points at the text
         return
     c = p.compute
-    # matmul validation (ttmetal-matmul.md §2.8, §3.3)
+    # matmul validation (docs/reference/matmul.md §2.8, §3.3)
     assert p.kt % p.in0_block_w == 0
     assert p.out_block_h % p.out_subblock_h == 0 and p.out_block_w % p.out_subblock_w == 0
     assert p.per_core_m % p.out_block_h == 0 and p.per_core_n % p.out_block_w == 0

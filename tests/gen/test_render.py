@@ -1,6 +1,6 @@
 """Rendered kernels and JIT files, checked against TT-Metal's rules stated in TT-Metal's terms.
 
-Expected values are worked out here from ttmetal-matmul.md (§1.1 CT args, §1.6 L1-acc table, §2.2
+Expected values are worked out here from docs/reference/matmul.md (§1.1 CT args, §1.6 L1-acc table, §2.2
 formats, §2.6 defines, §4.1 descriptor arrays) and the spec's own values, never read back from
 kgen's plan; the rendered text is parsed, not compared with a stored copy.
 """
@@ -110,7 +110,7 @@ def accumulation_events(statements: list[str]) -> list[str]:
 
 def tt_expected_events(num_blocks: int, subblocks: int, out_blocks: int, l1acc: bool, bias: bool,
                        untilize: bool = False) -> list[str]:
-    """TT-Metal's compute kernel, ttmetal-matmul.md §1.5-§1.6 (per-pack L1-acc table and the
+    """TT-Metal's compute kernel, docs/reference/matmul.md §1.5-§1.6 (per-pack L1-acc table and the
     end-of-K-block rules), reduced to the same events."""
     events: list[str] = []
     for _ in range(out_blocks):

@@ -41,7 +41,7 @@ def verified(s):
 @pytest.mark.parametrize("fidelity", ["LoFi", "HiFi2", "HiFi4"])
 def test_math_thread_reaches_4096_flop_per_cycle_per_phase_minus_the_documented_overheads(arch, fidelity):
     # MatrixUnit.md: 4096 FLOP/cycle at one fidelity phase; TT's LLK workbook measures ~34 cycles per
-    # HiFi2 tile product against the ideal 32 (costmodel.md §1.2): the overhead is a few percent.
+    # HiFi2 tile product against the ideal 32 (docs/reference/costs.md §1.2): the overhead is a few percent.
     s = spec(arch=arch, fidelity=fidelity, shape="256 x 256 x 2048")
     pr = predict(verified(s))
     math = next(q for q in pr.processors if q.processor == MATH).work["math"]
@@ -118,7 +118,7 @@ def test_a_single_core_compute_bound_plan_is_math_bound_near_the_ideal():
 @pytest.mark.parametrize("arch", ARCHS)
 def test_l1_accumulation_beats_spill_reload_beyond_two_blocks_and_the_gap_grows_with_k(arch):
     # TT-Metal turns packer L1 accumulation on for num_blocks > 2 because it is faster than spill/
-    # reload there (ttmetal-matmul.md §1.6; tt-lang RESULTS.md: +1.7-2.6 pp at 3-4 K-blocks, growing)
+    # reload there (docs/reference/matmul.md §1.6; tt-lang RESULTS.md: +1.7-2.6 pp at 3-4 K-blocks, growing)
     gaps = []
     for k_tiles in (16, 32, 64):
         v = verified(spec(arch=arch, shape=f"256 x 256 x {32 * k_tiles}", w=4))

@@ -1,4 +1,4 @@
-"""Golden model of a whole blocked matmul (tensix-numerics.md §6, §7, §11, §13), against the
+"""Golden model of a whole blocked matmul (docs/reference/numerics.md §6, §7, §11, §13), against the
 document's published results, numpy, and an instruction-by-instruction replay of the MVMULs."""
 
 from __future__ import annotations

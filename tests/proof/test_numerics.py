@@ -1,4 +1,4 @@
-"""Bit-level numerics (tensix-numerics.md §2-§8, §10, §11.1) against the document's numbers and
+"""Bit-level numerics (docs/reference/numerics.md §2-§8, §10, §11.1) against the document's numbers and
 rules. Expected values are the published silicon results or worked out by hand in comments; the
 vectorised MVMUL is also checked against a per-lane pure-Python transcription of §4."""
 

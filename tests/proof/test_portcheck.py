@@ -68,7 +68,7 @@ def test_port_check_fails_when_both_programs_are_wrong_alike(host_cxx, host_tool
 def test_port_check_says_when_tt_metals_kernel_runs_in_a_mode_its_factory_would_not_compile(
         host_cxx, host_toolchain, tmp_path, capsys):
     """dst_full_sync: TT-Metal's 2D factory drops dst_full_sync_en and compiles SyncHalf
-    (ttmetal-matmul.md), so its kernel under SyncFull is a configuration TT-Metal never builds. The
+    (docs/reference/matmul.md), so its kernel under SyncFull is a configuration TT-Metal never builds. The
     check still runs it and passes on matching bits, but says so, as `kgen check` warns."""
     text = example("peak_small").read_text()
     spec = tmp_path / "full_sync.kspec"

@@ -1,7 +1,7 @@
 """The emulator's C++ tile arithmetic (kgen/proof/emu/src/tensix_math.*) against the NumPy model
 (kgen.proof.numerics, kgen.proof.golden): every function on random bit patterns, then whole matmuls driven tile by
 tile through the C API reproducing golden_matmul's output bits, the silicon vectors of
-tensix-numerics.md §11.1, and fast mode against golden's fast mode.
+docs/reference/numerics.md §11.1, and fast mode against golden's fast mode.
 
 The library is built with the host g++ into a temporary folder (warnings are failures) and loaded
 with ctypes through the extern "C" wrappers of tensix_math_capi.cpp. KEMU_CXXFLAGS adds g++ flags
@@ -544,7 +544,7 @@ def test_silicon_mul_vectors_as_one_lane_matmul(emu, x, y, fidelity, expected):
 @pytest.mark.parametrize("l1acc,w,expected", [(False, 192, 8192.0), (False, 24, 8192.0), (True, 64, 8192.0),
                                               (True, 32, 7168.0)])
 def test_silicon_all_ones_k6144(emu, l1acc, w, expected):
-    """#8449: all-ones K = 6144 with bf16 Dst gives 8192 (tensix-numerics.md §11.1; the L1-acc numbers
+    """#8449: all-ones K = 6144 with bf16 Dst gives 8192 (docs/reference/numerics.md §11.1; the L1-acc numbers
     as test_golden derives them); fp32 Dst gives 6144."""
     a = np.ones((32, 6144), np.float32)
     b = np.ones((6144, 32), np.float32)

@@ -1,4 +1,4 @@
-"""Tile layout and L1 byte images (tensix-numerics.md §9), against the document's layout rules and
+"""Tile layout and L1 byte images (docs/reference/numerics.md §9), against the document's layout rules and
 hand-worked host conversions (TM-BFP ``convert_u32_to_bfp``: truncating alignment shift, then
 round to nearest even, saturate, no sign on a zero magnitude)."""
 

@@ -1,7 +1,7 @@
 """TT-Metal's own 2D-multicast readers/writers on kgen's plans (kgen/proof/ttdataflow.py), through the
 host model of the kernel API and the port check.
 
-The args are checked against TT-Metal's factory rules (ttmetal-matmul.md §2.4-2.5); the real proof
+The args are checked against TT-Metal's factory rules (docs/reference/matmul.md §2.4-2.5); the real proof
 is that TT-Metal's unchanged kernels, compiled against kgen's host model with those args and run
 with TT-Metal's compute kernel, produce the golden model's bits and kgen's program's bits.
 """

@@ -39,7 +39,7 @@ def defines(argv: list[str]) -> list[str]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Command lines against TT-Metal's JIT (toolchain.md §3.3, ttmetal-matmul.md §4.3)
+# Command lines against TT-Metal's JIT (docs/reference/toolchain.md §3.3, docs/reference/matmul.md §4.3)
 # ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("role,expected", [

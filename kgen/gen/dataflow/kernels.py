@@ -81,7 +81,7 @@ def read_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride
 
 
 def writer_ops(p: Plan, t: Tiles) -> list[Node]:
-    """The output writer of one output block: de-scatters subblock-major tiles (ttmetal-matmul.md §2.7).
+    """The output writer of one output block: de-scatters subblock-major tiles (docs/reference/matmul.md §2.7).
     A sharded output needs nothing per block: c_4 is the core's shard (see sharded_out_tail)."""
     if p.memory.out != Placement.DRAM:
         return []

@@ -79,7 +79,7 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     t = Tiles(p)
     tensors = tensors_of(p)
     nx, ny = p.grid
-    in0_noc, in1_noc = 1, 0     # in0 on NCRISC/NOC 1, in1 + writer on BRISC/NOC 0 (ttmetal-matmul.md §2.4)
+    in0_noc, in1_noc = 1, 0     # in0 on NCRISC/NOC 1, in1 + writer on BRISC/NOC 0 (docs/reference/matmul.md §2.4)
     kernels: list[Kernel] = []
 
     # in0 travels along its row; in1 and the bias down their column. transpose_mcast swaps the two
@@ -155,7 +155,7 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
 
 
 def _in0_block_sharded_kernels(p: Plan, noc: int, sems: tuple[tuple[str, int], ...]) -> list[Kernel]:
-    """A block-sharded in0 (ttmetal-matmul.md §2.4; TT-Metal's
+    """A block-sharded in0 (docs/reference/matmul.md §2.4; TT-Metal's
     reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp): every core holds per_core_M x
     (Kt / n) tiles of in0, its K slice of its M block, for the n cores along its in0 multicast. K-block k
     comes from the core at position k / (blocks per shard) along that line: it copies the block out of

@@ -1132,7 +1132,7 @@ void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t
         prepare_srca(src19, mc, *item.in1[col]);
     }
     // LLK holds one operand per outer iteration and streams the other: min(rt, ct) held tiles and
-    // rt * ct streamed ones; in1 streams when ct >= rt (costmodel.md §1.2)
+    // rt * ct streamed ones; in1 streams when ct >= rt (docs/reference/costs.md §1.2)
     bool in1_streams = ct_dim >= rt_dim;
     uint64_t start = p->clock;
     // the two unpackers run in parallel, each at its own rate, both bounded by the L1 ports they

@@ -1,4 +1,4 @@
-// Tensix matrix-engine tile arithmetic; see tensix_math.h. Written from tensix-numerics.md §2-§8 and
+// Tensix matrix-engine tile arithmetic; see tensix_math.h. Written from docs/reference/numerics.md §2-§8 and
 // the semantics of kgen/proof/numerics.py / kgen/proof/golden.py (the reference the tests compare against).
 
 #include "tensix_math.h"

@@ -1,7 +1,7 @@
 // Tile arithmetic of the Tensix matrix engine (unpacker, FPU MVMUL / ELWADD, Dst, packer, packer
 // L1 accumulation) for the host emulator, bit for bit as kgen/proof/numerics.py and kgen/proof/golden.py model it
 // (the NumPy model stays the independent reference; tests/proof/test_tensix_math.py compares the two).
-// Section numbers refer to shared/reference/tensix-numerics.md.
+// Section numbers refer to docs/reference/numerics.md.
 //
 // Representations (as numerics.py):
 //  * a tile is 1024 datums in face order (four 16x16 faces, each row-major; datum i is at face i/256,
