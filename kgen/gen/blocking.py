@@ -73,8 +73,8 @@ def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_nu
     pack of block i+1 would land on pages c_4 still holds for block i until the writer (another
     kernel) drains them. TT-Metal's compute kernel has no wait for that (its classic kernel had
     one: cb_reserve_back(out_cb, ...) "since interm and output share memory"), so the plan must
-    keep the two apart for TT-Metal's kernel and kgen's alike (issue #12: reuse, per_core 2 x 2,
-    out_block 2 x 1 packed over undrained output)."""
+    keep the two apart for TT-Metal's kernel and kgen's alike (for example reuse, per_core 2 x 2,
+    out_block 2 x 1 would pack over undrained output)."""
     if partials_fmt != out_fmt:
         return False, f"separate: partials {partials_fmt} and out {out_fmt} differ in format"
     if spec.untilize_out and in1_num_subblocks > 1:

@@ -92,7 +92,7 @@ class PortCheck:
 
     @property
     def failures(self) -> list[str]:
-        """Every condition that fails the port check (issue #12 §3): each program that ran must
+        """Every condition that fails the port check: each program that ran must
         finish, agree with the golden model (bit-exact, or within tolerance in fast numerics) and
         show no hazard, and TT-Metal's outputs must be kgen's bit for bit. Op-count differences
         must be explained."""

@@ -314,7 +314,7 @@ def _job_key(job: Job) -> str:
     folder = _build_folder(job)
     if not os.path.isabs(folder):
         # Leaving a relative folder out of the key would let a command that cannot work from the
-        # compiler's working folder hit the entry of one that did (issue #12).
+        # compiler's working folder hit the entry of one that did.
         raise KgenBug(f"compile job for {job.kernel.name} names a relative build folder {folder}")
     h = hashlib.sha256()
     for part in (job.mode, job.compiler_version, __version__, *job.argv, "--link--", *(job.link_argv or ())):
