@@ -143,6 +143,12 @@ class Costs:
         return max(held * self.unpack_tile(held_format), streamed * self.unpack_tile(streamed_format),
                    held * self.unpack_shared_tile(held_format) + streamed * self.unpack_shared_tile(streamed_format))
 
+    def matmul_tile_cycles(self, math_fidelity: str, fp32_dest_acc: bool) -> float:
+        """Math cycles per output tile of a matmul_block call: one pass per fidelity phase plus the
+        per-tile overhead, slower with a 32-bit DST."""
+        per_tile = self.math.cycles_per_tile_phase * FIDELITY_PHASES[math_fidelity] + self.math.overhead_per_tile
+        return per_tile * self.math.fp32_dest_factor if fp32_dest_acc else per_tile
+
     def pack_tile(self, data_format: str, l1_acc: bool) -> float:
         """Cycles to pack one tile of a format from DST to L1 (L1 accumulation makes each write a read-modify-write)."""
         cycles = self.arch.tile_bytes[data_format] / self.pack.bytes_per_cycle

@@ -21,7 +21,7 @@ UNPACK, MATH, PACK = "unpack", "math", "pack"
 # category: what kind of step the op is
 STARTUP, RECONFIG, L1_ACC_SWITCH = "startup", "reconfig", "l1_acc_switch"
 DST_PROTOCOL, CB_PROTOCOL = "dst_protocol", "cb_protocol"
-MATH_OP, PACK_OP = "math", "pack"
+MATMUL, DATACOPY, ELTWISE, PACK_OP = "matmul", "datacopy", "eltwise", "pack"
 NOC_READ, NOC_WRITE, BARRIER, SEMAPHORE, MULTICAST = "noc_read", "noc_write", "barrier", "semaphore", "multicast"
 CONFIGURING = (STARTUP, RECONFIG, L1_ACC_SWITCH)
 # DST effect
@@ -111,15 +111,15 @@ _ROWS: tuple[OpSpec, ...] = (
     _compute("tile_regs_wait", (), DST_PROTOCOL, PACK, "", dst=WAIT),
     _compute("tile_regs_release", (), DST_PROTOCOL, PACK, "", dst=RELEASE),
     # compute: math and pack
-    _compute("matmul_block", ("in0", "in1", "in0_tile", "in1_tile", "dst", "transpose", "ct", "rt", "kt"), MATH_OP,
+    _compute("matmul_block", ("in0", "in1", "in0_tile", "in1_tile", "dst", "transpose", "ct", "rt", "kt"), MATMUL,
              MATH, "matmul.h", reads_front=(("in0", "in0_tile", 1), ("in1", "in1_tile", 1)), dst=WRITES_DST,
              dst_tiles=lambda o: o["ct"] * o["rt"], work=_matmul_work),
-    _compute("copy_block", ("cb", "tile", "dst", "tiles"), MATH_OP, MATH, "tile_move_copy.h",   # reload partials -> DST
+    _compute("copy_block", ("cb", "tile", "dst", "tiles"), DATACOPY, MATH, "tile_move_copy.h",   # reload partials -> DST
              reads_front=(("cb", "tile", "tiles"),), dst=WRITES_DST, dst_tiles=lambda o: o["tiles"],
              work=lambda o: Work(unpack_tiles=int(o["tiles"]))),
-    _compute("copy_tile", ("cb", "tile", "dst"), MATH_OP, MATH, "tile_move_copy.h", reads_front=(("cb", "tile", 1),),
+    _compute("copy_tile", ("cb", "tile", "dst"), DATACOPY, MATH, "tile_move_copy.h", reads_front=(("cb", "tile", 1),),
              dst=WRITES_DST, dst_tiles=lambda o: 1, work=lambda o: Work(unpack_tiles=1)),
-    _compute("add_bcast_rows", ("a", "b", "a_tile", "b_tile", "dst"), MATH_OP, MATH, "bcast.h", "add_tiles_bcast_rows",
+    _compute("add_bcast_rows", ("a", "b", "a_tile", "b_tile", "dst"), ELTWISE, MATH, "bcast.h", "add_tiles_bcast_rows",
              reads_front=(("a", "a_tile", 1), ("b", "b_tile", 1)), dst=WRITES_DST, dst_tiles=lambda o: 1,
              work=lambda o: Work(unpack_tiles=2)),
     _compute("pack_block", ("cb", "dst", "tiles"), PACK_OP, PACK, "pack.h", writes_back="cb", dst=READS_DST,
