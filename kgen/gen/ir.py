@@ -144,8 +144,6 @@ OPTIONAL_ARGS = frozenset({"row_extent", "col_extent"})
 CB_ARGS = frozenset({"cb", "src_cb", "in0", "in1", "out", "old", "new", "a", "b",
                      "srca_old", "srca_new", "srcb_old", "srcb_new"})
 
-COMPUTE_CB_OPS = ("cb_wait_front", "cb_pop_front", "cb_reserve_back", "cb_push_back")
-
 
 @dataclass(frozen=True)
 class Op:
