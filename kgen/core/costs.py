@@ -172,9 +172,13 @@ class Costs:
         One to All Multicast perf plots). The landing latency (`multicast.latency`) is not the
         sender's: it delays the receivers once per pipeline fill, since the sender goes on to its next
         block without waiting for it."""
+        return self.multicast_issue(destinations) + nbytes / self.multicast.bandwidth.at(destinations)
+
+    def multicast_issue(self, destinations: int) -> float:
+        """Cycles the sender spends issuing one multicast transaction to `destinations` cores, before
+        its payload (a semaphore multicast is this alone)."""
         mc = self.multicast
-        issue = mc.issue_cycles + mc.issue_cycles_per_destination * destinations
-        return issue + nbytes / mc.bandwidth.at(destinations)
+        return mc.issue_cycles + mc.issue_cycles_per_destination * destinations
 
 
     def multicast_landing(self, destinations: int) -> float:
@@ -182,8 +186,7 @@ class Costs:
         measured latency of one `latency_bytes` transaction less what the sender already spent on it
         (its issue and its payload at the multicast bandwidth), which `multicast_cycles` charges."""
         mc = self.multicast
-        spent = (mc.issue_cycles + mc.issue_cycles_per_destination * destinations
-                 + mc.latency_bytes / mc.bandwidth.at(destinations))
+        spent = self.multicast_issue(destinations) + mc.latency_bytes / mc.bandwidth.at(destinations)
         return max(0.0, mc.latency.at(destinations) - spent)
 
 

@@ -298,8 +298,7 @@ class _KernelCost:
                 self.tail_cycles += n * c.multicast_cycles(int(o["bytes"]), dests)
             self.fill_latency = max(self.fill_latency, c.multicast_landing(dests))
         elif k == "mcast_sem_set":
-            mc = c.multicast
-            self.add(processor, "noc", n * (mc.issue_cycles + mc.issue_cycles_per_destination * int(o["num_dests"])))
+            self.add(processor, "noc", n * c.multicast_issue(int(o["num_dests"])))
         elif k in ("sem_wait", "sem_inc"):
             # In steady state the double-buffered CBs let the handshake of block b+1 overlap block b:
             # a wait finds its value and an increment is posted; the one-way latency is paid per fill.
