@@ -1,6 +1,6 @@
-"""The op table is the one list of op kinds: lowering builds only its kinds, the compute template has
-one macro per compute op and prints the table's C++ function, and the headers a kernel includes are
-the table's headers of the ops it runs."""
+"""The op table is the one list of op kinds: lowering builds only its kinds, each kernel template has
+one macro per op of its processor and prints the table's C++ function, and the headers a kernel
+includes are the table's headers of the ops it runs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from kgen.gen.plan import plan
 from kgen.gen.render import _environment, render_sources
 from kgen.gen.spec import load
 
-COMPUTE_MACROS = ROOT / "templates" / "compute" / "ops.j2"
+_MACROS = {COMPUTE: ROOT / "templates" / "compute" / "ops.j2", DATAFLOW: ROOT / "templates" / "dataflow" / "ops.j2"}
 
 
 def _programs():
@@ -46,23 +46,31 @@ def test_each_kernel_runs_only_ops_of_its_processor(programs):
                 assert tuple(k for k, _ in o.args) == OPS[o.kind].args
 
 
-def test_the_compute_macros_are_the_tables_compute_ops():
-    macros = set(re.findall(r"\{% macro (\w+)\(o, cb\) %\}", COMPUTE_MACROS.read_text()))
-    assert macros == {k for k, row in OPS.items() if row.processor in (COMPUTE, ANY)}
+@pytest.mark.parametrize("processor", [COMPUTE, DATAFLOW])
+def test_the_macros_are_the_tables_ops(processor):
+    # one public macro per op the kernels of that processor run (a leading underscore keeps a helper private)
+    macros = set(re.findall(r"\{% macro ([a-z]\w*)\(o, cb(?:, pad)?\) %\}", _MACROS[processor].read_text()))
+    assert macros == {k for k, row in OPS.items() if row.processor in (processor, ANY)}
 
 
 def _sample(kind: str) -> Op:
-    values = {"mode": "zero", "enable": True, "transpose": False}
+    values = {"mode": "zero", "enable": True, "transpose": False, "tensor": "in0", "sem": "in0_mcast",
+              "row_extent": None, "col_extent": None}
     return Op(kind, tuple((a, values.get(a, 1)) for a in OPS[kind].args))
 
 
-@pytest.mark.parametrize("kind", [k for k, row in OPS.items() if row.processor in (COMPUTE, ANY)])
+@pytest.mark.parametrize("kind", list(OPS))
 def test_each_macro_prints_the_tables_function(kind):
-    module = _environment().get_template("compute/ops.j2").module
-    text = str(getattr(module, kind)(_sample(kind), {1: "cb_in"})).strip()
     row = OPS[kind]
-    assert re.match(rf"{re.escape(row.cxx)}[<(]", text), f"{kind} prints {text!r}, the table says {row.cxx}"
-    assert text.endswith(");")
+    if row.processor in (COMPUTE, ANY):
+        module = _environment().get_template("compute/ops.j2").module
+        text = str(getattr(module, kind)(_sample(kind), {1: "cb_in"})).strip()
+        assert re.match(rf"{re.escape(row.cxx)}[<(]", text), f"{kind} prints {text!r}, the table says {row.cxx}"
+        assert text.endswith(");")
+    if row.processor in (DATAFLOW, ANY):
+        module = _environment().get_template("dataflow/ops.j2").module
+        text = str(getattr(module, kind)(_sample(kind), {1: "cb_in"}, "    "))
+        assert re.search(rf"\b{re.escape(row.cxx)}\(", text), f"{kind} prints {text!r}, the table says {row.cxx}"
 
 
 def test_the_headers_a_kernel_includes_are_the_tables(programs):
