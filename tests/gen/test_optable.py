@@ -5,7 +5,6 @@ includes are the table's headers of the ops it runs."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
