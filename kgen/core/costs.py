@@ -143,6 +143,12 @@ class Costs:
         return max(held * self.unpack_tile(held_format), streamed * self.unpack_tile(streamed_format),
                    held * self.unpack_shared_tile(held_format) + streamed * self.unpack_shared_tile(streamed_format))
 
+    def matmul_tile_cycles(self, math_fidelity: str, fp32_dest_acc: bool) -> float:
+        """Math cycles per output tile of a matmul_block call: one pass per fidelity phase plus the
+        per-tile overhead, slower with a 32-bit DST."""
+        per_tile = self.math.cycles_per_tile_phase * FIDELITY_PHASES[math_fidelity] + self.math.overhead_per_tile
+        return per_tile * self.math.fp32_dest_factor if fp32_dest_acc else per_tile
+
     def pack_tile(self, data_format: str, l1_acc: bool) -> float:
         """Cycles to pack one tile of a format from DST to L1 (L1 accumulation makes each write a read-modify-write)."""
         cycles = self.arch.tile_bytes[data_format] / self.pack.bytes_per_cycle
@@ -166,9 +172,13 @@ class Costs:
         One to All Multicast perf plots). The landing latency (`multicast.latency`) is not the
         sender's: it delays the receivers once per pipeline fill, since the sender goes on to its next
         block without waiting for it."""
+        return self.multicast_issue(destinations) + nbytes / self.multicast.bandwidth.at(destinations)
+
+    def multicast_issue(self, destinations: int) -> float:
+        """Cycles the sender spends issuing one multicast transaction to `destinations` cores, before
+        its payload (a semaphore multicast is this alone)."""
         mc = self.multicast
-        issue = mc.issue_cycles + mc.issue_cycles_per_destination * destinations
-        return issue + nbytes / mc.bandwidth.at(destinations)
+        return mc.issue_cycles + mc.issue_cycles_per_destination * destinations
 
 
     def multicast_landing(self, destinations: int) -> float:
@@ -176,8 +186,7 @@ class Costs:
         measured latency of one `latency_bytes` transaction less what the sender already spent on it
         (its issue and its payload at the multicast bandwidth), which `multicast_cycles` charges."""
         mc = self.multicast
-        spent = (mc.issue_cycles + mc.issue_cycles_per_destination * destinations
-                 + mc.latency_bytes / mc.bandwidth.at(destinations))
+        spent = self.multicast_issue(destinations) + mc.latency_bytes / mc.bandwidth.at(destinations)
         return max(0.0, mc.latency.at(destinations) - spent)
 
 

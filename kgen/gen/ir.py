@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Union
 
+from kgen.gen.optable import OPS
+
 if TYPE_CHECKING:      # annotations only: the plan stage imports the dataflows, which build IR
     from kgen.gen.plan import CircularBuffer, L1Region, Plan
 
@@ -131,57 +133,9 @@ class Extent:
 Arg = Union[int, bool, str, Affine, RuntimeArg, Extent, None, tuple]
 
 
-# Every op kind with its argument names, in print order. Compute-kernel ops mirror TT-Metal 0.81.1's
-# compute API calls; data-movement ops mirror the dataflow API. Lowering may only build these.
-OP_KINDS: dict[str, tuple[str, ...]] = {
-    # compute: init and reconfiguration
-    "hw_startup": ("in0", "in1", "out"),                 # compute_kernel_hw_startup<SrcOrder::Reverse>
-    "matmul_init": ("in0", "in1", "transpose", "ct", "rt", "kt"),
-    "reconfig_srca": ("old", "new"),                     # reconfig_data_format_srca
-    "reconfig_srcab": ("srca_old", "srca_new", "srcb_old", "srcb_new"),
-    "pack_reconfig_format": ("cb",),                     # pack_reconfig_data_format
-    "pack_l1_acc": ("enable",),                          # pack_reconfig_l1_acc
-    "pack_relu": ("mode",),                              # pack_relu_config: none | zero
-    "copy_init": ("cb",),
-    "add_bcast_rows_init": ("a", "b"),
-    "pack_untilize_init": ("cb", "block_ct", "full_ct"),
-    "pack_untilize_uninit": ("cb",),
-    # compute: DST protocol
-    "tile_regs_acquire": (), "tile_regs_commit": (), "tile_regs_wait": (), "tile_regs_release": (),
-    # compute: math and pack
-    "matmul_block": ("in0", "in1", "in0_tile", "in1_tile", "dst", "transpose", "ct", "rt", "kt"),
-    "copy_block": ("cb", "tile", "dst", "tiles"),       # reload partials -> DST
-    "copy_tile": ("cb", "tile", "dst"),
-    "add_bcast_rows": ("a", "b", "a_tile", "b_tile", "dst"),
-    "pack_block": ("cb", "dst", "tiles"),
-    "pack_tile": ("dst", "cb"),
-    "pack_untilize_dest": ("cb", "block_ct", "full_ct", "rows", "block_index"),
-    # CB protocol (all kernels)
-    "cb_wait_front": ("cb", "tiles"), "cb_pop_front": ("cb", "tiles"),
-    "cb_reserve_back": ("cb", "tiles"), "cb_push_back": ("cb", "tiles"),
-    # data movement
-    # Tiles past the tensor in a padded last block are skipped where `row_extent` / `col_extent`
-    # (an Extent, or None: every tile is inside) say so; the L1 page of a skipped tile keeps its slot.
-    "read_tiles": ("tensor", "cb", "start", "rows", "cols", "row_stride", "row_extent", "col_extent"),   # DRAM -> CB write ptr
-    "write_tiles": ("tensor", "cb", "start", "rows", "cols", "row_stride", "row_extent", "col_extent"),  # CB read ptr -> DRAM
-    # Row-major (untilized) output: `rows` pages from `start_row`, each `row_bytes` long, written at
-    # byte `offset_bytes` within the page; the CB holds the rows back to back.
-    "write_rows": ("tensor", "cb", "start_row", "rows", "row_bytes", "offset_bytes"),
-    # A block of this core's L1 shard (CB `src_cb`, row-major `row_stride` tiles wide) into `cb`'s write
-    # pointer: `rows` local NoC reads of `cols` tiles of `page_bytes` each
-    "copy_shard": ("cb", "src_cb", "start", "rows", "cols", "row_stride", "page_bytes"),
-    "noc_read_barrier": (), "noc_write_barrier": (),
-    "noc_writes_flushed": (),   # Blackhole: data multicast flushed before the flag multicast
-    "sem_wait": ("sem", "value"),
-    "sem_set": ("sem", "value"),
-    # Remote cores are named by RuntimeArgs (NoC coordinates reach the kernel at run time).
-    "sem_inc": ("sem", "noc_x", "noc_y", "value"),                            # remote increment
-    # Multicast rectangles in NoC order: on NOC 1 start is the far corner (TT-Metal swaps start and
-    # end for NOC 1 in its mcast factories, ttmetal-matmul.md §2.5).
-    "mcast_cb": ("cb", "tiles", "bytes", "start_x", "start_y", "end_x", "end_y", "num_dests"),
-    # copies this core's word of `sem` (set to `value` just before) to the same semaphore on the rectangle
-    "mcast_sem_set": ("sem", "value", "start_x", "start_y", "end_x", "end_y", "num_dests"),
-}
+# Every op kind with its argument names, in print order: the op table's (kgen.gen.optable).
+# Lowering may only build these.
+OP_KINDS: dict[str, tuple[str, ...]] = {kind: row.args for kind, row in OPS.items()}
 
 # Trailing arguments an op may leave out (None).
 OPTIONAL_ARGS = frozenset({"row_extent", "col_extent"})
@@ -189,8 +143,6 @@ OPTIONAL_ARGS = frozenset({"row_extent", "col_extent"})
 # Arguments that name a circular buffer (printed by CB name).
 CB_ARGS = frozenset({"cb", "src_cb", "in0", "in1", "out", "old", "new", "a", "b",
                      "srca_old", "srca_new", "srcb_old", "srcb_new"})
-
-COMPUTE_CB_OPS = ("cb_wait_front", "cb_pop_front", "cb_reserve_back", "cb_push_back")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from kgen.core.errors import KgenBug
 from kgen.core.manifest import FORMAT_VERSION
 from kgen.gen.ir import CB_ARGS, Affine, Extent, Kernel, Loop, Node, Program, RowNest, RuntimeArg, Sym, TileNest, format_program, walk
 from kgen.gen.lower import COMPUTE_DEFINE_NAMES
+from kgen.gen.optable import OPS
 from kgen.core.resources import cache_root, data_dir
 from kgen.core.types import TILE_HW, Placement
 from kgen.gen.plan import round_up_tiles
@@ -36,20 +37,6 @@ TRISC_THREADS = (("unpack", "TRISC_UNPACK"), ("math", "TRISC_MATH"), ("pack", "T
 PROCESSOR_ENUM = {"BRISC": "RISCV_0", "NCRISC": "RISCV_1", "TRISC": "TRISC"}
 POLICY_SHORT = {"packer_l1_acc": "l1acc", "spill_reload": "spill", "dst_only": "dst"}
 DTYPE_SHORT = {"Float16_b": "bf16", "Bfp8_b": "bfp8", "Bfp4_b": "bfp4", "Float32": "fp32"}
-# Headers of the compute API each op needs (0.81.1 api/compute/).
-COMPUTE_OP_HEADERS = {
-    "hw_startup": "api/compute/compute_kernel_hw_startup.h",
-    "matmul_init": "api/compute/matmul.h", "matmul_block": "api/compute/matmul.h",
-    "copy_init": "api/compute/tile_move_copy.h", "copy_block": "api/compute/tile_move_copy.h",
-    "copy_tile": "api/compute/tile_move_copy.h",
-    "reconfig_srca": "api/compute/reconfig_data_format.h", "reconfig_srcab": "api/compute/reconfig_data_format.h",
-    "pack_reconfig_format": "api/compute/reconfig_data_format.h",
-    "pack_block": "api/compute/pack.h", "pack_tile": "api/compute/pack.h", "pack_l1_acc": "api/compute/pack.h",
-    "pack_relu": "api/compute/pack.h",
-    "add_bcast_rows_init": "api/compute/bcast.h", "add_bcast_rows": "api/compute/bcast.h",
-    "pack_untilize_init": "api/compute/pack_untilize.h", "pack_untilize_dest": "api/compute/pack_untilize.h",
-    "pack_untilize_uninit": "api/compute/pack_untilize.h",
-}
 
 
 @dataclass(frozen=True)
@@ -214,9 +201,13 @@ def _kernel_context(program: Program, kernel: Kernel) -> dict[str, Any]:
                        for n, _ in kernel.compile_time_args if n.endswith("_semaphore_id")],
         "tensors": [(identifier(t.name), kernel.ct_index(f"{t.name}_accessor_config"), identifier(f"{t.name}_page_bytes"),
                      identifier(f"{t.name}_addr")) for t in kernel.tensors],
-        "headers": sorted({COMPUTE_OP_HEADERS[line.node.kind] for line in lines
-                           if line.kind == "op" and line.node.kind in COMPUTE_OP_HEADERS}),
+        "headers": op_headers(lines),
     }
+
+
+def op_headers(lines: list[Line]) -> list[str]:
+    """The compute API headers the kernel's ops are declared in (the op table's), sorted."""
+    return sorted({OPS[line.node.kind].header for line in lines if line.kind == "op" and OPS[line.node.kind].header})
 
 
 def _descriptor_context(desc: HlkDescriptor) -> dict[str, Any]:

@@ -18,9 +18,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kgen.core.errors import KgenBug
-from kgen.gen.ir import COMPUTE_CB_OPS, Affine, Extent, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, counted, walk
+from kgen.gen.ir import Affine, Extent, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, counted, walk
+from kgen.gen.optable import ACQUIRE, CB_PROTOCOL, COMMIT, L1_ACC_SWITCH, OPS, READS_DST, RELEASE, WAIT, WRITES_DST
 from kgen.gen.plan import CB_OUT, CB_PARTIALS
 from kgen.core.types import TILE_HW
+
+# The DST handshake between math and pack: the state each tile_regs_* call needs and leaves.
+_DST_HANDSHAKE = {ACQUIRE: ("released", "acquired"), COMMIT: ("acquired", "committed"),
+                  WAIT: ("committed", "waited"), RELEASE: ("waited", "released")}
 
 
 class IRVerificationError(KgenBug):
@@ -38,7 +43,7 @@ def op_totals(nodes: tuple[Node, ...]) -> Counter:
     """(op kind, cb) -> pages (CB ops) or count (other ops), multiplied through loop trip counts."""
     totals: Counter = Counter()
     for n, mult in counted(nodes):
-        if n.kind in COMPUTE_CB_OPS:
+        if OPS[n.kind].category == CB_PROTOCOL:
             totals[(n.kind, n["cb"])] += mult * n["tiles"]
         else:
             totals[(n.kind, None)] += mult
@@ -104,75 +109,52 @@ class _Checker:
     def step(self, n: Op, env: dict[str, int]) -> None:
         s = self.state
         k = n.kind
-        if k == "cb_wait_front":
+        row = OPS[k]
+        if row.cb == "wait":
             cb, t = self.cb_step(n)
             # wait_front(t) asks for t pages at the front, counted from the last pop.
             s.waited[cb] = max(s.waited.get(cb, 0), t)
-        elif k == "cb_pop_front":
+        elif row.cb == "pop":
             cb, t = self.cb_step(n)
             if s.waited.get(cb, 0) < t:
                 self.fail(f"pops {t} pages of c_{cb} but only {s.waited.get(cb, 0)} were waited for", n)
             s.waited[cb] -= t
-        elif k == "cb_reserve_back":
+        elif row.cb == "reserve":
             cb, t = self.cb_step(n)
             s.reserved[cb] = max(s.reserved.get(cb, 0), t)
-        elif k == "cb_push_back":
+        elif row.cb == "push":
             cb, t = self.cb_step(n)
             if s.reserved.get(cb, 0) < t:
                 self.fail(f"pushes {t} pages of c_{cb} but only {s.reserved.get(cb, 0)} were reserved", n)
             s.reserved[cb] -= t
-        elif k == "tile_regs_acquire":
-            if s.regs != "released":
-                self.fail(f"tile_regs_acquire while DST is {s.regs}", n)
-            s.regs, s.dst_used = "acquired", 0
-        elif k == "tile_regs_commit":
-            if s.regs != "acquired":
-                self.fail(f"tile_regs_commit while DST is {s.regs}", n)
-            s.regs = "committed"
-        elif k == "tile_regs_wait":
-            if s.regs != "committed":
-                self.fail(f"tile_regs_wait while DST is {s.regs}", n)
-            s.regs = "waited"
-        elif k == "tile_regs_release":
-            if s.regs != "waited":
-                self.fail(f"tile_regs_release while DST is {s.regs}", n)
-            s.regs = "released"
-        elif k in ("matmul_block", "copy_block", "copy_tile", "add_bcast_rows"):
+        elif row.dst in _DST_HANDSHAKE:
+            before, after = _DST_HANDSHAKE[row.dst]
+            if s.regs != before:
+                self.fail(f"{k} while DST is {s.regs}", n)
+            s.regs = after
+            if row.dst == ACQUIRE:
+                s.dst_used = 0
+        elif row.dst == WRITES_DST:
             if s.regs != "acquired":
                 self.fail(f"{k} writes DST while it is {s.regs} (needs tile_regs_acquire)", n)
-            dst = self.value(n["dst"], env)
-            if k == "matmul_block":
-                end = dst + n["ct"] * n["rt"]
-                self.need_front(n["in0"], self.value(n["in0_tile"], env) + 1, n)
-                self.need_front(n["in1"], self.value(n["in1_tile"], env) + 1, n)
-            elif k == "copy_block":
-                end = dst + n["tiles"]
-                self.need_front(n["cb"], self.value(n["tile"], env) + n["tiles"], n)
-            elif k == "copy_tile":
-                end = dst + 1
-                self.need_front(n["cb"], self.value(n["tile"], env) + 1, n)
-            else:
-                end = dst + 1
-                self.need_front(n["a"], self.value(n["a_tile"], env) + 1, n)
-                self.need_front(n["b"], self.value(n["b_tile"], env) + 1, n)
+            end = self.value(n["dst"], env) + row.dst_tiles(n)
+            for cb, first, count in row.reads_front:
+                self.need_front(n[cb], self.value(n[first], env) + (n[count] if isinstance(count, str) else count), n)
             s.dst_used = max(s.dst_used, end)
             if s.dst_used > self.capacity:
                 self.fail(f"{s.dst_used} tiles in DST exceed its capacity of {self.capacity} "
                           f"({self.program.plan.dst_sync}, {self.program.plan.dst_accum_format})", n)
-        elif k in ("pack_block", "pack_tile", "pack_untilize_dest"):
+        elif row.dst == READS_DST:
             if s.regs != "waited":
                 self.fail(f"{k} while DST is {s.regs} (needs tile_regs_wait)", n)
-            if k == "pack_block":
-                cb, tiles, last_dst = n["cb"], n["tiles"], n["dst"] + n["tiles"]
-            elif k == "pack_tile":
-                cb, tiles, last_dst = n["cb"], 1, self.value(n["dst"], env) + 1
-            else:
-                cb, tiles, last_dst = n["cb"], n["block_ct"], n["block_ct"]
+            # an op without a `dst` argument packs from DST tile 0 (pack_untilize_dest)
+            cb, tiles = n[row.writes_back], row.dst_tiles(n)
+            last_dst = (self.value(n["dst"], env) if "dst" in row.args else 0) + tiles
             if last_dst > s.dst_used:
                 self.fail(f"packs DST tile {last_dst - 1} which math never wrote", n)
             if s.reserved.get(cb, 0) < tiles:
                 self.fail(f"packs into c_{cb} without {tiles} reserved page(s)", n)
-        elif k == "pack_l1_acc":
+        elif row.category == L1_ACC_SWITCH:
             s.l1_acc = bool(n["enable"])
 
     def need_front(self, cb: int, upto: int, n: Op) -> None:
@@ -214,9 +196,9 @@ def _check_interface(program: Program, kernel: Kernel) -> None:
         for key, v in n.args:
             if isinstance(v, RuntimeArg) and v not in declared:
                 raise IRVerificationError(kernel.name, f"`{n.kind}` uses runtime arg {v.name}, not declared")
-        if n.kind in ("read_tiles", "write_tiles", "write_rows") and n["tensor"] not in tensors:
+        if "tensor" in OPS[n.kind].args and n["tensor"] not in tensors:
             raise IRVerificationError(kernel.name, f"`{n.kind}` uses tensor {n['tensor']} without an accessor")
-        if n.kind.startswith("sem_") or n.kind == "mcast_sem_set":
+        if "sem" in OPS[n.kind].args:
             if n["sem"] not in sem_ids or f"{n['sem']}_semaphore_id" not in dict(kernel.compile_time_args):
                 raise IRVerificationError(kernel.name, f"`{n.kind}` uses semaphore {n['sem']} without its id CT arg")
 

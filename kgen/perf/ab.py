@@ -34,6 +34,7 @@ import numpy as np
 from kgen.core.errors import KgenError, SpecError
 from kgen.core.types import TILE_HW
 from kgen.gen.ir import Program, counted
+from kgen.gen.optable import DATACOPY, L1_ACC_SWITCH, MATMUL, OPS, PACK_OP, RECONFIG, work_of
 from kgen.gen.plan import CB_PARTIALS, Plan
 from kgen.gen.spec import SpecFile, numeric_keys, override_entry, resolve, with_variant
 from kgen.perf.model import Prediction, predict
@@ -48,8 +49,6 @@ BASE = "base"
 OP_KINDS = ("unpack tiles", "matmul_block", "pack tiles", "partials pack tiles", "reload copies", "reload tiles",
             "L1-acc switches", "reconfigs", "DST sections", "NoC read tiles", "NoC write pages", "multicasts",
             "semaphore ops")
-_RECONFIGS = ("matmul_init", "reconfig_srca", "reconfig_srcab", "pack_reconfig_format", "pack_relu", "copy_init",
-              "add_bcast_rows_init", "pack_untilize_init", "pack_untilize_uninit")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -379,50 +378,32 @@ def plan_facts(p: Plan) -> PlanFacts:
 
 
 def op_counts(program: Program) -> tuple[tuple[str, int], ...]:
-    """Every op of every kernel, times its loops (`ir.counted`) and the cores the kernel runs on."""
+    """Every op of every kernel, times its loops (`ir.counted`) and the cores the kernel runs on; what
+    one execution does is the op table's."""
     n: dict[str, int] = dict.fromkeys(OP_KINDS, 0)
     for k in program.kernels:
         cores = (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
         for o, times in counted(k.body):
             t = times * cores
-            kind = o.kind
-            if kind == "matmul_block":
-                rt, ct = int(o["rt"]), int(o["ct"])
+            row, work = OPS[o.kind], work_of(o)
+            n["unpack tiles"] += t * work.unpack_tiles
+            n["pack tiles"] += t * work.pack_tiles
+            n["DST sections"] += t * work.dst_sections
+            n["NoC read tiles"] += t * work.noc_read_tiles
+            n["NoC write pages"] += t * work.noc_write_pages
+            n["multicasts"] += t * work.multicasts
+            n["semaphore ops"] += t * work.semaphore_ops
+            if row.category == MATMUL:
                 n["matmul_block"] += t
-                n["unpack tiles"] += t * (rt * ct + min(rt, ct))     # LLK's unpacks per call (costmodel.md §1.2)
-            elif kind in ("copy_block", "copy_tile"):
-                tiles = int(o["tiles"]) if kind == "copy_block" else 1
-                n["unpack tiles"] += t * tiles
-                if o["cb"] == CB_PARTIALS:
-                    n["reload copies"] += t
-                    n["reload tiles"] += t * tiles
-            elif kind == "add_bcast_rows":
-                n["unpack tiles"] += 2 * t
-            elif kind in ("pack_block", "pack_tile", "pack_untilize_dest"):
-                tiles = {"pack_block": lambda: int(o["tiles"]), "pack_tile": lambda: 1,
-                         "pack_untilize_dest": lambda: int(o["block_ct"])}[kind]()
-                n["pack tiles"] += t * tiles
-                if o["cb"] == CB_PARTIALS:
-                    n["partials pack tiles"] += t * tiles
-            elif kind == "pack_l1_acc":
-                n["L1-acc switches"] += t
-            elif kind in _RECONFIGS:
+            elif row.category == RECONFIG:
                 n["reconfigs"] += t
-            elif kind == "tile_regs_acquire":
-                n["DST sections"] += t
-            elif kind == "read_tiles":
-                n["NoC read tiles"] += t * int(o["rows"]) * int(o["cols"])
-            elif kind == "write_tiles":
-                n["NoC write pages"] += t * int(o["rows"]) * int(o["cols"])
-            elif kind == "write_rows":
-                n["NoC write pages"] += t * int(o["rows"])
-            elif kind == "mcast_cb":
-                n["multicasts"] += t
-            elif kind == "mcast_sem_set":
-                n["multicasts"] += t
-                n["semaphore ops"] += t
-            elif kind in ("sem_wait", "sem_set", "sem_inc"):
-                n["semaphore ops"] += t
+            elif row.category == L1_ACC_SWITCH:
+                n["L1-acc switches"] += t
+            if row.category == PACK_OP and o[row.writes_back] == CB_PARTIALS:
+                n["partials pack tiles"] += t * work.pack_tiles
+            if row.category == DATACOPY and o["cb"] == CB_PARTIALS:     # partials copied back into DST
+                n["reload copies"] += t
+                n["reload tiles"] += t * work.unpack_tiles
     return tuple(n.items())
 
 

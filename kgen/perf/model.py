@@ -26,8 +26,9 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Mapping
 
+from kgen.gen import optable
 from kgen.gen.ir import Kernel, Op, Program, counted
-from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_PARTIALS, Plan
+from kgen.gen.plan import CB_BIAS, CB_IN0, CB_PARTIALS, Plan
 from kgen.gen import dataflow as dataflows
 from kgen.core.types import Placement
 from kgen.core.costs import FIDELITY_PHASES, Costs, load_costs
@@ -48,11 +49,10 @@ LOCAL = "local"           # the core's own L1 (a shard block copied into a CB): 
 # A multicast receiver waits for its sender: it runs at the sender's pace (ttmetal-matmul.md §2.4).
 PACED_BY = dataflows.PACED_BY
 
-_RECONFIG_OPS = ("matmul_init", "reconfig_srca", "reconfig_srcab", "pack_reconfig_format", "pack_l1_acc",
-                 "pack_relu", "copy_init", "add_bcast_rows_init", "pack_untilize_init", "pack_untilize_uninit",
-                 "hw_startup")
-_CB_OPS = ("cb_wait_front", "cb_pop_front", "cb_reserve_back", "cb_push_back",
-           "tile_regs_acquire", "tile_regs_commit", "tile_regs_wait", "tile_regs_release")
+# Ops that (re)configure a TRISC thread, and the CB and DST handshakes, from the op table.
+_RECONFIG_OPS = optable.kinds_in(*optable.CONFIGURING)
+_CB_OPS = optable.kinds_in(optable.CB_PROTOCOL, optable.DST_PROTOCOL)
+_THREAD = {optable.UNPACK: UNPACK, optable.MATH: MATH, optable.PACK: PACK}
 
 
 @dataclass(frozen=True)
@@ -180,19 +180,13 @@ class _KernelCost:
         k = o.kind
         if k == "matmul_block":
             rt, ct = int(o["rt"]), int(o["ct"])
-            phases = FIDELITY_PHASES[flags.math_fidelity]
-            per_tile = c.math.cycles_per_tile_phase * phases + c.math.overhead_per_tile
-            if flags.fp32_dest_acc:
-                per_tile *= c.math.fp32_dest_factor
+            per_tile = c.matmul_tile_cycles(flags.math_fidelity, flags.fp32_dest_acc)
             self.add(MATH, "math", n * (rt * ct * per_tile + c.math.overhead_per_call))
-            # LLK unpacks min(rt, ct) held tiles and rt*ct streamed ones per call, on the two unpackers
-            # (in0 -> SrcB, in1 -> SrcA): in1 streams when ct >= rt, else in0 streams
-            # (tt-llk llk_unpack_AB_matmul.h).
-            held, streamed = (CB_IN0, CB_IN1) if ct >= rt else (CB_IN1, CB_IN0)
-            unpack = c.unpack_matmul(self._format(held), min(rt, ct), self._format(streamed), rt * ct)
+            (held, held_tiles), (streamed, streamed_tiles) = optable.matmul_unpacks(o)
+            unpack = c.unpack_matmul(self._format(o[held]), held_tiles, self._format(o[streamed]), streamed_tiles)
             self.add(UNPACK, "unpack", n * unpack)
         elif k in ("copy_block", "copy_tile"):
-            tiles = int(o["tiles"]) if k == "copy_block" else 1
+            tiles = optable.work_of(o).unpack_tiles
             unpack = n * tiles * c.unpack_tile(self._format(o["cb"]))
             copy = n * tiles * c.math.datacopy_cycles_per_tile
             self.add(UNPACK, "unpack", unpack)
@@ -206,7 +200,7 @@ class _KernelCost:
             self.epilogue[UNPACK] += unpack
             self.epilogue[MATH] += n * c.math.eltwise_cycles_per_tile
         elif k in ("pack_block", "pack_tile"):
-            tiles = int(o["tiles"]) if k == "pack_block" else 1
+            tiles = optable.work_of(o).pack_tiles
             fmt = self._format(o["cb"])
             plain = c.pack_tile(fmt, False)
             cycles = n * (tiles * c.pack_tile(fmt, l1_acc) + c.pack.overhead_per_call)
@@ -220,7 +214,7 @@ class _KernelCost:
             rows = int(o["rows"])
             self.add(PACK, "pack", n * rows * (ct * c.pack.untilize_cycles_per_tile + c.pack.untilize_cycles_per_block / ct))
         elif k in _RECONFIG_OPS:
-            self.add(PACK if k.startswith("pack") else UNPACK, "sync", n * c.sync.reconfig)
+            self.add(_THREAD[optable.OPS[k].thread], "sync", n * c.sync.reconfig)
         elif k == "tile_regs_acquire":
             self.sections += n
             self.add(MATH, "sync", n * c.sync.dst_section / 2)
@@ -229,7 +223,8 @@ class _KernelCost:
         elif k in _CB_OPS:
             if k == "cb_wait_front" and o["cb"] == CB_IN0:
                 self.blocks += n
-            self.add(UNPACK if k in ("cb_wait_front", "cb_pop_front") else PACK, "sync", n * c.sync.cb_op)
+            # the front's handshakes are the unpacker's, the back's and DST's remaining ones the packer's
+            self.add(UNPACK if optable.OPS[k].cb in ("wait", "pop") else PACK, "sync", n * c.sync.cb_op)
 
     def _dataflow_op(self, o: Op, n: int, processor: str) -> None:
         c = self.costs
@@ -249,7 +244,7 @@ class _KernelCost:
                 self.relay_sends += n
                 self._in_send, self._first_mcast = True, True
         if k == "read_tiles":
-            tiles = int(o["rows"]) * int(o["cols"])
+            tiles = optable.work_of(o).noc_read_tiles
             page = tensors[o["tensor"]].page_bytes
             where = self.last_read = self.placement.get(o["tensor"], DRAM)
             if where == DRAM:
@@ -303,8 +298,7 @@ class _KernelCost:
                 self.tail_cycles += n * c.multicast_cycles(int(o["bytes"]), dests)
             self.fill_latency = max(self.fill_latency, c.multicast_landing(dests))
         elif k == "mcast_sem_set":
-            mc = c.multicast
-            self.add(processor, "noc", n * (mc.issue_cycles + mc.issue_cycles_per_destination * int(o["num_dests"])))
+            self.add(processor, "noc", n * c.multicast_issue(int(o["num_dests"])))
         elif k in ("sem_wait", "sem_inc"):
             # In steady state the double-buffered CBs let the handshake of block b+1 overlap block b:
             # a wait finds its value and an increment is posted; the one-way latency is paid per fill.

@@ -46,6 +46,7 @@ from kgen.proof import tiles as tl
 from kgen.proof.numerics import error_figures
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.costs import load_costs
+from kgen.core.types import MATH_FIDELITY_VALUE
 from kgen.toolchain.compile import KernelInfo, jit_defines, read_kernels, toolchain_config
 from kgen.core.errors import KgenError
 from kgen.core.interrupts import scratch
@@ -84,8 +85,7 @@ def modelled_cycles(arch: ArchFacts) -> dict[str, float]:
     op alike. Curves go as "<name>@<x>" keys."""
     c = load_costs(arch.name)
     cycles = {
-        "matmul_tile_phase": c.math.cycles_per_tile_phase, "matmul_tile_overhead": c.math.overhead_per_tile,
-        "matmul_call": c.math.overhead_per_call, "fp32_dest_factor": c.math.fp32_dest_factor,
+        "matmul_call": c.math.overhead_per_call,
         "datacopy_tile": c.math.datacopy_cycles_per_tile, "eltwise_tile": c.math.eltwise_cycles_per_tile,
         "pack_call": c.pack.overhead_per_call, "untilize_tile": c.pack.untilize_cycles_per_tile,
         "untilize_block": c.pack.untilize_cycles_per_block,
@@ -95,18 +95,22 @@ def modelled_cycles(arch: ArchFacts) -> dict[str, float]:
         "dram_write_latency": c.dram.write_latency,
         "l1_read_bytes_per_cycle": c.l1.read_bytes_per_cycle, "l1_read_latency": c.l1.read_latency, "l1_local_read_latency": c.l1.local_read_latency,
         "l1_write_bytes_per_cycle": c.l1.write_bytes_per_cycle, "l1_write_latency": c.l1.write_latency,
-        "mcast_issue": c.multicast.issue_cycles, "mcast_issue_per_dest": c.multicast.issue_cycles_per_destination,
-        "sem_latency": c.multicast.semaphore_latency, "mcast_latency_bytes": c.multicast.latency_bytes,
+        "sem_latency": c.multicast.semaphore_latency,
     }
     for fmt in arch.tile_bytes:
         cycles[f"unpack_tile.{fmt}"] = c.unpack_tile(fmt)
         cycles[f"unpack_shared_tile.{fmt}"] = c.unpack_shared_tile(fmt)
         cycles[f"pack_tile.{fmt}"] = c.pack_tile(fmt, False)
         cycles[f"pack_tile_l1acc.{fmt}"] = c.pack_tile(fmt, True)
+    for fidelity, value in MATH_FIDELITY_VALUE.items():      # keyed by ckernel::MathFidelity
+        cycles[f"matmul_tile.{value}"] = c.matmul_tile_cycles(fidelity, False)
+        cycles[f"matmul_tile_fp32.{value}"] = c.matmul_tile_cycles(fidelity, True)
+    columns, rows = arch.worker_grid
+    for destinations in range(1, columns * rows + 1):
+        cycles[f"mcast_issue.{destinations}"] = c.multicast_issue(destinations)
+        cycles[f"mcast_landing.{destinations}"] = c.multicast_landing(destinations)
     for x, y in c.multicast.bandwidth.points:
         cycles[f"mcast_bw@{x:g}"] = y
-    for x, y in c.multicast.latency.points:
-        cycles[f"mcast_latency@{x:g}"] = y
     return cycles
 
 

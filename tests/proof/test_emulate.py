@@ -316,11 +316,17 @@ def test_the_emulator_takes_every_cost_from_the_performance_models_tables():
     # other per-call cost, is read from configs/perf by both the emulator and kgen perf
     from kgen.core.arch import load_arch
     from kgen.core.costs import load_costs
+    from kgen.core.types import MATH_FIDELITY_VALUE
     from kgen.proof.emulate import modelled_cycles
 
     for arch in ("wormhole_b0", "blackhole"):
         cycles, costs = modelled_cycles(load_arch(arch)), load_costs(arch)
-        assert cycles["matmul_tile_phase"] == costs.math.cycles_per_tile_phase == 16
+        assert costs.math.cycles_per_tile_phase == 16
+        for fidelity, value in MATH_FIDELITY_VALUE.items():
+            for fp32 in (False, True):
+                assert cycles[f"matmul_tile{'_fp32' if fp32 else ''}.{value}"] == costs.matmul_tile_cycles(fidelity, fp32)
+        # a LoFi tile is one 16-cycle phase plus its overhead
+        assert costs.matmul_tile_cycles("LoFi", False) == 16 + costs.math.overhead_per_tile
         assert cycles["datacopy_tile"] == costs.math.datacopy_cycles_per_tile
         assert cycles["eltwise_tile"] == costs.math.eltwise_cycles_per_tile
         for fmt in ("Float16_b", "Float32", "Bfp8_b", "Bfp4_b"):
@@ -328,8 +334,10 @@ def test_the_emulator_takes_every_cost_from_the_performance_models_tables():
             assert cycles[f"pack_tile.{fmt}"] == costs.pack_tile(fmt, False)
             assert cycles[f"pack_tile_l1acc.{fmt}"] == costs.pack_tile(fmt, True)
         assert cycles["dram_read_latency"] == costs.dram.read_latency
-        assert [(x, cycles[f"mcast_latency@{x:g}"]) for x, _ in costs.multicast.latency.points] == \
-            list(costs.multicast.latency.points)
+        columns, rows = load_arch(arch).worker_grid
+        for destinations in range(1, columns * rows + 1):
+            assert cycles[f"mcast_issue.{destinations}"] == costs.multicast_issue(destinations)
+            assert cycles[f"mcast_landing.{destinations}"] == costs.multicast_landing(destinations)
         assert "emulator" not in str(cycles) and not {"noc_op", "noc_bytes_per_cycle", "unpack_tile"} & set(cycles)
 
 

@@ -335,12 +335,14 @@ void work(const char *name, const char *cost_key, Where at, uint64_t times = 1, 
     work_at(name, at, cost(cost_key) * double(times), a, b, args);
 }
 
-// How long a multicast of `bytes` to `dests` cores occupies its sender: one transaction's issue cost,
-// growing with the destinations, and the payload at the multicast bandwidth for that many destinations;
-// the bandwidth already holds the packets of a transaction longer than the burst
-// (kgen.core.costs.Costs.multicast_cycles).
+// How long a multicast of `bytes` to `dests` cores occupies its sender: one transaction's issue cost for
+// that many destinations (kgen.core.costs.Costs.multicast_issue, a cost key per count) and the payload at
+// the multicast bandwidth for that many destinations; the bandwidth already holds the packets of a
+// transaction longer than the burst (kgen.core.costs.Costs.multicast_cycles).
+double multicast_issue(uint32_t dests) { return cost("mcast_issue." + std::to_string(dests)); }
+
 double multicast_cycles(uint32_t bytes, uint32_t dests) {
-    return cost("mcast_issue") + cost("mcast_issue_per_dest") * dests + bytes / curve_at("mcast_bw", dests);
+    return multicast_issue(dests) + bytes / curve_at("mcast_bw", dests);
 }
 
 Proc *cur(Where at) {
@@ -884,12 +886,10 @@ void sem_set_mcast(uint32_t src_l1, uint64_t mcast_addr, uint32_t num_dests, boo
                fmt_str("noc_semaphore_set_multicast: the rectangle holds %zu destination core(s) but num_dests = %u",
                        dests.size(), num_dests));
     uint32_t off = l1_offset(static_cast<uint32_t>(mcast_addr));
-    work_at("noc_semaphore_set_multicast", at, cost("mcast_issue") + cost("mcast_issue_per_dest") * num_dests, num_dests);
+    work_at("noc_semaphore_set_multicast", at, multicast_issue(num_dests), num_dests);
     // the flag follows the data on the same multicast path: it lands a multicast's latency later, less
     // what the sender already spent on the measured transaction (kgen.core.costs.multicast_landing)
-    double spent = cost("mcast_issue") + cost("mcast_issue_per_dest") * num_dests
-                   + cost("mcast_latency_bytes") / curve_at("mcast_bw", num_dests);
-    double landing = std::max(0.0, curve_at("mcast_latency", num_dests) - spent);
+    double landing = cost("mcast_landing." + std::to_string(num_dests));
     uint64_t lands = p->clock + static_cast<uint64_t>(std::llround(landing));
     for (Core *c : dests) {
         std::memcpy(c->l1 + off, src, 4);
@@ -1232,8 +1232,9 @@ void math_matmul(uint32_t dst_index, uint32_t ct_dim, uint32_t rt_dim, Where at)
     for (uint32_t r = 0; r < rt_dim; ++r)
         for (uint32_t col = 0; col < ct_dim; ++col)
             matmul_tile(math_dst_tile(p, dst_index + r * ct_dim + col, at, "matmul_block"), *item.in0[r], *item.in1[col], mc);
-    double per_tile = cost("matmul_tile_phase") * fidelity_phases(mc.fidelity) + cost("matmul_tile_overhead");
-    if (mc.fp32_dest_acc) per_tile *= cost("fp32_dest_factor");
+    // kgen.core.costs.Costs.matmul_tile_cycles, a cost key per fidelity and DST width
+    double per_tile = cost((mc.fp32_dest_acc ? "matmul_tile_fp32." : "matmul_tile.")
+                           + std::to_string(static_cast<int>(mc.fidelity)));
     work_at("matmul_block", at, double(rt_dim) * ct_dim * per_tile + cost("matmul_call"), dst_index, rt_dim * ct_dim,
             fmt_str("\"tiles\":%u", rt_dim * ct_dim));
     pop_src(p, item, per_tile);
