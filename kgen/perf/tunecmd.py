@@ -407,7 +407,8 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
             elif isinstance(v.get("seconds"), (int, float)):
                 text += f"; {v['seconds']:.1f} s"
             lines += _wrap(text, width, indent="    ", more="      ")
-            if v["status"] in ("failed", "incomplete"):
+            # an incomplete job's steps already say what did not run and why
+            if v["status"] == "failed" or (v["status"] == "incomplete" and not detail):
                 lines += _wrap(f"{'dropped' if v['status'] == 'failed' else 'not verified'}: {'; '.join(v['errors'])}",
                                width, indent="      ", more="        ")
 
