@@ -21,8 +21,8 @@ PLAIN_PROGRESS_AFTER = 3.0      # seconds: with no terminal, a run this long say
 
 
 def _progress_bar(enabled: bool):
-    """tqdm on stderr at a terminal; with none, a plain line on stderr every few seconds once the
-    search has run that long."""
+    """tqdm on stderr at a terminal, with the best so far; with none, a plain line on stderr every
+    few seconds once the search has run that long."""
     from tqdm import tqdm
 
     bar = tqdm(total=0, unit="cand", desc="kgen tune", file=sys.stderr, disable=not enabled, leave=False,
@@ -30,16 +30,20 @@ def _progress_bar(enabled: bool):
     start = time.monotonic()
     last = [start]
 
-    def update(done: int, total: int) -> None:
+    def update(done: int, total: int, best: Scored | None = None) -> None:
+        so_far = f"best so far {best.microseconds:,.2f} us predicted" if best is not None else ""
         if not enabled:
             now = time.monotonic()
             if now - last[0] >= PLAIN_PROGRESS_AFTER:
                 last[0] = now
-                _say(f"search: {done:,} of {total:,} candidates decided, {now - start:.0f} s")
+                _say(f"search: {done:,} of {total:,} candidates decided, {now - start:.0f} s"
+                     + (f"; {so_far}" if so_far else ""))
             return
         if bar.total != total:
             bar.total = total
         bar.n = done
+        if so_far:
+            bar.set_postfix_str(so_far, refresh=False)
         bar.refresh() if done >= total else bar.update(0)
     return bar, update
 

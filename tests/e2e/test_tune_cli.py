@@ -266,6 +266,7 @@ def test_progress_bar_on_a_terminal():
     os.close(master)
     assert proc.returncode == 0
     assert b"kgen tune:" in seen and b"cand" in seen and b"%|" in seen
+    assert b"best so far" in seen and b"us predicted" in seen          # the search shows its best as it goes
     assert b"against TT-Metal" in out and b"cand/s" not in out
 
 
