@@ -134,7 +134,9 @@ def _tune_parser(sub) -> None:
                            "(default: padded)")
     tune.add_argument("--top", type=_positive_int, default=5, metavar="K", help="show (and verify) the K best (default: 5)")
     tune.add_argument("--verify", action="store_true",
-                      help="build, type-check, emulate and port-check the top K; a failing one is dropped")
+                      help="build, type-check, emulate and port-check the top K; a failing one is dropped; a "
+                           "verdict the database holds for the same kernel is shown as known, not re-run "
+                           "(--no-db runs the checks again)")
     tune.add_argument("--numerics", choices=("auto", "exact", "fast"), default="auto",
                       help="emulation numerics of --verify (auto: exact up to 2^28 MACs, else fast)")
     tune.add_argument("-o", "--output", metavar="FILE", help="write the winner as a .kspec")

@@ -449,12 +449,12 @@ POOL_MIN_CANDIDATES = 2000       # below this a process pool costs more than it 
 def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False, padded: bool = True,
          keep: tuple[str, ...] = (),
          placement: Mapping[str, str] | None = None, top: int = 1, budget: int = DEFAULT_BUDGET, seed: int = 0,
-         known: Mapping[str, Outcome] | None = None, progress: Callable[[int, int], None] | None = None,
+         known: Mapping[str, Outcome] | None = None, progress: Callable[[int, int, Scored | None], None] | None = None,
          prune: bool = True, keep_all: bool = False, jobs: int = 1) -> TuneResult:
     """Search `spec`'s space; return the `top` best legal candidates (best first).
 
     `known`: candidate key -> Outcome from the database, reused instead of planning again.
-    `progress(done, total)` is called as candidates are decided. `prune=False` evaluates every
+    `progress(done, total, best)` is called as candidates are decided (best: the best so far). `prune=False` evaluates every
     candidate (for tests of the bound). `keep_all` returns every legal candidate ranked. `jobs`
     processes evaluate a group's candidates in chunks (fork; the groups stay in bound order).
     `placement` ({"in0": "sharded", "out": "sharded"}, as benchmarks/gemm_rows.placement) is written
@@ -495,7 +495,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
         nonlocal done
         done += n
         if progress:
-            progress(done, stats.candidates)
+            progress(done, stats.candidates, best[0] if best else None)
 
     def take(o: Outcome, bound: float) -> None:
         if o.status == "illegal":

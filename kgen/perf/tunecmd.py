@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping
@@ -16,19 +17,40 @@ from kgen.perf.tune import (Engine, Scored, TuneError, TuneResult, predicted_err
                             target_of, tune)
 
 
+PLAIN_PROGRESS_AFTER = 3.0      # seconds: with no terminal, a run this long says where it is on stderr
+
+
 def _progress_bar(enabled: bool):
-    """tqdm on stderr; silent when stderr is not a terminal."""
+    """tqdm on stderr at a terminal, with the best so far; with none, a plain line on stderr every
+    few seconds once the search has run that long."""
     from tqdm import tqdm
 
     bar = tqdm(total=0, unit="cand", desc="kgen tune", file=sys.stderr, disable=not enabled, leave=False,
                dynamic_ncols=True, mininterval=0.2)
+    start = time.monotonic()
+    last = [start]
 
-    def update(done: int, total: int) -> None:
+    def update(done: int, total: int, best: Scored | None = None) -> None:
+        so_far = f"best so far {best.microseconds:,.2f} us predicted" if best is not None else ""
+        if not enabled:
+            now = time.monotonic()
+            if now - last[0] >= PLAIN_PROGRESS_AFTER:
+                last[0] = now
+                _say(f"search: {done:,} of {total:,} candidates decided, {now - start:.0f} s"
+                     + (f"; {so_far}" if so_far else ""))
+            return
         if bar.total != total:
             bar.total = total
         bar.n = done
+        if so_far:
+            bar.set_postfix_str(so_far, refresh=False)
         bar.refresh() if done >= total else bar.update(0)
     return bar, update
+
+
+def _say(text: str) -> None:
+    """One progress line on stderr (stdout stays the report)."""
+    print(f"kgen tune: {text}", file=sys.stderr, flush=True)
 
 
 def _db_path(args) -> Path:
@@ -113,25 +135,64 @@ def run_tune(args) -> int:
 
 
 def _verify(spec, result: TuneResult, engine: Engine, numerics: str, db, target_id) -> dict[int, dict]:
-    """Verification verdict per rank; known verdicts come from the database."""
+    """Verification verdict per rank; known verdicts come from the database (not re-run). Each job
+    says on stderr when it starts and ends (candidate, checks, time), with the best verified so far."""
+    from kgen.perf.tune import verify_numerics
+
     verdicts: dict[int, dict] = {}
     texts: list[str] = []
     index: list[int] = []
+    mode = numerics if numerics != "auto" else verify_numerics(spec.m, spec.n, spec.k, spec.batch)
     for i, s in enumerate(result.ranked):
         stored = db.verification(target_id, s.candidate) if db else None
         if stored is not None and stored[0] != "incomplete":      # a check that could not run: try again
-            verdicts[i] = {"status": stored[0], "errors": list(stored[1]), "kernel_id": stored[2], "steps": {},
-                           "reused": True}
+            verdicts[i] = {"status": stored[0], "errors": list(stored[1]), "kernel_id": stored[2],
+                           "steps": _stored_steps(db, stored[2]), "reused": True}
+            _say(f"verify #{i + 1}: {stored[0]}, known, not re-run (the database's verdict; --no-db re-runs it)")
             continue
         texts.append(spec_text(spec, s.candidate))
         index.append(i)
-    for j, verdict in engine.run(texts, numerics):
+
+    def started(j: int) -> None:
+        s = result.ranked[index[j]]
+        _say(f"verify #{index[j] + 1} ({s.candidate.short(s.policy)}): started: build, type-check, "
+             f"emulate {mode}, port-check")
+
+    # the local engine runs one job at a time, lazily: job j + 1 starts when the loop asks for it
+    sequential = engine.name == "local"
+    for j in range(min(1, len(texts)) if sequential else len(texts)):
+        started(j)
+    arriving = engine.run(texts, numerics)
+    for j, verdict in arriving:
         i = index[j]
         verdicts[i] = verdict
         if db:
             db.record_verification(target_id, result.ranked[i].candidate, verdict.get("kernel_id"), verdict["status"],
                                    verdict["errors"], verdict)
+        best = min((k for k, v in verdicts.items() if v.get("status") == "passed"), default=None)
+        _say(f"verify #{i + 1}: {verdict['status']} in {verdict.get('seconds', 0):.1f} s "
+             f"({_steps_text(verdict.get('steps') or {}) or '; '.join(verdict['errors'])}); best verified so far: "
+             + (f"#{best + 1}, {result.ranked[best].microseconds:,.2f} us predicted" if best is not None else "none"))
+        if sequential and j + 1 < len(texts):
+            started(j + 1)
     return verdicts
+
+
+def _stored_steps(db, kernel_id: str | None) -> dict:
+    """The steps of the database's verdict on `kernel_id` (which emulation, which checks), {} when
+    it kept none."""
+    from kgen.perf.tunedb import checker_digest
+
+    if kernel_id is None:
+        return {}
+    row = db.conn.execute("SELECT detail FROM verdicts WHERE kernel_id = ? AND checker = ?",
+                          (kernel_id, checker_digest())).fetchone()
+    try:
+        detail = json.loads(row[0]) if row and row[0] else {}
+    except ValueError:
+        return {}
+    steps = detail.get("steps") if isinstance(detail, dict) else None
+    return steps if isinstance(steps, dict) else {}
 
 
 def _winner(spec, result: TuneResult, verdicts: Mapping[int, dict] | None) -> Scored | None:
@@ -213,66 +274,230 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, output, db_path, jobs) -> str:
+def _x(pair) -> str:
+    return f"{pair[0]}x{pair[1]}"
+
+
+def _fidelity(fidelity: str, fp32: bool) -> str:
+    return fidelity + ("+fp32" if fp32 else "")
+
+
+CHECKS = ("build, type-check against TT-Metal's headers, emulate (exact: bit-for-bit equal to the golden "
+          "model; fast: float32, within tolerance of the fast golden model; both: no hazards, every schedule "
+          "the same) and port-check (TT-Metal's own compute kernel, and its whole program where it has one, "
+          "give kgen's bits)")
+
+LEGEND = ("grid: cores x by y; per core, out block: per_core and out_block, tiles of M x N per core and per "
+          "block; w: in0_block_w, tiles of K per block; sb: out_subblock, tiles of M x N per DST section; policy: "
+          "packer_l1_acc accumulates partials in L1 by the packer, spill_reload spills and reloads them, "
+          "dst_only keeps them in DST (one K block); fidelity: math_fidelity (+fp32: fp32_dest_acc); "
+          "same policy either way: candidates that request packer_l1_acc where the planner takes the same "
+          "policy without it, kept once")
+
+
+UTILIZATION_NOTE_TUNE = ("util %: predicted utilization against the full card grid at each candidate's own "
+                         "fidelity's peak rate: the ideal time (M*K*N/32^3 tile products at that fidelity's "
+                         "cycles per tile, spread over every core of the card) over the predicted time; so a "
+                         "smaller grid shows lower utilization, and so can a faster fidelity (HiFi2 against "
+                         "HiFi4) while it delivers more TFLOPS")
+
+
+def _steps_text(steps: Mapping) -> str:
+    """A verification's steps in a few words: build ok, type-check 7/7 kernel builds, emulate exact
+    ok, port-check passed."""
+    parts = []
+    if "build" in steps:
+        parts.append(f"build {steps['build']}")
+    if "typecheck" in steps:
+        parts.append(f"type-check {steps['typecheck']}")
+    emu = steps.get("emulate")
+    if isinstance(emu, str):
+        parts.append(f"emulate {emu}")
+    elif isinstance(emu, Mapping):
+        ok = ("bit-exact" if emu.get("exact_match") else "ok") if emu.get("ok") else f"failed ({emu.get('status')})"
+        parts.append(f"emulate {emu.get('numerics')} {ok}"
+                     + (f" in {emu['seconds']:.1f} s" if isinstance(emu.get("seconds"), (int, float)) else ""))
+    pc = steps.get("port_check")
+    if isinstance(pc, Mapping):
+        parts.append("port-check " + ("passed" if pc.get("passed") else "failed"))
+    elif pc:
+        parts.append(f"port-check {pc}")
+    return ", ".join(parts)
+
+
+def _table(title: str, columns: list[tuple[str, list[str], bool]], width: int) -> list[str]:
+    """The title, wrapped, over one rich table at `width`: numbers right-aligned, cells never split
+    (each column at least its widest cell and the widest word of its header), headers wrapped
+    between words. Where even that does not fit, ab's tables: as many as it takes, the first column
+    repeated in each."""
+    import io
+    import textwrap
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    from kgen.perf.abreport import _tables, _wrap
+
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=0)
+    for header, cells, numeric in columns:
+        need = max([len(c) for c in cells] + [len(w) for w in header.split()] + [1])
+        # the header wrapped at its column's width here, so that rich never has to narrow a column
+        table.add_column("\n".join(textwrap.wrap(header, need)) or header, justify="right" if numeric else "left",
+                         no_wrap=True, min_width=need)
+    for j in range(len(columns[0][1])):
+        table.add_row(*[cells[j] for _, cells, _ in columns])
+    if Console(width=10_000, color_system=None).measure(table).maximum > width:
+        return _tables(title, [columns[0][:2]], columns[1:], width)
+    buf = io.StringIO()
+    Console(file=buf, width=width, force_terminal=False, color_system=None, soft_wrap=False).print(table)
+    return _wrap(title, width) + [line.rstrip() for line in buf.getvalue().rstrip().splitlines()]
+
+
+def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, output, db_path, jobs,
+                width: int | None = None) -> str:
+    """The terminal report at `width` (the terminal's): the search, the K best (predicted), their
+    verification, TT-Metal's own choices beside the pick, the winner, and one legend."""
+    from kgen.perf.abreport import _wrap, width_of_terminal
+
+    width = width or width_of_terminal()
     st = result.stats
     how = (f"sampled {st.candidates:,} of {st.space_size:,} (seed)" if st.sampled
            else f"{st.space_size:,} candidates, exhaustive")
-    lines = [f"kgen tune: {spec.name} ({spec.arch} {spec.m} x {spec.n} x {spec.k}"
-             f"{' batch ' + str(spec.batch) if spec.batch != 1 else ''}, {spec.dtype_in0} x {spec.dtype_in1} -> "
-             f"{spec.dtype_out}, {spec.compute.math_fidelity})",
-             f"  space     {_space_line(result)}",
-             f"  search    {how}: {st.predicted:,} predicted, {st.reused:,} from the database, {st.illegal:,} "
-             f"rejected by the planner, {st.duplicates:,} same policy either way, {st.pruned:,} pruned by the "
-             f"lower bound; {st.seconds:.2f} s, {st.rate:,.0f} candidates/s ({jobs} process{'es' if jobs > 1 else ''})"]
+    lines = _wrap(f"kgen tune: {spec.name} ({spec.arch} {spec.m} x {spec.n} x {spec.k}"
+                  f"{' batch ' + str(spec.batch) if spec.batch != 1 else ''}, {spec.dtype_in0} x {spec.dtype_in1} "
+                  f"-> {spec.dtype_out}, {spec.compute.math_fidelity})", width, indent="", more="  ")
+    lines += _wrap(f"space     {_space_line(result)}", width, more=" " * 12)
+    lines += _wrap(f"search    {how}: {st.predicted:,} predicted, {st.reused:,} from the database, "
+                   f"{st.illegal:,} rejected by the planner, {st.duplicates:,} same policy either way, "
+                   f"{st.pruned:,} pruned by the lower bound; {st.seconds:.2f} s, {st.rate:,.0f} candidates/s "
+                   f"({jobs} process{'es' if jobs > 1 else ''})", width, more=" " * 12)
     if db_path:
-        lines.append(f"  database  {db_path}")
-    lines += ["", "   #   time us   TFLOPS   util  policy          grid   per_core  out_block   w  subblock  dataflow"
-                  "  fidelity" + ("   error" if errors else "") + ("  verify" if verdicts else "")]
-    for i, s in enumerate(result.ranked):
-        c = s.candidate
-        row = (f"  {i + 1:>2} {s.microseconds:>9,.2f} {s.tflops:>8,.1f} {s.utilization:>6.1%}  {s.policy:<14} "
-               f"{c.grid[0]:>2}x{c.grid[1]:<3} {c.per_core[0]:>3}x{c.per_core[1]:<4} {c.out_block[0]:>4}x{c.out_block[1]:<4}"
-               f" {c.in0_block_w:>3}  {c.out_subblock[0]:>3}x{c.out_subblock[1]:<4} {c.dataflow:<9} "
-               f"{c.math_fidelity}{'+fp32' if c.fp32_dest_acc else '':<5}")
-        if errors:
-            row += f" {errors[i]:>7.2e}"
-        if verdicts:
-            v = verdicts.get(i)
-            row += "  " + (v["status"] + (" (known)" if v.get("reused") else "") if v else "-")
-        if c.padded(spec):
-            row += "  (padded)"
-        lines.append(row)
-        if verdicts and verdicts.get(i, {}).get("status") == "failed":
-            lines.append(f"      dropped: {'; '.join(verdicts[i]['errors'])}")
-        if verdicts and verdicts.get(i, {}).get("status") == "incomplete":
-            lines.append(f"      not verified: {'; '.join(verdicts[i]['errors'])}")
+        lines += _wrap(f"database  {db_path}", width, more=" " * 12)
+
+    ranked = result.ranked
+    keys = [("#", [str(i + 1) for i in range(len(ranked))], True)]
+    cols: list[tuple[str, list[str], bool]] = [
+        ("predicted us", [f"{s.microseconds:,.2f}" for s in ranked], True),
+        ("predicted TFLOPS", [f"{s.tflops:,.1f}" for s in ranked], True),
+        ("util % (a)", [f"{100 * s.utilization:.1f}" for s in ranked], True),
+        ("policy", [s.policy for s in ranked], False),
+        ("grid", [_x(s.candidate.grid) for s in ranked], False),
+        ("per core", [_x(s.candidate.per_core) for s in ranked], False),
+        ("out block", [_x(s.candidate.out_block) for s in ranked], False),
+        ("w", [str(s.candidate.in0_block_w) for s in ranked], True),
+        ("sb", [_x(s.candidate.out_subblock) for s in ranked], False),
+        ("dataflow", [s.candidate.dataflow for s in ranked], False),
+        ("fidelity", [_fidelity(s.candidate.math_fidelity, s.candidate.fp32_dest_acc) for s in ranked], False),
+    ]
+    if any(s.candidate.padded(spec) for s in ranked):
+        cols.append(("padded (b)", ["yes" if s.candidate.padded(spec) else "" for s in ranked], False))
     if errors:
-        lines.append("  error: max |golden - exact| / max |exact| of the golden model on a 32 x K x 32 proxy with the "
-                     "candidate's K, formats, fidelity and accumulation path")
-    lines += ["", f"  against TT-Metal ({TT_METAL_SOURCE}; the same model, DRAM-interleaved tensors)"]
-    base = comparison[0]["microseconds"]
-    for r in comparison:
-        us = f"{r['microseconds']:>10,.2f} us" if r["microseconds"] is not None else f"{'n/a':>13}"
-        ratio = f"  kgen x{r['microseconds'] / base:.2f}" if r["microseconds"] and r["who"] != "kgen tune" else ""
-        lines.append(f"    {r['who']:<10} {us}  {r['config']}{ratio}{'  (' + r['note'] + ')' if r['note'] else ''}")
-        if r.get("compute_from") and r["who"] != "kgen tune":
-            lines.append(f"    {'':<10} {'':>13}  compute: {r['compute_from']}")
-        for why in r.get("like_for_like", ()):
-            lines.append(f"    {'':<10} {'':>13}  not like for like: {why}")
+        cols.append(("error (c)", [f"{errors[i]:.2e}" for i in range(len(ranked))], True))
+    if verdicts:
+        cols.append(("verify (d)", [_verify_cell(verdicts.get(i)) for i in range(len(ranked))], False))
+    lines += [""] + _table(f"the {len(ranked)} best, predicted by kgen's model", keys + cols, width)
+
+    if verdicts:
+        lines += [""] + _wrap(f"verified (d): {CHECKS}", width, more="    ")
+        for i in range(len(ranked)):
+            v = verdicts.get(i)
+            if v is None:
+                continue
+            detail = _steps_text(v.get("steps") or {})
+            text = f"#{i + 1} {v['status']}" + (f": {detail}" if detail else "")
+            if v.get("reused"):
+                text += "; known, not re-run (the database's verdict on this kernel; --no-db re-runs it)"
+            elif isinstance(v.get("seconds"), (int, float)):
+                text += f"; {v['seconds']:.1f} s"
+            lines += _wrap(text, width, indent="    ", more="      ")
+            # an incomplete job's steps already say what did not run and why
+            if v["status"] == "failed" or (v["status"] == "incomplete" and not detail):
+                lines += _wrap(f"{'dropped' if v['status'] == 'failed' else 'not verified'}: {'; '.join(v['errors'])}",
+                               width, indent="      ", more="        ")
+
+    lines += [""] + _comparison_lines(comparison, width)
+
     lines.append("")
     if winner is None:
         unverified = [v for v in (verdicts or {}).values() if v.get("status") == "incomplete"]
         if verdicts and len(unverified) == len(verdicts):
-            lines.append(f"  winner    none: INCOMPLETE, a check could not run here: {unverified[0]['errors'][0]} "
-                         "(kgen doctor)")
+            lines += _wrap(f"winner    none: INCOMPLETE, a check could not run here: {unverified[0]['errors'][0]} "
+                           "(kgen doctor)", width, more=" " * 12)
         else:
             lines.append("  winner    none: no candidate passed verification")
     else:
-        lines.append(f"  winner    {winner.candidate.short(winner.policy)}: {winner.microseconds:,.2f} us"
-                     + (" (verified)" if verdicts else ""))
+        lines += _wrap(f"winner    {winner.candidate.short(winner.policy)}: {winner.microseconds:,.2f} us predicted"
+                       + (" (verified, see above)" if verdicts else " (not verified: --verify runs the checks)"),
+                       width, more=" " * 12)
     if output is not None and winner is not None:
-        lines.append(f"  wrote     {output} (kgen check / kgen build take it)")
-    return "\n".join(lines) + "\n"
+        lines += _wrap(f"wrote     {output} (kgen check / kgen build take it)", width, more=" " * 12)
+
+    lines += [""] + _wrap(f"legend: {LEGEND}", width, more="    ")
+    lines += _wrap(f"(a) {UTILIZATION_NOTE_TUNE}", width, more="    ")
+    if any(s.candidate.padded(spec) for s in ranked):
+        lines += _wrap("(b) padded: per_core does not divide the tiles; the last block of cores holds fewer "
+                       "real tiles (TT-Metal's padded last block)", width, more="    ")
+    if errors:
+        lines += _wrap("(c) error: max |golden - exact| / max |exact| of the golden model on a 32 x K x 32 proxy "
+                       "with the candidate's K, formats, fidelity and accumulation path", width, more="    ")
+    if verdicts:
+        lines += _wrap("(d) verify: passed = every check ran and passed (the list above); incomplete = a check "
+                       "could not run here (kgen doctor says why), never a pass; known = the database's verdict on "
+                       "the same kernel, not re-run (--no-db re-runs it)", width, more="    ")
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _verify_cell(v: Mapping | None) -> str:
+    if v is None:
+        return "-"
+    mode = (v.get("steps") or {}).get("emulate")
+    mode = f" {mode['numerics']}" if isinstance(mode, Mapping) and mode.get("numerics") else ""
+    return v["status"] + mode + (" known" if v.get("reused") else "")
+
+
+def _comparison_lines(comparison: list[dict], width: int) -> list[str]:
+    """kgen's pick beside TT-Metal's choices: one table row each (predicted time, the ratio, grid,
+    fidelity, dataflow, the config), then what makes a comparison not like for like."""
+    from kgen.perf.abreport import _wrap
+
+    base = comparison[0]
+    rows = comparison
+    keys = [("", [r["who"] for r in rows], False)]
+
+    def ratio(r) -> str:
+        if r["who"] == "kgen tune" or not r["microseconds"]:
+            return ""
+        return f"{r['microseconds'] / base['microseconds']:.2f}x"
+
+    cols = [
+        ("predicted us", [f"{r['microseconds']:,.2f}" if r["microseconds"] is not None else "n/a"
+                                 for r in rows], True),
+        ("kgen speed-up", [ratio(r) for r in rows], True),
+        ("grid", [_x(r["grid"]) if r.get("grid") else "" for r in rows], False),
+        ("fidelity", [_fidelity(r["fidelity"], r["fp32_dest_acc"]) if r.get("fidelity") else "" for r in rows],
+         False),
+        ("dataflow", [r.get("dataflow", "") for r in rows], False),
+        ("policy", [r.get("policy", "") for r in rows], False),
+    ]
+    out = _table(f"against TT-Metal ({TT_METAL_SOURCE}), each predicted by the same model with "
+                 f"DRAM-interleaved tensors", keys + cols, width)
+    for r in rows:
+        notes = []
+        if r["config"]:
+            notes.append(r["config"].replace(" w ", " in0_block_w ").replace(" sb ", " out_subblock "))
+        if r.get("grid") and r["who"] != "kgen tune" and list(r["grid"]) != list(base.get("grid") or []):
+            g, b = r["grid"], base["grid"]
+            notes.append(f"not the same grid: kgen's pick uses {_x(b)} = {b[0] * b[1]} cores, {r['who']} "
+                         f"{_x(g)} = {g[0] * g[1]}; the ratio compares them as they are")
+        if r.get("compute_from") and r["who"] != "kgen tune":
+            notes.append(f"compute: {r['compute_from']}")
+        notes += [f"not like for like: {why}" for why in r.get("like_for_like", ())]
+        if r["note"]:
+            notes.append(r["note"])
+        for j, note in enumerate(notes):         # one line each, so that no note runs into the next
+            out += _wrap(f"{r['who'] + ':' if j == 0 else '':<10} {note}", width, indent="    ", more=" " * 15)
+    return out
 
 
 def _as_json(spec, result: TuneResult, verdicts, errors, comparison, winner, output, db) -> dict:

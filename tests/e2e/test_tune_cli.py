@@ -54,6 +54,15 @@ def test_verify_top_3_on_peak_small_and_the_winner_builds(tmp_path, host_toolcha
     d2 = json.loads(again.stdout)
     assert d2["stats"]["predicted"] == 0 and d2["stats"]["reused"] > 0
     assert all(r["verify"].get("reused") for r in d2["ranked"])
+    # each job said on stderr when it started and ended; the second run re-ran none of them
+    for rank in (1, 2, 3):
+        assert f"verify #{rank} (" in proc.stderr and f"verify #{rank}: passed in " in proc.stderr, proc.stderr
+        assert f"verify #{rank}: passed, known, not re-run" in again.stderr and "started" not in again.stderr
+    assert "emulate exact" in proc.stderr and "best verified so far: #1" in proc.stderr
+    text = kgen("tune", SMALL, "--top", "3", "--verify", "--db", str(db), env={"COLUMNS": "100"}).stdout
+    flat = " ".join(text.split())
+    assert flat.count("known, not re-run") == 3 and "--no-db re-runs it" in flat
+    assert "emulate exact" in flat and "port-check passed" in flat and "type-check 7/7 kernel builds" in flat
     report = kgen("tune", "--db", str(db), "--report")
     assert report.returncode == 0 and "best verified" in report.stdout
 
@@ -223,7 +232,9 @@ def test_not_a_database_exits_2(tmp_path):
 @pytest.mark.slow
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
     proc = kgen("tune", PEAK, "--space", "all", "--no-db")
-    assert proc.returncode == 0 and proc.stderr == ""
+    # no bar; a run over a few seconds (a loaded machine) says where it is in plain lines
+    assert proc.returncode == 0 and "%|" not in proc.stderr and "\r" not in proc.stderr
+    assert all(line.startswith("kgen tune: search: ") for line in proc.stderr.splitlines()), proc.stderr
     assert "against TT-Metal" in proc.stdout and "TT auto" in proc.stdout
 
 
@@ -260,6 +271,7 @@ def test_progress_bar_on_a_terminal():
     os.close(master)
     assert proc.returncode == 0
     assert b"kgen tune:" in seen and b"cand" in seen and b"%|" in seen
+    assert b"best so far" in seen and b"us predicted" in seen          # the search shows its best as it goes
     assert b"against TT-Metal" in out and b"cand/s" not in out
 
 
@@ -289,7 +301,8 @@ def test_tt_auto_row_runs_ttnns_default_compute_where_the_spec_leaves_it(tmp_pat
         assert auto["microseconds"] == pytest.approx(kgen_row["microseconds"])
     assert auto["like_for_like"] == []
     text = kgen("tune", str(tmp_path / "t.kspec"), "--no-db", "--top", "1").stdout
-    assert "tenstorrent/tt-metal@001cea9a" in text and "compute: ttnn.matmul's default at 0.81.1" in text
+    flat = " ".join(text.split())          # the report wraps at the terminal's width
+    assert "tenstorrent/tt-metal@001cea9a" in flat and "compute: ttnn.matmul's default at 0.81.1" in flat
 
 
 def test_tt_auto_row_runs_the_spec_compute_and_says_when_it_is_not_like_for_like(tmp_path):
@@ -301,3 +314,73 @@ def test_tt_auto_row_runs_the_spec_compute_and_says_when_it_is_not_like_for_like
     assert auto["compute_from"].startswith("the spec")
     if kgen_row["packer_l1_acc"]:
         assert any("packer_l1_acc" in why for why in auto["like_for_like"])
+
+
+def _table_rows(lines: list[str], first: str) -> tuple[list[str], list[str]]:
+    """The header lines and the rows of the table whose first row starts with `first`."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(first))
+    rule = start - 1
+    assert set(lines[rule]) == {"\u2500"}, lines[rule]
+    top = rule        # up to the table's title, which ends "... by kgen's model" or "... tensors"
+    while not lines[top - 1].endswith(("model", "tensors")):
+        top -= 1
+    rows = []
+    for line in lines[start:]:
+        if not line or line.startswith("  "):
+            break
+        rows.append(line)
+    return lines[top:rule], rows
+
+
+def test_the_report_fits_100_columns_and_labels_what_is_predicted():
+    proc = kgen("tune", PEAK, "--space", "all", "--no-db", env={"COLUMNS": "100"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    flat = " ".join(proc.stdout.split())
+    data = json.loads(kgen("tune", PEAK, "--space", "all", "--no-db", "--json").stdout)
+    best = data["ranked"][0]
+    # the time column: its header, above the right-aligned times, says predicted
+    header, rows = _table_rows(lines, "1 ")
+    assert len(rows) == len(data["ranked"])
+    time_text = f"{best['microseconds']:,.2f}"
+    end = rows[0].index(time_text) + len(time_text)
+    above = [line[:end].split()[-1] for line in header if len(line) >= end and line[end - 1] != " "]
+    assert above[-2:] == ["predicted", "us"], header
+    # the winner line and the kgen-against-TT ratio are predicted figures, and say so
+    assert f"winner grid {best['candidate']['grid'][0]}x{best['candidate']['grid'][1]}" in flat
+    assert f"{best['microseconds']:,.2f} us predicted" in flat
+    assert "each predicted by the same model" in flat
+    # one legend, explaining the abbreviations; utilization says what it is measured against
+    assert flat.count("legend:") == 1
+    for words in ("w: in0_block_w", "sb: out_subblock", "same policy either way:", "grid: cores x by y"):
+        assert words in flat, words
+    assert "against the full card grid at each candidate's own fidelity's peak rate" in flat
+    assert "not verified: --verify runs the checks" in flat and "verify (d)" not in flat and "passed:" not in flat
+
+
+def test_the_tt_auto_row_shows_ttchoices_fidelity_dataflow_and_grid():
+    """The TT auto row against ttchoice's own choice for the spec (TT-Metal's automatic program
+    config under its compute config), and a note where its grid differs from kgen's pick."""
+    sys.path.insert(0, str(ROOT))
+    from kgen.gen.pipeline import run
+    from kgen.gen.spec import load_file, resolve
+    from kgen.perf.ttchoice import tt_auto
+
+    choice = tt_auto(resolve(load_file(ROOT / PEAK), None))
+    plan = run(choice.spec, "ir").ir.plan
+    grid = f"{plan.grid_requested[0]}x{plan.grid_requested[1]}"
+    fidelity = plan.compute.math_fidelity + ("+fp32" if plan.compute.fp32_dest_acc else "")
+    proc = kgen("tune", PEAK, "--space", "all", "--no-db", env={"COLUMNS": "100"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    _, rows = _table_rows(lines, "kgen tune ")
+    auto = next(r for r in rows if r.startswith("TT auto ")).split()
+    kgen_row = rows[0].split()
+    assert [grid, fidelity, plan.spec.dataflow, plan.policy] == auto[-4:]
+    kgen_grid = kgen_row[-4]
+    flat = " ".join(proc.stdout.split())
+    if kgen_grid != grid:
+        gx, gy = map(int, kgen_grid.split("x"))
+        assert (f"not the same grid: kgen's pick uses {kgen_grid} = {gx * gy} cores, TT auto {grid} = "
+                f"{plan.grid_requested[0] * plan.grid_requested[1]}") in flat
