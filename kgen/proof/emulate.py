@@ -8,7 +8,7 @@ How it works:
   kernel three times through its ``jit/<kernel>/chlkc_{unpack,math,pack}.cpp`` (``UNPACK/MATH/PACK``
   keep only that thread's code), a data-movement kernel through ``kernel_includes.hpp``, with the
   JIT's defines and compile-time args. Each becomes a shared object exporting ``kernel_main``.
-* **The machine** (``kgen/proof/emu/src/runtime.cpp``): L1 of every core as bytes, DRAM banks holding the
+* **The machine** (``kgen/proof/emu/src/runtime_*.cpp``): L1 of every core as bytes, DRAM banks holding the
   tensors interleaved by pages, CBs as FIFOs over L1 with TT-Metal's shared counters and each
   processor's local pointers (two CB indices may share one region), semaphores in L1, the NoC
   (unicast, multicast, semaphore increments), DST with its math/pack sections, and the unpacker ->
@@ -55,6 +55,7 @@ from kgen.core.types import DATA_FORMAT_VALUE, TILE_HW
 
 EMU_DIR = Path(__file__).resolve().parent / "emu"
 ROLE_SOURCES = {"unpack": "chlkc_unpack.cpp", "math": "chlkc_math.cpp", "pack": "chlkc_pack.cpp"}
+RUNTIME_SOURCES = ("runtime_machine.cpp", "runtime_api.cpp", "runtime_driver.cpp", "tensix_math.cpp")
 # The emulator's flags: -O3 -march=native for its arithmetic (the emulator is built on the machine
 # that runs it; the cache key includes the CPU, and tensix_math's bits do not depend on the flags,
 # see tests/proof/test_tensix_math.py); it exports its API to the kernels' objects.
@@ -195,7 +196,7 @@ def emulator_binary(hc: HostCompiler) -> Path:
     with scratch("kgen-emu") as tmp:
         out = Path(tmp) / "kgen-emu"
         _compile([hc.cxx, *RUNTIME_FLAGS, "-I", str(EMU_DIR / "include"), "-I", str(src),
-                  str(src / "runtime.cpp"), str(src / "tensix_math.cpp"), "-ldl", "-o", str(out)], "the emulator runtime")
+                  *(str(src / name) for name in RUNTIME_SOURCES), "-ldl", "-o", str(out)], "the emulator runtime")
         _atomic_install(out, target)
     return target
 
