@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from kgen import __version__
+from kgen.core.version import __version__
 from kgen.core.errors import KgenBug, KgenError
 
 
