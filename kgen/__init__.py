@@ -4,5 +4,6 @@ Stages (one module each): spec (parse) -> plan -> lower (IR) -> verify. Each sta
 function from one immutable value to the next.
 """
 
-__version__ = "0.1.0"
-TT_METAL_VERSION = "0.81.1"
+from kgen.core.version import TT_METAL_VERSION, __version__
+
+__all__ = ["TT_METAL_VERSION", "__version__"]

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from kgen import __version__
+from kgen.core.version import __version__
 from kgen.core.errors import KgenBug, KgenError
 
 
@@ -26,6 +26,18 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kgen {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
+    _inspection_parsers(sub)
+    _tune_parser(sub)
+    _build_parsers(sub)
+    _emulation_parsers(sub)
+    _ab_parser(sub)
+    _fuzz_parser(sub)
+    _setup_parsers(sub)
+    return parser
+
+
+def _inspection_parsers(sub) -> None:
+    """`kgen check` and `kgen perf`: a spec's plan and its predicted time."""
     check = sub.add_parser("check", help="plan a spec and print the plan (CBs, policy, L1, DST, warnings)")
     check.add_argument("spec", help="path to a .kspec file")
     check.add_argument("--variant", help="plan one of the spec's variants")
@@ -36,8 +48,9 @@ def _build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--variant", help="predict one of the spec's variants")
     perf.add_argument("--json", action="store_true", help="print the prediction as JSON")
 
-    _tune_parser(sub)
 
+def _build_parsers(sub) -> None:
+    """`kgen ir` and `kgen build`: the lowered IR and the rendered kernels."""
     ir = sub.add_parser("ir", help="print the block-lifecycle IR of every kernel")
     ir.add_argument("spec", help="path to a .kspec file")
     ir.add_argument("--variant", help="lower one of the spec's variants")
@@ -57,6 +70,9 @@ def _build_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="recompile even what the cache holds")
     _toolchain_flags(build)
 
+
+def _emulation_parsers(sub) -> None:
+    """`kgen emulate` and `kgen port-check`: the kernels run on the host."""
     emulate = sub.add_parser("emulate", help="run the kernels on every core on the host and compare with the golden model")
     emulate.add_argument("spec", help="path to a .kspec file")
     emulate.add_argument("--variant", help="emulate one of the spec's variants")
@@ -74,6 +90,9 @@ def _build_parser() -> argparse.ArgumentParser:
                            "from the fetched headers)")
     _emulation_flags(port)
 
+
+def _ab_parser(sub) -> None:
+    """`kgen ab`: the base and its variants side by side."""
     ab = sub.add_parser("ab", help="the base and variants side by side: plan, op counts, predicted speed, numerics")
     ab.add_argument("spec", help="path to a .kspec file")
     ab.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2",
@@ -94,6 +113,9 @@ def _build_parser() -> argparse.ArgumentParser:
     ab.add_argument("-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
                     help="--emulate: compile N kernels at once")
 
+
+def _fuzz_parser(sub) -> None:
+    """`kgen fuzz`: random valid specs through the whole chain."""
     fuzz = sub.add_parser("fuzz", help="random valid specs: build, type-check, emulate each; stop at the first failure")
     fuzz.add_argument("--count", type=_count, default=20, metavar="N", help="number of specs (default: 20)")
     fuzz.add_argument("--seed", type=_seed, default=1, help="generator seed (default: 1)")
@@ -105,6 +127,9 @@ def _build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
                       help="compile N kernels at once")
 
+
+def _setup_parsers(sub) -> None:
+    """`kgen doctor` and `kgen headers`: what kgen found and the headers it compiles against."""
     doctor = sub.add_parser("doctor", help="what kgen found: SFPI, TT-Metal headers, firmware, host checker")
     _toolchain_flags(doctor)
 
@@ -115,7 +140,6 @@ def _build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--from-wheel", metavar="PATH", help="use this wheel instead of downloading one (offline)")
     fetch.add_argument("--force", action="store_true", help="fetch again even if the cache has this version")
     headers_sub.add_parser("path", help="print the header tree kgen would use")
-    return parser
 
 
 def _tune_parser(sub) -> None:

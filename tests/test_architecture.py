@@ -1,5 +1,5 @@
-"""The structure kgen keeps: layers that import only earlier layers, dataflow names spelled only by
-the registry, and stage modules small enough to read."""
+"""The structure kgen keeps: layers that import only earlier layers (never the package root), dataflow
+names spelled only by the registry, and source files and functions small enough to read."""
 
 from __future__ import annotations
 
@@ -14,16 +14,20 @@ from kgen.gen import dataflow as dataflows
 ROOT = Path(__file__).resolve().parents[1] / "kgen"
 LAYERS = ("core", "gen", "toolchain", "device", "proof", "perf")   # each imports only the ones before it
 LINE_BUDGET = {"gen/plan.py": 600, "gen/lower.py": 600}
+MAX_FILE_LINES = 800          # every source file, Python or the emulator's C++
+MAX_FUNCTION_LINES = 80       # every Python function, from its `def` to its last line
 SOURCES = sorted(ROOT.rglob("*.py"))
+ALL_SOURCES = sorted(p for p in ROOT.rglob("*") if p.suffix in (".py", ".cpp", ".h", ".hpp") and p.is_file())
 
 
 def _imports(tree: ast.AST) -> list[tuple[int, str]]:
     """Every kgen import, at module level or inside a function."""
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out += [(node.lineno, node.module)] + [(node.lineno, f"{node.module}.{a.name}") for a in node.names
-                                                    if node.module == "kgen"]
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "kgen":
+            out += [(node.lineno, f"kgen.{a.name}") for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.lineno, node.module))
         elif isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names]
     return [(line, m) for line, m in out if m == "kgen" or m.startswith("kgen.")]
@@ -33,9 +37,17 @@ def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
-def test_the_package_root_is_constants_only():
-    # layers may read kgen.__version__; the root itself imports nothing of kgen, so it adds no edge
-    assert _imports(ast.parse((ROOT / "__init__.py").read_text())) == []
+def test_the_package_root_only_re_exports_the_versions():
+    # for users' `kgen.__version__`; no module of kgen reads the root (the versions live in core)
+    assert [m for _, m in _imports(ast.parse((ROOT / "__init__.py").read_text()))] == ["kgen.core.version"]
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if _rel(p) != "__init__.py"], ids=_rel)
+def test_no_module_imports_the_package_root(path):
+    for line, module in _imports(ast.parse(path.read_text())):
+        parts = module.split(".")     # kgen.NAME must be a module or package, not a name the root defines
+        assert len(parts) > 1 and ((ROOT / parts[1]).is_dir() or (ROOT / f"{parts[1]}.py").is_file()), \
+            f"{_rel(path)}:{line} imports {module} from the package root"
 
 
 @pytest.mark.parametrize("path", [p for p in SOURCES if _rel(p).split("/")[0] in LAYERS], ids=_rel)
@@ -43,9 +55,7 @@ def test_a_layer_imports_only_earlier_layers(path):
     layer = LAYERS.index(_rel(path).split("/")[0])
     for line, module in _imports(ast.parse(path.read_text())):
         parts = module.split(".")
-        if len(parts) == 1 or parts[1] not in LAYERS:      # the root's constants (kgen, kgen.__version__)
-            assert parts[1:] in ([], ["__version__"], ["TT_METAL_VERSION"]), f"{_rel(path)}:{line} imports {module}"
-            continue
+        assert len(parts) > 1 and parts[1] in LAYERS, f"{_rel(path)}:{line} imports {module}, not a layer"
         assert LAYERS.index(parts[1]) <= layer, (f"{_rel(path)}:{line} imports {module}: "
                                                  f"{parts[1]} comes after {LAYERS[layer]}")
 
@@ -84,3 +94,18 @@ def test_no_placement_is_compared_with_a_string():
 @pytest.mark.parametrize("rel,budget", sorted(LINE_BUDGET.items()))
 def test_stage_modules_stay_within_their_line_budget(rel, budget):
     assert len((ROOT / rel).read_text().splitlines()) <= budget
+
+
+@pytest.mark.parametrize("path", ALL_SOURCES, ids=_rel)
+def test_a_source_file_stays_within_the_line_budget(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_FILE_LINES, f"{_rel(path)} has {lines} lines (at most {MAX_FILE_LINES})"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_rel)
+def test_a_function_stays_within_the_line_budget(path):
+    long = [f"{_rel(path)}:{node.lineno} {node.name} has {node.end_lineno - node.lineno + 1} lines"
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, "\n".join(long) + f"\n(at most {MAX_FUNCTION_LINES} lines a function)"

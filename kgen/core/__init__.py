@@ -1,1 +1,1 @@
-"""Facts and plumbing every layer uses: enumerations (types), arch facts (arch), the cost tables (costs), errors, paths and the cache (resources), and the build folder's manifest format (manifest)."""
+"""Facts and plumbing every layer uses: enumerations (types), arch facts (arch), the cost tables (costs), errors, paths and the cache (resources), the build folder's manifest format (manifest), and kgen's and TT-Metal's versions (version)."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import jinja2
 
-from kgen import TT_METAL_VERSION, __version__
+from kgen.core.version import TT_METAL_VERSION, __version__
 from kgen.gen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.core.errors import KgenBug
 from kgen.core.manifest import FORMAT_VERSION

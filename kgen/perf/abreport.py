@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from kgen.perf.ab import DISTRIBUTIONS, OP_KINDS, Comparison, Row
@@ -450,6 +450,21 @@ def _linear_or_log(ax, values) -> None:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 10 else f"{v:g}"))
 
 
+@dataclass(frozen=True)
+class _Charts:
+    """What the charts of one comparison share."""
+    c: Comparison
+    plt: Any
+    np: Any
+    thousands: Any                  # an axis formatter: 12,345
+    first: dict[int | None, Row]    # the first (base) row at each sweep value
+    base_name: str
+    lines: list[str]                # one line per distinct kernel: a twin would hide the variant it repeats
+    line_label: dict[str, str]
+    rows: list[Row]                 # the per-variant charts' rows: a sweep's at its last value
+    at: str                         # " at K = 4,096" in a sweep
+
+
 def charts(c: Comparison) -> dict[str, str]:
     """Inline SVG charts, each of one measure with units on its axes: predicted time (lines against
     the swept value in a sweep), busy time per processor, max ULP and the ULP histogram (the verdict's
@@ -464,69 +479,83 @@ def charts(c: Comparison) -> dict[str, str]:
     from kgen.perf.ab import BASE
 
     legal = c.legal
-    out: dict[str, str] = {}
-    thousands = FuncFormatter(lambda v, _: f"{v:,.0f}")
     variants = list(dict.fromkeys(r.variant for r in legal))
-    first = {}
+    first: dict[int | None, Row] = {}
     for r in legal:
         first.setdefault(r.sweep, r)
-    base_name = BASE if any(r.variant == BASE for r in legal) else legal[0].variant
-    # a line per distinct kernel: a variant with the same kernel as an earlier one would hide it
     twins: dict[str, list[str]] = {}
     for r in legal:
         if r.same_as is not None and r.variant not in twins.get(r.same_as, []):
             twins.setdefault(r.same_as, []).append(r.variant)
     lines = [v for v in variants if not any(r.same_as for r in legal if r.variant == v)]
-    line_label = {v: v + "".join(f" (= {t})" for t in twins.get(v, [])) for v in lines}
+    k = _Charts(c, plt, np, FuncFormatter(lambda v, _: f"{v:,.0f}"), first,
+                BASE if any(r.variant == BASE for r in legal) else legal[0].variant, lines,
+                {v: v + "".join(f" (= {t})" for t in twins.get(v, [])) for v in lines},
+                legal if c.sweep_field is None else [r for r in legal if r.sweep == c.sweep_values[-1]],
+                f" at {c.sweep_field} = {c.sweep_values[-1]:,}" if c.sweep_field else "")
+    return {"time": _time_chart(k) if c.sweep_field is None else _time_sweep_chart(k), "busy": _busy_chart(k),
+            "error": _error_chart(k) if c.sweep_field is None else _error_sweep_chart(k),
+            "hist": _histogram_chart(k), "l1": _l1_chart(k), "ops": _ops_chart(k)}
 
-    if c.sweep_field is None:
-        # 1. predicted time per variant, with the speed-up against the base at each bar's end
-        n = len(legal)
-        fig, ax = plt.subplots(figsize=(9, 0.9 + 0.42 * n))
-        y = np.arange(n)[::-1]
-        times = [r.speed.microseconds for r in legal]
-        ax.barh(y, times, 0.6, color=["C2" if r.variant == c.verdict_facts[0].winner else "C0" for r in legal])
-        for yi, r in zip(y, legal):
-            ax.annotate(f"{first[None].speed.cycles / r.speed.cycles:.2f}x", (r.speed.microseconds, yi),
-                        xytext=(4, 0), textcoords="offset points", va="center", ha="left", fontsize=8)
-        ax.set_xlim(0, max(times) * 1.18)
-        ax.set_yticks(y, [_label(r) for r in legal])
-        ax.set_xlabel("predicted device time (us)")
-        ax.set_ylabel("variant")
-        ax.xaxis.set_major_formatter(thousands)
-        ax.set_title(f"Predicted time per variant; labels: speed-up vs {base_name} (green: fastest)", fontsize=9,
-                     wrap=True)
+
+def _time_chart(k: _Charts) -> str:
+    """Predicted time per variant, with the speed-up against the base at each bar's end."""
+    legal, np = k.c.legal, k.np
+    n = len(legal)
+    fig, ax = k.plt.subplots(figsize=(9, 0.9 + 0.42 * n))
+    y = np.arange(n)[::-1]
+    times = [r.speed.microseconds for r in legal]
+    ax.barh(y, times, 0.6, color=["C2" if r.variant == k.c.verdict_facts[0].winner else "C0" for r in legal])
+    for yi, r in zip(y, legal):
+        ax.annotate(f"{k.first[None].speed.cycles / r.speed.cycles:.2f}x", (r.speed.microseconds, yi),
+                    xytext=(4, 0), textcoords="offset points", va="center", ha="left", fontsize=8)
+    ax.set_xlim(0, max(times) * 1.18)
+    ax.set_yticks(y, [_label(r) for r in legal])
+    ax.set_xlabel("predicted device time (us)")
+    ax.set_ylabel("variant")
+    ax.xaxis.set_major_formatter(k.thousands)
+    ax.set_title(f"Predicted time per variant; labels: speed-up vs {k.base_name} (green: fastest)", fontsize=9,
+                 wrap=True)
+    _finish(ax)
+    return _svg(fig)
+
+
+def _sweep_axis(ax, c: Comparison) -> None:
+    ax.set_xlabel(f"{c.sweep_field} (elements)" if c.sweep_field in ("M", "N", "K") else c.sweep_field)
+    if c.sweep_field in ("M", "N", "K"):
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(list(c.sweep_values), [f"{v:,}" for v in c.sweep_values])
+    ax.minorticks_off()
+
+
+def _time_sweep_chart(k: _Charts) -> str:
+    """A sweep: predicted time and speed-up against the base, one line per variant."""
+    legal = k.c.legal
+    fig, axes = k.plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"wspace": 0.35})
+    for v in k.lines:
+        pts = sorted((r.sweep, r.speed.microseconds, k.first[r.sweep].speed.cycles / r.speed.cycles)
+                     for r in legal if r.variant == v)
+        xs = [p[0] for p in pts]
+        axes[0].plot(xs, [p[1] for p in pts], marker="o", label=k.line_label[v])
+        axes[1].plot(xs, [p[2] for p in pts], marker="o", label=k.line_label[v])
+    _linear_or_log(axes[0], [r.speed.microseconds for r in legal])
+    axes[0].set_ylabel("predicted device time (us)")
+    axes[0].set_title("Predicted time", fontsize=9)
+    axes[1].set_ylabel(f"speed-up vs {k.base_name} (x)")
+    axes[1].set_title(f"Predicted speed-up vs {k.base_name}", fontsize=9)
+    for ax in axes:
+        _sweep_axis(ax, k.c)
         _finish(ax)
-        out["time"] = _svg(fig)
-    else:
-        # 1. a sweep: predicted time and speed-up against the base, one line per variant
-        fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"wspace": 0.35})
-        for v in lines:
-            pts = sorted((r.sweep, r.speed.microseconds, first[r.sweep].speed.cycles / r.speed.cycles)
-                         for r in legal if r.variant == v)
-            xs = [p[0] for p in pts]
-            axes[0].plot(xs, [p[1] for p in pts], marker="o", label=line_label[v])
-            axes[1].plot(xs, [p[2] for p in pts], marker="o", label=line_label[v])
-        _linear_or_log(axes[0], [r.speed.microseconds for r in legal])
-        axes[0].set_ylabel("predicted device time (us)")
-        axes[0].set_title("Predicted time", fontsize=9)
-        axes[1].set_ylabel(f"speed-up vs {base_name} (x)")
-        axes[1].set_title(f"Predicted speed-up vs {base_name}", fontsize=9)
-        for ax in axes:
-            ax.set_xlabel(f"{c.sweep_field} (elements)" if c.sweep_field in ("M", "N", "K") else c.sweep_field)
-            if c.sweep_field in ("M", "N", "K"):
-                ax.set_xscale("log", base=2)
-            ax.set_xticks(list(c.sweep_values), [f"{v:,}" for v in c.sweep_values])
-            ax.minorticks_off()
-            _finish(ax)
-        _finish(axes[1], legend=True)
-        out["time"] = _svg(fig)
+    _finish(axes[1], legend=True)
+    return _svg(fig)
 
-    # 2. busy time per processor of the critical core, per variant
-    procs = [name for name, _ in legal[0].speed.processors]
-    rows = legal if c.sweep_field is None else [r for r in legal if r.sweep == c.sweep_values[-1]]
+
+def _busy_chart(k: _Charts) -> str:
+    """Busy time per processor of the critical core, per variant."""
+    rows, np = k.rows, k.np
+    procs = [name for name, _ in k.c.legal[0].speed.processors]
     n = len(rows)
-    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.22 * n * len(procs)))
+    fig, ax = k.plt.subplots(figsize=(9, 0.9 + 0.22 * n * len(procs)))
     h = 0.8 / len(procs)
     y = np.arange(n)[::-1]
     for j, proc in enumerate(procs):
@@ -535,60 +564,67 @@ def charts(c: Comparison) -> dict[str, str]:
     ax.set_yticks(y, [_label(r) for r in rows])
     ax.set_xlabel("predicted busy time on the critical core (us)")
     ax.set_ylabel("variant")
-    ax.xaxis.set_major_formatter(thousands)
-    at = f" at {c.sweep_field} = {c.sweep_values[-1]:,}" if c.sweep_field else ""
-    ax.set_title(f"Busy time per processor{at}", fontsize=9)
+    ax.xaxis.set_major_formatter(k.thousands)
+    ax.set_title(f"Busy time per processor{k.at}", fontsize=9)
     _finish(ax, legend=True)
-    out["busy"] = _svg(fig)
+    return _svg(fig)
 
-    # 3. max ULP on the random inputs: the verdict's measure
-    grid = legal[0].numerics.ulp_format
-    if c.sweep_field is None:
-        fig, ax = plt.subplots(figsize=(9, 0.9 + 0.42 * len(legal)))
-        y = np.arange(len(legal))[::-1]
-        ulps = [r.numerics.of("random").max_ulp for r in legal]
-        ax.barh(y, ulps, 0.6, color="C1")
-        for yi, u in zip(y, ulps):
-            ax.annotate(f"{u:,}", (u, yi), xytext=(4, 0), textcoords="offset points", va="center", ha="left",
-                        fontsize=8)
-        ax.set_xlim(0, max(max(ulps), 1) * 1.18)
-        ax.set_yticks(y, [_label(r) for r in legal])
-        ax.set_xlabel(f"max error ({grid} ULP vs float64 rounded to the output)")
-        ax.set_ylabel("variant")
-        ax.set_title(f"Max error, random inputs, K = {legal[0].numerics.k:,}", fontsize=9)
-        _finish(ax)
-    else:
-        fig, ax = plt.subplots(figsize=(9, 3.6))
-        for v in lines:
-            pts = sorted((r.sweep, r.numerics.of("random").max_ulp) for r in legal if r.variant == v)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=line_label[v])
-        _linear_or_log(ax, [r.numerics.of("random").max_ulp for r in legal])
-        ax.set_xlabel(f"{c.sweep_field} (elements)" if c.sweep_field in ("M", "N", "K") else c.sweep_field)
-        if c.sweep_field in ("M", "N", "K"):
-            ax.set_xscale("log", base=2)
-        ax.set_xticks(list(c.sweep_values), [f"{v:,}" for v in c.sweep_values])
-        ax.minorticks_off()
-        ax.set_ylabel(f"max error ({grid} ULP)")
-        ax.set_title("Max error vs float64 rounded to the output, random inputs", fontsize=9)
-        _finish(ax, legend=True)
-    out["error"] = _svg(fig)
 
-    # 4. ULP histogram per variant (random inputs)
+def _error_chart(k: _Charts) -> str:
+    """Max ULP on the random inputs per variant: the verdict's measure."""
+    legal, np = k.c.legal, k.np
+    fig, ax = k.plt.subplots(figsize=(9, 0.9 + 0.42 * len(legal)))
+    y = np.arange(len(legal))[::-1]
+    ulps = [r.numerics.of("random").max_ulp for r in legal]
+    ax.barh(y, ulps, 0.6, color="C1")
+    for yi, u in zip(y, ulps):
+        ax.annotate(f"{u:,}", (u, yi), xytext=(4, 0), textcoords="offset points", va="center", ha="left",
+                    fontsize=8)
+    ax.set_xlim(0, max(max(ulps), 1) * 1.18)
+    ax.set_yticks(y, [_label(r) for r in legal])
+    ax.set_xlabel(f"max error ({legal[0].numerics.ulp_format} ULP vs float64 rounded to the output)")
+    ax.set_ylabel("variant")
+    ax.set_title(f"Max error, random inputs, K = {legal[0].numerics.k:,}", fontsize=9)
+    _finish(ax)
+    return _svg(fig)
+
+
+def _error_sweep_chart(k: _Charts) -> str:
+    """A sweep: max ULP on the random inputs, one line per variant."""
+    legal = k.c.legal
+    fig, ax = k.plt.subplots(figsize=(9, 3.6))
+    for v in k.lines:
+        pts = sorted((r.sweep, r.numerics.of("random").max_ulp) for r in legal if r.variant == v)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=k.line_label[v])
+    _linear_or_log(ax, [r.numerics.of("random").max_ulp for r in legal])
+    _sweep_axis(ax, k.c)
+    ax.set_ylabel(f"max error ({legal[0].numerics.ulp_format} ULP)")
+    ax.set_title("Max error vs float64 rounded to the output, random inputs", fontsize=9)
+    _finish(ax, legend=True)
+    return _svg(fig)
+
+
+def _histogram_chart(k: _Charts) -> str:
+    """The ULP histogram per variant (random inputs)."""
+    rows, np = k.rows, k.np
     bins = [label for label, _ in rows[0].numerics.of("random").ulp_histogram]
-    fig, ax = plt.subplots(figsize=(9, 3.4))
+    fig, ax = k.plt.subplots(figsize=(9, 3.4))
     x = np.arange(len(bins))
     bw = 0.8 / len(rows)
     for i, r in enumerate(rows):
         ax.bar(x - 0.4 + (i + 0.5) * bw, [n for _, n in r.numerics.of("random").ulp_histogram], bw, label=_label(r))
     ax.set_xticks(x, bins)
-    ax.set_xlabel(f"error ({grid} ULP vs float64 rounded to the output)")
+    ax.set_xlabel(f"error ({k.c.legal[0].numerics.ulp_format} ULP vs float64 rounded to the output)")
     ax.set_ylabel("outputs (count)")
-    ax.set_title(f"Outputs per error bin, random inputs{at}", fontsize=9)
+    ax.set_title(f"Outputs per error bin, random inputs{k.at}", fontsize=9)
     _finish(ax, legend=True)
-    out["hist"] = _svg(fig)
+    return _svg(fig)
 
-    # 5. L1 per CB region, stacked, in bytes (as the table), against the usable L1
-    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.42 * len(rows)))
+
+def _l1_chart(k: _Charts) -> str:
+    """L1 per CB region, stacked, in bytes (as the table), against the usable L1."""
+    rows, np = k.rows, k.np
+    fig, ax = k.plt.subplots(figsize=(9, 0.9 + 0.42 * len(rows)))
     names = list(dict.fromkeys(g.name for r in rows for g in r.plan.regions))
     y = np.arange(len(rows))[::-1]
     left = np.zeros(len(rows))
@@ -601,28 +637,30 @@ def charts(c: Comparison) -> dict[str, str]:
     ax.set_yticks(y, [_label(r) for r in rows])
     ax.set_xlabel("L1 per core (bytes)")
     ax.set_ylabel("variant")
-    ax.xaxis.set_major_formatter(thousands)
+    ax.xaxis.set_major_formatter(k.thousands)
     ax.tick_params(axis="x", labelrotation=20)
-    ax.set_title(f"L1 per CB region, against the usable L1{at}", fontsize=9)
+    ax.set_title(f"L1 per CB region, against the usable L1{k.at}", fontsize=9)
     _finish(ax, legend=True)
-    out["l1"] = _svg(fig)
+    return _svg(fig)
 
-    # 6. op counts per kind (no bar: zero)
+
+def _ops_chart(k: _Charts) -> str:
+    """Op counts per kind (no bar: zero)."""
+    rows, np = k.rows, k.np
     kinds = list(OP_KINDS)
-    fig, ax = plt.subplots(figsize=(9, 1.0 + 0.16 * len(kinds) * len(rows)))
+    fig, ax = k.plt.subplots(figsize=(9, 1.0 + 0.16 * len(kinds) * len(rows)))
     y = np.arange(len(kinds))[::-1]
     bh = 0.8 / len(rows)
     for i, r in enumerate(rows):
-        counts = np.array([r.op(k) for k in kinds], float)
+        counts = np.array([r.op(kind) for kind in kinds], float)
         ax.barh(y + 0.4 - (i + 0.5) * bh, np.where(counts > 0, counts, np.nan), bh, label=_label(r))
     ax.set_xscale("log")
     ax.set_yticks(y, kinds)
     ax.set_xlabel("count over the whole program (log scale; no bar: zero)")
     ax.set_ylabel("op kind")
-    ax.set_title(f"Op counts per kind, from the verified IR{at}", fontsize=9)
+    ax.set_title(f"Op counts per kind, from the verified IR{k.at}", fontsize=9)
     _finish(ax, legend=True)
-    out["ops"] = _svg(fig)
-    return out
+    return _svg(fig)
 
 
 def html_text(c: Comparison) -> str:

@@ -73,10 +73,8 @@ from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
 from kgen.gen.plan import SUBBLOCK_HW_CHOICES, round_up_tiles
 from kgen.gen import dataflow as dataflows
 from kgen.gen.spec import COMPUTE_FIELDS, BlockSpec, ComputeConfig, MatmulSpec
-from kgen.gen.ttnn_defaults import (MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, TT_METAL_COMMIT, TT_METAL_FILES,
-                                    is_matmul_default, matmul_default_compute)
+from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, is_matmul_default, matmul_default_compute
 
-TT_SOURCE = f"tenstorrent/tt-metal@{TT_METAL_COMMIT}: " + ", ".join(TT_METAL_FILES)
 NARROW_SHAPE_RATIO_THRESHOLD = 8
 PER_CORE_FACTORS = (16, 8, 4, 2)        # get_per_core_factor's trials, largest first
 SIMPLE_IN0_BLOCK_W = 2                  # create_simple_matmul_program_config's starting in0_block_w

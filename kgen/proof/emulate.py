@@ -8,7 +8,7 @@ How it works:
   kernel three times through its ``jit/<kernel>/chlkc_{unpack,math,pack}.cpp`` (``UNPACK/MATH/PACK``
   keep only that thread's code), a data-movement kernel through ``kernel_includes.hpp``, with the
   JIT's defines and compile-time args. Each becomes a shared object exporting ``kernel_main``.
-* **The machine** (``kgen/proof/emu/src/runtime.cpp``): L1 of every core as bytes, DRAM banks holding the
+* **The machine** (``kgen/proof/emu/src/runtime_*.cpp``): L1 of every core as bytes, DRAM banks holding the
   tensors interleaved by pages, CBs as FIFOs over L1 with TT-Metal's shared counters and each
   processor's local pointers (two CB indices may share one region), semaphores in L1, the NoC
   (unicast, multicast, semaphore increments), DST with its math/pack sections, and the unpacker ->
@@ -43,6 +43,7 @@ from typing import Any, Callable
 import numpy as np
 
 from kgen.proof import tiles as tl
+from kgen.proof.emulate_report import emulated_op_totals, format_report  # noqa: F401 (importers read them here)
 from kgen.proof.numerics import error_figures
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.costs import load_costs
@@ -56,6 +57,7 @@ from kgen.core.types import DATA_FORMAT_VALUE, TILE_HW
 
 EMU_DIR = Path(__file__).resolve().parent / "emu"
 ROLE_SOURCES = {"unpack": "chlkc_unpack.cpp", "math": "chlkc_math.cpp", "pack": "chlkc_pack.cpp"}
+RUNTIME_SOURCES = ("runtime_machine.cpp", "runtime_api.cpp", "runtime_driver.cpp", "tensix_math.cpp")
 # The emulator's flags: -O3 -march=native for its arithmetic (the emulator is built on the machine
 # that runs it; the cache key includes the CPU, and tensix_math's bits do not depend on the flags,
 # see tests/proof/test_tensix_math.py); it exports its API to the kernels' objects.
@@ -199,7 +201,7 @@ def emulator_binary(hc: HostCompiler) -> Path:
     with scratch("kgen-emu") as tmp:
         out = Path(tmp) / "kgen-emu"
         _compile([hc.cxx, *RUNTIME_FLAGS, "-I", str(EMU_DIR / "include"), "-I", str(src),
-                  str(src / "runtime.cpp"), str(src / "tensix_math.cpp"), "-ldl", "-o", str(out)], "the emulator runtime")
+                  *(str(src / name) for name in RUNTIME_SOURCES), "-ldl", "-o", str(out)], "the emulator runtime")
         _atomic_install(out, target)
     return target
 
@@ -418,26 +420,9 @@ def _resolve_arg(v: Any, addresses: dict[str, int], noc: dict) -> int:
     raise ValueError(f"unknown runtime arg lookup {v!r}")
 
 
-def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *, numerics: str, workdir: Path,
-                  inputs: Inputs) -> ProgramFile:
-    """The program file (all but the schedule and trace lines, which run_program adds per run);
-    writes the input tensors into `workdir`. The math configuration (fidelity, fp32 Dst, sync mode)
-    is not in it: each core takes it from its compiled compute kernel (chlkc_descriptors.h, as
-    hw_startup configures the hardware), its one source."""
-    cfg = emulator_config()
-    noc = cfg["noc"]
-    layout = cfg["layout"]
-    cores = sorted({c for k in manifest["kernels"] for c in cores_of(k["core_ranges"])}, key=lambda c: (c[1], c[0]))
-    core_id = {c: i for i, c in enumerate(cores)}
-    lines = ["kgen-emu 1",
-             f"arch {arch.name} {int(arch.behaviour.fpu_renormalisation_quirk)}",
-             f"l1 {arch.l1_bytes}",
-             f"numerics {numerics}",
-             f"dst_tiles {arch.dst_tiles(True, False)}",
-             f"clock_mhz {arch.clock_mhz}",
-             "cycles " + " ".join(f"{k} {v!r}" for k, v in modelled_cycles(arch).items())]
-    for (x, y), i in core_id.items():
-        lines.append(f"core {i} {x} {y} {x + noc['worker_x_offset']} {y + noc['worker_y_offset']}")
+def _l1_lines(manifest: dict, arch: ArchFacts, core_id: dict, layout: dict) -> tuple[list[str], dict[str, int]]:
+    """The program's CB and semaphore lines, and the L1 address of each sharded tensor's CB."""
+    lines: list[str] = []
     # CBs: regions in manifest order from the unreserved base, the same address on every core. A CB
     # globally allocated on a sharded tensor's buffer is where that tensor's shards live.
     align = max(arch.l1_alignment, arch.dram_alignment)
@@ -461,6 +446,52 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
             if c in core_id:
                 lines.append(f"sem {core_id[c]} {s['id']} {sem_base + layout['semaphore_bytes'] * s['id']} "
                              f"{s['initial_value']}")
+    return lines, shard_address
+
+
+def _kernel_lines(manifest: dict, builds: list[KernelBuild], core_id: dict, addresses: dict[str, int],
+                  noc: dict) -> list[str]:
+    """The program's kernel lines and what runs where, with each core's runtime args resolved."""
+    lines: list[str] = []
+    kid = {}
+    for i, b in enumerate(builds):
+        kid[(b.kernel.name, b.role)] = i
+        lines.append(f"kernel {i} {b.kernel.name} {b.role} {b.target}")
+    for k in manifest["kernels"]:
+        common = [_resolve_arg(v, addresses, noc) for v in k["common_runtime_args"]]
+        per_core = {tuple(r["core"]): [_resolve_arg(v, addresses, noc) for v in r["args"]] for r in k["runtime_args"]}
+        roles = ("unpack", "math", "pack") if k["processor"] == "TRISC" else (
+            ("brisc",) if k["processor"] == "RISCV_0" else ("ncrisc",))
+        for c in cores_of(k["core_ranges"]):
+            args = per_core.get(c, [])
+            for role in roles:
+                lines.append(f"run {core_id[c]} {kid[(k['name'], role)]} {len(args)} {' '.join(map(str, args))} "
+                             f"{len(common)} {' '.join(map(str, common))}")
+    return lines
+
+
+def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *, numerics: str, workdir: Path,
+                  inputs: Inputs) -> ProgramFile:
+    """The program file (all but the schedule and trace lines, which run_program adds per run);
+    writes the input tensors into `workdir`. The math configuration (fidelity, fp32 Dst, sync mode)
+    is not in it: each core takes it from its compiled compute kernel (chlkc_descriptors.h, as
+    hw_startup configures the hardware), its one source."""
+    cfg = emulator_config()
+    noc = cfg["noc"]
+    layout = cfg["layout"]
+    cores = sorted({c for k in manifest["kernels"] for c in cores_of(k["core_ranges"])}, key=lambda c: (c[1], c[0]))
+    core_id = {c: i for i, c in enumerate(cores)}
+    lines = ["kgen-emu 1",
+             f"arch {arch.name} {int(arch.behaviour.fpu_renormalisation_quirk)}",
+             f"l1 {arch.l1_bytes}",
+             f"numerics {numerics}",
+             f"dst_tiles {arch.dst_tiles(True, False)}",
+             f"clock_mhz {arch.clock_mhz}",
+             "cycles " + " ".join(f"{k} {v!r}" for k, v in modelled_cycles(arch).items())]
+    for (x, y), i in core_id.items():
+        lines.append(f"core {i} {x} {y} {x + noc['worker_x_offset']} {y + noc['worker_y_offset']}")
+    l1_lines, shard_address = _l1_lines(manifest, arch, core_id, layout)
+    lines += l1_lines
     # DRAM: every tensor at one base address in all banks.
     banks = arch.toolchain.num_dram_banks
     addr = layout["dram_first_address"]
@@ -495,21 +526,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
             path.write_bytes(_tensor_bytes(t, inputs))
             kind = "l1_interleaved_input" if t.name in in_l1 else "input"    # interleaved over L1 banks or DRAM's
             lines.append(f"{kind} {t.address} {t.page_size} {t.num_pages} {path}")
-    # Kernels and what runs where.
-    kid = {}
-    for i, b in enumerate(builds):
-        kid[(b.kernel.name, b.role)] = i
-        lines.append(f"kernel {i} {b.kernel.name} {b.role} {b.target}")
-    for k in manifest["kernels"]:
-        common = [_resolve_arg(v, addresses, noc) for v in k["common_runtime_args"]]
-        per_core = {tuple(r["core"]): [_resolve_arg(v, addresses, noc) for v in r["args"]] for r in k["runtime_args"]}
-        roles = ("unpack", "math", "pack") if k["processor"] == "TRISC" else (
-            ("brisc",) if k["processor"] == "RISCV_0" else ("ncrisc",))
-        for c in cores_of(k["core_ranges"]):
-            args = per_core.get(c, [])
-            for role in roles:
-                lines.append(f"run {core_id[c]} {kid[(k['name'], role)]} {len(args)} {' '.join(map(str, args))} "
-                             f"{len(common)} {' '.join(map(str, common))}")
+    lines += _kernel_lines(manifest, builds, core_id, addresses, noc)
     return ProgramFile("\n".join(lines) + "\n", tuple(tensors), output, tuple(out_shards))
 
 
@@ -744,49 +761,3 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
                      exact, mismatched, errors, time.perf_counter() - start, first.seconds, len(runs) - 1, identical,
                      hazards, deadlock,
                      tuple(first.raw["processors"]), int(first.raw["cycles"]), macs, first.out_bytes, close)
-
-
-# ----------------------------------------------------------------------------------------------
-# text report
-
-def emulated_op_totals(processors) -> dict[str, int]:
-    """Op name -> calls, summed over the emulated processors' reports (not verify.op_totals, which
-    counts the IR)."""
-    totals: dict[str, int] = {}
-    for p in processors:
-        for k, v in p["ops"].items():
-            totals[k] = totals.get(k, 0) + v
-    return dict(sorted(totals.items()))
-
-
-def format_report(e: Emulation, *, per_processor: bool = True) -> str:
-    lines = [f"kgen emulate: {e.kernel_id} ({e.numerics} numerics, seed {e.seed})"]
-    verdict = {"ok": "finished", "deadlock": "DEADLOCK", "stopped": "STOPPED"}.get(e.status, e.status)
-    lines.append(f"  run        {verdict}; {len(e.processors)} processors on "
-                 f"{len({tuple(p['core']) for p in e.processors})} cores; {e.cycles} modelled cycles")
-    if e.status == "ok":
-        golden = "bit-exact" if e.exact_match else f"DIFFERS in {e.mismatched} element(s)"
-        if e.numerics == "fast" and not e.exact_match:
-            golden += " (within the fast-mode tolerance)" if e.golden_close else " (BEYOND the fast-mode tolerance)"
-        lines.append(f"  golden     {golden} against the {e.numerics} golden model")
-        lines.append(f"  vs float64 max_abs_err {e.errors.max_abs_err:.4g}  max_rel_err {e.errors.max_rel_err:.4g}  "
-                     f"pcc {e.errors.pcc:.6f}")
-    if e.schedules:
-        lines.append(f"  schedules  {e.schedules} random interleaving(s): "
-                     f"{'identical output' if e.schedules_identical else 'OUTPUT DIFFERS between schedules'}")
-    rate = f", {e.macs / max(e.emulate_seconds, 1e-9) / 1e6:.1f} M MAC/s" if e.status == "ok" else ""
-    lines.append(f"  time       {e.seconds:.2f} s ({e.emulate_seconds:.2f} s emulating{rate})")
-    if e.deadlock:
-        lines += ["", e.deadlock.rstrip()]
-    for h in e.hazards:
-        lines.append(f"  HAZARD {h['kind']}: {h['file']}:{h['line']} core ({h['core'][0]},{h['core'][1]}) "
-                     f"{h['processor']}: {h['message']}")
-    if per_processor:
-        lines.append("")
-        lines.append("  core   processor      kernel                 ops    stalls  stall cycles  cycles")
-        for p in e.processors:
-            lines.append(f"  ({p['core'][0]},{p['core'][1]})  {p['processor']:<14} {p['kernel']:<20} "
-                         f"{sum(p['ops'].values()):>6} {p['stalls']:>8} {p['stall_cycles']:>13} {p['cycles']:>7}")
-        totals = emulated_op_totals(e.processors)
-        lines.append("  op counts (all cores): " + ", ".join(f"{k} {v}" for k, v in totals.items()))
-    return "\n".join(lines)

@@ -34,9 +34,6 @@ from kgen.proof import numerics as nx
 from kgen.proof import tiles as tl
 from kgen.core.arch import load_arch
 
-_FORMAT_ARGS = ("in0_format", "in1_format", "out_format", "partials_format", "bias_format")
-
-
 @dataclass(frozen=True)
 class GoldenResult:
     """Output of the golden model: the (M, N) row-major matrix in ``format`` as the hardware

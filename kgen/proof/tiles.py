@@ -60,10 +60,6 @@ def canonical_format(fmt: str) -> str:
     return fmt
 
 
-def is_bfp(fmt: str) -> bool:
-    return canonical_format(fmt) in BFP_MAG_BITS
-
-
 # ---------------------------------------------------------------------------------------------
 # layout
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
 
-from kgen import __version__
+from kgen.core.version import __version__
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.toolchain.elfreport import ElfSizes, elf_sizes, format_sizes
 from kgen.core.errors import KgenBug, KgenError

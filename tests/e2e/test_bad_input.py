@@ -922,11 +922,11 @@ def test_endless_device_as_spec_is_refused(capsys):
 
 def test_a_regular_file_is_read_only_up_to_the_limit(capsys, tmp_path, monkeypatch):
     # st_size is not trusted: the read itself stops one byte past the limit.
-    import kgen.gen.spec
+    import kgen.gen.spec_syntax
 
     path = tmp_path / "t.kspec"
     path.write_text(BASE + "#" * 4096 + "\n")
-    monkeypatch.setattr(kgen.gen.spec, "MAX_SPEC_BYTES", len(BASE))
+    monkeypatch.setattr(kgen.gen.spec_syntax, "MAX_SPEC_BYTES", len(BASE))
     rc, out, err = check(capsys, path)
     assert_file_error(rc, out, err, path, "at most")
 

@@ -1,5 +1,5 @@
 // Host model of TT-Metal 0.81.1's data-movement kernel API (api/dataflow/dataflow_api.h and the
-// tensor accessor). NoC addresses are the emulator's own 64-bit encoding (kgen/proof/emu/src/runtime.cpp);
+// tensor accessor). NoC addresses are the emulator's own 64-bit encoding (kgen/proof/emu/src/runtime_internal.h);
 // kernels only build them with these helpers and add byte offsets, as on the device. L1 addresses
 // are host addresses below 4 GiB, so `reinterpret_cast<volatile uint32_t*>(l1_addr)` works as in a
 // kernel. NoC transfers complete when issued; the barriers are ordering points for the scheduler.
