@@ -153,5 +153,4 @@ def test_no_page_links_outside_the_repository():
                 continue
             resolved = (page.parent / target).resolve()
             assert resolved.is_relative_to(ROOT), (page, target)
-            if resolved.name not in ("perf-model.md", "tune.md"):     # written alongside, merged later
-                assert resolved.exists(), (page, target)
+            assert resolved.exists(), (page, target)
