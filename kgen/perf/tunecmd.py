@@ -358,9 +358,23 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
                 width: int | None = None) -> str:
     """The terminal report at `width` (the terminal's): the search, the K best (predicted), their
     verification, TT-Metal's own choices beside the pick, the winner, and one legend."""
-    from kgen.perf.abreport import _wrap, width_of_terminal
+    from kgen.perf.abreport import width_of_terminal
 
     width = width or width_of_terminal()
+    lines = _search_lines(spec, result, db_path, jobs, width)
+    lines += _ranked_lines(spec, result.ranked, verdicts, errors, width)
+    if verdicts:
+        lines += _verdict_lines(result.ranked, verdicts, width)
+    lines += [""] + _comparison_lines(comparison, width)
+    lines += _winner_lines(winner, verdicts, output, width)
+    lines += _legend_lines(spec, result.ranked, verdicts, errors, width)
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _search_lines(spec, result: TuneResult, db_path, jobs, width: int) -> list[str]:
+    """What was searched, how, and how fast."""
+    from kgen.perf.abreport import _wrap
+
     st = result.stats
     how = (f"sampled {st.candidates:,} of {st.space_size:,} (seed)" if st.sampled
            else f"{st.space_size:,} candidates, exhaustive")
@@ -374,8 +388,11 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
                    f"({jobs} process{'es' if jobs > 1 else ''})", width, more=" " * 12)
     if db_path:
         lines += _wrap(f"database  {db_path}", width, more=" " * 12)
+    return lines
 
-    ranked = result.ranked
+
+def _ranked_lines(spec, ranked, verdicts, errors, width: int) -> list[str]:
+    """The K best as one table, one row per candidate."""
     keys = [("#", [str(i + 1) for i in range(len(ranked))], True)]
     cols: list[tuple[str, list[str], bool]] = [
         ("predicted us", [f"{s.microseconds:,.2f}" for s in ranked], True),
@@ -396,29 +413,36 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
         cols.append(("error (c)", [f"{errors[i]:.2e}" for i in range(len(ranked))], True))
     if verdicts:
         cols.append(("verify (d)", [_verify_cell(verdicts.get(i)) for i in range(len(ranked))], False))
-    lines += [""] + _table(f"the {len(ranked)} best, predicted by kgen's model", keys + cols, width)
+    return [""] + _table(f"the {len(ranked)} best, predicted by kgen's model", keys + cols, width)
 
-    if verdicts:
-        lines += [""] + _wrap(f"verified (d): {CHECKS}", width, more="    ")
-        for i in range(len(ranked)):
-            v = verdicts.get(i)
-            if v is None:
-                continue
-            detail = _steps_text(v.get("steps") or {})
-            text = f"#{i + 1} {v['status']}" + (f": {detail}" if detail else "")
-            if v.get("reused"):
-                text += "; known, not re-run (the database's verdict on this kernel; --no-db re-runs it)"
-            elif isinstance(v.get("seconds"), (int, float)):
-                text += f"; {v['seconds']:.1f} s"
-            lines += _wrap(text, width, indent="    ", more="      ")
-            # an incomplete job's steps already say what did not run and why
-            if v["status"] == "failed" or (v["status"] == "incomplete" and not detail):
-                lines += _wrap(f"{'dropped' if v['status'] == 'failed' else 'not verified'}: {'; '.join(v['errors'])}",
-                               width, indent="      ", more="        ")
 
-    lines += [""] + _comparison_lines(comparison, width)
+def _verdict_lines(ranked, verdicts, width: int) -> list[str]:
+    """What each verification ran and found."""
+    from kgen.perf.abreport import _wrap
 
-    lines.append("")
+    lines = [""] + _wrap(f"verified (d): {CHECKS}", width, more="    ")
+    for i in range(len(ranked)):
+        v = verdicts.get(i)
+        if v is None:
+            continue
+        detail = _steps_text(v.get("steps") or {})
+        text = f"#{i + 1} {v['status']}" + (f": {detail}" if detail else "")
+        if v.get("reused"):
+            text += "; known, not re-run (the database's verdict on this kernel; --no-db re-runs it)"
+        elif isinstance(v.get("seconds"), (int, float)):
+            text += f"; {v['seconds']:.1f} s"
+        lines += _wrap(text, width, indent="    ", more="      ")
+        # an incomplete job's steps already say what did not run and why
+        if v["status"] == "failed" or (v["status"] == "incomplete" and not detail):
+            lines += _wrap(f"{'dropped' if v['status'] == 'failed' else 'not verified'}: {'; '.join(v['errors'])}",
+                           width, indent="      ", more="        ")
+    return lines
+
+
+def _winner_lines(winner, verdicts, output, width: int) -> list[str]:
+    from kgen.perf.abreport import _wrap
+
+    lines = [""]
     if winner is None:
         unverified = [v for v in (verdicts or {}).values() if v.get("status") == "incomplete"]
         if verdicts and len(unverified) == len(verdicts):
@@ -432,8 +456,13 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
                        width, more=" " * 12)
     if output is not None and winner is not None:
         lines += _wrap(f"wrote     {output} (kgen check / kgen build take it)", width, more=" " * 12)
+    return lines
 
-    lines += [""] + _wrap(f"legend: {LEGEND}", width, more="    ")
+
+def _legend_lines(spec, ranked, verdicts, errors, width: int) -> list[str]:
+    from kgen.perf.abreport import _wrap
+
+    lines = [""] + _wrap(f"legend: {LEGEND}", width, more="    ")
     lines += _wrap(f"(a) {UTILIZATION_NOTE_TUNE}", width, more="    ")
     if any(s.candidate.padded(spec) for s in ranked):
         lines += _wrap("(b) padded: per_core does not divide the tiles; the last block of cores holds fewer "
@@ -445,7 +474,7 @@ def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, 
         lines += _wrap("(d) verify: passed = every check ran and passed (the list above); incomplete = a check "
                        "could not run here (kgen doctor says why), never a pass; known = the database's verdict on "
                        "the same kernel, not re-run (--no-db re-runs it)", width, more="    ")
-    return "\n".join(line.rstrip() for line in lines) + "\n"
+    return lines
 
 
 def _verify_cell(v: Mapping | None) -> str:
