@@ -229,11 +229,29 @@ class _KernelCost:
     def _dataflow_op(self, o: Op, n: int, processor: str) -> None:
         c = self.costs
         k = o.kind
-        tensors = self.tensors
         if k in ("read_tiles", "copy_shard", "mcast_cb", "sem_wait", "sem_inc"):
             self.feeds_inputs = True
         if k == "cb_push_back":
             self._in_send = False           # a relay's hand-over ends with its push
+        if k in ("copy_shard", "read_tiles", "noc_read_barrier"):
+            self._read_op(o, n, processor)
+        elif k in ("write_tiles", "write_rows", "noc_write_barrier"):
+            self._write_op(o, n, processor)
+        elif k in ("mcast_cb", "mcast_sem_set"):
+            self._mcast_op(o, n, processor)
+        elif k in ("sem_wait", "sem_inc"):
+            # In steady state the double-buffered CBs let the handshake of block b+1 overlap block b:
+            # a wait finds its value and an increment is posted; the one-way latency is paid per fill.
+            self.add(processor, "noc", n * c.sync.cb_op)
+            self.fill_latency = max(self.fill_latency, c.multicast.semaphore_latency)
+        elif k in ("sem_set", "noc_writes_flushed") or k in _CB_OPS:
+            self.add(processor, "sync", n * c.sync.cb_op)
+
+    def _read_op(self, o: Op, n: int, processor: str) -> None:
+        """A read into an input CB: from this core's shard, from DRAM or L1, or its barrier."""
+        c = self.costs
+        k = o.kind
+        tensors = self.tensors
         if k == "copy_shard":
             # a block of this core's L1 shard into the input CB: local L1 reads, no DRAM (a sharded in0)
             nbytes = int(o["rows"]) * int(o["cols"]) * int(o["page_bytes"])
@@ -243,7 +261,7 @@ class _KernelCost:
             if self.relay:      # a hand-over starts (the receivers' increments arrive meanwhile)
                 self.relay_sends += n
                 self._in_send, self._first_mcast = True, True
-        if k == "read_tiles":
+        elif k == "read_tiles":
             tiles = optable.work_of(o).noc_read_tiles
             page = tensors[o["tensor"]].page_bytes
             where = self.last_read = self.placement.get(o["tensor"], DRAM)
@@ -265,7 +283,13 @@ class _KernelCost:
             self.add(processor, "dram" if self.last_read == DRAM else "noc", n * latency)
             if self.last_read_cb == CB_BIAS:
                 self.tail_cycles += n * latency
-        elif k in ("write_tiles", "write_rows"):
+
+    def _write_op(self, o: Op, n: int, processor: str) -> None:
+        """A write of output pages or rows, or its barrier."""
+        c = self.costs
+        k = o.kind
+        tensors = self.tensors
+        if k in ("write_tiles", "write_rows"):
             nbytes = (int(o["rows"]) * int(o["cols"]) * tensors[o["tensor"]].page_bytes if k == "write_tiles"
                       else int(o["rows"]) * int(o["row_bytes"]))
             where = self.last_write = self.placement.get(o["tensor"], DRAM)
@@ -282,7 +306,12 @@ class _KernelCost:
             latency = {DRAM: c.dram.write_latency, L1: c.l1.write_latency}.get(self.last_write, 0.0)
             self.add(processor, "dram" if self.last_write == DRAM else "noc", n * latency)
             self.write_cycles += n * latency
-        elif k == "mcast_cb":
+
+    def _mcast_op(self, o: Op, n: int, processor: str) -> None:
+        """A multicast of a CB's block, or of a semaphore's value."""
+        c = self.costs
+        k = o.kind
+        if k == "mcast_cb":
             # the sender goes on once the data is issued; its landing (the flag follows the data on the
             # same path) delays the receivers once per fill (per block in a relay)
             dests = int(o["num_dests"])
@@ -299,13 +328,6 @@ class _KernelCost:
             self.fill_latency = max(self.fill_latency, c.multicast_landing(dests))
         elif k == "mcast_sem_set":
             self.add(processor, "noc", n * c.multicast_issue(int(o["num_dests"])))
-        elif k in ("sem_wait", "sem_inc"):
-            # In steady state the double-buffered CBs let the handshake of block b+1 overlap block b:
-            # a wait finds its value and an increment is posted; the one-way latency is paid per fill.
-            self.add(processor, "noc", n * c.sync.cb_op)
-            self.fill_latency = max(self.fill_latency, c.multicast.semaphore_latency)
-        elif k in ("sem_set", "noc_writes_flushed") or k in _CB_OPS:
-            self.add(processor, "sync", n * c.sync.cb_op)
 
     def total(self, processor: str) -> float:
         return sum(self.busy[processor].values())
@@ -329,8 +351,29 @@ class _CoreTime:
     write_backlog: float = 0.0    # the drain's writes beyond the last one: the writer's backlog at the last push
 
 
-def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost],
-               plan: Plan) -> _CoreTime:
+@dataclass
+class _Gathered:
+    """What one core's kernels add up to, read by _core_time (a working value, not a stage's output)."""
+    busy: dict[str, float]
+    work: dict[str, Mapping[str, float]]
+    names: dict[str, str]
+    paced: dict[str, float]
+    feeding: dict[str, float]          # a reader's cycles inside the K loop (without output writes and the bias)
+    blocks: int
+    sections: int
+    policy: dict
+    rewound: int
+    epilogue: dict
+    epilogue_sections: int
+    out_writes: int
+    out_write_cycles: float
+    buffered_writes: float
+    fill_latency: float
+    last_write: float
+    restarts: bool
+
+
+def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathered:
     busy: dict[str, float] = {}
     work: dict[str, Mapping[str, float]] = {}
     names: dict[str, str] = {}
@@ -370,6 +413,17 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
             # next out block's first K-block only after writing this block's last subblock, so the
             # pipeline refills at every out block (reader_bmm_tile_layout_in1_*_writer_padding.cpp).
             restarts = restarts or kc.feeds_inputs
+    return _Gathered(busy, work, names, paced, feeding, blocks, sections, policy, rewound, epilogue, epilogue_sections, out_writes, out_write_cycles, buffered_writes, fill_latency, last_write, restarts)
+
+
+def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost],
+               plan: Plan) -> _CoreTime:
+    g = _gather(kernels, cost_of)
+    busy, work, names, paced, feeding = g.busy, g.work, g.names, g.paced, g.feeding
+    blocks, sections, policy, rewound = g.blocks, g.sections, g.policy, g.rewound
+    epilogue, epilogue_sections, fill_latency, restarts = g.epilogue, g.epilogue_sections, g.fill_latency, g.restarts
+    out_writes, out_write_cycles, buffered_writes, last_write = (g.out_writes, g.out_write_cycles,
+                                                                 g.buffered_writes, g.last_write)
     out_blocks_per_core = max(1, blocks // max(plan.num_blocks, 1))
     out_blocks = out_blocks_per_core if restarts else 1          # pipeline fills
     per_block = {p: max(busy.get(p, 0.0), paced.get(p, 0.0)) / blocks for p in PROCESSORS}
