@@ -168,7 +168,7 @@ class Costs:
         """How long one multicast of nbytes to `destinations` cores occupies its sender: the issue cost of
         one transaction and the payload at the multicast bandwidth. A transaction longer than the NoC's
         burst goes out as several packets, but their issue is not paid again: the bandwidth was measured
-        on 64 KB transactions, packets and all, and the issue cost on 64 B ones (costmodel §3.4; the
+        on 64 KB transactions, packets and all, and the issue cost on 64 B ones (docs/reference/costs.md §3.4; the
         One to All Multicast perf plots). The landing latency (`multicast.latency`) is not the
         sender's: it delays the receivers once per pipeline fill, since the sender goes on to its next
         block without waiting for it."""

@@ -1,6 +1,6 @@
 """Stage 4, verify: checks every IR kgen builds. A violation is a bug in kgen (`IRVerificationError`).
 
-Checks (issue #2 §6, TT-Metal's CB API contract from PR #42427):
+Checks (TT-Metal's CB API contract, tenstorrent/tt-metal PR #42427):
 - per core and per CB, pages pushed by producers == pages popped by consumers over the program;
 - every wait/reserve/push/pop step is <= the CB's pages and divides them;
 - in each kernel, in order: a pop never exceeds what was waited, a push never exceeds what was
@@ -275,7 +275,7 @@ class _RegionWalker:
     emulator's rule: TT-Metal's untilize stage packs over partials it has copied into DST) or
     popped, and pages a cb_reserve_back of this kernel has waited to be free. A pop by another
     kernel is never known here, so a page a writer drains is free only after a reserve covers it.
-    A write into pages another CB of the region may hold is the out/partials trap (issue #12)."""
+    A write into pages another CB of the region may hold is the out/partials trap."""
 
     def __init__(self, program: Program, kernel: Kernel, indices: tuple[int, ...], consumers: dict[int, set[str]]):
         self.kernel = kernel

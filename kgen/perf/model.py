@@ -46,7 +46,7 @@ WORK_KINDS = {"math": "math-bound", "unpack": "unpack-bound", "pack": "packer-bo
 DRAM, L1, SHARDED = "dram", "l1", "sharded"
 LOCAL = "local"           # the core's own L1 (a shard block copied into a CB): a read, never a placement
 
-# A multicast receiver waits for its sender: it runs at the sender's pace (ttmetal-matmul.md §2.4).
+# A multicast receiver waits for its sender: it runs at the sender's pace (docs/reference/matmul.md §2.4).
 PACED_BY = dataflows.PACED_BY
 
 # Ops that (re)configure a TRISC thread, and the CB and DST handshakes, from the op table.
@@ -155,7 +155,7 @@ class _KernelCost:
                         self.epilogue_sections += n
                 untilizing = untilizing and o.kind != "pack_untilize_uninit"
                 # TT's L1-accumulation flow pops a block's partials without reading them, to rewind the
-                # FIFO: that wait needs the block's last subblock packed (ttmetal-matmul.md §1.6)
+                # FIFO: that wait needs the block's last subblock packed (docs/reference/matmul.md §1.6)
                 if (o.kind == "cb_pop_front" and o["cb"] == CB_PARTIALS and previous is not None
                         and previous.kind == "cb_wait_front" and previous["cb"] == CB_PARTIALS):
                     self.rewound += n
@@ -413,7 +413,9 @@ def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathe
             # next out block's first K-block only after writing this block's last subblock, so the
             # pipeline refills at every out block (reader_bmm_tile_layout_in1_*_writer_padding.cpp).
             restarts = restarts or kc.feeds_inputs
-    return _Gathered(busy, work, names, paced, feeding, blocks, sections, policy, rewound, epilogue, epilogue_sections, out_writes, out_write_cycles, buffered_writes, fill_latency, last_write, restarts)
+    return _Gathered(busy, work, names, paced, feeding, blocks, sections, policy, rewound, epilogue,
+                     epilogue_sections, out_writes, out_write_cycles, buffered_writes, fill_latency, last_write,
+                     restarts)
 
 
 def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost],

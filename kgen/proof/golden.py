@@ -241,7 +241,7 @@ class _Flow:
             if not cfg.packer_l1_acc:
                 self.partials = self._pack(dst, cfg.partials_format)   # last block packs into partials
             dst = _bias_add(cfg, self.partials, self.bias_src19, self.bias_values)
-        if cfg.untilize_out:                                     # ttmetal-matmul §1.11
+        if cfg.untilize_out:                                     # docs/reference/matmul.md §1.11
             staged = self._pack(dst, cfg.partials_format, relu=cfg.relu)
             return self._pack(self._reload(staged), cfg.out_format)
         return self._pack(dst, cfg.out_format, relu=cfg.relu)
