@@ -79,14 +79,15 @@ CREATE TABLE IF NOT EXISTS verdicts (
 _PACKAGE = Path(__file__).resolve().parent.parent          # kgen/
 
 # The prediction of a candidate: plan -> lower -> predict (and what they import), the candidate's
-# application to the spec (tune.py), the grammar, and every config table.
+# application to the spec and its evaluation (tune/space.py, tune/search.py), the grammar, and every
+# config table.
 PREDICTION_ROOTS = ("kgen.perf.model", "kgen.gen.lower", "kgen.gen.plan", "kgen.gen.spec")
-PREDICTION_FILES = ("perf/tune.py", "gen/kspec.lark")
+PREDICTION_FILES = ("perf/tune/space.py", "perf/tune/search.py", "gen/kspec.lark")
 # A verdict on a built kernel: the emulator (its C++ runtime too), TT's dataflow kernels for the
 # port-check, the compile step, and the verification job itself (tune.verify_spec_text).
 CHECKER_ROOTS = ("kgen.proof.emulate", "kgen.proof.portcheck", "kgen.proof.ttdataflow", "kgen.proof.golden",
                  "kgen.toolchain.compile", "kgen.toolchain.discovery")
-CHECKER_FILES = ("perf/tune.py",)
+CHECKER_FILES = ("perf/tune/verify.py",)
 CHECKER_FOLDERS = ("proof/emu",)
 
 
