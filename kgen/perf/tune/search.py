@@ -6,7 +6,8 @@ the order of their bound, and the ranking.
 - **Pruning.** Candidates are grouped by (per_core, fidelity, fp32 dest); each group has a lower
   bound on the model's time: its compute stage (the slower of the matrix engine and the unpacker)
   over per_core_M x per_core_N x Kt tile products at the costs of configs/perf, which no pipeline
-  in the model beats (`lower_bound_cycles`). Groups are taken in the order of their bound and a
+  in the model beats (`kgen.perf.model.lower_bound_cycles`, beside the formula it bounds).
+  The estimator is a parameter (`Estimator`): the prediction and its bound. Groups are taken in the order of their bound and a
   group whose bound is no better than the K-th best time found so far is skipped whole: the result
   is the exhaustive one. A prediction below its bound (a model whose structure changed) makes the
   search run again without pruning. A group whose per_core the planner rejects (too many cores
@@ -24,16 +25,37 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Callable, Iterable, Iterator, Mapping
 
 from kgen.core.arch import load_arch
-from kgen.core.costs import FIDELITY_PHASES, load_costs
+from kgen.core.costs import FIDELITY_PHASES
 from kgen.core.types import DTYPE_TO_FORMAT
+from kgen.gen.ir import Program
 from kgen.gen.plan import PlanError, dst_capacity, plan as make_plan
 from kgen.gen.spec import BlockSpec, MatmulSpec, MemorySpec
 from kgen.perf.tune.engines import CandidatePool
 from kgen.perf.tune.space import (DATAFLOWS, DEFAULT_BUDGET, FIDELITIES, ONE_D, Candidate, Space, TuneError,
                                   _divisors, search_space, tiles, with_placement)
+
+@dataclass(frozen=True)
+class Estimator:
+    """What the search ranks candidates by. `predict(program)` prices a candidate's lowered IR (a
+    `kgen.perf.model.Prediction`: cycles, microseconds, tflops, utilization, bottleneck);
+    `lower_bound(arch, per_core, kt, fidelity, fp32_dest_acc, in0_format, in1_format)` gives cycles
+    `predict` never goes below for a group's per-core block, which lets the search skip a group
+    whole. Without a lower bound nothing is pruned."""
+
+    predict: Callable[[Program], object]
+    lower_bound: Callable[..., float] | None = None
+
+
+def model_estimator() -> Estimator:
+    """The performance model (kgen/perf/model.py) and its lower bound, the search's default."""
+    from kgen.perf.model import lower_bound_cycles, predict
+
+    return Estimator(predict, lower_bound_cycles)
+
 
 @dataclass(frozen=True)
 class Scored:
@@ -122,29 +144,12 @@ class _Group:
                                             self.fp32_dest_acc, self.memory)
 
 
-def lower_bound_cycles(arch_name: str, per_core: tuple[int, int], kt: int, fidelity: str,
-                       fp32_dest_acc: bool, in0_format: str = "Float16_b", in1_format: str = "Float16_b") -> float:
-    """Cycles no plan with this per-core block can beat in the model: its compute stage (the slower
-    of unpacker and matrix engine, tile by tile) over per_core_M x per_core_N x Kt tile products.
-    The matrix engine costs each product cycles per phase x phases plus the per-tile issue overhead
-    (times the fp32 dest factor); the unpacker streams at least one operand tile per product, at the
-    cheaper operand's rate (configs/perf). The model's core time, fills and drains included, is at
-    least the compute stage's total over the K-blocks, which is at least this."""
-    costs = load_costs(arch_name)
-    m = costs.math
-    per_tile = m.cycles_per_tile_phase * FIDELITY_PHASES[fidelity] + m.overhead_per_tile
-    if fp32_dest_acc:
-        per_tile *= m.fp32_dest_factor
-    unpack = min(costs.unpack_tile(in0_format), costs.unpack_tile(in1_format))
-    return per_core[0] * per_core[1] * kt * max(per_tile, unpack)
-
-
 def _values(space: Space, name: str, options: Iterable) -> list:
     return list(options) if name in space.searched else [space.fixed[name]]
 
 
-def _groups(spec: MatmulSpec, space: Space) -> list[_Group]:
-    """Every group of the space with its lower bound."""
+def _groups(spec: MatmulSpec, space: Space, lower_bound: Callable[..., float] | None) -> list[_Group]:
+    """Every group of the space with its lower bound (0 without one)."""
     arch = load_arch(spec.arch)
     mt, nt, kt = tiles(spec)
     fidelities = _values(space, "math_fidelity", FIDELITIES)
@@ -198,8 +203,9 @@ def _groups(spec: MatmulSpec, space: Space) -> list[_Group]:
                         blocks.append((ob, subs))
                 if not blocks:
                     continue
-                bound = lower_bound_cycles(spec.arch, pc, kt, fidelity, fp32, DTYPE_TO_FORMAT[spec.dtype_in0],
-                                           DTYPE_TO_FORMAT[spec.dtype_in1])
+                bound = 0.0 if lower_bound is None else \
+                    lower_bound(spec.arch, pc, kt, fidelity, fp32, DTYPE_TO_FORMAT[spec.dtype_in0],
+                                DTYPE_TO_FORMAT[spec.dtype_in1])
                 groups.extend(_Group(g, pc, fidelity, fp32, bound, tuple(blocks), widths, policies, dfs, spec.memory)
                               for g, dfs in layouts if dfs)
     return groups
@@ -233,10 +239,9 @@ class Outcome:
 
 
 
-def _evaluate(spec: MatmulSpec, c: Candidate) -> Outcome:
+def _evaluate(spec: MatmulSpec, c: Candidate, estimator: Estimator) -> Outcome:
     """Plan (the legality filter), lower and predict one candidate."""
     from kgen.gen.lower import lower
-    from kgen.perf.model import predict
 
     try:
         p = make_plan(c.apply(spec))
@@ -245,7 +250,7 @@ def _evaluate(spec: MatmulSpec, c: Candidate) -> Outcome:
     if c.packer_l1_acc and not p.l1_acc_enabled:
         # the planner takes the same policy as with the request off: the same kernel, kept once
         return Outcome(c, "duplicate", error=p.policy_reason)
-    pr = predict(lower(p))
+    pr = estimator.predict(lower(p))
     return Outcome(c, "predicted",
                    Scored(c, pr.microseconds, pr.cycles, pr.tflops, pr.utilization, pr.bottleneck, p.policy))
 
@@ -258,7 +263,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
          keep: tuple[str, ...] = (),
          placement: Mapping[str, str] | None = None, top: int = 1, budget: int = DEFAULT_BUDGET, seed: int = 0,
          known: Mapping[str, Outcome] | None = None, progress: Callable[[int, int], None] | None = None,
-         prune: bool = True, keep_all: bool = False, jobs: int = 1) -> TuneResult:
+         prune: bool = True, keep_all: bool = False, jobs: int = 1, estimator: Estimator | None = None) -> TuneResult:
     """Search `spec`'s space; return the `top` best legal candidates (best first).
 
     `known`: candidate key -> Outcome from the database, reused instead of planning again.
@@ -266,7 +271,9 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     candidate (for tests of the bound). `keep_all` returns every legal candidate ranked. `jobs`
     processes evaluate a group's candidates in chunks (fork; the groups stay in bound order).
     `placement` ({"in0": "sharded", "out": "sharded"}, as benchmarks/gemm_rows.placement) is written
-    into the spec's memory {} first (`with_placement`); the result's spec is that one."""
+    into the spec's memory {} first (`with_placement`); the result's spec is that one. `estimator`
+    prices the candidates (default: the performance model and its lower bound)."""
+    estimator = estimator or model_estimator()
     if top < 1:
         raise TuneError(f"--top {top}: expected at least 1")
     # the placement becomes the spec's memory {}: every candidate is planned (the shard rules
@@ -275,7 +282,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     sp = search_space(spec, space, allow_precision, padded, keep)
     start = time.perf_counter()
     stats = SearchStats()
-    groups = _groups(spec, sp)
+    groups = _groups(spec, sp, estimator.lower_bound)
     stats.space_size = sum(g.size for g in groups)
     if stats.space_size > budget:
         # seeded, reproducible: each member kept with the same probability, from a generator seeded
@@ -316,7 +323,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
                 best.sort(key=_rank_key)
                 del best[top:]
 
-    with CandidatePool(spec, _evaluate, jobs if stats.candidates >= POOL_MIN_CANDIDATES else 1) as pool:
+    with CandidatePool(spec, partial(_evaluate, estimator=estimator), jobs if stats.candidates >= POOL_MIN_CANDIDATES else 1) as pool:
         for g in groups:
             if prune and g.bound_cycles >= kth_best():
                 stats.pruned += g.size
@@ -350,7 +357,8 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
         # the lower bound no longer holds for the model (its constants changed shape): search again
         # without it, so the answer stays exhaustive
         return tune(spec, space=space, allow_precision=allow_precision, padded=padded, keep=keep, top=top, budget=budget,
-                    seed=seed, known=known, progress=progress, prune=False, keep_all=keep_all, jobs=jobs)
+                    seed=seed, known=known, progress=progress, prune=False, keep_all=keep_all, jobs=jobs,
+                    estimator=estimator)
     stats.seconds = time.perf_counter() - start
     ranked = tuple(sorted(legal, key=_rank_key)) if keep_all else tuple(best)
     return TuneResult(spec, sp, ranked, stats, tuple(outcomes))
