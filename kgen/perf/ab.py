@@ -329,24 +329,26 @@ def parse_sweep(texts: Sequence[str]) -> tuple[str | None, tuple[int, ...]]:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class AbVariant:
+    """One column of `kgen ab`: a variant name, the spec variant it starts from and its overrides."""
+
     variant: str
     file_variant: str | None          # the spec's own variant it starts from
     overrides: tuple[tuple[str, str], ...]
 
 
-def candidates(spec: SpecFile, vary: Sequence[tuple[str, Sequence[str]]]) -> tuple[Candidate, ...]:
+def candidates(spec: SpecFile, vary: Sequence[tuple[str, Sequence[str]]]) -> tuple[AbVariant, ...]:
     """Without --vary: the base and each of the spec's variants. With --vary: the cross product of
     the flags' values, each applied to the base (the spec's own variants are then not listed)."""
     if not vary:
-        return (Candidate(BASE, None, ()),) + tuple(
-            Candidate(name, name, tuple((k, e.value.text) for k, e in entries.items()))
+        return (AbVariant(BASE, None, ()),) + tuple(
+            AbVariant(name, name, tuple((k, e.value.text) for k, e in entries.items()))
             for name, entries in spec.variants.items())
     keys = [k for k, _ in vary]
     out = []
     for combo in itertools.product(*(values for _, values in vary)):
         name = ",".join(f"{k.rpartition('.')[2]}={v}" for k, v in zip(keys, combo))
-        out.append(Candidate(name, None, tuple(zip(keys, combo))))
+        out.append(AbVariant(name, None, tuple(zip(keys, combo))))
     return tuple(out)
 
 
@@ -704,7 +706,7 @@ def _arch_of(spec_file: SpecFile) -> str:
     return entry.value.text if entry else "?"
 
 
-def _resolve_candidate(spec_file: SpecFile, cand: Candidate, sweep_field: str | None, point: int | None):
+def _resolve_candidate(spec_file: SpecFile, cand: AbVariant, sweep_field: str | None, point: int | None):
     entries = {k: override_entry(k, v, "--vary") for k, v in cand.overrides if cand.file_variant is None}
     if sweep_field is None and cand.file_variant is None and not entries:
         return resolve(spec_file, None)

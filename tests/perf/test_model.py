@@ -9,7 +9,7 @@ from kgen.gen.pipeline import run
 from kgen.gen.spec import parse_text, resolve
 from kgen.core.costs import FIDELITY_PHASES, load_costs
 from kgen.perf.model import MATH, PACK, UNPACK, lower_bound_cycles, predict
-from kgen.perf.report import compare_policies
+from kgen.perf.prediction_report import compare_policies
 
 ARCHS = ("wormhole_b0", "blackhole")
 

@@ -1,4 +1,4 @@
-"""kgen tune's search (kgen/perf/tune.py), database (tunedb.py) and TT's own choice (ttchoice.py)."""
+"""kgen tune's search (kgen/perf/tune/), database (tunedb.py) and TT's own choice (ttchoice.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from kgen.gen.plan import PlanError, plan
 from kgen.gen.spec import load, parse_text, resolve
 from kgen.perf.model import predict
 from kgen.perf.model import lower_bound_cycles
-from kgen.perf.tune import (Candidate, TuneError, candidate_of, search_space,
+from kgen.perf.tune import (TuneConfig, TuneError, candidate_of, search_space,
                             spec_text, target_of, tiles, tune, with_placement)
 from kgen.perf.tunedb import TuneDb
 from kgen.perf.ttchoice import tt_auto, tt_auto_config, tt_matmul_compute
@@ -432,7 +432,7 @@ def test_the_candidate_a_dram_priced_search_picked_is_illegal_sharded():
     # along N each shard is 2 tiles wide, and TT requires in0_block_w to divide it
     spec = _p150_bfp4()
     sharded_memory = with_placement(spec, SHARDED).memory
-    dram_pick = Candidate((13, 10), (2, 2), (2, 2), 13, (2, 2), False, "mcast_2d", "LoFi", False)
+    dram_pick = TuneConfig((13, 10), (2, 2), (2, 2), 13, (2, 2), False, "mcast_2d", "LoFi", False)
     plan(dram_pick.apply(spec))
     with pytest.raises(PlanError, match="in0_block_w"):
         plan(replace(dram_pick, memory=sharded_memory).apply(spec))

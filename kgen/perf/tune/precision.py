@@ -7,7 +7,7 @@ from functools import cache
 from kgen.core.types import TILE_HW
 from kgen.gen.plan import plan as make_plan
 from kgen.gen.spec import MatmulSpec
-from kgen.perf.tune.space import Candidate
+from kgen.perf.tune.space import TuneConfig
 
 PROXY_TILES = 1          # M and N of the proxy, in tiles: the error of one output tile over the full K
 
@@ -36,7 +36,7 @@ def _proxy_error(arch: str, kt: int, fidelity: str, fp32: bool, l1acc: bool, in0
     return float(np.max(np.abs(out - exact)) / max(np.max(np.abs(exact)), 1e-30))
 
 
-def predicted_error(spec: MatmulSpec, c: Candidate) -> float:
+def predicted_error(spec: MatmulSpec, c: TuneConfig) -> float:
     p = make_plan(c.apply(spec))
     return _proxy_error(p.arch.name, p.kt, p.compute.math_fidelity, p.compute.fp32_dest_acc, p.l1_acc_enabled,
                         p.in0_format, p.in1_format, p.out_format, p.partials_format, p.in0_block_w)

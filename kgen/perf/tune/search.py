@@ -35,7 +35,7 @@ from kgen.gen.ir import Program
 from kgen.gen.plan import PlanError, dst_capacity, plan as make_plan
 from kgen.gen.spec import BlockSpec, MatmulSpec, MemorySpec
 from kgen.perf.tune.engines import CandidatePool
-from kgen.perf.tune.space import (DATAFLOWS, DEFAULT_BUDGET, FIDELITIES, ONE_D, Candidate, Space, TuneError,
+from kgen.perf.tune.space import (DATAFLOWS, DEFAULT_BUDGET, FIDELITIES, ONE_D, TuneConfig, Space, TuneError,
                                   _divisors, search_space, tiles, with_placement)
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def model_estimator() -> Estimator:
 class Scored:
     """A legal candidate and its prediction."""
 
-    candidate: Candidate
+    candidate: TuneConfig
     microseconds: float
     cycles: float
     tflops: float
@@ -125,12 +125,12 @@ class _Group:
     def size(self) -> int:
         return sum(len(subs) for _, subs in self.blocks) * len(self.widths) * len(self.policies) * len(self.dataflows)
 
-    def first(self) -> Candidate:
+    def first(self) -> TuneConfig:
         ob, subs = self.blocks[0]
-        return Candidate(self.grid, self.per_core, ob, self.widths[0], subs[0], self.policies[0], self.dataflows[0],
+        return TuneConfig(self.grid, self.per_core, ob, self.widths[0], subs[0], self.policies[0], self.dataflows[0],
                          self.math_fidelity, self.fp32_dest_acc, self.memory)
 
-    def members(self) -> Iterator[Candidate]:
+    def members(self) -> Iterator[TuneConfig]:
         rng = random.Random(f"{self.seed}:{self.per_core}:{self.math_fidelity}:{self.fp32_dest_acc}") \
             if self.keep < 1.0 else None
         for ob, subs in self.blocks:
@@ -140,7 +140,7 @@ class _Group:
                         for df in self.dataflows:
                             if rng is not None and rng.random() >= self.keep:
                                 continue
-                            yield Candidate(self.grid, self.per_core, ob, w, sb, acc, df, self.math_fidelity,
+                            yield TuneConfig(self.grid, self.per_core, ob, w, sb, acc, df, self.math_fidelity,
                                             self.fp32_dest_acc, self.memory)
 
 
@@ -232,14 +232,14 @@ def _group_rejected(spec: MatmulSpec, g: _Group) -> str | None:
 class Outcome:
     """What evaluating one candidate gave: a prediction, or the planner's rejection."""
 
-    candidate: Candidate
+    candidate: TuneConfig
     status: str                      # predicted | illegal | duplicate
     scored: Scored | None = None
     error: str = ""
 
 
 
-def _evaluate(spec: MatmulSpec, c: Candidate, estimator: Estimator) -> Outcome:
+def _evaluate(spec: MatmulSpec, c: TuneConfig, estimator: Estimator) -> Outcome:
     """Plan (the legality filter), lower and predict one candidate."""
     from kgen.gen.lower import lower
 
@@ -336,7 +336,7 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
                 stats.illegal += g.size
                 tick(g.size)
                 continue
-            fresh: list[Candidate] = []
+            fresh: list[TuneConfig] = []
             for c in g.members():
                 o = known.get(c.key())
                 if o is not None:

@@ -41,7 +41,7 @@ class TuneError(KgenError):
 
 
 @dataclass(frozen=True, order=True)
-class Candidate:
+class TuneConfig:
     """One point of the search space: every value the search may change."""
 
     grid: tuple[int, int]            # the grid written into the spec (x, y)
@@ -60,9 +60,9 @@ class Candidate:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
 
     @staticmethod
-    def from_key(text: str) -> "Candidate":
+    def from_key(text: str) -> "TuneConfig":
         d = json.loads(text)
-        return Candidate(grid=tuple(d["grid"]), per_core=tuple(d["per_core"]), out_block=tuple(d["out_block"]),
+        return TuneConfig(grid=tuple(d["grid"]), per_core=tuple(d["per_core"]), out_block=tuple(d["out_block"]),
                          in0_block_w=d["in0_block_w"], out_subblock=tuple(d["out_subblock"]),
                          packer_l1_acc=d["packer_l1_acc"], dataflow=d["dataflow"],
                          math_fidelity=d["math_fidelity"], fp32_dest_acc=d["fp32_dest_acc"],
@@ -94,9 +94,9 @@ class Candidate:
                    if self.memory.sharded else ""))
 
 
-def candidate_of(p: Plan) -> Candidate:
+def candidate_of(p: Plan) -> TuneConfig:
     """The candidate a plan realises (TT's auto choice, the spec as written)."""
-    return Candidate(grid=p.grid_requested, per_core=(p.per_core_m, p.per_core_n),
+    return TuneConfig(grid=p.grid_requested, per_core=(p.per_core_m, p.per_core_n),
                      out_block=(p.out_block_h, p.out_block_w), in0_block_w=p.in0_block_w,
                      out_subblock=(p.out_subblock_h, p.out_subblock_w), packer_l1_acc=p.compute.packer_l1_acc,
                      dataflow=p.spec.dataflow, math_fidelity=p.compute.math_fidelity,
@@ -193,7 +193,7 @@ def with_placement(spec: MatmulSpec, placement: Mapping[str, str] | None) -> Mat
 # the winner as a spec
 # ----------------------------------------------------------------------------------------------
 
-def tuned_spec(spec: MatmulSpec, c: Candidate) -> MatmulSpec:
+def tuned_spec(spec: MatmulSpec, c: TuneConfig) -> MatmulSpec:
     """`c` applied to `spec`, its compute config named `<spec>_tuned` where the search changed it."""
     tuned = c.apply(spec)
     if tuned.compute != spec.compute:
@@ -201,7 +201,7 @@ def tuned_spec(spec: MatmulSpec, c: Candidate) -> MatmulSpec:
     return tuned
 
 
-def spec_text(spec: MatmulSpec, c: Candidate, note: str = "") -> str:
+def spec_text(spec: MatmulSpec, c: TuneConfig, note: str = "") -> str:
     """A .kspec that plans exactly as `c` applied to `spec` (kgen.gen.spec_print): every searched
     value written out, the placement as `memory { }`, the compute config in full. The spec's
     variants are not carried over."""
