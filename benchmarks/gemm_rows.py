@@ -172,32 +172,33 @@ def memory_line(c: ManualConfig) -> str:
 
 
 def manual_spec(row: Row, name: str | None = None) -> str:
-    """TT's manual config of a row as kgen spec text (kgen's shape is M x N x K)."""
+    """TT's manual config of a row as kgen spec text (kgen's shape is M x N x K), printed by
+    kgen.gen.spec_print: the 2D multicast program, the row's placement (memory_line's), every block
+    field and every compute field written out, the compute config under the name an inline block
+    resolves to (TTNN's default struct's, overridden field by field)."""
+    from kgen.core.types import Placement
+    from kgen.gen import dataflow as dataflows
+    from kgen.gen.spec import DEFAULT_COMPUTE, BlockSpec, ComputeConfig, MatmulSpec, MemorySpec
+    from kgen.gen.spec_print import format_spec
+
     c = manual_config(row)
     dt = KGEN_DTYPE[row.dtype]
     name = name or f"gemm_{row.card}_{row.index}"
-    return f"""matmul {name} {{
-    arch = {row.arch}
-    shape = {row.m} x {row.n} x {row.k}
-    dtype {{ in0 = {dt}  in1 = {dt}  out = {dt} }}
-    grid = {c.grid[0]} x {c.grid[1]}
-    dataflow = mcast_2d
-    memory {{ {memory_line(c)} }}
-    block {{
-        in0_block_w = {c.in0_block_w}
-        per_core = {c.per_core[0]} x {c.per_core[1]}
-        out_block = {c.out_block[0]} x {c.out_block[1]}
-        out_subblock = {c.out_subblock[0]} x {c.out_subblock[1]}
-    }}
-    compute {{
-        math_fidelity = {row.math_fidelity}
-        fp32_dest_acc = {str(c.fp32_dest_acc).lower()}
-        packer_l1_acc = {str(c.packer_l1_acc).lower()}
-        math_approx = {str(c.math_approx).lower()}
-        dst_full_sync = false
-    }}
-}}
-"""
+    # where TT's benchmark placed the tensors (memory_line's words): in0 and the output block-sharded
+    # in L1 where the row says so, in1 interleaved in DRAM
+    in0 = Placement.L1_BLOCK_SHARDED if c.in0_sharded else Placement.DRAM
+    out = Placement.L1_BLOCK_SHARDED if c.out_sharded else Placement.DRAM
+    compute = ComputeConfig(math_fidelity=row.math_fidelity, fp32_dest_acc=c.fp32_dest_acc,
+                            packer_l1_acc=c.packer_l1_acc, math_approx=c.math_approx, dst_full_sync=False,
+                            preset=DEFAULT_COMPUTE)
+    spec = MatmulSpec(name=name, path=f"<{name}>", arch=row.arch, m=row.m, n=row.n, k=row.k, batch=1,
+                      dtype_in0=dt, dtype_in1=dt, dtype_out=dt, dtype_bias=dt, grid=c.grid,
+                      dataflow=dataflows.MCAST_2D.name,
+                      block=BlockSpec(in0_block_w=c.in0_block_w, out_subblock=c.out_subblock, per_core=c.per_core,
+                                      out_block=c.out_block),
+                      compute=compute, fuse_bias=False, activation="none", untilize_out=False, variant=None,
+                      variants=(), spans={}, memory=MemorySpec(in0=in0, in1=Placement.DRAM, out=out))
+    return format_spec(spec)
 
 
 # ttnn.matmul's compute config when it is given none, as the out-of-box rows ran (the document's

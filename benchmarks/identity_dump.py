@@ -46,7 +46,7 @@ def _record(name: str, text: str) -> dict:
     from kgen.core.errors import KgenBug, KgenError
     from kgen.gen.ir import format_program
     from kgen.gen.pipeline import run
-    from kgen.gen.report import plan_to_dict
+    from kgen.gen.plan_report import plan_to_dict
     from kgen.gen.spec import parse_text, resolve
 
     rec: dict = {"text": text}

@@ -47,9 +47,9 @@ from kgen.core.types import DTYPE_TO_FORMAT  # noqa: E402
 from kgen.gen import dataflow as dataflows  # noqa: E402
 from kgen.gen.pipeline import run  # noqa: E402
 from kgen.gen.spec import BlockSpec, parse_text, resolve  # noqa: E402
-from kgen.perf.model import predict  # noqa: E402
+from kgen.perf.model import lower_bound_cycles, predict  # noqa: E402
 from kgen.perf.ttchoice import tt_auto, tt_matmul_compute  # noqa: E402
-from kgen.perf.tune import (lower_bound_cycles, spec_text, tiles, tune, verify_spec_text,  # noqa: E402
+from kgen.perf.tune import (spec_text, tiles, tune, verify_spec_text,  # noqa: E402
                             with_placement)
 
 OOB_UTIL_BELOW = 60.0
@@ -89,7 +89,7 @@ def _floor_us(spec) -> float:
     """A time no configuration of these tensors beats in the model, whatever its grid or blocking:
     every byte of in0, in1 and the output crossing the card's DRAM once at its usable bandwidth
     (Costs.dram_floor_cycles), or the card's whole grid sharing the tile products at the compute
-    stage's per-tile cost (tune.lower_bound_cycles), whichever is longer. The model never predicts
+    stage's per-tile cost (model.lower_bound_cycles), whichever is longer. The model never predicts
     a config below it; a pick at the floor is DRAM-bound in the model whatever its config."""
     arch, costs = load_arch(spec.arch), load_costs(spec.arch)
     mt, nt, kt = tiles(spec)

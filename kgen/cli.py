@@ -341,9 +341,9 @@ def _run(args: argparse.Namespace) -> int:
     # check, perf and ir verify the IR: every check also proves the kernels balance
     artifacts = run(spec, "verified")
     if args.command == "check":
-        from kgen.gen.report import format_plan, plan_to_dict
+        from kgen.gen.plan_report import format_plan, plan_to_dict
         from kgen.perf.model import predict
-        from kgen.perf.report import one_line
+        from kgen.perf.prediction_report import one_line
 
         variants = _variant_summaries(spec_file, args.variant)
         predicted = one_line(predict(artifacts.verified))
@@ -354,7 +354,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "perf":
         from kgen.perf.model import predict
-        from kgen.perf.report import compare_policies, format_prediction, prediction_to_dict
+        from kgen.perf.prediction_report import compare_policies, format_prediction, prediction_to_dict
 
         prediction = predict(artifacts.verified)
         comparison = compare_policies(artifacts.verified, prediction)
@@ -364,7 +364,7 @@ def _run(args: argparse.Namespace) -> int:
             sys.stdout.write(format_prediction(prediction, comparison, spec.name + (f" (variant {spec.variant})" if spec.variant else "")))
         return 0
     if args.stage == "plan":
-        from kgen.gen.report import format_plan
+        from kgen.gen.plan_report import format_plan
         sys.stdout.write(format_plan(artifacts.plan))
         return 0
     from kgen.gen.ir import format_program

@@ -122,7 +122,7 @@ def dump_files(stage: str, value: Any) -> dict[str, str]:
         data["spans"] = {k: str(v) for k, v in value.spans.items()}
         return {"spec.json": json.dumps(data, indent=2) + "\n"}
     if stage == "plan":
-        from kgen.gen.report import plan_to_dict
+        from kgen.gen.plan_report import plan_to_dict
         return {"plan.json": json.dumps(plan_to_dict(value), indent=2) + "\n"}
     if stage in ("ir", "verified"):
         from kgen.gen.ir import format_program

@@ -395,7 +395,7 @@ def render_readme(program: Program, kid: str, manifest_data: dict[str, Any]) -> 
 
 def render_folder(program: Program, variants: Mapping[str, str] | None = None) -> tuple[str, tuple[SourceFile, ...], dict]:
     """Everything a build folder holds, rendered in memory: (kernel id, files, manifest)."""
-    from kgen.gen.report import plan_to_dict
+    from kgen.gen.plan_report import plan_to_dict
 
     sources = render_sources(program)
     body = manifest_body(program)

@@ -22,17 +22,18 @@ Input distributions (rows of one 32 x 32 proxy, PROXY_LAYOUT):
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from kgen.core.errors import KgenError, SpecError
 from kgen.core.types import TILE_HW
+from kgen.device.measure import (TRACE_REGION_BYTES, DeviceProfiler, Measured, NoDevice,  # noqa: F401
+                                 device_profiler, device_tensors, measure_on_device as _measure_on_device,
+                                 open_device)
 from kgen.gen.ir import Program, counted
 from kgen.gen.optable import DATACOPY, L1_ACC_SWITCH, MATMUL, OPS, PACK_OP, RECONFIG, work_of
 from kgen.gen.plan import CB_PARTIALS, Plan
@@ -163,16 +164,6 @@ class Emulated:
     max_abs: float
     pcc: float
     seconds: float
-
-
-@dataclass(frozen=True)
-class Measured:
-    """On a card: the median device time over `runs` after `warmup`, and the output's PCC."""
-    microseconds: float
-    runs: int
-    warmup: int
-    timing: str                       # how the time was taken
-    pcc: float | None                 # None: a constant output (undefined)
 
 
 @dataclass(frozen=True)
@@ -337,24 +328,26 @@ def parse_sweep(texts: Sequence[str]) -> tuple[str | None, tuple[int, ...]]:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class AbVariant:
+    """One column of `kgen ab`: a variant name, the spec variant it starts from and its overrides."""
+
     variant: str
     file_variant: str | None          # the spec's own variant it starts from
     overrides: tuple[tuple[str, str], ...]
 
 
-def candidates(spec: SpecFile, vary: Sequence[tuple[str, Sequence[str]]]) -> tuple[Candidate, ...]:
+def candidates(spec: SpecFile, vary: Sequence[tuple[str, Sequence[str]]]) -> tuple[AbVariant, ...]:
     """Without --vary: the base and each of the spec's variants. With --vary: the cross product of
     the flags' values, each applied to the base (the spec's own variants are then not listed)."""
     if not vary:
-        return (Candidate(BASE, None, ()),) + tuple(
-            Candidate(name, name, tuple((k, e.value.text) for k, e in entries.items()))
+        return (AbVariant(BASE, None, ()),) + tuple(
+            AbVariant(name, name, tuple((k, e.value.text) for k, e in entries.items()))
             for name, entries in spec.variants.items())
     keys = [k for k, _ in vary]
     out = []
     for combo in itertools.product(*(values for _, values in vary)):
         name = ",".join(f"{k.rpartition('.')[2]}={v}" for k, v in zip(keys, combo))
-        out.append(Candidate(name, None, tuple(zip(keys, combo))))
+        out.append(AbVariant(name, None, tuple(zip(keys, combo))))
     return tuple(out)
 
 
@@ -694,7 +687,7 @@ def _arch_of(spec_file: SpecFile) -> str:
     return entry.value.text if entry else "?"
 
 
-def _resolve_candidate(spec_file: SpecFile, cand: Candidate, sweep_field: str | None, point: int | None):
+def _resolve_candidate(spec_file: SpecFile, cand: AbVariant, sweep_field: str | None, point: int | None):
     entries = {k: override_entry(k, v, "--vary") for k, v in cand.overrides if cand.file_variant is None}
     if sweep_field is None and cand.file_variant is None and not entries:
         return resolve(spec_file, None)
@@ -855,124 +848,9 @@ def emulate_with(numerics: str, seed: int, parallel: int) -> EmulateFn:
 pcc = defined_pcc
 
 
-@dataclass(frozen=True)
-class DeviceProfiler:
-    """TT-Metal's device profiler, read the way TT's GEMM benchmark reads it (test_benchmark.py,
-    get_profiler_data): with TT_METAL_DEVICE_PROFILER set, `ttnn.ReadDeviceProfiler(device)` writes
-    the device-side log, tracy's `import_log_run_stats` digests it, and the figure is the mean TRISC1
-    (math) kernel duration in cycles (`device_trisc1_kernel_duration`, stats "Average") at the clock
-    the log records (`deviceInfo.freq`, MHz)."""
-
-    log_path: Path
-    default_setup: Callable[[], Any]
-    import_log_run_stats: Callable[[Any], Mapping[str, Any]]
-
-    def clear(self, ttnn, device) -> None:
-        """Flush what the warm-up runs left in the profiler and drop the log, so that only the
-        timed runs are profiled."""
-        ttnn.ReadDeviceProfiler(device)
-        self.log_path.unlink(missing_ok=True)
-
-    def trisc1_microseconds(self, ttnn, device) -> float:
-        ttnn.ReadDeviceProfiler(device)
-        setup = self.default_setup()
-        setup.deviceInputLog = self.log_path
-        data = self.import_log_run_stats(setup)
-        cycles = data["devices"][0]["cores"]["DEVICE"]["analysis"]["device_trisc1_kernel_duration"]["stats"]["Average"]
-        return float(cycles) / float(data["deviceInfo"]["freq"])
-
-
-def device_profiler(environ: Mapping[str, str] | None = None) -> DeviceProfiler | None:
-    """The device profiler when it is on (TT_METAL_DEVICE_PROFILER set, as TT's benchmark checks)
-    and tracy, TT-Metal's profiler tools, imports; else None (host timing)."""
-    environ = os.environ if environ is None else environ
-    if environ.get("TT_METAL_DEVICE_PROFILER") is None:
-        return None
-    try:
-        from tracy import device_post_proc_config  # noqa: PLC0415 - TT-Metal's tools, device-only
-        from tracy.common import PROFILER_DEVICE_SIDE_LOG, PROFILER_LOGS_DIR  # noqa: PLC0415
-        from tracy.process_device_log import import_log_run_stats  # noqa: PLC0415
-    except ImportError:
-        return None
-    return DeviceProfiler(Path(PROFILER_LOGS_DIR) / PROFILER_DEVICE_SIDE_LOG, device_post_proc_config.default_setup,
-                          import_log_run_stats)
-
-
-def measure_on_device(folder, tensors: Mapping[str, Any], *, device, ttnn, reference: np.ndarray,
-                      read_output: Callable[[Any], np.ndarray], runs: int = 10, warmup: int = 2,
-                      clock: Callable[[], float] = time.perf_counter,
-                      synchronize: Callable[[], None] | None = None, trace: bool = True,
-                      profiler: DeviceProfiler | None = None) -> Measured:
-    """Run a build folder with `ttnn.generic_op` (kgen.device.runtime.run) `warmup` times, then
-    `runs` timed times, each timed on the host to the device's completion (`synchronize`): the
-    median, and the output's PCC against the host reference. With `trace` (and a ttnn that has the
-    trace API) the program is captured once into a trace and the timed runs replay it, which takes
-    the host's dispatch out of the figure (TT's GEMM benchmark measures with trace too). With the
-    device `profiler` on, the figure is instead its mean TRISC1 kernel duration over the timed runs,
-    the device time TT's GEMM report's device-based utilization divides by."""
-    from kgen.device.runtime import run as run_on_device
-
-    if runs < 1 or warmup < 0:
-        raise ValueError("runs >= 1 and warmup >= 0")
-    sync = synchronize or (lambda: ttnn.synchronize_device(device))
-    out = None
-    for _ in range(warmup):
-        out = run_on_device(folder, device, tensors, ttnn=ttnn)
-    if profiler is not None:
-        profiler.clear(ttnn, device)
-    sync()
-    traced = trace and all(hasattr(ttnn, f) for f in ("begin_trace_capture", "end_trace_capture", "execute_trace",
-                                                      "release_trace"))
-    if traced:
-        trace_id = ttnn.begin_trace_capture(device, cq_id=0)
-        out = run_on_device(folder, device, tensors, ttnn=ttnn)
-        ttnn.end_trace_capture(device, trace_id, cq_id=0)
-        sync()
-    times = []
-    try:
-        for _ in range(runs):
-            start = clock()
-            if traced:
-                ttnn.execute_trace(device, trace_id, cq_id=0, blocking=False)
-            else:
-                out = run_on_device(folder, device, tensors, ttnn=ttnn)
-            sync()
-            times.append(clock() - start)
-    finally:
-        if traced:
-            ttnn.release_trace(device, trace_id)
-    how = "host timing of a replayed trace to synchronize" if traced else "host timing of generic_op to synchronize"
-    microseconds = float(np.median(times)) * 1e6
-    if profiler is not None:
-        microseconds = profiler.trisc1_microseconds(ttnn, device)
-        how = "device profiler: mean TRISC1 kernel duration" + (" of a replayed trace" if traced else "")
-    return Measured(microseconds, runs, warmup, how, pcc(read_output(out), reference))
-
-
-# Trace buffer the device is opened with: one traced generic_op needs a few KiB of commands.
-TRACE_REGION_BYTES = 1 << 20
-
-
-class NoDevice(KgenError):
-    """`kgen ab --device` on a machine without a Tenstorrent card (exit 2)."""
-
-    def __init__(self, why: str):
-        super().__init__(f"--device: no Tenstorrent card to run on here ({why}); kgen ab without --device "
-                         "gives the predictions and the golden model's numerics")
-        self.message = str(self)
-
-
-def open_device():
-    """(ttnn, device), or NoDevice: ttnn not importable or no card found."""
-    try:
-        import ttnn  # noqa: PLC0415 - optional, device-only dependency
-    except ImportError as exc:
-        raise NoDevice(f"ttnn is not importable: {exc}") from None
-    try:
-        device = ttnn.open_device(device_id=0, trace_region_size=TRACE_REGION_BYTES)
-    except Exception as exc:  # noqa: BLE001 - whatever ttnn raises when no card answers
-        raise NoDevice(f"ttnn.open_device(0) failed: {exc}") from None
-    return ttnn, device
+def measure_on_device(folder, tensors: Mapping[str, Any], **options) -> Measured:
+    """kgen.device.measure.measure_on_device with ab's PCC rule (`defined_pcc`)."""
+    return _measure_on_device(folder, tensors, pcc_of=defined_pcc, **options)
 
 
 def device_measure_with(ttnn, device, *, runs: int, warmup: int, seed: int) -> MeasureFn:
@@ -981,14 +859,9 @@ def device_measure_with(ttnn, device, *, runs: int, warmup: int, seed: int) -> M
     def run_one(artifacts, p: Plan) -> Measured:
         from kgen.core.manifest import load_manifest
         from kgen.core.resources import cache_root
-        from kgen.device.runtime import DATA_FORMAT_TO_DTYPE
         from kgen.gen.build import write_artifacts
         from kgen.proof.emulate import make_inputs, tensors_of
 
-        try:
-            import torch  # noqa: PLC0415 - ttnn's own dependency, present wherever ttnn is
-        except ImportError as exc:
-            raise NoDevice(f"torch is not importable: {exc}") from None
         folder = write_artifacts(artifacts, cache_root() / "builds").path
         _, manifest = load_manifest(folder)
         inputs = make_inputs(manifest, seed)
@@ -996,13 +869,7 @@ def device_measure_with(ttnn, device, *, runs: int, warmup: int, seed: int) -> M
         if inputs.bias is not None:
             host["bias"] = np.zeros((TILE_HW, inputs.bias.shape[0]), np.float32)
             host["bias"][0] = inputs.bias
-        tensors = {}
-        for t in tensors_of(manifest):
-            dtype = getattr(ttnn, DATA_FORMAT_TO_DTYPE[t.data_format])
-            layout = ttnn.TILE_LAYOUT if t.layout == "TILE" else ttnn.ROW_MAJOR_LAYOUT
-            data = host.get(t.name, np.zeros((int(np.prod(t.shape[:-1])), t.shape[-1]), np.float32))
-            tensors[t.name] = ttnn.from_torch(torch.from_numpy(np.ascontiguousarray(data)), dtype=dtype,
-                                              layout=layout, device=device)
+        tensors = device_tensors(ttnn, device, tensors_of(manifest), host)
         ref = inputs.in0.astype(np.float64) @ inputs.in1.astype(np.float64)
         if inputs.bias is not None:
             ref = ref + inputs.bias.astype(np.float64)[None, :]

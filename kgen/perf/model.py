@@ -561,3 +561,21 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
         critical_core=critical.core, core_cycles=critical.cycles, math_cycles=critical.math_cycles, dram_floor_cycles=floor, blocks=critical.blocks,
         processors=processors, bottleneck=bottleneck, bottleneck_share=min(1.0, share), policy=p.policy,
         policy_cost=policy_cost, trace_us=costs.dispatch.trace_us, host_us=costs.dispatch.host_us)
+
+
+def lower_bound_cycles(arch_name: str, per_core: tuple[int, int], kt: int, fidelity: str,
+                       fp32_dest_acc: bool, in0_format: str = "Float16_b", in1_format: str = "Float16_b") -> float:
+    """Cycles `predict` gives no program with this per-core block less than: its compute stage (the
+    slower of unpacker and matrix engine, tile by tile) over per_core_M x per_core_N x Kt tile
+    products. The matrix engine costs each product cycles per phase x phases plus the per-tile issue
+    overhead (times the fp32 dest factor), as `matmul_block` is priced above; the unpacker streams at
+    least one operand tile per product, at the cheaper operand's rate. The predicted core time,
+    fills and drains included, is at least the compute stage's total over the K-blocks, which is at
+    least this."""
+    costs = load_costs(arch_name)
+    m = costs.math
+    per_tile = m.cycles_per_tile_phase * FIDELITY_PHASES[fidelity] + m.overhead_per_tile
+    if fp32_dest_acc:
+        per_tile *= m.fp32_dest_factor
+    unpack = min(costs.unpack_tile(in0_format), costs.unpack_tile(in1_format))
+    return per_core[0] * per_core[1] * kt * max(per_tile, unpack)

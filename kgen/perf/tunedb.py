@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from kgen.core.errors import KgenError
-from kgen.perf.tune import Candidate, Outcome, Scored
+from kgen.perf.tune import TuneConfig, Outcome, Scored
 
 BUSY_TIMEOUT_MS = 60_000
 SCHEMA_VERSION = 2
@@ -79,14 +79,15 @@ CREATE TABLE IF NOT EXISTS verdicts (
 _PACKAGE = Path(__file__).resolve().parent.parent          # kgen/
 
 # The prediction of a candidate: plan -> lower -> predict (and what they import), the candidate's
-# application to the spec (tune.py), the grammar, and every config table.
+# application to the spec and its evaluation (tune/space.py, tune/search.py), the grammar, and every
+# config table.
 PREDICTION_ROOTS = ("kgen.perf.model", "kgen.gen.lower", "kgen.gen.plan", "kgen.gen.spec")
-PREDICTION_FILES = ("perf/tune.py", "gen/kspec.lark")
+PREDICTION_FILES = ("perf/tune/space.py", "perf/tune/search.py", "gen/kspec.lark")
 # A verdict on a built kernel: the emulator (its C++ runtime too), TT's dataflow kernels for the
 # port-check, the compile step, and the verification job itself (tune.verify_spec_text).
 CHECKER_ROOTS = ("kgen.proof.emulate", "kgen.proof.portcheck", "kgen.proof.ttdataflow", "kgen.proof.golden",
                  "kgen.toolchain.compile", "kgen.toolchain.discovery")
-CHECKER_FILES = ("perf/tune.py",)
+CHECKER_FILES = ("perf/tune/verify.py",)
 CHECKER_FOLDERS = ("proof/emu",)
 
 
@@ -212,7 +213,7 @@ class TuneDbError(KgenError):
 
 @dataclass(frozen=True)
 class Row:
-    config: Candidate
+    config: TuneConfig
     status: str
     error: str
     microseconds: float | None
@@ -336,7 +337,7 @@ class TuneDb:
                 "evaluated = excluded.evaluated", rows)
         return len(rows)
 
-    def record_verification(self, target_id: int, config: Candidate, kernel_id: str | None, status: str,
+    def record_verification(self, target_id: int, config: TuneConfig, kernel_id: str | None, status: str,
                             errors: list[str], detail: Mapping[str, object]) -> None:
         """The verdict on `config`'s kernel, stored under its kernel id and the checker that judged it
         (a verdict without a kernel id, a candidate that did not build, is kept on the row only)."""
@@ -355,7 +356,7 @@ class TuneDb:
                           (kernel_id, checker_digest(), status, json.dumps(errors), json.dumps(detail, default=str),
                            now))
 
-    def verification(self, target_id: int, config: Candidate,
+    def verification(self, target_id: int, config: TuneConfig,
                      kernel_id: str | None = None) -> tuple[str, tuple[str, ...], str | None] | None:
         """(status, errors, kernel id) of the stored verdict on this config's kernel, judged by
         this kgen's checker and toolchain; None when there is none. `kernel_id` is the config's
@@ -380,7 +381,7 @@ class TuneDb:
                 "SELECT config, status, error, microseconds, cycles, tflops, utilization, bottleneck, policy, "
                 "kernel_id, verify_status, verify_errors, evaluated, verified FROM candidates WHERE target_id = ?",
                 (target_id,)):
-            out.append(Row(Candidate.from_key(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+            out.append(Row(TuneConfig.from_key(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
                            tuple(json.loads(r[11] or "[]")), r[12], r[13]))
         return out
 
@@ -419,14 +420,14 @@ class TuneDb:
                                      joined + (tid,)).fetchone()
             if best:
                 lines.append(f"    best predicted  {best[1]:,.2f} us {best[2]:,.1f} TFLOPS  "
-                             f"{Candidate.from_key(best[0]).short()}  [{best[3] or 'not verified'}]")
+                             f"{TuneConfig.from_key(best[0]).short()}  [{best[3] or 'not verified'}]")
             bv = self.conn.execute(f"SELECT c.config, c.microseconds, c.kernel_id FROM {_JOINED} WHERE c.target_id = ? "
                                    "AND v.status = 'passed' ORDER BY c.cycles, c.config LIMIT 1", joined + (tid,)).fetchone()
             if bv:
-                lines.append(f"    best verified   {bv[1]:,.2f} us  {Candidate.from_key(bv[0]).short()}  {bv[2]}")
+                lines.append(f"    best verified   {bv[1]:,.2f} us  {TuneConfig.from_key(bv[0]).short()}  {bv[2]}")
             for cfg, errs in self.conn.execute(f"SELECT c.config, v.errors FROM {_JOINED} WHERE c.target_id = ? AND "
                                                "v.status = 'failed' ORDER BY c.cycles LIMIT 5", joined + (tid,)):
-                lines.append(f"    FAILED          {Candidate.from_key(cfg).short()}: {'; '.join(json.loads(errs or '[]'))}")
+                lines.append(f"    FAILED          {TuneConfig.from_key(cfg).short()}: {'; '.join(json.loads(errs or '[]'))}")
         return "\n".join(lines) + "\n"
 
 

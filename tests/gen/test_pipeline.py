@@ -13,7 +13,7 @@ from kgen.cli import main
 from kgen.core.errors import KgenError
 from kgen.gen.pipeline import STAGES, run
 from kgen.gen.plan import PlanError
-from kgen.gen.report import plan_to_dict
+from kgen.gen.plan_report import plan_to_dict
 from kgen.gen.spec import load, parse_text, resolve
 from kgen.gen.verify import IRVerificationError
 

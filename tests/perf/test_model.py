@@ -8,8 +8,8 @@ import pytest
 from kgen.gen.pipeline import run
 from kgen.gen.spec import parse_text, resolve
 from kgen.core.costs import FIDELITY_PHASES, load_costs
-from kgen.perf.model import MATH, PACK, UNPACK, predict
-from kgen.perf.report import compare_policies
+from kgen.perf.model import MATH, PACK, UNPACK, lower_bound_cycles, predict
+from kgen.perf.prediction_report import compare_policies
 
 ARCHS = ("wormhole_b0", "blackhole")
 
@@ -215,6 +215,30 @@ def test_every_fuzz_drawn_plan_is_predicted_within_the_ideal():
         assert compare_policies(v, pr).note or compare_policies(v, pr).other_cycles > 0
         predicted += 1
     assert predicted >= 50
+
+
+def test_the_lower_bound_bounds_every_fuzz_drawn_prediction():
+    # lower_bound_cycles is what tune prunes by: a prediction below it would make the pruned search
+    # miss the best candidate. Fuzz draws cover both cards, every dataflow, block-float and fp32
+    # formats, every fidelity, fp32 dest, padding, sharding, bias and untilize.
+    from kgen.core.errors import KgenError
+    from kgen.proof.fuzz import generate_case
+
+    checked, tight = 0, 0
+    for i in range(200):
+        try:
+            v = verified(resolve(parse_text(generate_case(7, i).text, "case.kspec")))
+        except KgenError:
+            continue
+        p = v.plan
+        bound = lower_bound_cycles(p.arch.name, (p.per_core_m, p.per_core_n), p.kt, p.compute.math_fidelity,
+                                   p.compute.fp32_dest_acc, p.in0_format, p.in1_format)
+        cycles = predict(v).cycles
+        assert 0 < bound <= cycles, (generate_case(7, i).text, bound, cycles)
+        tight += bound >= 0.5 * cycles
+        checked += 1
+    assert checked >= 150
+    assert tight > 0             # a bound of a useful size, not a vacuous one
 
 
 def test_the_model_runs_on_padded_plans():

@@ -1,4 +1,4 @@
-"""kgen tune's search (kgen/perf/tune.py), database (tunedb.py) and TT's own choice (ttchoice.py)."""
+"""kgen tune's search (kgen/perf/tune/), database (tunedb.py) and TT's own choice (ttchoice.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from kgen.gen.pipeline import run
 from kgen.gen.plan import PlanError, plan
 from kgen.gen.spec import load, parse_text, resolve
 from kgen.perf.model import predict
-from kgen.perf.tune import (Candidate, TuneError, candidate_of, lower_bound_cycles, search_space,
+from kgen.perf.model import lower_bound_cycles
+from kgen.perf.tune import (TuneConfig, TuneError, candidate_of, search_space,
                             spec_text, target_of, tiles, tune, with_placement)
 from kgen.perf.tunedb import TuneDb
 from kgen.perf.ttchoice import tt_auto, tt_auto_config, tt_matmul_compute
@@ -60,6 +61,24 @@ def test_lower_bound_holds_for_every_prediction():
         c = s.candidate
         assert s.cycles >= lower_bound_cycles(spec.arch, c.per_core, kt, c.math_fidelity, c.fp32_dest_acc,
                                               "Float16_b", "Float16_b")
+
+
+def test_the_search_ranks_by_the_estimator_it_is_given():
+    from dataclasses import replace
+
+    from kgen.perf.model import predict
+    from kgen.perf.tune import Estimator
+
+    spec = small_all_space()
+    default = tune(spec, space="all", top=3)
+    unbounded = tune(spec, space="all", top=3, estimator=Estimator(predict))      # no lower bound: nothing pruned
+    assert unbounded.stats.pruned == 0 and default.stats.pruned > 0
+    assert [s.candidate for s in unbounded.ranked] == [s.candidate for s in default.ranked]
+    # an estimator that prices the model's slowest program cheapest picks exactly that one
+    slowest = max(tune(spec, space="all", keep_all=True, prune=False).ranked, key=lambda s: s.cycles)
+    inverted = tune(spec, space="all", top=1,
+                    estimator=Estimator(lambda program: replace(predict(program), cycles=1e12 - predict(program).cycles)))
+    assert inverted.ranked[0].cycles == pytest.approx(1e12 - slowest.cycles)
 
 
 def test_the_planner_is_the_only_filter():
@@ -420,7 +439,7 @@ def test_the_candidate_a_dram_priced_search_picked_is_illegal_sharded():
     # along N each shard is 2 tiles wide, and TT requires in0_block_w to divide it
     spec = _p150_bfp4()
     sharded_memory = with_placement(spec, SHARDED).memory
-    dram_pick = Candidate((13, 10), (2, 2), (2, 2), 13, (2, 2), False, "mcast_2d", "LoFi", False)
+    dram_pick = TuneConfig((13, 10), (2, 2), (2, 2), 13, (2, 2), False, "mcast_2d", "LoFi", False)
     plan(dram_pick.apply(spec))
     with pytest.raises(PlanError, match="in0_block_w"):
         plan(replace(dram_pick, memory=sharded_memory).apply(spec))
