@@ -282,46 +282,18 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     sp = search_space(spec, space, allow_precision, padded, keep)
     start = time.perf_counter()
     stats = SearchStats()
-    groups = _groups(spec, sp, estimator.lower_bound)
-    stats.space_size = sum(g.size for g in groups)
-    if stats.space_size > budget:
-        # seeded, reproducible: each member kept with the same probability, from a generator seeded
-        # by (seed, group), so a member's fate does not depend on the order of the search
-        groups = [replace(g, keep=budget / stats.space_size, seed=seed) for g in groups]
-        stats.sampled = True
-    stats.candidates = min(stats.space_size, budget)
-    stats.groups = len(groups)
-    groups.sort(key=lambda g: (g.bound_cycles, g.per_core, FIDELITIES.index(g.math_fidelity), g.fp32_dest_acc,
-                               g.dataflows))
+    groups = _search_order(spec, sp, estimator, budget, seed, stats)
     known = known or {}
-    best: list[Scored] = []              # sorted, at most `top`
+    tally = _Tally(top, keep_all, stats)
+    take, kth_best = tally.take, tally.kth_best
     outcomes: list[Outcome] = []         # evaluated in this run (for the database)
-    legal: list[Scored] = []
     done = 0
-
-    def kth_best() -> float:
-        return best[top - 1].cycles if len(best) >= top else float("inf")
 
     def tick(n: int) -> None:
         nonlocal done
         done += n
         if progress:
-            progress(done, stats.candidates, best[0] if best else None)
-
-    def take(o: Outcome, bound: float) -> None:
-        if o.status == "illegal":
-            stats.illegal += 1
-        elif o.status == "duplicate":
-            stats.duplicates += 1
-        elif o.scored is not None:
-            if o.scored.cycles < bound * (1 - 1e-9):
-                stats.bound_violations += 1
-            if keep_all:
-                legal.append(o.scored)
-            if len(best) < top or _rank_key(o.scored) < _rank_key(best[-1]):
-                best.append(o.scored)
-                best.sort(key=_rank_key)
-                del best[top:]
+            progress(done, stats.candidates, tally.best[0] if tally.best else None)
 
     with CandidatePool(spec, partial(_evaluate, estimator=estimator), jobs if stats.candidates >= POOL_MIN_CANDIDATES else 1) as pool:
         for g in groups:
@@ -360,8 +332,55 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
                     seed=seed, known=known, progress=progress, prune=False, keep_all=keep_all, jobs=jobs,
                     estimator=estimator)
     stats.seconds = time.perf_counter() - start
-    ranked = tuple(sorted(legal, key=_rank_key)) if keep_all else tuple(best)
+    ranked = tuple(sorted(tally.legal, key=_rank_key)) if keep_all else tuple(tally.best)
     return TuneResult(spec, sp, ranked, stats, tuple(outcomes))
+
+
+def _search_order(spec: MatmulSpec, sp, estimator: Estimator, budget: int, seed: int,
+                  stats: SearchStats) -> list[_Group]:
+    """The space's groups, sampled down to `budget` candidates where it is larger, in the order the
+    search takes them: lowest bound first."""
+    groups = _groups(spec, sp, estimator.lower_bound)
+    stats.space_size = sum(g.size for g in groups)
+    if stats.space_size > budget:
+        # seeded, reproducible: each member kept with the same probability, from a generator seeded
+        # by (seed, group), so a member's fate does not depend on the order of the search
+        groups = [replace(g, keep=budget / stats.space_size, seed=seed) for g in groups]
+        stats.sampled = True
+    stats.candidates = min(stats.space_size, budget)
+    stats.groups = len(groups)
+    groups.sort(key=lambda g: (g.bound_cycles, g.per_core, FIDELITIES.index(g.math_fidelity), g.fp32_dest_acc,
+                               g.dataflows))
+    return groups
+
+
+@dataclass
+class _Tally:
+    """The search's running answer (a working value): the `top` best so far, every legal candidate
+    when asked for, and the counts of what was decided."""
+    top: int
+    keep_all: bool
+    stats: SearchStats
+    best: list[Scored] = field(default_factory=list)      # sorted, at most `top`
+    legal: list[Scored] = field(default_factory=list)
+
+    def kth_best(self) -> float:
+        return self.best[self.top - 1].cycles if len(self.best) >= self.top else float("inf")
+
+    def take(self, o: Outcome, bound: float) -> None:
+        if o.status == "illegal":
+            self.stats.illegal += 1
+        elif o.status == "duplicate":
+            self.stats.duplicates += 1
+        elif o.scored is not None:
+            if o.scored.cycles < bound * (1 - 1e-9):
+                self.stats.bound_violations += 1
+            if self.keep_all:
+                self.legal.append(o.scored)
+            if len(self.best) < self.top or _rank_key(o.scored) < _rank_key(self.best[-1]):
+                self.best.append(o.scored)
+                self.best.sort(key=_rank_key)
+                del self.best[self.top:]
 
 
 def _rank_key(s: Scored) -> tuple:

@@ -227,7 +227,7 @@ def model_digest(arch_name: str | None = None) -> str:
 def target_of(spec: MatmulSpec, placement: Mapping[str, str] | None = None) -> dict[str, object]:
     """The target key fields: arch, shape, dtypes, fidelity and the fixed semantics (the placement
     of the tensors among them), versions, the prediction digest."""
-    from kgen import TT_METAL_VERSION, __version__
+    from kgen.core.version import TT_METAL_VERSION, __version__
 
     spec = with_placement(spec, placement)
     return {
