@@ -81,8 +81,15 @@ def _emulation_parsers(sub) -> None:
                          help="also run N seeded random interleavings; their output must be identical")
     emulate.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace (one track per core x processor)")
 
-    port = sub.add_parser("port-check", help="TT-Metal's compute kernel, and its whole 2D multicast program, "
-                                             "beside kgen's on the same plan: outputs and op counts")
+    port = sub.add_parser(
+        "port-check", help="TT-Metal's compute kernel, and its whole 2D or 1D multicast program, beside kgen's "
+                           "on the same plan: outputs and op counts",
+        description="Runs TT-Metal's own kernels beside kgen's on the same plan, inputs and emulated machine. "
+                    "(1) compute: TT-Metal's compute kernel in place of kgen's, with kgen's data movement; "
+                    "(2) program, for mcast_2d, mcast_1d_in0 and mcast_1d_in1 plans: TT-Metal's whole "
+                    "program, its compute kernel and the multicast readers and writers with the arguments "
+                    "TT-Metal's 2D or 1D matmul factory gives them. Each reports bit-identity with kgen's "
+                    "output and the op counts of both.")
     port.add_argument("spec", help="path to a .kspec file")
     port.add_argument("--variant", help="check one of the spec's variants")
     port.add_argument("--reference", metavar="PATH",
