@@ -220,3 +220,55 @@ def test_sharded_build_describes_the_shards_for_ttnn(tmp_path):
                                                       "orientation": "ROW_MAJOR"}
     assert {k["name"] for k in manifest["kernels"]} >= {f"in0_sharded_{i}" for i in range(4)}
     assert "in0_sender" not in {k["name"] for k in manifest["kernels"]}
+
+
+# Tests run as root here, and a folder with mode 555 does not stop root. /proc is a folder in which
+# nobody, root included, can create a file, so it stands for a read-only folder.
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc (a folder root cannot write)")
+
+
+@needs_proc
+def test_tune_db_in_a_folder_that_cannot_be_written_says_so():
+    r = run("tune", "examples/peak_small.kspec", "--db", "/proc/kgen-tune.sqlite")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "cannot write" in r.stderr and "/proc" in r.stderr, r.stderr
+    assert "not a kgen tune database" not in r.stderr, r.stderr
+
+
+def test_tune_db_that_is_not_a_database_still_says_so(tmp_path):
+    db = tmp_path / "notes.sqlite"
+    db.write_text("these are notes, not SQLite\n" * 100)
+    r = run("tune", "examples/peak_small.kspec", "--db", db)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "not a kgen tune database" in r.stderr, r.stderr
+
+
+@needs_proc
+def test_emulate_with_a_cache_it_cannot_create_hints_the_cache_variable_not_an_absent_flag():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KGEN_CACHE_DIR="/proc/kgen-cache")
+    r = subprocess.run([sys.executable, "-m", "kgen", "emulate", "examples/peak_small.kspec", "--numerics", "fast"],
+                       capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "KGEN_CACHE_DIR" in r.stderr and "/proc/kgen-cache" in r.stderr, r.stderr
+    # `kgen emulate` has no -o: a hint to pass one cannot be followed
+    assert "-o " not in r.stderr, r.stderr
+
+
+def test_headers_folder_without_the_headers_names_the_flag_once(tmp_path):
+    empty = tmp_path / "headers"
+    empty.mkdir()
+    r = run("build", "examples/peak_small.kspec", "--headers", empty, "--check", "-o", tmp_path / "out")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.count(f"--headers {empty}") == 1, r.stderr
+    assert "lacks" in r.stderr and "kgen headers fetch" in r.stderr, r.stderr
+
+
+def test_port_check_help_names_the_1d_and_2d_programs_it_runs():
+    r = run("port-check", "--help")
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    for plan in ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1"):
+        assert plan in text, text
+    assert "2D or 1D" in text, text
+    listing = " ".join(run("--help").stdout.split())
+    assert "2D or 1D multicast program" in listing, listing
