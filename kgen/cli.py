@@ -80,6 +80,8 @@ def _emulation_parsers(sub) -> None:
     emulate.add_argument("--schedules", type=_count, default=0, metavar="N",
                          help="also run N seeded random interleavings; their output must be identical")
     emulate.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace (one track per core x processor)")
+    emulate.add_argument("-v", "--verbose", action="store_true",
+                         help="a row per core and processor in place of the summary (--json always has them)")
 
     port = sub.add_parser(
         "port-check", help="TT-Metal's compute kernel, and its whole 2D or 1D multicast program, beside kgen's "
@@ -478,7 +480,7 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
     from kgen.proof.emulate import format_report
 
     result = step.value
-    print(json.dumps(result.summary(), indent=2) if args.json else format_report(result))
+    print(json.dumps(result.summary(), indent=2) if args.json else format_report(result, verbose=args.verbose))
     if trace is not None and not args.json:
         print(f"  trace      {_shown(trace)} (open in https://ui.perfetto.dev or chrome://tracing)")
     return chain.exit_code
