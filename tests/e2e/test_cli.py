@@ -272,3 +272,40 @@ def test_port_check_help_names_the_1d_and_2d_programs_it_runs():
     assert "2D or 1D" in text, text
     listing = " ".join(run("--help").stdout.split())
     assert "2D or 1D multicast program" in listing, listing
+
+
+def test_emulate_summarises_the_cores_and_verbose_lists_every_one(host_cxx):
+    """The default report is a summary that reads at 100 columns; --verbose has a row per core and
+    processor, the same rows --json has. The summary's slowest core and busiest processor are checked
+    against the JSON's per-processor figures (a core is done when its last processor is)."""
+    import re
+
+    args = ("emulate", "examples/peak_small.kspec", "--numerics", "fast")
+    summary = run(*args)
+    assert summary.returncode == 0, summary.stderr
+    lines = summary.stdout.splitlines()
+    assert len(lines) < 40, summary.stdout
+    assert max(map(len, lines)) <= 100, summary.stdout
+    row = re.compile(r"\s+\((\d+),(\d+)\)\s+(\S+)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$")
+    assert not any(row.match(ln) for ln in lines), summary.stdout
+    assert "--verbose" in summary.stdout
+
+    procs = json.loads(run(*args, "--json").stdout)["processors"]
+    core_end: dict[tuple[int, int], int] = {}
+    for p in procs:
+        core_end[tuple(p["core"])] = max(core_end.get(tuple(p["core"]), 0), p["cycles"])
+    slowest = max(core_end, key=lambda c: (core_end[c], c))
+    busiest = max(procs, key=lambda p: p["busy_cycles"])
+    text = summary.stdout
+    assert f"slowest    core ({slowest[0]},{slowest[1]}) at {core_end[slowest]} cycles" in text, text
+    assert (f"busiest    ({busiest['core'][0]},{busiest['core'][1]}) {busiest['processor']} {busiest['kernel']}: "
+            f"{busiest['busy_cycles']} busy cycles") in text, text
+    assert f"{sum(p['stalls'] for p in procs)} stalls, {sum(p['stall_cycles'] for p in procs)} stall cycles" in text
+
+    verbose = run(*args, "--verbose")
+    assert verbose.returncode == 0, verbose.stderr
+    rows = {(int(m[1]), int(m[2]), m[3], m[4], int(m[6]), int(m[7]), int(m[8]))
+            for m in map(row.match, verbose.stdout.splitlines()) if m}
+    assert rows == {(p["core"][0], p["core"][1], p["processor"], p["kernel"], p["stalls"], p["stall_cycles"],
+                     p["cycles"]) for p in procs}
+    assert len(rows) == len(procs) == 4 * 5                      # 2 x 2 cores, 5 processors each
