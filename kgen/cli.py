@@ -80,9 +80,18 @@ def _emulation_parsers(sub) -> None:
     emulate.add_argument("--schedules", type=_count, default=0, metavar="N",
                          help="also run N seeded random interleavings; their output must be identical")
     emulate.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace (one track per core x processor)")
+    emulate.add_argument("-v", "--verbose", action="store_true",
+                         help="a row per core and processor in place of the summary (--json always has them)")
 
-    port = sub.add_parser("port-check", help="TT-Metal's compute kernel, and its whole 2D multicast program, "
-                                             "beside kgen's on the same plan: outputs and op counts")
+    port = sub.add_parser(
+        "port-check", help="TT-Metal's compute kernel, and its whole 2D or 1D multicast program, beside kgen's "
+                           "on the same plan: outputs and op counts",
+        description="Runs TT-Metal's own kernels beside kgen's on the same plan, inputs and emulated machine. "
+                    "(1) compute: TT-Metal's compute kernel in place of kgen's, with kgen's data movement; "
+                    "(2) program, for mcast_2d, mcast_1d_in0 and mcast_1d_in1 plans: TT-Metal's whole "
+                    "program, its compute kernel and the multicast readers and writers with the arguments "
+                    "TT-Metal's 2D or 1D matmul factory gives them. Each reports bit-identity with kgen's "
+                    "output and the op counts of both.")
     port.add_argument("spec", help="path to a .kspec file")
     port.add_argument("--variant", help="check one of the spec's variants")
     port.add_argument("--reference", metavar="PATH",
@@ -471,7 +480,7 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
     from kgen.proof.emulate import format_report
 
     result = step.value
-    print(json.dumps(result.summary(), indent=2) if args.json else format_report(result))
+    print(json.dumps(result.summary(), indent=2) if args.json else format_report(result, verbose=args.verbose))
     if trace is not None and not args.json:
         print(f"  trace      {_shown(trace)} (open in https://ui.perfetto.dev or chrome://tracing)")
     return chain.exit_code

@@ -76,6 +76,10 @@ def usable_dir(path: Path, label: str, remedy: str, error: type[Exception] | Non
     from kgen.core.errors import KgenError
 
     error = error or KgenError
+    if _in_cache(path):
+        # kgen chose this folder (e.g. the builds of `kgen emulate`), so a flag of the caller's
+        # command is no remedy: the cache location is.
+        label, remedy = "kgen's cache folder", "set KGEN_CACHE_DIR to a folder you can write to"
     if path.exists() and not path.is_dir():
         raise error(f"{label} {path} exists and is not a folder; {remedy}")
     try:
@@ -85,6 +89,16 @@ def usable_dir(path: Path, label: str, remedy: str, error: type[Exception] | Non
     if not os.access(path, os.W_OK | os.X_OK):
         raise error(f"{label} {path} is not writable; {remedy}")
     return path
+
+
+def _in_cache(path: Path) -> bool:
+    from kgen.core.errors import KgenError
+
+    try:
+        root = cache_root()
+    except KgenError:
+        return False
+    return path == root or root in path.parents
 
 
 def output_file(flag: str, path: Path) -> Path:

@@ -18,7 +18,8 @@ from kgen.core.errors import SpecError, Span
 from kgen.core.resources import config_files
 from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
 from kgen.gen import dataflow as dataflows
-from kgen.gen.spec_syntax import RawEntry, RawGroup, RawValue, Source, parse_tree, raw_group, read_source
+from kgen.gen.spec_syntax import (RawEntry, RawGroup, RawValue, Source, parse_tree, raw_group, read_source,
+                                  value_shape_error)
 from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, matmul_default_compute
 
 MAX_INT_DIGITS = 12            # longer literals are rejected before int() (Python caps int() at 4300 digits)
@@ -281,6 +282,9 @@ def _flatten(group: RawGroup, prefix: str, out: list[RawEntry], allowed_groups: 
         out.append(RawEntry(prefix + e.key, e.key_span, e.value))
     for g in group.groups:
         if g.name is not None:
+            shape_error = value_shape_error(g.span)
+            if shape_error is not None:
+                raise shape_error
             raise SpecError(f"unexpected name `{g.name}` after `{g.kind}`", g.span,
                             hint=f"write `{g.kind} {{ ... }}`")
         if not allowed_groups:

@@ -171,6 +171,9 @@ def parse_tree(text: str, src: Source) -> lark.Tree:
         tok = exc.token
         if tok.type == "$END":
             raise _early_end(src, exc.expected) from None
+        shape_error = _shape_error_near(src, tok)
+        if shape_error is not None:
+            raise shape_error from None
         if "LBRACE" in exc.expected and "EQUAL" not in exc.expected:
             # `key word` then something other than `{`: a `key = value` that lost its `=`.
             prev = _previous_words(text, tok.start_pos, 2)
@@ -188,6 +191,66 @@ def parse_tree(text: str, src: Source) -> lark.Tree:
                         span, hint=hint) from None
     except lark.exceptions.LarkError as exc:  # any other parser failure is still the user's text
         raise SpecError(f"cannot parse: {exc}", src.span(1, 1)) from None
+
+
+_UNIT_SUFFIX = {"k": 1024, "m": 1024 * 1024, "g": 1024 ** 3}
+
+
+def value_shape_error(at: Span) -> SpecError | None:
+    """A SpecError that says what is wrong with a `key = number ...` line whose value the grammar
+    split apart: a unit suffix (`2k`), a fraction (`2048.5`) or a word after the number (`32 tiles`).
+    `at` is any span on that line; the error points at the offending part. None when the line is
+    not such an assignment; the caller then reports the token as it is."""
+    code = at.source_line.split("#", 1)[0]
+    m = re.match(r"\s*([A-Za-z_][\w.]*)\s*=\s*(-?[0-9].*?)\s*$", code)
+    if m is None:
+        return None
+    key, value = m.group(1), m.group(2)
+
+    def span(part: re.Match, group: int = 0) -> Span:
+        column = m.start(2) + part.start(group) + 1
+        return Span(at.path, at.line, column, at.line, column + len(part.group(group)), at.source_line)
+
+    what = "the shape" if key == "shape" else key
+    fraction = re.search(r"[0-9]+\.[0-9]*", value)
+    if fraction and re.search(r"[0-9.]\s*x\s*[0-9]", value):   # a fraction among dimensions
+        return SpecError(f"{key} = {value}: {fraction.group()} is not a whole number", span(fraction),
+                         hint=f"{what} takes whole numbers" + (" of elements (M x N x K)" if key == "shape" else ""))
+    suffixed = re.search(r"\b([0-9]+)([A-Za-z]+)\b", value)
+    if suffixed and not re.fullmatch(r"x[0-9]*", suffixed.group(2)):
+        number, unit = suffixed.groups()
+        factor = _UNIT_SUFFIX.get(unit.lower())
+        example = f"write {int(number) * factor} for {suffixed.group()}" if factor else "write the plain number"
+        return SpecError(f"{key} = {value}: a unit suffix (`{unit}` in `{suffixed.group()}`) is not accepted",
+                         span(suffixed, 2), hint=f"numbers are plain whole numbers; {example}")
+    trailing = re.fullmatch(r"(-?[0-9]+(?:\s*x\s*-?[0-9]+)*)\s+([A-Za-z_]\w*)", value)
+    if trailing:
+        number, word = trailing.groups()
+        if key == "shape":
+            hint = "the shape is in elements, M x N x K, with nothing after it"
+            if word == "tiles":
+                elements = " x ".join(str(int(d) * 32) for d in re.split(r"\s*x\s*", number))
+                hint += f"; {number} tiles of 32 x 32 is `shape = {elements}`"
+        else:
+            hint = f"write `{key} = {number}` with nothing after the value"
+        return SpecError(f"{key} = {value}: a word (`{word}`) after the value is not accepted",
+                         span(trailing, 2), hint=hint)
+    return None
+
+
+def _shape_error_near(src: Source, tok: lark.Token) -> SpecError | None:
+    """value_shape_error for the token's line or one of the two code lines before it (a word after
+    a value at the end of a line makes the parser fail a line or two further on)."""
+    line, looked = tok.line, 0
+    while line >= 1 and looked < 3:
+        code = src.lines[line - 1].split("#", 1)[0]
+        if code.strip():
+            looked += 1
+            found = value_shape_error(src.span(line, 1))
+            if found is not None:
+                return found
+        line -= 1
+    return None
 
 
 def _early_end(src: Source, expected: Any) -> SpecError:

@@ -257,6 +257,14 @@ class TuneDb:
                     self.conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 self._migrate()
             version = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            # SQLite cannot create the file, its journal or its WAL: a read-only folder or file.
+            if getattr(exc, "sqlite_errorname", "") in ("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM") \
+                    or "readonly" in str(exc) or "unable to open" in str(exc):
+                raise TuneDbError(f"--db {self.path}: cannot write there ({exc}); the database, its folder "
+                                  f"{self.path.parent} and its -wal/-shm files must be writable. "
+                                  f"Pass --db a path in a folder you can write to") from None
+            raise TuneDbError(f"--db {self.path}: not a kgen tune database ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise TuneDbError(f"--db {self.path}: not a kgen tune database ({exc})") from None
         if version != str(SCHEMA_VERSION):

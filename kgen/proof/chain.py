@@ -170,7 +170,7 @@ def toolchain(options: ChainOptions):
     check_tool_folders(options.sfpi, options.headers, options.firmware)
     tc = discover(options.sfpi, options.headers, options.firmware)
     if options.headers and tc.headers is None:
-        raise ToolchainMissing(f"--headers {options.headers}: {tc.note('headers')}")
+        raise ToolchainMissing(tc.note("headers"))      # the note names `--headers DIR` already
     if (options.sfpi or os.environ.get("KGEN_SFPI_ROOT")) and tc.sfpi is None and options.compile == "auto":
         raise ToolchainMissing(f"no SFPI compiler where you pointed: {tc.note('sfpi')}")
     if options.firmware and tc.firmware is None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kgen.proof.emulate import Emulation
+
+WIDTH = 100     # the report reads in a 100-column terminal
 
 
 def emulated_op_totals(processors) -> dict[str, int]:
@@ -18,7 +21,10 @@ def emulated_op_totals(processors) -> dict[str, int]:
     return dict(sorted(totals.items()))
 
 
-def format_report(e: Emulation, *, per_processor: bool = True) -> str:
+def format_report(e: Emulation, *, per_processor: bool = True, verbose: bool = False) -> str:
+    """The report; `per_processor` adds a summary of the cores and processors (the slowest core,
+    the busiest processor, the stalls, one row per role), `verbose` a row per core and processor
+    in its place."""
     lines = [f"kgen emulate: {e.kernel_id} ({e.numerics} numerics, seed {e.seed})"]
     verdict = {"ok": "finished", "deadlock": "DEADLOCK", "stopped": "STOPPED"}.get(e.status, e.status)
     lines.append(f"  run        {verdict}; {len(e.processors)} processors on "
@@ -40,12 +46,66 @@ def format_report(e: Emulation, *, per_processor: bool = True) -> str:
     for h in e.hazards:
         lines.append(f"  HAZARD {h['kind']}: {h['file']}:{h['line']} core ({h['core'][0]},{h['core'][1]}) "
                      f"{h['processor']}: {h['message']}")
-    if per_processor:
-        lines.append("")
-        lines.append("  core   processor      kernel                 ops    stalls  stall cycles  cycles")
-        for p in e.processors:
-            lines.append(f"  ({p['core'][0]},{p['core'][1]})  {p['processor']:<14} {p['kernel']:<20} "
-                         f"{sum(p['ops'].values()):>6} {p['stalls']:>8} {p['stall_cycles']:>13} {p['cycles']:>7}")
+    if per_processor and e.processors:
+        lines += [""] + (_per_processor_table(e.processors) if verbose else _summary(e.processors))
         totals = emulated_op_totals(e.processors)
-        lines.append("  op counts (all cores): " + ", ".join(f"{k} {v}" for k, v in totals.items()))
+        # a no-break space inside each `name count` so that a line never ends between the two
+        items = ", ".join(f"{k}\u00a0{v}" for k, v in totals.items())
+        lines += [line.replace("\u00a0", " ") for line in
+                  textwrap.wrap("op counts (all cores): " + items, width=WIDTH, initial_indent="  ",
+                                subsequent_indent="    ", break_on_hyphens=False)]
     return "\n".join(lines)
+
+
+def _where(p) -> str:
+    return f"({p['core'][0]},{p['core'][1]}) {p['processor']} {p['kernel']}"
+
+
+def _summary(processors) -> list[str]:
+    """A few lines that read at WIDTH columns whatever the grid: the slowest core, the busiest
+    processor, the stalls, and one row per role (processor and kernel) over the cores running it."""
+    cores: dict[tuple[int, int], int] = {}
+    for p in processors:
+        core = (p["core"][0], p["core"][1])
+        cores[core] = max(cores.get(core, 0), p["cycles"])     # a core is done when its last processor is
+    slowest = max(cores, key=lambda c: (cores[c], c))
+    fastest = min(cores, key=lambda c: (cores[c], c))
+    busiest = max(processors, key=lambda p: p["busy_cycles"])
+    waiting = max(processors, key=lambda p: p["stall_cycles"])
+    stalls = sum(p["stalls"] for p in processors)
+    stall_cycles = sum(p["stall_cycles"] for p in processors)
+    all_cycles = sum(p["cycles"] for p in processors)
+    lines = [
+        f"  slowest    core ({slowest[0]},{slowest[1]}) at {cores[slowest]} cycles; fastest core "
+        f"({fastest[0]},{fastest[1]}) at {cores[fastest]} (of {len(cores)} cores)",
+        f"  busiest    {_where(busiest)}: {busiest['busy_cycles']} busy cycles of {busiest['cycles']}",
+        f"  stalls     {stalls} stalls, {stall_cycles} stall cycles ({_share(stall_cycles, all_cycles)} of all "
+        f"processor cycles)",
+        f"  most wait  {_where(waiting)}: {waiting['stall_cycles']} stall cycles of {waiting['cycles']}",
+        "",
+        "  processor      kernel               cores  ops/core    stalls      stall cycles  max cycles",
+    ]
+    roles: dict[tuple[str, str], list] = {}
+    for p in processors:
+        roles.setdefault((p["processor"], p["kernel"]), []).append(p)
+    for (processor, kernel), ps in roles.items():
+        ops = sorted({sum(p["ops"].values()) for p in ps})
+        ops_text = str(ops[0]) if len(ops) == 1 else f"{ops[0]}-{ops[-1]}"
+        stall_range = f"{min(p['stall_cycles'] for p in ps)}-{max(p['stall_cycles'] for p in ps)}"
+        lines.append(f"  {processor:<14} {kernel[:20]:<20} {len(ps):>5} {ops_text:>9} {sum(p['stalls'] for p in ps):>9} "
+                     f"{stall_range:>17} {max(p['cycles'] for p in ps):>11}")
+    lines.append("  (stalls: summed over the cores; stall cycles: their range over the cores)")
+    lines.append("  every core and processor: --verbose, or --json")
+    return lines
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "0%"
+
+
+def _per_processor_table(processors) -> list[str]:
+    lines = ["  core   processor      kernel                 ops    stalls  stall cycles  cycles"]
+    for p in processors:
+        lines.append(f"  ({p['core'][0]},{p['core'][1]})  {p['processor']:<14} {p['kernel']:<20} "
+                     f"{sum(p['ops'].values()):>6} {p['stalls']:>8} {p['stall_cycles']:>13} {p['cycles']:>7}")
+    return lines

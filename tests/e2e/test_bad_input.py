@@ -183,6 +183,31 @@ def test_syntax_error_points_at_the_text(capsys, tmp_path, old, new, needle, und
     assert_spec_error(rc, out, err, path, line=line_of(text, needle), under=under, message=message, hint=hint)
 
 
+# A shape written the way people say it: the grammar splits such a value into pieces, and the
+# hint must name what is wrong with the value (not a missing `=` or a named block).
+@pytest.mark.parametrize("shape,message,hint,not_hint", [
+    ("2k x 3k x 1k", ("unit suffix", "2k"), ("2048",), "missing `=`"),
+    ("64 x 96 x 32 tiles", ("word", "tiles", "after the value"), ("elements", "M x N x K", "2048 x 3072 x 1024"),
+     "tiles {"),
+    ("2048.5 x 256 x 256", ("2048.5", "not a whole number"), ("whole numbers",), "key = value"),
+    ("2048 x 256.5 x 256", ("256.5", "not a whole number"), ("whole numbers",), "key = value"),
+])
+def test_a_shape_with_a_suffix_word_or_fraction_says_what_is_wrong(capsys, tmp_path, shape, message, hint,
+                                                                  not_hint):
+    text = edit(BASE, ("shape    = 256 x 256 x 1024", f"shape    = {shape}"))
+    path, rc, out, err = check_text(capsys, tmp_path, text)
+    assert_spec_error(rc, out, err, path, line=line_of(text, "shape"), message=message, hint=hint)
+    assert not_hint not in err, err
+
+
+def test_a_word_after_the_last_value_of_a_group_says_what_is_wrong(capsys, tmp_path):
+    text = edit(BASE, ("untilize_out = false\n", "untilize_out = false\n    batch = 1 tiles\n"),
+                ("    batch    = 1\n", ""))
+    path, rc, out, err = check_text(capsys, tmp_path, text)
+    assert_spec_error(rc, out, err, path, line=line_of(text, "1 tiles"), message=("`tiles`", "after the value"),
+                      hint=("batch = 1",))
+
+
 def test_missing_equals_before_a_word_value_is_an_error(capsys, tmp_path):
     text = edit(BASE, ("arch     = wormhole_b0", "arch     wormhole_b0"))
     path, rc, out, err = check_text(capsys, tmp_path, text)

@@ -220,3 +220,92 @@ def test_sharded_build_describes_the_shards_for_ttnn(tmp_path):
                                                       "orientation": "ROW_MAJOR"}
     assert {k["name"] for k in manifest["kernels"]} >= {f"in0_sharded_{i}" for i in range(4)}
     assert "in0_sender" not in {k["name"] for k in manifest["kernels"]}
+
+
+# Tests run as root here, and a folder with mode 555 does not stop root. /proc is a folder in which
+# nobody, root included, can create a file, so it stands for a read-only folder.
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc (a folder root cannot write)")
+
+
+@needs_proc
+def test_tune_db_in_a_folder_that_cannot_be_written_says_so():
+    r = run("tune", "examples/peak_small.kspec", "--db", "/proc/kgen-tune.sqlite")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "cannot write" in r.stderr and "/proc" in r.stderr, r.stderr
+    assert "not a kgen tune database" not in r.stderr, r.stderr
+
+
+def test_tune_db_that_is_not_a_database_still_says_so(tmp_path):
+    db = tmp_path / "notes.sqlite"
+    db.write_text("these are notes, not SQLite\n" * 100)
+    r = run("tune", "examples/peak_small.kspec", "--db", db)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "not a kgen tune database" in r.stderr, r.stderr
+
+
+@needs_proc
+def test_emulate_with_a_cache_it_cannot_create_hints_the_cache_variable_not_an_absent_flag():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KGEN_CACHE_DIR="/proc/kgen-cache")
+    r = subprocess.run([sys.executable, "-m", "kgen", "emulate", "examples/peak_small.kspec", "--numerics", "fast"],
+                       capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "KGEN_CACHE_DIR" in r.stderr and "/proc/kgen-cache" in r.stderr, r.stderr
+    # `kgen emulate` has no -o: a hint to pass one cannot be followed
+    assert "-o " not in r.stderr, r.stderr
+
+
+def test_headers_folder_without_the_headers_names_the_flag_once(tmp_path):
+    empty = tmp_path / "headers"
+    empty.mkdir()
+    r = run("build", "examples/peak_small.kspec", "--headers", empty, "--check", "-o", tmp_path / "out")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.count(f"--headers {empty}") == 1, r.stderr
+    assert "lacks" in r.stderr and "kgen headers fetch" in r.stderr, r.stderr
+
+
+def test_port_check_help_names_the_1d_and_2d_programs_it_runs():
+    r = run("port-check", "--help")
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    for plan in ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1"):
+        assert plan in text, text
+    assert "2D or 1D" in text, text
+    listing = " ".join(run("--help").stdout.split())
+    assert "2D or 1D multicast program" in listing, listing
+
+
+def test_emulate_summarises_the_cores_and_verbose_lists_every_one(host_cxx):
+    """The default report is a summary that reads at 100 columns; --verbose has a row per core and
+    processor, the same rows --json has. The summary's slowest core and busiest processor are checked
+    against the JSON's per-processor figures (a core is done when its last processor is)."""
+    import re
+
+    args = ("emulate", "examples/peak_small.kspec", "--numerics", "fast")
+    summary = run(*args)
+    assert summary.returncode == 0, summary.stderr
+    lines = summary.stdout.splitlines()
+    assert len(lines) < 40, summary.stdout
+    assert max(map(len, lines)) <= 100, summary.stdout
+    row = re.compile(r"\s+\((\d+),(\d+)\)\s+(\S+)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$")
+    assert not any(row.match(ln) for ln in lines), summary.stdout
+    assert "--verbose" in summary.stdout
+
+    procs = json.loads(run(*args, "--json").stdout)["processors"]
+    core_end: dict[tuple[int, int], int] = {}
+    for p in procs:
+        core_end[tuple(p["core"])] = max(core_end.get(tuple(p["core"]), 0), p["cycles"])
+    slowest = max(core_end, key=lambda c: (core_end[c], c))
+    busiest = max(procs, key=lambda p: p["busy_cycles"])
+    text = summary.stdout
+    assert f"slowest    core ({slowest[0]},{slowest[1]}) at {core_end[slowest]} cycles" in text, text
+    assert (f"busiest    ({busiest['core'][0]},{busiest['core'][1]}) {busiest['processor']} {busiest['kernel']}: "
+            f"{busiest['busy_cycles']} busy cycles") in text, text
+    assert f"{sum(p['stalls'] for p in procs)} stalls, {sum(p['stall_cycles'] for p in procs)} stall cycles" in text
+
+    verbose = run(*args, "--verbose")
+    assert verbose.returncode == 0, verbose.stderr
+    rows = {(int(m[1]), int(m[2]), m[3], m[4], int(m[6]), int(m[7]), int(m[8]))
+            for m in map(row.match, verbose.stdout.splitlines()) if m}
+    assert rows == {(p["core"][0], p["core"][1], p["processor"], p["kernel"], p["stalls"], p["stall_cycles"],
+                     p["cycles"]) for p in procs}
+    assert len(rows) == len(procs) == 4 * 5                      # 2 x 2 cores, 5 processors each
