@@ -101,7 +101,6 @@ class RuntimeArg:
         return self.coord.eval(env)
 
 
-RUNTIME_ARG_SOURCES = ("core_x", "core_y", "noc_x", "noc_y", "buffer_address")
 
 
 @dataclass(frozen=True)

@@ -261,7 +261,6 @@ def _static_checks(program: Program, kernel: Kernel) -> None:
 # Shared L1 regions: no producer writes pages another CB of the region may still hold
 # ----------------------------------------------------------------------------------------------
 
-_PACKS = ("pack_block", "pack_tile", "pack_untilize_dest")
 _READS = {"copy_block": ("cb", "tile", "tiles"), "copy_tile": ("cb", "tile", None),
           "add_bcast_rows": ("a", "a_tile", None)}
 

@@ -11,12 +11,12 @@ from kgen.perf.tune.engines import CandidatePool, Engine, cluster_runtime_env, r
 from kgen.perf.tune.precision import predicted_error
 from kgen.perf.tune.search import Estimator, Outcome, Scored, SearchStats, TuneResult, model_estimator, tune
 from kgen.perf.tune.space import (DATAFLOWS, DEFAULT_BUDGET, FIDELITIES, ONE_D, SPACES, TuneConfig, Space, TuneError,
-                                  candidate_of, model_digest, search_space, spec_text, target_key, target_of, tiles,
+                                  candidate_of, model_digest, search_space, spec_text, target_of, tiles,
                                   tuned_spec, with_placement)
 from kgen.perf.tune.verify import EXACT_MAX_MACS, verify_numerics, verify_spec_text
 
 __all__ = ["CandidatePool", "Engine", "cluster_runtime_env", "require_ray", "predicted_error", "Estimator", "Outcome", "Scored",
            "SearchStats", "TuneResult", "model_estimator", "tune", "DATAFLOWS", "DEFAULT_BUDGET", "FIDELITIES",
            "ONE_D", "SPACES", "TuneConfig", "Space", "TuneError", "candidate_of", "model_digest", "search_space",
-           "spec_text", "target_key", "target_of", "tiles", "tuned_spec", "with_placement", "EXACT_MAX_MACS",
+           "spec_text", "target_of", "tiles", "tuned_spec", "with_placement", "EXACT_MAX_MACS",
            "verify_numerics", "verify_spec_text"]

@@ -245,5 +245,3 @@ def target_of(spec: MatmulSpec, placement: Mapping[str, str] | None = None) -> d
     }
 
 
-def target_key(target: Mapping[str, object]) -> str:
-    return json.dumps(target, sort_keys=True, separators=(",", ":"))
