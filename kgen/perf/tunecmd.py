@@ -1,4 +1,4 @@
-"""`kgen tune`'s command: search (kgen/perf/tune.py), the database (tunedb.py), verification on
+"""`kgen tune`'s command: search (kgen/perf/tune/), the database (tunedb.py), verification on
 an engine, TT-Metal's own choices beside the pick (ttchoice.py), the table and the written spec."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ PROXY_TILES = 1          # M and N of the proxy, in tiles: the error of one outp
 def _proxy_error(arch: str, kt: int, fidelity: str, fp32: bool, l1acc: bool, in0_fmt: str, in1_fmt: str,
                  out_fmt: str, partials_fmt: str, in0_block_w: int) -> float:
     """Max |error| / max |exact| of the golden model (kgen/proof/golden.py, bit-exact to the
-    Tensix numerics of tensix-numerics.md) on a 32 x K x 32 proxy with seeded N(0, 1) inputs: the
+    Tensix numerics of docs/reference/numerics.md) on a 32 x K x 32 proxy with seeded N(0, 1) inputs: the
     same K, formats, fidelity, accumulation path and K-blocking as the candidate, so the rounding of
     every partial sum along K is the candidate's."""
     import numpy as np
