@@ -246,7 +246,7 @@ class TuneDb:
         try:
             self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self.conn.execute("PRAGMA journal_mode = WAL")
+            self._set_wal()
             self.conn.execute("PRAGMA synchronous = NORMAL")
             with self._write():
                 fresh = self.conn.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone() is None
@@ -270,6 +270,20 @@ class TuneDb:
         if version != str(SCHEMA_VERSION):
             raise TuneDbError(f"--db {self.path}: schema version {version}, this kgen writes {SCHEMA_VERSION}; "
                               f"use another file")
+
+    def _set_wal(self) -> None:
+        """Switch to WAL. Two processes opening one new file at once can find it locked: SQLite
+        answers the journal-mode change with SQLITE_BUSY without waiting on the busy timeout, so
+        wait here, as long as that timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _migrate(self) -> None:
         """Version 1 kept verdicts per (target, config) under the cost model's digest only: they
