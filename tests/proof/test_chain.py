@@ -95,12 +95,13 @@ def _wait_for(tmpdir: Path, pattern: str, proc: subprocess.Popen, timeout: float
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
 
 
-@pytest.mark.parametrize("signum,code", SIGNALS, ids=[s.name for s, _ in SIGNALS])
-def test_emulate_removes_its_temporary_folder_on_a_signal(tmp_path, host_cxx, signum, code):
-    # Many schedules keep the run going well past the moment its folder appears.
-    proc = _kgen(["emulate", example("peak_small"), "--schedules", "200", "-j", "1"], tmp_path)
+def _signal_leaves_nothing(tmp_path, argv, folders, signum, code):
+    """Run kgen, send `signum` once each of `folders` exists, and check the exit code, that no
+    traceback was printed and that no kgen-* folder is left."""
+    proc = _kgen(argv, tmp_path)
     try:
-        _wait_for(tmp_path, "kgen-emulate-*", proc)
+        for pattern in folders:
+            _wait_for(tmp_path, pattern, proc)
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -108,21 +109,20 @@ def test_emulate_removes_its_temporary_folder_on_a_signal(tmp_path, host_cxx, si
     assert proc.returncode == code, (out, err)
     assert "Traceback" not in err, err
     assert not list(tmp_path.glob("kgen-*")), list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("signum,code", SIGNALS, ids=[s.name for s, _ in SIGNALS])
+def test_emulate_removes_its_temporary_folder_on_a_signal(tmp_path, host_cxx, signum, code):
+    # Many schedules keep the run going well past the moment its folder appears.
+    _signal_leaves_nothing(tmp_path, ["emulate", example("peak_small"), "--schedules", "200", "-j", "1"],
+                           ["kgen-emulate-*"], signum, code)
 
 
 @pytest.mark.parametrize("signum,code", SIGNALS, ids=[s.name for s, _ in SIGNALS])
 def test_fuzz_removes_its_temporary_folders_on_a_signal(tmp_path, host_cxx, signum, code):
-    proc = _kgen(["fuzz", "--count", "50", "--seed", "7", "--no-typecheck", "-j", "1"], tmp_path)
-    try:
-        _wait_for(tmp_path, "kgen-fuzz-*", proc)
-        _wait_for(tmp_path, "kgen-emulate-*", proc)         # inside a case's emulation
-        proc.send_signal(signum)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == code, (out, err)
-    assert "Traceback" not in err, err
-    assert not list(tmp_path.glob("kgen-*")), list(tmp_path.iterdir())
+    # the fuzz folder, then a case's emulation inside it
+    _signal_leaves_nothing(tmp_path, ["fuzz", "--count", "50", "--seed", "7", "--no-typecheck", "-j", "1"],
+                           ["kgen-fuzz-*", "kgen-emulate-*"], signum, code)
 
 
 def test_ctrl_c_during_a_parallel_tune_prints_one_line_not_a_traceback_per_worker(tmp_path):
