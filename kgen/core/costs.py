@@ -53,6 +53,7 @@ class UnpackCosts:
     both_bytes_per_cycle: float          # both unpackers together: the L1 read ports they share
     overhead_per_tile: float
     exponent_bytes: Mapping[str, int]    # a BFP tile's shared exponents, read beside the mantissas
+    held_tiles_per_pass: int = 1         # matmul_block: held tiles LLK loads per pass (one per source bank)
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,19 @@ class Costs:
         return max(held * self.unpack_tile(held_format), streamed * self.unpack_tile(streamed_format),
                    held * self.unpack_shared_tile(held_format) + streamed * self.unpack_shared_tile(streamed_format))
 
+    def matmul_unpack_counts(self, rt: int, ct: int) -> tuple[int, int, int]:
+        """One matmul_block call's unpacks as LLK runs it: (held tiles, streamed tiles, refills). LLK
+        holds min(rt, ct) tiles of one operand, `held_tiles_per_pass` per pass (one in each bank of its
+        source register), and streams max(rt, ct) tiles of the other per pass. A pass that holds two
+        tiles fills both banks, so the next pass's unpacks wait for its last product: a refill, one
+        held tile's unpack during which neither unpacker nor FPU has work (tt-llk
+        llk_unpack_AB_matmul.h, llk_math_matmul.h)."""
+        held, rut = min(rt, ct), max(rt, ct)
+        per_pass = max(1, self.unpack.held_tiles_per_pass)
+        passes = -(-held // per_pass)
+        refills = held // per_pass if per_pass > 1 else 0
+        return held, passes * rut, refills
+
     def matmul_tile_cycles(self, math_fidelity: str, fp32_dest_acc: bool) -> float:
         """Math cycles per output tile of a matmul_block call: one pass per fidelity phase plus the
         per-tile overhead, slower with a 32-bit DST."""
@@ -206,7 +220,8 @@ def load_costs(arch_name: str) -> Costs:
         math=MathCosts(**raw["math"]),
         unpack=UnpackCosts(raw["unpack"]["bytes_per_cycle"], raw["unpack"]["both_bytes_per_cycle"],
                            raw["unpack"]["overhead_per_tile"],
-                           MappingProxyType(dict(raw["unpack"]["exponent_bytes"]))),
+                           MappingProxyType(dict(raw["unpack"]["exponent_bytes"])),
+                           int(raw["unpack"].get("held_tiles_per_pass", 1))),
         pack=PackCosts(**raw["pack"]),
         dram=DramCosts(**raw["dram"]),
         l1=L1Costs(**raw["l1"]),

@@ -182,9 +182,16 @@ class _KernelCost:
             rt, ct = int(o["rt"]), int(o["ct"])
             per_tile = c.matmul_tile_cycles(flags.math_fidelity, flags.fp32_dest_acc)
             self.add(MATH, "math", n * (rt * ct * per_tile + c.math.overhead_per_call))
-            (held, held_tiles), (streamed, streamed_tiles) = optable.matmul_unpacks(o)
+            (held, _), (streamed, _) = optable.matmul_unpacks(o)
+            held_tiles, streamed_tiles, refills = c.matmul_unpack_counts(rt, ct)
             unpack = c.unpack_matmul(self._format(o[held]), held_tiles, self._format(o[streamed]), streamed_tiles)
             self.add(UNPACK, "unpack", n * unpack)
+            # a pass that held two tiles refills its source register after its last product: the unpacker
+            # and the FPU both wait for that held tile's unpack
+            refill = n * refills * c.unpack_tile(self._format(o[held]))
+            if refill:
+                self.add(UNPACK, "sync", refill)
+                self.add(MATH, "sync", refill)
         elif k in ("copy_block", "copy_tile"):
             tiles = optable.work_of(o).unpack_tiles
             unpack = n * tiles * c.unpack_tile(self._format(o["cb"]))
