@@ -97,7 +97,7 @@ def modelled_cycles(arch: ArchFacts) -> dict[str, float]:
         "dram_write_latency": c.dram.write_latency,
         "l1_read_bytes_per_cycle": c.l1.read_bytes_per_cycle, "l1_read_latency": c.l1.read_latency, "l1_local_read_latency": c.l1.local_read_latency,
         "l1_write_bytes_per_cycle": c.l1.write_bytes_per_cycle, "l1_write_latency": c.l1.write_latency,
-        "sem_latency": c.multicast.semaphore_latency,
+        "sem_latency": c.multicast.semaphore_latency, "unpack_held_per_pass": c.unpack.held_tiles_per_pass,
     }
     for fmt in arch.tile_bytes:
         cycles[f"unpack_tile.{fmt}"] = c.unpack_tile(fmt)

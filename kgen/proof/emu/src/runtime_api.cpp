@@ -419,6 +419,19 @@ SrcItem &src_slot_for_unpack(Proc *p, Where at) {
 }
 }  // namespace
 
+namespace {
+struct MatmulPasses {
+    uint32_t held, streamed, refills;
+};
+// One matmul_block call's unpacks as LLK runs it (kgen.core.costs.matmul_unpack_counts)
+MatmulPasses matmul_passes(uint32_t rt_dim, uint32_t ct_dim) {
+    uint32_t held = std::min(rt_dim, ct_dim), rut = std::max(rt_dim, ct_dim);
+    uint32_t per_pass = std::max<uint32_t>(1, static_cast<uint32_t>(cost("unpack_held_per_pass")));
+    uint32_t passes = (held + per_pass - 1) / per_pass;
+    return {held, passes * rut, per_pass > 1 ? held / per_pass : 0};
+}
+}  // namespace
+
 void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t in1_tile, uint32_t ct_dim,
                    uint32_t rt_dim, uint32_t kt_dim, Where at) {
     Proc *p = cur(at);
@@ -443,18 +456,21 @@ void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t
         unpack_src(t, c->srca_fmt, mc.fp32_dest_acc, src19);
         prepare_srca(src19, mc, *item.in1[col]);
     }
-    // LLK holds one operand per outer iteration and streams the other: min(rt, ct) held tiles and
-    // rt * ct streamed ones; in1 streams when ct >= rt (docs/reference/costs.md §1.2)
+    // LLK holds min(rt, ct) tiles of one operand, held_per_pass per pass, and streams max(rt, ct)
+    // tiles of the other per pass; in1 streams when ct >= rt (kgen.core.costs.matmul_unpack_counts)
     bool in1_streams = ct_dim >= rt_dim;
     uint64_t start = p->clock;
     // the two unpackers run in parallel, each at its own rate, both bounded by the L1 ports they
     // share (kgen.core.costs.unpack_matmul)
     DataFormat held_fmt = in1_streams ? c->srcb_fmt : c->srca_fmt, streamed_fmt = in1_streams ? c->srca_fmt : c->srcb_fmt;
-    double held = std::min(rt_dim, ct_dim), streamed = double(rt_dim) * ct_dim;
+    MatmulPasses mp = matmul_passes(rt_dim, ct_dim);
+    double held = mp.held, streamed = mp.streamed;
     double cycles = std::max({held * unpack_cost(held_fmt), streamed * unpack_cost(streamed_fmt),
                               held * unpack_shared_cost(held_fmt) + streamed * unpack_shared_cost(streamed_fmt)});
+    // a pass that held two tiles refills its source register after its last product
+    cycles += mp.refills * unpack_cost(held_fmt);
     work_at("unpack_matmul_block", at, cycles, in0_tile, in1_tile);
-    push_src(p, item, start, std::min(rt_dim, ct_dim) + rt_dim * ct_dim, at);
+    push_src(p, item, start, mp.held + mp.streamed, at);
 }
 
 void unpack_copy(uint32_t cb, uint32_t tile, uint32_t count, Where at) {
@@ -547,7 +563,9 @@ void math_matmul(uint32_t dst_index, uint32_t ct_dim, uint32_t rt_dim, Where at)
     // kgen.core.costs.Costs.matmul_tile_cycles, a cost key per fidelity and DST width
     double per_tile = cost((mc.fp32_dest_acc ? "matmul_tile_fp32." : "matmul_tile.")
                            + std::to_string(static_cast<int>(mc.fidelity)));
-    work_at("matmul_block", at, double(rt_dim) * ct_dim * per_tile + cost("matmul_call"), dst_index, rt_dim * ct_dim,
+    // the FPU idles while a pass that held two tiles refills its source register (the unpacker's refill)
+    double refill = matmul_passes(rt_dim, ct_dim).refills * unpack_cost(ct_dim >= rt_dim ? c->srcb_fmt : c->srca_fmt);
+    work_at("matmul_block", at, double(rt_dim) * ct_dim * per_tile + cost("matmul_call") + refill, dst_index, rt_dim * ct_dim,
             fmt_str("\"tiles\":%u", rt_dim * ct_dim));
     pop_src(p, item, per_tile);
 }
