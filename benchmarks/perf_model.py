@@ -2,6 +2,9 @@
 
     python3 benchmarks/perf_model.py            # every manual row of n150 and p150 (13x10, 11x10): predicted vs measured
     python3 benchmarks/perf_model.py --rows     # ... with the table of every row
+    python3 benchmarks/perf_model.py --pairs    # the ranking pairs the model misorders: both configs, the measured
+                                                # and predicted ratio, each program's per-thread busy cycles
+                                                # (--pairs --rows: every pair)
     python3 benchmarks/perf_model.py --fit      # refit the FIT constants on the n150 manual rows (scipy)
     python3 benchmarks/perf_model.py --oob      # the out-of-box rows: TT's automatic config, as kgen
                                                 # reproduces it (kgen/perf/ttchoice.py), against them
@@ -165,24 +168,58 @@ class Pairwise:
 def pairwise(manual: list[Case], oob: list[Case]) -> Pairwise:
     """Every shape x dtype x fidelity x trace setting for which TT published two programs (its
     hand-tuned config against its library's automatic one): does each rule order them as silicon did?"""
-    key = lambda c: (c.row.m, c.row.k, c.row.n, c.row.dtype, c.row.math_fidelity, c.row.use_trace)  # noqa: E731
-    by_key = {key(c): c for c in oob}
     pairs = close = model = manual_first = 0
     trivial = 0.0
-    for a in manual:
-        b = by_key.get(key(a))
-        if b is None:
-            continue
-        measured = b.row.device_cycles / a.row.device_cycles - 1     # > 0: the manual program is faster
+    sort_key = lambda c: (PHASES[c.row.math_fidelity], TILE_BYTES[c.row.dtype])  # noqa: E731
+    for a, b, measured, predicted in matched_pairs(manual, oob):    # measured > 0: the manual program is faster
         if abs(measured) < PAIR_MARGIN:
             close += 1
             continue
         pairs += 1
-        model += (b.prediction.math_cycles > a.prediction.math_cycles) == (measured > 0)
+        model += (predicted > 0) == (measured > 0)
         manual_first += measured > 0
-        sort_key = lambda c: (PHASES[c.row.math_fidelity], TILE_BYTES[c.row.dtype])  # noqa: E731
         trivial += 0.5 if sort_key(a) == sort_key(b) else float((sort_key(b) > sort_key(a)) == (measured > 0))
     return Pairwise(pairs, close, model, trivial, manual_first)
+
+
+def matched_pairs(manual: list[Case], oob: list[Case]) -> list[tuple[Case, Case, float, float]]:
+    """Every (hand-tuned, automatic) pair of pairwise(), with the measured and predicted ratio of the
+    automatic program's device time over the hand-tuned one's, minus one (> 0: the hand-tuned is faster)."""
+    key = lambda c: (c.row.m, c.row.k, c.row.n, c.row.dtype, c.row.math_fidelity, c.row.use_trace)  # noqa: E731
+    by_key = {key(c): c for c in oob}
+    return [(a, b, b.row.device_cycles / a.row.device_cycles - 1, b.prediction.math_cycles / a.prediction.math_cycles - 1)
+            for a in manual if (b := by_key.get(key(a))) is not None]
+
+
+def _config(c: Case) -> str:
+    p = c.program.plan
+    return (f"{p.spec.dataflow} grid {p.grid[0]}x{p.grid[1]} per_core {p.per_core_m}x{p.per_core_n} "
+            f"in0_block_w {p.in0_block_w} out_block {p.out_block_h}x{p.out_block_w} "
+            f"subblock {p.out_subblock_h}x{p.out_subblock_w} in0 {p.spec.memory.in0.value} out {p.spec.memory.out.value}")
+
+
+def _threads(c: Case) -> str:
+    return "  ".join(f"{t.processor.split()[0]} {t.busy / 1e3:,.0f}k ({', '.join(f'{k} {v / 1e3:,.0f}k' for k, v in t.work.items() if v)})"
+                     for t in c.prediction.processors if t.busy)
+
+
+def print_pairs(by_card: dict[str, list[Case]], oob_by_card: dict[str, list[Case]], losing_only: bool) -> None:
+    """The pairwise-ranking pairs (without trace: the trace rows repeat them): both configs, the
+    silicon and the model ratio, each program's error and its per-thread busy cycles by kind."""
+    for card, cases in by_card.items():
+        for a, b, measured, predicted in matched_pairs(cases, oob_by_card[card]):
+            if a.row.use_trace:
+                continue
+            verdict = ("close" if abs(measured) < PAIR_MARGIN
+                       else "ordered" if (predicted > 0) == (measured > 0) else "MISORDERED")
+            if losing_only and verdict != "MISORDERED":
+                continue
+            r = a.row
+            print(f"{card} {r.m}x{r.k}x{r.n} {r.dtype.lower()} {r.math_fidelity}: {verdict}; automatic / hand-tuned - 1: "
+                  f"measured {measured:+.1%}, predicted {predicted:+.1%}")
+            for role, c in (("hand-tuned", a), ("automatic ", b)):
+                print(f"    {role} {_config(c)}; error {c.device_error:+.1%}, {c.prediction.bottleneck}")
+                print(f"               {_threads(c)}")
 
 
 def speedups(cases: list[Case], dtype: str, fidelity: str, measured: bool) -> list[float]:
@@ -350,6 +387,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rows", action="store_true", help="print every row")
     ap.add_argument("--fit", action="store_true", help="refit the FIT constants on the n150 rows")
     ap.add_argument("--oob", action="store_true", help="TT's automatic config against the out-of-box rows")
+    ap.add_argument("--pairs", action="store_true",
+                    help="print the pairwise-ranking pairs that the model misorders (with --rows: every pair)")
     ap.add_argument("--stand-in", action="store_true",
                     help="DIAGNOSTIC: the DRAM programs with sharded reads and writes priced at zero")
     args = ap.parse_args(argv)
@@ -379,7 +418,9 @@ def main(argv: list[str]) -> int:
         oob_by_card[card] = evaluate(pairs)
         for note in notes:
             print(f"{card} out-of-box row left out of the pairs: {note}")
-    if args.rows:
+    if args.pairs:
+        print_pairs(by_card, oob_by_card, losing_only=not args.rows)
+    elif args.rows:
         for cases in by_card.values():
             print_rows(cases)
     print("\nevery row predicted from its spec with its real placement (memory {} as TT ran it); all figures "
