@@ -166,6 +166,43 @@ matmul t {{
     assert predict(verified(spec(w=4))).blocks == 2 * predict(verified(spec(w=8))).blocks
 
 
+def test_matmul_block_passes_are_llks_per_arch():
+    # tt-llk (tt-metal v0.81.1) llk_unpack_AB_matmul.h: Wormhole loads the held operand two tiles per pass,
+    # one into each bank of its source register ("load one more tile"), and streams max(rt, ct) tiles of
+    # the other per pass; Blackhole loads one held tile per pass. A Wormhole pass holding two tiles fills
+    # both banks, so the next pass waits for its last product: one refill per such pass.
+    wh, bh = load_costs("wormhole_b0"), load_costs("blackhole")
+    assert wh.matmul_unpack_counts(4, 2) == (2, 4, 1)
+    assert wh.matmul_unpack_counts(2, 4) == (2, 4, 1)
+    assert wh.matmul_unpack_counts(1, 8) == (1, 8, 0)
+    assert wh.matmul_unpack_counts(8, 1) == (1, 8, 0)
+    assert wh.matmul_unpack_counts(4, 4) == (4, 8, 2)
+    assert wh.matmul_unpack_counts(3, 3) == (3, 6, 1)
+    assert bh.matmul_unpack_counts(4, 2) == (2, 8, 0)
+    assert bh.matmul_unpack_counts(1, 8) == (1, 8, 0)
+
+
+def test_a_wormhole_refill_idles_the_unpacker_and_the_fpu():
+    # A 4 x 2 subblock on Wormhole: each matmul_block call is one pass that holds two in1 tiles, so each
+    # call waits for one held tile's unpack on both threads; a 1 x 8 subblock (one held tile) never does.
+    def sync(subblock, processor):
+        s = resolve(parse_text(f"""
+matmul t {{
+    arch = wormhole_b0
+    shape = 256 x 256 x 1024
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+    grid = 1 x 1
+    dataflow = mcast_2d
+    block {{ in0_block_w = 32  out_subblock = {subblock} }}
+    compute {{ math_fidelity = LoFi }}
+}}""", "t.kspec"))
+        return next(q for q in predict(verified(s)).processors if q.processor == processor).work.get("sync", 0.0)
+    calls = 8 * 8 // 8 * 32                   # 8 subblocks of 4 x 2, each K-step of the 32-tile K-block
+    refill = load_costs("wormhole_b0").unpack_tile("Float16_b")
+    for processor in (UNPACK, MATH):
+        assert sync("4 x 2", processor) - sync("1 x 8", processor) >= calls * refill * 0.99
+
+
 def test_fp32_dest_partials_cost_more_pack_and_reload_than_bf16():
     # fp32 partials are 4096-byte tiles: roughly twice the pack and reload of bf16 (tt-lang MB2/MB3)
     bf16 = predict(verified(spec(l1acc=False)))
