@@ -121,13 +121,12 @@ def test_no_dtype_and_fidelity_group_is_biased(cases, card):
     assert all(abs(b) <= 0.05 for b in bias.values()), bias
 
 
-# Not met on n150 and p150 11x10 (docs/perf-model.md, "Known gaps"): on n150, TT's hand-tuned sharded
-# program and its automatic DRAM program share per_core and in0_block_w on most large shapes and
-# differ only in placement and subblock (1 x w against 4 x 2); silicon separates them by 6-12 % in a
-# direction that depends on the dtype (bfloat4_b LoFi: the sharded one faster, bfloat8_b LoFi: slower),
-# the model by under 3 %. On both p150 tables it misses bfloat4_b LoFi pairs with in0 read from DRAM,
-# the rows whose bfloat4_b DRAM reads the model under-prices, and large bfloat16 DRAM pairs where the
-# K-loop readers share the card's bandwidth (the card floor bounds each core only as a whole).
+# The >= 90 % target is not met on any card table (docs/perf-model.md, "Known gaps"): on n150 the model
+# misorders the smallest shapes, whose hand-tuned sharded programs it over-prices (the block-sharded
+# hand-over chain) and whose automatic DRAM programs it under-prices, and automatic 4 x 2 programs that
+# split the output into several out blocks, whose K-loop readers silicon runs at about half the modelled
+# rate; on both p150 tables it misses bfloat4_b LoFi pairs with in0 read from DRAM (the bfloat4_b DRAM
+# reads it under-prices) and large bfloat16 DRAM pairs where the K-loop readers share the card's bandwidth.
 _PAIRWISE_GAP = pytest.mark.xfail(strict=True, reason="missing effect named in docs/perf-model.md: known gaps")
 
 
@@ -140,6 +139,22 @@ def test_pairwise_config_ranking_beats_a_sort_without_a_model(cases, oob_cases, 
     pw = perf_model.pairwise(cases[card], oob_cases[card])
     assert pw.pairs >= 30
     assert pw.model >= 0.9 * pw.pairs and pw.model > pw.trivial_sort
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("card", gemm_rows.CARDS)
+def test_pairwise_config_ranking_beats_the_sort_without_a_model_on_every_table(cases, oob_cases, card):
+    # The part of the ranking target that holds: on every card table the model orders more of TT's
+    # (hand-tuned, automatic) pairs as silicon did than a sort on fidelity and tile bytes, which ties on
+    # every such pair and scores a coin flip, and by more than chance: a coin flip would order that
+    # many or more with a probability under 1 % (one-sided binomial test). The >= 90 % target stays
+    # the strict xfail above.
+    from math import comb
+    pw = perf_model.pairwise(cases[card], oob_cases[card])
+    assert pw.pairs >= 30
+    assert pw.trivial_sort == pytest.approx(pw.pairs / 2)
+    assert pw.model > pw.trivial_sort
+    assert sum(comb(pw.pairs, i) for i in range(pw.model, pw.pairs + 1)) / 2 ** pw.pairs < 0.01
 
 
 @pytest.mark.slow
