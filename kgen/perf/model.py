@@ -576,7 +576,8 @@ def lower_bound_cycles(arch_name: str, per_core: tuple[int, int], kt: int, fidel
     slower of unpacker and matrix engine, tile by tile) over per_core_M x per_core_N x Kt tile
     products. The matrix engine costs each product cycles per phase x phases plus the per-tile issue
     overhead (times the fp32 dest factor), as `matmul_block` is priced above; the unpacker streams at
-    least one operand tile per product, at the cheaper operand's rate. The predicted core time,
+    least one operand tile per product over the held tiles per pass (LLK's passes: a Wormhole pass
+    streams each tile against two held ones), at the cheaper operand's rate. The predicted core time,
     fills and drains included, is at least the compute stage's total over the K-blocks, which is at
     least this."""
     costs = load_costs(arch_name)
@@ -584,5 +585,5 @@ def lower_bound_cycles(arch_name: str, per_core: tuple[int, int], kt: int, fidel
     per_tile = m.cycles_per_tile_phase * FIDELITY_PHASES[fidelity] + m.overhead_per_tile
     if fp32_dest_acc:
         per_tile *= m.fp32_dest_factor
-    unpack = min(costs.unpack_tile(in0_format), costs.unpack_tile(in1_format))
+    unpack = min(costs.unpack_tile(in0_format), costs.unpack_tile(in1_format)) / max(1, costs.unpack.held_tiles_per_pass)
     return per_core[0] * per_core[1] * kt * max(per_tile, unpack)
