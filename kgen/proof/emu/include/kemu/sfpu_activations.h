@@ -19,13 +19,6 @@
 #include "ckernel_sfpu_selu.h"
 #include "ckernel_sfpu_softplus.h"
 
-#ifndef APPROX
-#define APPROX false
-#endif
-#ifndef DST_ACCUM_MODE
-#define DST_ACCUM_MODE false
-#endif
-
 namespace ckernel {
 #define KEMU_SFPU_RUN(fn, idst, mode, ...) ::kemu_sfpu::run_faces([&](auto... a) { fn(a...); }, idst, mode, ##__VA_ARGS__)
 
