@@ -9,6 +9,11 @@
 // 16 bits are zero (BF16 in the high half).
 #pragma once
 
+// GCC 12's loop induction-variable pass (-O1 and up) deletes the lane loops of a predicated
+// register write in some inlined sequences (seen: three l_reg writes in a row vanish); the model's
+// functions are compiled without that pass.
+#pragma GCC optimize("no-tree-loop-optimize")
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -40,12 +45,10 @@ struct State {
     int depth = 0;
 };
 
-inline State &st() {
-    static State s;
-    return s;
-}
+inline State g_state;   // one SFPU per kernel object (the pack thread's)
+inline State &st() { return g_state; }
 
-[[noreturn]] inline void not_modelled(const char *what) {
+[[noreturn]] __attribute__((noinline)) inline void not_modelled(const char *what) {
     std::fprintf(stderr, "kgen SFPU model: %s is not modelled\n", what);
     std::abort();
 }

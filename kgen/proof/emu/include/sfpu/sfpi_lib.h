@@ -145,7 +145,7 @@ inline uint32_t to_lut8(float f) {
     const uint32_t u = ks::u32(f);
     if ((u & 0x7fffffffu) == 0) return 0xff;
     const uint32_t e = 127 - ((u >> 23) & 0xff);
-    if (e > 7) ks::not_modelled("an 8-bit LUT coefficient out of range");
+    if (e > 7) return 0xff;   // below the smallest 8-bit coefficient: as zero
     return ((u >> 31) << 7) | (e << 4) | ((u >> 19) & 0xf);
 }
 struct vLut8si : vBase {
@@ -153,17 +153,63 @@ struct vLut8si : vBase {
     vLut8si(float a, float c) : vBase{splat((to_lut8(a) << 8) | to_lut8(c))} {}
 };
 using vLut8 = vLut8si;
+// vLut16ss / vLut16ii(e0, e1): two FP16 LUT entries, e0 in the low half. The float -> FP16 step
+// is IEEE binary16, round to nearest even (the page gives only the decode, Lut16ToFp32).
+inline uint32_t to_fp16(float f) {
+    const uint32_t u = ks::u32(f), sign = (u >> 16) & 0x8000u;
+    const int32_t exp = int32_t((u >> 23) & 0xff) - 127 + 15;
+    uint32_t man = u & 0x7fffffu;
+    if ((u & 0x7fffffffu) == 0) return sign;
+    if (exp >= 31) return sign | 0x7c00u;
+    if (exp <= 0) {    // binary16 subnormal
+        if (exp < -10) return sign;
+        man |= 0x800000u;
+        const uint32_t shift = uint32_t(14 - exp);
+        uint32_t m = man >> shift;
+        const uint32_t rest = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rest > half || (rest == half && (m & 1))) ++m;
+        return sign | m;
+    }
+    uint32_t h = (uint32_t(exp) << 10) | (man >> 13);
+    const uint32_t rest = man & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) ++h;
+    return sign | h;
+}
+// SFPLUTFP32.md Lut16ToFp32: exponent 31 reads as zero, exponent 0 as a normal number.
+inline uint32_t lut16(uint32_t x) {
+    x &= 0xffff;
+    const uint32_t exp = (x >> 10) & 0x1f;
+    return ((x >> 15) << 31) | ((exp == 0x1f ? 0 : 112 + exp) << 23) | ((x & 0x3ff) << 13);
+}
 struct vLut16ss : vBase {
     vLut16ss(const Vec &x) : vBase{x} {}
-    vLut16ss(float, float) : vBase{splat(0)} { ks::not_modelled("16-bit LUT coefficients (SFPLUTFP32)"); }
+    vLut16ss(float e0, float e1) : vBase{splat((to_fp16(e1) << 16) | to_fp16(e0))} {}
 };
 using vLut16ii = vLut16ss;
 using vLut16si = vLut16ss;
-inline vFloat lut(const vFloat &x, const vLut8si &l0, const vLut8si &l1, const vLut8si &l2, LutSign s = LutSign::Update) {
+// SFPLUTFP32.md with FP16_6ENTRY_TABLE1: six FP16 (slope, intercept) pairs over |x| split at 0.5,
+// 1, 1.5, 2 and 3; d = a * |x| + c as SFPMAD; LutSign::Retain copies x's sign onto d.
+inline vFloat lut(const vFloat &x, const vLut16ss &a01, const vLut16ss &c01, const vLut16ss &a23, const vLut16ss &c23,
+                  const vLut16ss &a45, const vLut16ss &c45, LutSign s = LutSign::Retain) {
     Vec r;
     for (int l = 0; l < LANES; ++l) {
-        const uint32_t x3 = x.v.u[l];
-        const uint32_t b = x3 & 0x7fffffffu;
+        const uint32_t x3 = x.v.u[l], b = x3 & 0x7fffffffu;
+        const float bf = ks::f32(b);
+        const int i = bf < 1.0f ? 0 : bf < 2.0f ? 1 : 2;
+        const int j = bf < 0.5f ? 0 : bf < 1.0f ? 16 : bf < 1.5f ? 0 : bf < 2.0f ? 16 : bf < 3.0f ? 0 : 16;
+        const uint32_t as[3] = {a01.v.u[l], a23.v.u[l], a45.v.u[l]}, cs[3] = {c01.v.u[l], c23.v.u[l], c45.v.u[l]};
+        uint32_t d = ks::mad1(lut16(as[i] >> j), b, lut16(cs[i] >> j));
+        if (s == LutSign::Retain) d = (d & 0x7fffffffu) | (x3 & 0x80000000u);
+        r.u[l] = d;
+    }
+    return vFloat(r);
+}
+// SFPLUT.md: three 8-bit (slope, intercept) pairs over |x| split at 1 and 2; d = a * |x| + c as
+// SFPMAD; sfpi's lut() keeps x's sign (SGN_RETAIN), LutSign::Update leaves d's own.
+inline vFloat lut(const vFloat &x, const vLut8si &l0, const vLut8si &l1, const vLut8si &l2, LutSign s = LutSign::Retain) {
+    Vec r;
+    for (int l = 0; l < LANES; ++l) {
+        const uint32_t x3 = x.v.u[l], b = x3 & 0x7fffffffu;
         const float bf = ks::f32(b);
         const uint32_t coeffs = bf < 1.0f ? l0.v.u[l] : bf < 2.0f ? l1.v.u[l] : l2.v.u[l];
         uint32_t d = ks::mad1(ks::lut8(coeffs >> 8), b, ks::lut8(coeffs));
@@ -172,8 +218,6 @@ inline vFloat lut(const vFloat &x, const vLut8si &l0, const vLut8si &l1, const v
     }
     return vFloat(r);
 }
-template <class... A>
-inline vFloat lut(const vFloat &, const vLut16ss &, A &&...) { ks::not_modelled("SFPLUTFP32"); }
 template <class... A>
 inline vFloat lut2(A &&...) { ks::not_modelled("SFPLUTFP32 (lut2)"); }
 template <class... A>
