@@ -131,8 +131,18 @@ inline void sfpconfig(uint32_t imm16, uint32_t vd, uint32_t mod1) {
 #define TTI_REPLAY(...) KEMU_SFPU_NOT_MODELLED("REPLAY")
 #define TT_SFPMAD(...) KEMU_SFPU_NOT_MODELLED("raw SFPMAD")
 namespace lltt {
-template <class... A>
+enum ExecBool : bool { NoExec, Exec };
+template <ExecBool E = NoExec, class... A>
 inline void record(A...) { KEMU_SFPU_NOT_MODELLED("REPLAY record"); }
 template <class... A>
 inline void replay(A...) { KEMU_SFPU_NOT_MODELLED("REPLAY"); }
 }  // namespace lltt
+namespace ckernel {
+using lltt::ExecBool;
+using lltt::Exec;
+using lltt::NoExec;
+template <ExecBool E = NoExec, class Callable, class... Args>
+inline void load_replay_buf(std::uint32_t, std::uint32_t, Callable &&, Args &&...) {
+    KEMU_SFPU_NOT_MODELLED("the replay buffer (load_replay_buf)");
+}
+}  // namespace ckernel

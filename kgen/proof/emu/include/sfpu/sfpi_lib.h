@@ -226,8 +226,8 @@ template <class... A>
 inline vFloat approx_recip(A &&...) { ks::not_modelled("SFPARECIP"); }
 template <class... A>
 inline vFloat approx_exp(A &&...) { ks::not_modelled("SFPARECIP exp"); }
-template <class... A>
-inline vFloat nearby(A &&...) { ks::not_modelled("nearby"); }
+// nearby(cond): a scheduling hint on a condition; the condition itself.
+inline vBool nearby(const vBool &c) { return c; }
 
 // Scalars loaded by SFPLOADI: sFloat16b is a BF16 immediate (a float is truncated to its high 16
 // bits; an integer is the BF16 bits), sFloat16a an FP16 immediate (bits only).
