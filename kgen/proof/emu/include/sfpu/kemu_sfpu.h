@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sfpu/kemu_fma.h"
+
 namespace kemu_sfpu {
 
 constexpr int LANES = 32;
@@ -63,17 +65,13 @@ inline void reset_lanes() {
     s.depth = 0;
 }
 
-// ---- SFPMAD.md: VD = VA * VB + VC. Denormal inputs are zero; one rounding, nearest-even; a denormal
-// or negative-zero output becomes +0; NaN output has its mantissa LSB set. The page says the product
-// is kept "in higher precision than FP32" without saying how much: we use IEEE's fully fused fmaf.
-// A NaN's other bits are unspecified: we emit 0x7fc00001 (quiet, LSB set, positive).
-inline uint32_t daz(uint32_t x) { return (x & 0x7f800000u) == 0 ? (x & 0x80000000u) : x; }
+// ---- SFPMAD.md: VD = VA * VB + VC with the arch's partially fused arithmetic (sfpu/kemu_fma.h).
 inline uint32_t mad1(uint32_t a, uint32_t b, uint32_t c) {
-    const float r = std::fmaf(f32(daz(a)), f32(daz(b)), f32(daz(c)));
-    uint32_t d = u32(r);
-    if (std::isnan(r)) return 0x7fc00001u;
-    if ((d & 0x7f800000u) == 0) return 0;   // denormal or +-0 -> +0
-    return d;
+#if defined(ARCH_BLACKHOLE)
+    return mad_blackhole(a, b, c);
+#else
+    return mad_wormhole(a, b, c);
+#endif
 }
 constexpr uint32_t ONE = 0x3f800000u;
 

@@ -222,8 +222,28 @@ template <class... A>
 inline vFloat lut2(A &&...) { ks::not_modelled("SFPLUTFP32 (lut2)"); }
 template <class... A>
 inline vFloat lut2_sign(A &&...) { ks::not_modelled("SFPLUTFP32 (lut2_sign)"); }
-template <class... A>
-inline vFloat approx_recip(A &&...) { ks::not_modelled("SFPARECIP"); }
+// SFPARECIP.md (Blackhole) with SFPARECIP_MOD1_RECIP: the sign kept, 1/|x| from the exponent and
+// a 7-bit mantissa table (the page's ApproxRecip: below 2^-126 -> +Inf, from 2^126 on -> 0).
+inline uint32_t approx_recip_magnitude(uint32_t x) {
+    static constexpr uint8_t kTable[128] = {
+        127, 125, 123, 121, 119, 117, 116, 114, 112, 110, 109, 107, 105, 104, 102, 100, 99, 97, 96, 94, 93, 91,
+        90, 88, 87, 85, 84, 83, 81, 80, 79, 77, 76, 75, 74, 72, 71, 70, 69, 68, 66, 65, 64, 63, 62, 61, 60, 59,
+        58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45, 44, 43, 42, 41, 40, 40, 39, 38, 37, 36, 35, 35,
+        34, 33, 32, 31, 31, 30, 29, 28, 28, 27, 26, 25, 25, 24, 23, 23, 22, 21, 21, 20, 19, 19, 18, 17, 17, 16,
+        15, 15, 14, 14, 13, 12, 12, 11, 11, 10, 9, 9, 8, 8, 7, 7, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0};
+    if (x < 0x00800000u) return 0x7f800000u;
+    if (x >= 0x7e800000u) return 0;
+    return ((253 - (x >> 23)) << 23) | (uint32_t(kTable[(x >> 16) & 0x7f]) << 16);
+}
+inline vFloat approx_recip(const vFloat &x) {
+#if !defined(ARCH_BLACKHOLE)
+    ks::not_modelled("SFPARECIP (a Blackhole instruction) on Wormhole");
+#endif
+    return vFloat(map1(x.v, [](uint32_t u) {
+        const uint32_t sign = u & 0x80000000u;
+        return sign + approx_recip_magnitude(u - sign);
+    }));
+}
 template <class... A>
 inline vFloat approx_exp(A &&...) { ks::not_modelled("SFPARECIP exp"); }
 // nearby(cond): a scheduling hint on a condition; the condition itself.
