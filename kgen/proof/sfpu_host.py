@@ -51,12 +51,13 @@ def header_tree():
 
 
 def llk_sfpu_include_dirs(arch_name: str, tree=None) -> list[Path]:
-    """The arch's LLK SFPU folders in the header tree, searched after the host model's headers:
-    TT-Metal's ``hw/ckernels/<arch>/metal/llk_api/llk_sfpu`` and tt-llk's ``common/inc``."""
+    """The folders a kernel with a fused activation needs from the header tree, searched after the
+    host model's headers: TT-Metal's ``hw/ckernels/<arch>/metal/llk_api/llk_sfpu``, tt-llk's
+    ``common/inc`` and ttnn's ``cpp`` (the activation enum the kernel includes)."""
     tree = tree or header_tree()
     tc = load_arch(arch_name).toolchain
     dirs = [tree.tt_metal / "hw" / "ckernels" / tc.ckernels_dir / "metal" / "llk_api" / "llk_sfpu",
-            tree.tt_metal / "tt-llk" / tc.llk_dir / "common" / "inc"]
+            tree.tt_metal / "tt-llk" / tc.llk_dir / "common" / "inc", tree.root / TTNN_CPP]
     for d in dirs:
         if not d.is_dir():
             raise _missing(f"the header tree {tree.root} lacks {d} (the LLK SFPU functions)")
@@ -90,7 +91,7 @@ def harness_binary(kind: str, p0: int, p1: int, p2: int, *, arch: str, fp32_dest
     value = _check(kind, arch, (p0, p1, p2))
     hc = require_host_compiler()
     tree = header_tree()
-    dirs = [*llk_sfpu_include_dirs(arch, tree), tree.root / TTNN_CPP, tree.root / MATMUL_COMPUTE_KERNELS]
+    dirs = [*llk_sfpu_include_dirs(arch, tree), tree.root / MATMUL_COMPUTE_KERNELS]
     arch_define = "-DARCH_WORMHOLE" if arch == "wormhole_b0" else "-DARCH_BLACKHOLE"
     defines = [arch_define, "-DTRISC_PACK", "-DUCK_CHLKC_PACK", f"-DKEMU_ACT={value}",
                f"-DKEMU_P0={p0}u", f"-DKEMU_P1={p1}u", f"-DKEMU_P2={p2}u"]
