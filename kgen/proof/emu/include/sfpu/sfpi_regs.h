@@ -31,6 +31,10 @@ inline vFloat operator+(const DstRef &a, const vFloat &b) { return vFloat(a.load
 inline vFloat operator-(const DstRef &a, const vFloat &b) { return vFloat(a.load()) - b; }
 inline vMul operator*(const DstRef &a, const vFloat &b) { return vFloat(a.load()) * b; }
 inline vMul operator*(const DstRef &a, float b) { return vFloat(a.load()) * b; }
+inline vFloat operator+(const DstRef &a, float b) { return vFloat(a.load()) + b; }
+inline vFloat operator-(const DstRef &a, float b) { return vFloat(a.load()) - b; }
+inline vMul operator*(const DstRef &a, const DstRef &b) { return vFloat(a.load()) * vFloat(b.load()); }
+inline vFloat operator+(const DstRef &a, const DstRef &b) { return vFloat(a.load()) + vFloat(b.load()); }
 
 struct DstRegFile {
     DstRef operator[](int i) const { return DstRef{uint32_t(i) * SFP_DESTREG_STRIDE}; }
