@@ -83,6 +83,10 @@ Vec run(const std::string &op, const std::vector<uint32_t> &a) {
     if (op == "max") return max(f(a[0]), f(a[1])).v;
     if (op == "shft") return shft(vMag(splat(a[0])), i(a[1])).v;
     if (op == "lut8") return lut(f(a[2]), vLut8si(splat(a[0])), vLut8si(splat(a[0])), vLut8si(splat(a[1])), a[3] ? LutSign::Retain : LutSign::Update).v;
+    if (op == "lut8c") {   // slope from a float, intercept 0, in every range
+        const vLut8si c(ks::f32(a[0]), 0.0f);
+        return lut(f(a[1]), c, c, c, LutSign::Update).v;
+    }
     if (op == "lut16") {
         const vLut16ss s(splat(a[0])), c(splat(a[1]));
         return lut(f(a[2]), s, c, s, c, s, c, LutSign::Update).v;

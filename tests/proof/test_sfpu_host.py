@@ -193,6 +193,13 @@ def test_lut16_decodes_exponent_31_as_zero_and_exponent_0_as_normal(driver, arch
     assert driver.one(arch, "lut16", 0, 0x3C003C00, bits(2.0)) == bits(1.0 + 2.0 ** -14)
 
 
+def test_lut_coefficients_from_floats_as_sfpi_makes_them(driver):
+    # SFPLUT.md is silent on how a float becomes an 8-bit coefficient; SFPI's library (tenstorrent/sfpi
+    # sfpi_lib.h, sLut::convert) rounds the mantissa half up: 0.22656 -> 0x3d (1.8125 * 2^-3 = 0.2265625
+    # would truncate to 0x3c), so a slope of 0.22656 on |x| = 1.5 (LReg[1]) gives 1.5 * 0.234375.
+    assert driver.one("wormhole_b0", "lut8c", bits(0.22656), bits(1.5)) == bits(1.5 * 0.234375)
+
+
 def test_arecip_blackhole(driver):
     # BlackholeA0 SFPARECIP.md: ApproxRecip(1.0) is 0.99609375; below 2^-126 -> Inf; sign kept.
     assert driver.one("blackhole", "recip", ONE) == bits(0.99609375)

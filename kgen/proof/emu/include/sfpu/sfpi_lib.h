@@ -132,21 +132,33 @@ template <int K>
 inline vIntT<K> max(const vIntT<K> &a, const vIntT<K> &b) { return vIntT<K>(vmax(a.v, b.v)); }
 // clamp(x, lo, hi) = min(max(x, lo), hi): two SFPSWAPs.
 inline vFloat clamp(const vFloat &x, const vFloat &lo, const vFloat &hi) { return min(max(x, lo), hi); }
-inline vFloat symmetric_clamp(const vFloat &x, const vFloat &m) { return clamp(x, -m, m); }
+// symmetric_clamp(x, m) = copysgn(min(abs(x), m), x), as SFPI's library has it.
+inline vFloat symmetric_clamp(const vFloat &x, const vFloat &m) { return copysgn(min(abs(x), m), x); }
 
 // Lane tests on FP32 bits.
 inline vBool is_nan(const vFloat &x) { vBool r; for (int l = 0; l < LANES; ++l) r.m[l] = (x.v.u[l] & 0x7fffffffu) > 0x7f800000u; return r; }
 inline vBool is_inf(const vFloat &x) { vBool r; for (int l = 0; l < LANES; ++l) r.m[l] = (x.v.u[l] & 0x7fffffffu) == 0x7f800000u; return r; }
 inline vBool is_finite(const vFloat &x) { vBool r; for (int l = 0; l < LANES; ++l) r.m[l] = (x.v.u[l] & 0x7f800000u) != 0x7f800000u; return r; }
 
-// ---- LUTs: SFPLUT.md. vLut8si(a, c): the slope and intercept as 8-bit LUT coefficients, packed
-// (a << 8) | c. The float -> 8-bit form truncates the mantissa to 4 bits (0 -> 0xff).
+// ---- LUTs: SFPLUT.md. vLut8si(slope, intercept) packs (slope << 8) | intercept. SFPI's library
+// (tenstorrent/sfpi, sfpi_lib.h, sLut::convert) makes the 8-bit form: mantissa rounded half up
+// to 4 bits, exponent field 127 - exp; below 2^-7 -> 0xff (zero), from 2.0 up -> 0x0f (1.9375).
+inline uint32_t lut_mantissa_round(uint32_t u, int man_bits, int &exp) {
+    uint32_t man = (u & 0x7fffffu) + (1u << (23 - man_bits - 1));
+    exp = int((u >> 23) & 0xff);
+    if (man >> 23) {
+        ++exp;
+        man = 0;
+    }
+    return man >> (23 - man_bits);
+}
 inline uint32_t to_lut8(float f) {
     const uint32_t u = ks::u32(f);
-    if ((u & 0x7fffffffu) == 0) return 0xff;
-    const uint32_t e = 127 - ((u >> 23) & 0xff);
-    if (e > 7) return 0xff;   // below the smallest 8-bit coefficient: as zero
-    return ((u >> 31) << 7) | (e << 4) | ((u >> 19) & 0xf);
+    int exp;
+    const uint32_t man = lut_mantissa_round(u, 4, exp);
+    exp -= 128;
+    const uint32_t body = exp + 7 < 0 ? 0xffu : exp >= 0 ? 0x0fu : ((uint32_t(-1 - exp) << 4) | man);
+    return ((u >> 31) << 7) | body;
 }
 struct vLut8si : vBase {
     vLut8si(const Vec &x) : vBase{x} {}
@@ -154,26 +166,15 @@ struct vLut8si : vBase {
 };
 using vLut8 = vLut8si;
 // vLut16ss / vLut16ii(e0, e1): two FP16 LUT entries, e0 in the low half. The float -> FP16 step
-// is IEEE binary16, round to nearest even (the page gives only the decode, Lut16ToFp32).
+// is SFPI's (sfpi_lib.h, sLut::convert): mantissa rounded half up to 10 bits, exponent rebiased by
+// 112; below 2^-15 -> 0x7c00 (which SFPLUTFP32 reads as zero), from 16.0 up -> 0x7bff.
 inline uint32_t to_fp16(float f) {
-    const uint32_t u = ks::u32(f), sign = (u >> 16) & 0x8000u;
-    const int32_t exp = int32_t((u >> 23) & 0xff) - 127 + 15;
-    uint32_t man = u & 0x7fffffu;
-    if ((u & 0x7fffffffu) == 0) return sign;
-    if (exp >= 31) return sign | 0x7c00u;
-    if (exp <= 0) {    // binary16 subnormal
-        if (exp < -10) return sign;
-        man |= 0x800000u;
-        const uint32_t shift = uint32_t(14 - exp);
-        uint32_t m = man >> shift;
-        const uint32_t rest = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rest > half || (rest == half && (m & 1))) ++m;
-        return sign | m;
-    }
-    uint32_t h = (uint32_t(exp) << 10) | (man >> 13);
-    const uint32_t rest = man & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) ++h;
-    return sign | h;
+    const uint32_t u = ks::u32(f);
+    int exp;
+    const uint32_t man = lut_mantissa_round(u, 10, exp);
+    exp -= 112;
+    const uint32_t body = exp < 0 ? 0x7c00u : exp >= 31 ? 0x7bffu : ((uint32_t(exp) << 10) | man);
+    return ((u >> 31) << 15) | body;
 }
 // SFPLUTFP32.md Lut16ToFp32: exponent 31 reads as zero, exponent 0 as a normal number.
 inline uint32_t lut16(uint32_t x) {
