@@ -195,9 +195,9 @@ def test_lut16_decodes_exponent_31_as_zero_and_exponent_0_as_normal(driver, arch
 
 def test_lut_coefficients_from_floats_as_sfpi_makes_them(driver):
     # SFPLUT.md is silent on how a float becomes an 8-bit coefficient; SFPI's library (tenstorrent/sfpi
-    # sfpi_lib.h, sLut::convert) rounds the mantissa half up: 0.22656 -> 0x3d (1.8125 * 2^-3 = 0.2265625
-    # would truncate to 0x3c), so a slope of 0.22656 on |x| = 1.5 (LReg[1]) gives 1.5 * 0.234375.
-    assert driver.one("wormhole_b0", "lut8c", bits(0.22656), bits(1.5)) == bits(1.5 * 0.234375)
+    # sfpi_lib.h, sLut::convert) rounds the mantissa half up: 0.22656 -> 0x3d = 1.8125 * 2^-3 = 0.2265625
+    # (truncation would give 0x3c = 0.21875), so a slope of 0.22656 on |x| = 1.5 gives 1.5 * 0.2265625.
+    assert driver.one("wormhole_b0", "lut8c", bits(0.22656), bits(1.5)) == bits(1.5 * 0.2265625)
 
 
 def test_arecip_blackhole(driver):
