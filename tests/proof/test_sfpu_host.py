@@ -29,11 +29,14 @@ def value(u: int) -> float:
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory, host_cxx):
+    from kgen.proof.emulate import require_host_compiler
+
+    cxx = require_host_compiler().cxx
     built = {}
     for arch in ARCHS:
         exe = tmp_path_factory.mktemp("sfpu") / f"driver_{arch}"
         define = "-DARCH_WORMHOLE" if arch == "wormhole_b0" else "-DARCH_BLACKHOLE"
-        subprocess.run(["g++", "-std=c++17", "-O1", define, "-I", str(EMU_INCLUDE), str(DRIVER), "-o", str(exe)],
+        subprocess.run([cxx, "-std=c++17", "-O1", define, "-I", str(EMU_INCLUDE), str(DRIVER), "-o", str(exe)],
                        check=True)
         built[arch] = exe
 
