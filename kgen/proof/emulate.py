@@ -240,9 +240,17 @@ def kernel_argv(hc: HostCompiler, arch: ArchFacts, k: KernelInfo, role: str, fol
     the device: its JIT folder, defines, compile-time args and warning policy. Without `-o`."""
     # Source locations the kernels record name the folder as BUILD_PREFIX, so one cached object
     # serves every copy of the same folder (port-check, tests) with the right paths.
+    # A compute kernel with a fused SFPU activation also reaches TT's LLK SFPU functions: the
+    # arch's folders from the header tree, after the host model's headers (which stand in for the
+    # rest of the ckernel headers); a missing tree is the missing-tool error (INCOMPLETE).
+    sfpu_dirs: list[Path] = []
+    if role in ROLE_SOURCES and any(name == "SFPU_ACTIVATION" for name, _ in k.defines):
+        from kgen.proof.sfpu_host import llk_sfpu_include_dirs
+
+        sfpu_dirs = llk_sfpu_include_dirs(arch.name)
     argv = [hc.cxx, *KERNEL_FLAGS, *toolchain_config()["jit"]["warnings"],
             f"-fmacro-prefix-map={folder}={BUILD_PREFIX}", "-I", str(k.gen_dir), "-I", str(EMU_DIR / "include"),
-            *(a for d in k.include_dirs for a in ("-I", str(d))),
+            *(a for d in [*k.include_dirs, *sfpu_dirs] for a in ("-I", str(d))),
             *("-D" + d for d in jit_defines(arch, role, k)), *emulator_arch_defines(arch)]
     named = k.gen_dir / "named_ct_arg_map_generated.h"
     if named.is_file():

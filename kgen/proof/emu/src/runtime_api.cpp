@@ -653,6 +653,15 @@ const uint32_t *pack_dst_tile(Proc *p, uint32_t index, Where at, const char *wha
     return c->dst.data() + size_t(section * cap + index) * TILE_DATUMS;
 }
 
+}  // namespace
+
+uint32_t *sfpu_dst_tile(uint32_t index, bool *fp32_dest, Where at) {
+    Proc *p = cur(at);
+    *fp32_dest = p->core->math.fp32_dest_acc;
+    return const_cast<uint32_t *>(pack_dst_tile(p, index, at, "the SFPU"));
+}
+
+namespace {
 uint8_t *pack_target(Proc *p, uint32_t cb, uint32_t page_index, Where at, const char *what) {
     Core *c = p->core;
     CB &b = cb_checked(p, cb, at, what);

@@ -108,6 +108,9 @@ KEMU_API void dst_commit(Where at);
 KEMU_API void dst_wait(Where at);
 KEMU_API void dst_release(Where at);
 KEMU_API void pack_tiles(uint32_t dst_index, uint32_t cb, uint32_t count, int out_tile /* -1: in order */, Where at);
+// The SFPU on the pack thread: tile `index` of the DST section pack holds, writable, and whether
+// DST holds FP32 (fp32_dest_acc) or BF16 (in the high half of each datum).
+KEMU_API uint32_t *sfpu_dst_tile(uint32_t index, bool *fp32_dest, Where at);
 KEMU_API void pack_untilize(uint32_t cb, uint32_t block_ct, uint32_t full_ct, uint32_t block_rt, uint32_t block_c_index,
                             Where at);
 

@@ -1,0 +1,3 @@
+// kgen host model: TT-Metal 0.81.1 `api/compute/eltwise_unary/gelu.h` (the pack-thread SFPU activations; see kemu/sfpu_activations.h).
+#pragma once
+#include "kemu/sfpu_kernel.h"

@@ -1,0 +1,3 @@
+// kgen host model: TT-Metal 0.81.1 `ckernel_addrmod.h` as the LLK SFPU headers use it (see sfpu/ckernel_sfpu_host.h).
+#pragma once
+#include "sfpu/ckernel_sfpu_host.h"
