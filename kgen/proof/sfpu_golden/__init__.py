@@ -1,0 +1,82 @@
+"""The NumPy golden model of the ten activations TT-Metal 0.81.1's matmul fuses.
+
+`apply_activation(dst, kind, p0, p1, p2, *, arch, fp32_dest, approx)` takes the DST values (already
+in DST's format; shape (..., 32, 32) of whole tiles in TT's face order) and returns what DST holds
+after the activation's SFPU code ran: SFPLOAD, the LLK function of `bmm_fused_activation.hpp`'s
+ActivationApplyHelper<kind, p0, p1, p2> (llk.py, on the instructions of isa.py), SFPSTORE.
+Independent of the C++ host SFPU model; the two agreeing bit for bit is the check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from kgen.proof.sfpu_golden import isa, llk
+from kgen.proof.sfpu_golden.coefficients import coefficient
+
+KINDS = ("silu", "tanh", "gelu", "gelu_tanh", "relu6", "sigmoid", "hardsigmoid", "hardtanh",
+         "selu", "softplus")
+ARCHS = (isa.WORMHOLE, isa.BLACKHOLE)
+FACE = 256
+
+
+class NotModelled(NotImplementedError):
+    """The golden does not model this activation/mode yet."""
+
+
+def _sigmoid(x, p0, p1, arch, fp32_dest):
+    if p1 != 0:
+        raise NotModelled("sigmoid fast (calculate_sigmoid_appx: SFPLUT) is not modelled yet")
+    return llk.sigmoid_accurate(x, arch, fp32_dest)
+
+
+def _relu6(x, p0, arch):
+    threshold = p0 if p0 != 0 else int(np.float32(coefficient("RELU6_DEFAULT_MAX")).view(np.uint32))
+    return llk.relu_max(x, threshold, arch)
+
+
+def _kernel(kind: str, p0: int, p1: int, p2: int, arch: str, fp32_dest: bool, approx: bool
+            ) -> Callable[[np.ndarray], np.ndarray]:
+    """The LLK function ActivationApplyHelper reaches for (kind, p0, p1, p2), as lanes -> lanes."""
+    table: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+        "silu": lambda x: llk.silu(x, arch, fp32_dest),
+        "sigmoid": lambda x: _sigmoid(x, p0, p1, arch, fp32_dest),
+        "relu6": lambda x: _relu6(x, p0, arch),
+        "hardsigmoid": lambda x: llk.hardsigmoid(x, arch),
+        "hardtanh": lambda x: llk.hardtanh(x, p0, p1),
+    }
+    if kind not in KINDS:
+        raise ValueError(f"unknown activation kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind not in table:
+        raise NotModelled(f"the golden SFPU model does not model {kind} yet")
+    return table[kind]
+
+
+def _faces(kind: str, p0: int) -> tuple[int, ...]:
+    """The faces the SFPU call covers: sigmoid's PARAM0 picks VectorMode R (faces 0, 1) or C
+    (faces 0, 2) (_llk_math_eltwise_sfpu_apply_vector_mode_); every other call is RC."""
+    if kind == "sigmoid" and p0 == 1:
+        return (0, 1)
+    if kind == "sigmoid" and p0 == 2:
+        return (0, 2)
+    return (0, 1, 2, 3)
+
+
+def apply_activation(dst, kind: str, p0: int, p1: int, p2: int, *, arch: str, fp32_dest: bool,
+                     approx: bool) -> np.ndarray:
+    """DST after TT-Metal 0.81.1's fused activation `kind` (see the module docstring)."""
+    if arch not in ARCHS:
+        raise ValueError(f"unknown arch {arch!r}; expected one of {', '.join(ARCHS)}")
+    dst = np.asarray(dst, dtype=np.float32)
+    if dst.ndim < 2 or dst.shape[-2:] != (32, 32):
+        raise ValueError(f"dst must be whole 32x32 tiles, got shape {dst.shape}")
+    kernel = _kernel(kind, int(p0), int(p1), int(p2), arch, fp32_dest, approx)
+    flat = dst.reshape(-1, 4, FACE)
+    faces = list(_faces(kind, int(p0)))
+    lanes = isa.sfpload(flat[:, faces, :].reshape(-1), fp32_dest)
+    result = isa.sfpstore(kernel(lanes), fp32_dest)
+    out = flat.copy()
+    out[:, faces, :] = isa.as_float(result).reshape(-1, len(faces), FACE)
+    return out.reshape(dst.shape)
