@@ -13,13 +13,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kgen.proof.sfpu_golden import isa, llk
+from kgen.proof.sfpu_golden import isa, llk, llk_gelu
 from kgen.proof.sfpu_golden.coefficients import coefficient
 
 KINDS = ("silu", "tanh", "gelu", "gelu_tanh", "relu6", "sigmoid", "hardsigmoid", "hardtanh",
          "selu", "softplus")
 ARCHS = (isa.WORMHOLE, isa.BLACKHOLE)
 FACE = 256
+Lanes = np.ndarray | tuple[np.ndarray, np.ndarray]
 
 
 class NotModelled(NotImplementedError):
@@ -28,7 +29,7 @@ class NotModelled(NotImplementedError):
 
 def _sigmoid(x, p0, p1, arch, fp32_dest):
     if p1 != 0:
-        raise NotModelled("sigmoid fast (calculate_sigmoid_appx: SFPLUT) is not modelled yet")
+        return llk_gelu.sigmoid_fast(x, arch)
     return llk.sigmoid_accurate(x, arch, fp32_dest)
 
 
@@ -38,10 +39,19 @@ def _relu6(x, p0, arch):
 
 
 def _kernel(kind: str, p0: int, p1: int, p2: int, arch: str, fp32_dest: bool, approx: bool
-            ) -> Callable[[np.ndarray], np.ndarray]:
-    """The LLK function ActivationApplyHelper reaches for (kind, p0, p1, p2), as lanes -> lanes."""
-    table: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+            ) -> Callable[[np.ndarray], Lanes]:
+    """The LLK function ActivationApplyHelper reaches for (kind, p0, p1, p2), as lanes -> lanes
+    (or lanes and the lanes it stores, when the LLK code stores under a condition)."""
+    table: dict[str, Callable[[np.ndarray], Lanes]] = {
         "silu": lambda x: llk.silu(x, arch, fp32_dest),
+        "tanh": lambda x: (llk_gelu.tanh_fast(x, arch) if p0 != 0
+                           else llk_gelu.tanh_accurate(x, arch, fp32_dest)),
+        "gelu": lambda x: (llk_gelu.gelu_fast(x, arch) if p0 != 0
+                           else llk_gelu.gelu_accurate(x, arch, fp32_dest)),
+        "gelu_tanh": lambda x: (llk_gelu.gelu_tanh_fast(x, arch, fp32_dest) if p0 != 0
+                                else llk_gelu.gelu_tanh_accurate(x, arch, fp32_dest)),
+        "selu": lambda x: llk.selu(x, p0, p1, arch, fp32_dest),
+        "softplus": lambda x: llk.softplus(x, p0, p2, p1, arch, fp32_dest),
         "sigmoid": lambda x: _sigmoid(x, p0, p1, arch, fp32_dest),
         "relu6": lambda x: _relu6(x, p0, arch),
         "hardsigmoid": lambda x: llk.hardsigmoid(x, arch),
@@ -75,8 +85,12 @@ def apply_activation(dst, kind: str, p0: int, p1: int, p2: int, *, arch: str, fp
     kernel = _kernel(kind, int(p0), int(p1), int(p2), arch, fp32_dest, approx)
     flat = dst.reshape(-1, 4, FACE)
     faces = list(_faces(kind, int(p0)))
-    lanes = isa.sfpload(flat[:, faces, :].reshape(-1), fp32_dest)
-    result = isa.sfpstore(kernel(lanes), fp32_dest)
+    before = flat[:, faces, :].reshape(-1)
+    computed = kernel(isa.sfpload(before, fp32_dest))
+    values, stored = computed if isinstance(computed, tuple) else (computed, None)
+    result = isa.as_float(isa.sfpstore(values, fp32_dest))
+    if stored is not None:
+        result = np.where(stored, result, before)
     out = flat.copy()
-    out[:, faces, :] = isa.as_float(result).reshape(-1, len(faces), FACE)
+    out[:, faces, :] = result.reshape(-1, len(faces), FACE)
     return out.reshape(dst.shape)

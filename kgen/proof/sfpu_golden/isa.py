@@ -287,6 +287,19 @@ def float_lt(a: np.ndarray, b: np.ndarray, arch: str) -> np.ndarray:
     return lt0(sub(a, b, arch))
 
 
+def float_ge(a: np.ndarray, b: np.ndarray, arch: str) -> np.ndarray:
+    return gte0(sub(a, b, arch))
+
+
+def float_le(a: np.ndarray, b: np.ndarray, arch: str) -> np.ndarray:
+    return ~float_gt(a, b, arch)
+
+
+def float_eq(a: np.ndarray, b: np.ndarray, arch: str) -> np.ndarray:
+    """vFloat == constant: the SFPMAD difference tested with SFPSETCC EQ0 (int32 == 0)."""
+    return sub(a, b, arch) == 0
+
+
 def int_lt(u: np.ndarray, k: int) -> np.ndarray:
     """vInt < constant: two's complement compare (SFPIADD with CC, SFPIADD.md)."""
     return u.view(np.int32).astype(np.int64) < k
@@ -319,3 +332,75 @@ def arecip(u: np.ndarray) -> np.ndarray:
     mid = exp | (lut << np.uint32(16))
     r = np.where(x < 0x00800000, np.uint32(0x7F800000), np.where(x < 0x7E800000, mid, np.uint32(0)))
     return sign + r
+
+
+# ---- LUT instructions and the coefficient encodings the SFPI library feeds them ---------------
+
+def sfpi_lut_code(value: float, fp16: bool) -> int:
+    """sfpi::impl_::sLut<FP16, .>::convert (tenstorrent/sfpi include/sfpi_lib.h): the 8-bit
+    (SFPLUT) or 16-bit (SFPLUTFP32) code of a float coefficient; mantissa rounded half up, an
+    underflow becomes the code the instruction reads as zero (0xff, or exponent 31), an overflow
+    the largest code."""
+    man_bits = 10 if fp16 else 4
+    u = int(np.float32(value).view(np.uint32))
+    sgn, exp, man = u >> 31, (u >> 23) & 0xFF, u & 0x7FFFFF
+    man += 1 << (23 - man_bits - 1)
+    if man >> 23:
+        exp, man = exp + 1, 0
+    man >>= 23 - man_bits
+    if fp16:
+        exp -= 128 - 16
+        body = 0x7C00 if exp < 0 else 0x7BFF if exp >= 31 else (exp << 10) | man
+        return (sgn << 15) | body
+    exp -= 128
+    body = 0xFF if exp + 7 < 0 else 0x0F if exp >= 0 else ((-1 - exp) << 4) | man
+    return (sgn << 7) | body
+
+
+def lut8_to_fp32(code: int) -> int:
+    """Lut8ToFp32 (SFPLUT.md): 0xff is 0; else sign, exponent 127 - Exp(3b), 4 mantissa bits."""
+    if code == 0xFF:
+        return 0
+    return ((code >> 7) << 31) | ((127 - ((code >> 4) & 7)) << 23) | ((code & 0xF) << 19)
+
+
+def lut16_to_fp32(code: int) -> int:
+    """Lut16ToFp32 (SFPLUTFP32.md): an exponent of 31 reads as zero, exponent 0 is not special."""
+    exp = (code >> 10) & 0x1F
+    return ((code >> 15) << 31) | ((0 if exp == 0x1F else 112 + exp) << 23) | ((code & 0x3FF) << 13)
+
+
+def _lut_mad(slope: np.ndarray, b: np.ndarray, intercept: np.ndarray, l3: np.ndarray,
+             retain_sign: bool, arch: str) -> np.ndarray:
+    """d = a * b + c as per SFPMAD, then copysignf(d, LReg[3]) with SGN_RETAIN."""
+    d = sfpmad(slope, b, intercept, arch)
+    return setsgn(d, l3) if retain_sign else d
+
+
+def sfplut(l3: np.ndarray, coefficients: tuple[tuple[float, float], ...], retain_sign: bool,
+           arch: str) -> np.ndarray:
+    """SFPLUT (SFPLUT.md) with LReg0..2 = vLut8si(slope, intercept) for |x| < 1, < 2, >= 2."""
+    b = l3 & ~SIGN
+    bf = as_float(b)
+    segment = np.where(bf < 1.0, 0, np.where(bf < 2.0, 1, 2))
+    slopes = np.array([lut8_to_fp32(sfpi_lut_code(s, False)) for s, _ in coefficients], np.uint32)
+    icepts = np.array([lut8_to_fp32(sfpi_lut_code(i, False)) for _, i in coefficients], np.uint32)
+    return _lut_mad(slopes[segment], b, icepts[segment], l3, retain_sign, arch)
+
+
+LUT6_BREAKPOINTS_TABLE1 = (0.5, 1.0, 1.5, 2.0, 3.0)
+
+
+def sfplutfp32_6entry(l3: np.ndarray, slopes: tuple[float, ...], intercepts: tuple[float, ...],
+                      retain_sign: bool, arch: str) -> np.ndarray:
+    """SFPLUTFP32 with FP16_6ENTRY_TABLE1 (SFPLUTFP32.md): six FP16 (slope, intercept) pairs for
+    |x| split at 0.5, 1, 1.5, 2, 3, each pair packed low/high in LReg0..2 and LReg4..6 as
+    vLut16ss / vLut16ii(segment 2k, segment 2k+1) pack them."""
+    b = l3 & ~SIGN
+    bf = as_float(b)
+    segment = np.full(b.shape, 5, dtype=np.intp)
+    for k, upper in reversed(list(enumerate(LUT6_BREAKPOINTS_TABLE1))):
+        segment = np.where(bf < upper, k, segment)
+    s = np.array([lut16_to_fp32(sfpi_lut_code(v, True)) for v in slopes], np.uint32)
+    c = np.array([lut16_to_fp32(sfpi_lut_code(v, True)) for v in intercepts], np.uint32)
+    return _lut_mad(s[segment], b, c[segment], l3, retain_sign, arch)

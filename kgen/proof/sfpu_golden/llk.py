@@ -12,6 +12,7 @@ import numpy as np
 
 from kgen.proof.sfpu_golden import isa
 from kgen.proof.sfpu_golden.coefficients import coefficient as K
+from kgen.proof.sfpu_golden.coefficients import coefficient_int
 
 WH = isa.WORMHOLE
 
@@ -27,21 +28,34 @@ def _c(name_or_value, like):
 
 # ---- exp ---------------------------------------------------------------------------------------
 
-def exp_21f(val: np.ndarray, arch: str, round_bf16: bool) -> np.ndarray:
-    """_sfpu_exp_21f_bf16_<is_fp32_dest_acc_en = not round_bf16> (ckernel_sfpu_exp.h), the
-    exp_21f algorithm of Moroz et al. 2022; same code on both archs."""
-    xlog2 = _mad(val, _c("EXP_21F_ONE_LN2", val), _c(127.0, val), arch)
-    xlog2 = isa.vmin(isa.vmax(xlog2, _c(0.0, val)), _c(255.0, val))        # sfpi::clamp
-    # _float_to_int32_for_exp_21f_
+def horner(x: np.ndarray, coefficients, arch: str) -> np.ndarray:
+    """PolynomialEvaluator::eval(x, c0, c1, ..., cn) (tt-llk ckernel_sfpu_polyval.h):
+    c0 + x * (c1 + x * (... + x * cn)), one SFPMAD per step; names or float values."""
+    acc = _c(coefficients[-1], x)
+    for coefficient in reversed(coefficients[:-1]):
+        acc = _mad(x, acc, _c(coefficient, x), arch)
+    return acc
+
+
+def exp21f_core(xlog2: np.ndarray, coefficients, arch: str) -> np.ndarray:
+    """The exp_21f bit trick after the clamp (ckernel_sfpu_exp.h): _float_to_int32_for_exp_21f_
+    (exponent and mantissa-with-unit-bit shifted by the exponent), its exponent as 2**integer
+    part, its mantissa cast to float as the fraction, a polynomial in the fraction, setexp."""
     exp = isa.exexp(xlog2)
     man = isa.exman(xlog2, unit_bit=True)
     z = isa.shft(man, exp)
     exponential_part = isa.exexp(z, biased=True)
     frac = isa.cast_sm32_to_fp32(isa.exman(z))
-    # PolynomialEvaluator::eval(frac, c0, c1, c2) = c0 + frac * (c1 + frac * c2)
-    inner = _mad(frac, _c("EXP_21F_BF16_C2", val), _c("EXP_21F_BF16_C1", val), arch)
-    frac = _mad(frac, inner, _c("EXP_21F_BF16_C0", val), arch)
-    y = isa.setexp(frac, exponential_part)
+    frac = horner(frac, coefficients, arch)
+    return isa.setexp(frac, exponential_part)
+
+
+def exp_21f(val: np.ndarray, arch: str, round_bf16: bool) -> np.ndarray:
+    """_sfpu_exp_21f_bf16_<is_fp32_dest_acc_en = not round_bf16> (ckernel_sfpu_exp.h), the
+    exp_21f algorithm of Moroz et al. 2022; same code on both archs."""
+    xlog2 = _mad(val, _c("EXP_21F_ONE_LN2", val), _c(127.0, val), arch)
+    xlog2 = isa.vmin(isa.vmax(xlog2, _c(0.0, val)), _c(255.0, val))        # sfpi::clamp
+    y = exp21f_core(xlog2, ("EXP_21F_BF16_C0", "EXP_21F_BF16_C1", "EXP_21F_BF16_C2"), arch)
     return isa.stochrnd_fp16b(y) if round_bf16 else y
 
 
@@ -153,3 +167,48 @@ def hardtanh(x: np.ndarray, min_bits: int, max_bits: int) -> np.ndarray:
     """calculate_hardtanh (ckernel_sfpu_hardtanh.h): sfpi::clamp(x, min, max)."""
     lo, hi = isa.const_bits(min_bits, x), isa.const_bits(max_bits, x)
     return isa.vmin(isa.vmax(x, lo), hi)
+
+
+# ---- selu, softplus ----------------------------------------------------------------------------
+
+def expm1_cw_clamped(x: np.ndarray, arch: str) -> np.ndarray:
+    """expm1_cw_clamped (tt-llk tt_llk_<arch>/common/inc/sfpu/ckernel_sfpu_expm1_cw.h, the branch
+    without INP_FLOAT32, which TT-Metal's JIT does not define): Cody-Waite reduction around the
+    2**23 + 2**22 rounding constant, a degree-5 polynomial, (2**k - 1) + 2**k * h."""
+    x = isa.vmax(x, _c("EXPM1_CW_CLAMP", x))
+    c231 = _c("EXPM1_CW_C231", x)
+    tmp = _mad(x, _c("EXPM1_CW_INV_LN2", x), c231, arch)
+    k_f = isa.sub(tmp, c231, arch)
+    r = _mad(k_f, _c("EXPM1_CW_NEG_LN2_HI", x), x, arch)
+    r = _mad(k_f, _c("EXPM1_CW_NEG_LN2_LO", x), r, arch)
+    h = horner(r, (1.0,) + tuple(f"EXPM1_CW_BF16_P{k}" for k in range(1, 5)), arch)
+    h = isa.mul(r, h, arch)
+    two_k = isa.setexp(_c(1.0, x), isa.iadd(tmp, -coefficient_int("EXPM1_CW_C231_BIAS")))
+    return _mad(two_k, h, isa.sub(two_k, _c(1.0, x), arch), arch)
+
+
+def selu(x: np.ndarray, scale_bits: int, alpha_bits: int, arch: str, fp32_dest: bool) -> np.ndarray:
+    """calculate_selu (ckernel_sfpu_selu.h): scale * x for x >= 0, scale * alpha * expm1(x)
+    otherwise; scale * alpha is one FP32 multiply on the RISC-V core."""
+    scale = np.uint32(scale_bits).view(np.float32)
+    scale_alpha = np.float32(scale * np.uint32(alpha_bits).view(np.float32))
+    result = isa.mul(_c(scale_alpha, x), expm1_cw_clamped(x, arch), arch)
+    result = np.where(isa.gte0(x), isa.mul(_c(scale, x), x, arch), result)
+    return result if fp32_dest else isa.stochrnd_fp16b(result)
+
+
+def softplus(x: np.ndarray, beta_bits: int, beta_recip_bits: int, threshold_bits: int, arch: str,
+             fp32_dest: bool) -> tuple[np.ndarray, np.ndarray]:
+    """calculate_softplus_body (ckernel_sfpu_softplus.h, the branch without INP_FLOAT32):
+    for beta*x <= threshold, (max(t, 0) + P(|t|)) / beta with P a degree-6 polynomial (0 beyond
+    |t| > 5); other lanes are not stored. Returns (values, stored lanes)."""
+    beta = np.uint32(beta_bits).view(np.float32)
+    t = isa.mul(_c(beta, x), x, arch)
+    stored = isa.float_le(t, isa.const_bits(threshold_bits, x), arch)
+    a = isa.setsgn_imm(t, 0)
+    residual = horner(a, tuple(f"SOFTPLUS_BF16_POLY_C{k}" for k in range(7)), arch)
+    residual = np.where(isa.float_gt(a, _c("SOFTPLUS_POLY_BOUNDARY", x), arch), np.uint32(0), residual)
+    t = isa.vmax(t, _c(0.0, x))
+    sp = isa.add(t, residual, arch)
+    result = isa.mul(isa.const_bits(beta_recip_bits, x), sp, arch)
+    return (result if fp32_dest else isa.stochrnd_fp16b(result)), stored
