@@ -74,8 +74,8 @@ def _fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """a*b+c with one rounding to FP32, ties to even. The product of two FP32 values is exact in
     float64; the sum is taken to float64 with round-to-odd (TwoSum error term), which makes the
     following float64 -> float32 rounding a correct single rounding of the exact a*b+c."""
-    a64, b64, c64 = (x.astype(np.float64) for x in (a, b, c))
     with np.errstate(all="ignore"):
+        a64, b64, c64 = (x.astype(np.float64) for x in (a, b, c))
         p = a64 * b64
         s = p + c64
         bb = s - p
