@@ -162,6 +162,20 @@ def test_setcc_sign_tests_read_the_integer_view():
     assert isa.lt0(u(0x80000000, 0xFFC00000, 0)).tolist() == [True, True, False]
 
 
+def test_float_compares_subtract_on_wormhole_and_order_on_blackhole():
+    # WH: the compiler compares by an SFPMAD subtraction, whose denormal difference is flushed
+    # (SFPMAD.md), so two normals closer than 2^-126 compare equal. BH: SFPGT / SFPLE order the
+    # sign-magnitude bits (SFPGT.md: "-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN").
+    a, b = fb(1.5 * 2.0**-126), fb(2.0**-126)
+    assert isa.fcmp(a, b, "gt", WH).tolist() == [False]
+    assert isa.fcmp(a, b, "gt", BH).tolist() == [True]
+    assert isa.fcmp(a, b, "eq", WH).tolist() == [True]
+    assert isa.fcmp(u(0x7FC00000), fb(np.inf), "gt", BH).tolist() == [True]
+    assert isa.fcmp(u(0x80000000), fb(0.0), "lt", BH).tolist() == [True]
+    assert isa.fcmp(fb(2.0, 3.0), fb(3.0, 3.0), "le", WH).tolist() == [True, True]
+    assert isa.fcmp(fb(2.0, 3.0), fb(3.0, 3.0), "lt", WH).tolist() == [True, False]
+
+
 # ---- LUTs (SFPLUT.md, SFPLUTFP32.md) and SFPI's coefficient codes ------------------------------
 
 def test_lut_code_formats():

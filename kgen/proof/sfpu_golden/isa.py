@@ -272,32 +272,42 @@ def gte0(u: np.ndarray) -> np.ndarray:
     return (u & SIGN) == 0
 
 
-def gt0(u: np.ndarray) -> np.ndarray:
-    """GTE0 and NE0: the int32 view is positive."""
-    return u.view(np.int32) > 0
+FLOAT_COMPARES = ("lt", "ge", "gt", "le", "eq", "ne")
+
+
+def fcmp(a: np.ndarray, b: np.ndarray, op: str, arch: str) -> np.ndarray:
+    """vFloat a <op> b as the SFPI compiler lowers it (tenstorrent/sfpi-gcc, gimple-rvtt-expand.cc
+    expand_cmp): on BH, ordered compares are SFPGT / SFPLE (BH SFPGT.md, SFPLE.md: the sign-
+    magnitude total order, no flushing), a < b and a >= b by swapping the operands; on WH, and
+    for == / != on both, a subtraction by SFPMAD tested with SFPSETCC (SFPSETCC.md): a - b for
+    <, >=, ==, != and b - a for > and <= (the compiler turns those into < and >= by swapping).
+    A compare with the constant +0.0 tests the register itself (<, >=, ==, !=)."""
+    if op not in FLOAT_COMPARES:
+        raise ValueError(op)
+    if arch == BLACKHOLE and op not in ("eq", "ne"):
+        ka, kb = total_order_key(a), total_order_key(b)
+        return {"lt": ka < kb, "ge": ka >= kb, "gt": ka > kb, "le": ka <= kb}[op]
+    if op in ("gt", "le"):
+        d = sub(b, a, arch)
+        return lt0(d) if op == "gt" else gte0(d)
+    d = a if bool(np.all(b == 0)) else sub(a, b, arch)
+    return {"lt": lt0(d), "ge": gte0(d), "eq": d == 0, "ne": d != 0}[op]
 
 
 def float_gt(a: np.ndarray, b: np.ndarray, arch: str) -> np.ndarray:
-    """vFloat a > vFloat b: the compiler subtracts with an SFPMAD and tests the difference's
-    sign and zero with SFPSETCC."""
-    return gt0(sub(a, b, arch))
-
-
-def float_lt(a: np.ndarray, b: np.ndarray, arch: str) -> np.ndarray:
-    return lt0(sub(a, b, arch))
+    return fcmp(a, b, "gt", arch)
 
 
 def float_ge(a: np.ndarray, b: np.ndarray, arch: str) -> np.ndarray:
-    return gte0(sub(a, b, arch))
+    return fcmp(a, b, "ge", arch)
 
 
 def float_le(a: np.ndarray, b: np.ndarray, arch: str) -> np.ndarray:
-    return ~float_gt(a, b, arch)
+    return fcmp(a, b, "le", arch)
 
 
 def float_eq(a: np.ndarray, b: np.ndarray, arch: str) -> np.ndarray:
-    """vFloat == constant: the SFPMAD difference tested with SFPSETCC EQ0 (int32 == 0)."""
-    return sub(a, b, arch) == 0
+    return fcmp(a, b, "eq", arch)
 
 
 def int_lt(u: np.ndarray, k: int) -> np.ndarray:
