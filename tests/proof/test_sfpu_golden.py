@@ -427,3 +427,14 @@ def test_activation_error_report():
     y = apply_activation(x, "tanh", 0, 0, 0, arch=WH, fp32_dest=False, approx=False)
     report = activation_error(x, y, "tanh", 0, 0, 0, fp32_dest=False)
     assert report.grid == "Float16_b" and sum(n for _, n in report.histogram) == 1024
+
+
+def test_wormhole_exp_keeps_the_sign_of_nan():
+    # ckernel_sfpu_exp.h (_sfpu_exp_fp32_accurate_, WH): "subtract 1, which converts +-NaN to
+    # +-inf ... multiply by 0 to obtain 0*+-inf = +-NaN ... handles -NaN correctly too".
+    from kgen.proof.sfpu_golden import llk
+    out = llk.exp_fp32_accurate(u(0xFFC00000, 0x7FC00000), WH)
+    assert [(int(v) & 0x7F800000) == 0x7F800000 and (int(v) & 0x7FFFFF) != 0 for v in out] == [True, True]
+    assert [int(v) >> 31 for v in out] == [1, 0]
+    assert isa.as_float(llk.exp_fp32_accurate(fb(0.0, 1.0, -200.0, 200.0), WH)).tolist() == [
+        1.0, pytest.approx(np.e, rel=2e-7), 0.0, np.inf]

@@ -89,14 +89,14 @@ def _fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _nan_wormhole(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """WH SFPMAD.md: a NaN result has its mantissa's lowest bit set, the rest unspecified. The
-    exp(x) code of TT-Metal 0.81.1 relies on NaN mantissas of exactly 1 on Wormhole; the page is
-    silent on the sign, so a NaN input's sign is kept (first NaN of a, b, c) and a NaN made from
-    non-NaN inputs (inf-inf, 0*inf) is positive."""
+    """WH SFPMAD.md: a NaN result has its mantissa's lowest bit set, the other bits and the sign
+    unspecified. TT-Metal 0.81.1's ckernel_sfpu_exp.h (_sfpu_exp_fp32_accurate_) relies on
+    Wormhole NaNs having "a mantissa of exactly 1" and on 0 * +-inf giving +-NaN, so: mantissa 1,
+    the sign of the first NaN input (a, b, c), else the product's sign (a xor b)."""
     def is_nan(x):
         return (_exp_field(x) == 0xFF) & ((x & MAN_MASK) != 0)
     sign = np.where(is_nan(a), a & SIGN,
-                    np.where(is_nan(b), b & SIGN, np.where(is_nan(c), c & SIGN, np.uint32(0))))
+                    np.where(is_nan(b), b & SIGN, np.where(is_nan(c), c & SIGN, (a ^ b) & SIGN)))
     return sign | np.uint32(0x7F800001)
 
 
