@@ -63,10 +63,13 @@ def test_sfpmad_ties_to_even(arch):
 def test_sfpmad_output_zero_and_denormal_flush_differ_by_arch():
     # WH: "If the output is denormal or negative zero, it'll be flushed to positive zero."
     # BH: "If the output (after rounding) is denormal, it'll be flushed to sign-preserved zero";
-    # BH's page names improved negative-zero handling and is otherwise silent on -0: IEEE (-0 + -0).
-    tiny = fb(-(2.0**-70))
-    assert isa.sfpmad(tiny, fb(2.0**-70), fb(0.0), WH).tolist() == [0]
-    assert isa.sfpmad(tiny, fb(2.0**-70), fb(0.0), BH).tolist() == [0x80000000]
+    # -0 + -0 is -0 there (Miscellaneous/FMA/fma.c, fma_model_bh).
+    tiny = fb(-(2.0**-100))
+    assert isa.sfpmad(tiny, fb(2.0**-27), fb(0.0), WH).tolist() == [0]
+    assert isa.sfpmad(tiny, fb(2.0**-27), fb(0.0), BH).tolist() == [0x80000000]
+    # Miscellaneous/FMA/README.md: "If x * y on its own would underflow to zero, the result is as
+    # if x * y was exactly zero" (here -0 + +0 = +0 on BH too).
+    assert isa.sfpmad(fb(-(2.0**-70)), fb(2.0**-70), fb(0.0), BH).tolist() == [0]
     minus_zero = u(0x80000000)
     assert isa.sfpmad(fb(-1.0), fb(0.0), minus_zero, WH).tolist() == [0]
     assert isa.sfpmad(fb(-1.0), fb(0.0), minus_zero, BH).tolist() == [0x80000000]
@@ -82,6 +85,21 @@ def test_sfpmad_nan_and_infinity():
     assert (wh_nan & 0x7F800000) == 0x7F800000 and (wh_nan & 1) == 1
     assert isa.sfpmad(inf, fb(1.0), ninf, BH).tolist() == [0x7FC00000]
     assert isa.sfpmad(u(0xFFC00000), fb(1.0), fb(1.0), BH).tolist() == [0x7FC00000]
+
+
+def test_sfpmad_follows_the_bit_perfect_model_where_it_differs_from_ieee():
+    # Miscellaneous/FMA/README.md: "If x * y on its own would overflow to infinity, the result is
+    # infinity, even if the properly fused operation would have a finite result"; on WH, with an
+    # opposite-sign infinite addend, "the result is NaN rather than infinity".
+    big = fb(2.0**64)
+    for arch in ARCHS:
+        assert isa.sfpmad(big, big, fb(-(2.0**127)), arch).tolist() == [0x7F800000]
+    assert isa.sfpmad(big, big, fb(-np.inf), BH).tolist() == [0xFF800000]
+    wh = int(isa.sfpmad(big, big, fb(-np.inf), WH)[0])
+    assert (wh & 0x7F800001) == 0x7F800001 and (wh & 0x7FFFFF) != 0
+    # WH: "All zero outputs are always positive zero."
+    assert isa.sfpmad(fb(-1.0), fb(1.0), fb(1.0), WH).tolist() == [0]
+    assert isa.sfpmad(fb(-2.0), fb(3.0), fb(6.0), BH).tolist() == [0]
 
 
 # ---- SFPLOAD / SFPSTORE (SFPLOAD.md, SFPSTORE.md) ----------------------------------------------

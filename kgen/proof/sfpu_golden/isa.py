@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kgen.proof.sfpu_golden.fma import fma_hw
+
 WORMHOLE = "wormhole_b0"
 BLACKHOLE = "blackhole"
 
@@ -65,57 +67,12 @@ def sfpstore(u: np.ndarray, fp32_dest: bool) -> np.ndarray:
 
 # ---- SFPMAD (WH/BH SFPMAD.md); SFPMUL, SFPADD, SFPMULI, SFPADDI are SFPMAD with a constant -----
 
-def _flush_input(u: np.ndarray) -> np.ndarray:
-    """'Denormal inputs are treated as if they were zero' (SFPMAD.md): keep the sign."""
-    return np.where(_exp_field(u) == 0, u & SIGN, u)
-
-
-def _fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a*b+c with one rounding to FP32, ties to even. The product of two FP32 values is exact in
-    float64; the sum is taken to float64 with round-to-odd (TwoSum error term), which makes the
-    following float64 -> float32 rounding a correct single rounding of the exact a*b+c."""
-    with np.errstate(all="ignore"):
-        a64, b64, c64 = (x.astype(np.float64) for x in (a, b, c))
-        p = a64 * b64
-        s = p + c64
-        bb = s - p
-        err = (p - (s - bb)) + (c64 - bb)
-        sb = s.view(np.uint64).copy()
-        finite = np.isfinite(s) & np.isfinite(err)
-        inexact = finite & (err != 0) & ((sb & np.uint64(1)) == 0)
-        toward = (err > 0) == (s > 0)
-        sb = np.where(inexact & toward, sb + np.uint64(1), np.where(inexact, sb - np.uint64(1), sb))
-        return sb.view(np.float64).astype(np.float32)
-
-
-def _nan_wormhole(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """WH SFPMAD.md: a NaN result has its mantissa's lowest bit set, the other bits and the sign
-    unspecified. TT-Metal 0.81.1's ckernel_sfpu_exp.h (_sfpu_exp_fp32_accurate_) relies on
-    Wormhole NaNs having "a mantissa of exactly 1" and on 0 * +-inf giving +-NaN, so: mantissa 1,
-    the sign of the first NaN input (a, b, c), else the product's sign (a xor b)."""
-    def is_nan(x):
-        return (_exp_field(x) == 0xFF) & ((x & MAN_MASK) != 0)
-    sign = np.where(is_nan(a), a & SIGN,
-                    np.where(is_nan(b), b & SIGN, np.where(is_nan(c), c & SIGN, (a ^ b) & SIGN)))
-    return sign | np.uint32(0x7F800001)
-
-
 def sfpmad(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str) -> np.ndarray:
-    """VD = VA * VB + VC, one rounding (nearest, ties to even), denormal inputs as zero.
-    WH: a denormal or negative-zero result becomes +0; a NaN result per _nan_wormhole.
-    BH: a denormal result becomes a zero of its sign; every NaN result is 0x7fc00000.
-    The page calls the multiply 'partially fused' (higher than FP32 but not infinite precision);
-    the golden keeps it exact, so the two could differ only when the exact product's low bits
-    decide a rounding, which the page does not specify."""
-    a, b, c = (_flush_input(x) for x in (a, b, c))
-    d = _fma_f32(as_float(a), as_float(b), as_float(c)).view(np.uint32)
-    nan = (_exp_field(d) == 0xFF) & ((d & MAN_MASK) != 0)
-    denormal = _exp_field(d) == 0
-    if arch == WORMHOLE:
-        d = np.where(denormal, np.uint32(0), d)
-        return np.where(nan, _nan_wormhole(a, b, c), d)
-    d = np.where(denormal, d & SIGN, d)
-    return np.where(nan, np.uint32(0x7FC00000), d)
+    """VD = VA * VB + VC: the bit-perfect model the SFPMAD pages point to (fma.py). In short:
+    denormal inputs are zero, the product is cut to the addend's precision with a sticky bit, one
+    rounding to nearest even, a denormal result is flushed (WH: every zero is +0; BH: the sign is
+    kept); WH NaNs are sign | 0x7f800001 plus leaked bits, BH NaNs 0x7fc00000."""
+    return fma_hw(a, b, c, wormhole=arch == WORMHOLE)
 
 
 def mul(a, b, arch: str) -> np.ndarray:
