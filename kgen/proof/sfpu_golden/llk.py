@@ -17,8 +17,19 @@ from kgen.proof.sfpu_golden.coefficients import coefficient_int
 WH = isa.WORMHOLE
 
 
+# SFPI's combine pass turns an add whose operand is a single-use multiply into one SFPMAD
+# (tenstorrent/sfpi-gcc, gimple-rvtt-combine.cc, try_combine_mul_add): the golden fuses every
+# `a * b + c` of the LLK source and the single-use pairs that span two statements. Not modelled:
+# the same pass first turns an add or multiply by a bf16-exact literal into SFPADDI / SFPMULI,
+# which it then leaves unfused. FUSE_MUL_ADD = False models every multiply-add as two instructions
+# (the choice a host model that maps each C++ operator to one instruction makes).
+FUSE_MUL_ADD = True
+
+
 def _mad(a, b, c, arch):
-    return isa.sfpmad(a, b, c, arch)
+    if FUSE_MUL_ADD:
+        return isa.sfpmad(a, b, c, arch)
+    return isa.add(isa.mul(a, b, arch), c, arch)
 
 
 def _c(name_or_value, like):

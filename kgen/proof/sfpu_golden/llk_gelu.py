@@ -119,9 +119,10 @@ def gelu_piecewise_bf16(x: np.ndarray, arch: str) -> np.ndarray:
     x2 = isa.mul(x, x, arch)
     xlog2 = _mad(x2, _c("GELU_NEG_HALF_ONE_LN2", x), _c(127.0, x), arch)
     exp_val = exp21f_core(xlog2, ("EXP_21F_BF16_C0", "EXP_21F_BF16_C1", "EXP_21F_BF16_C2"), arch)
-    h = isa.mul(exp_val, horner(x, ("GELU_HCORR_C0", "GELU_HCORR_C1", "GELU_HCORR_C2",
-                                     "GELU_HCORR_C3"), arch), arch)
-    hs = isa.sub(isa.add(h, _c("GELU_ROUND_TO_GRID", x), arch), _c("GELU_ROUND_TO_GRID", x), arch)
+    correction = horner(x, ("GELU_HCORR_C0", "GELU_HCORR_C1", "GELU_HCORR_C2", "GELU_HCORR_C3"), arch)
+    # H = exp_val * correction is used once, by H + 0.375: one SFPMAD (llk._mad)
+    grid = _c("GELU_ROUND_TO_GRID", x)
+    hs = isa.sub(_mad(exp_val, correction, grid, arch), grid, arch)
     tail = isa.mul(x, hs, arch)
     odd_poly = horner(x2, tuple(f"GELU_CDF_CORE_C{k}" for k in (1, 3, 5, 7, 9, 11, 13)), arch)
     phi = _mad(x, odd_poly, _c("GELU_CDF_CORE_C0", x), arch)
@@ -202,9 +203,9 @@ def tanh_fast(x: np.ndarray, arch: str) -> np.ndarray:
 def gelu_fast(x: np.ndarray, arch: str) -> np.ndarray:
     """calculate_gelu_appx: x * 0.5 + lut(x) with the sign not retained (LutSign::Update)."""
     slopes, intercepts = _lut6("GELU_LUT", arch)
-    half_in = isa.mul(x, _c("GELU_APPX_HALF", x), arch)
     result = isa.sfplutfp32_6entry(x, slopes, intercepts, retain_sign=False, arch=arch)
-    return isa.add(half_in, result, arch)
+    # half_in = x * 0.5 is used once, by half_in + result: one SFPMAD (llk._mad)
+    return _mad(x, _c("GELU_APPX_HALF", x), result, arch)
 
 
 def sigmoid_fast(x: np.ndarray, arch: str) -> np.ndarray:
