@@ -5,6 +5,11 @@ in DST's format; shape (..., 32, 32) of whole tiles in TT's face order) and retu
 after the activation's SFPU code ran: SFPLOAD, the LLK function of `bmm_fused_activation.hpp`'s
 ActivationApplyHelper<kind, p0, p1, p2> (llk.py, on the instructions of isa.py), SFPSTORE.
 Independent of the C++ host SFPU model; the two agreeing bit for bit is the check.
+
+`approx` (math_approx_mode, the kernel's APPROX) only reaches template parameters these ten LLK
+bodies do not read (hardsigmoid, hardtanh, relu_max, selu, softplus, silu_init); the fast/accurate
+choice is TT's PARAM0 (tanh, gelu, gelu_tanh) or PARAM1 (sigmoid), as bmm_fused_activation.hpp reads
+them. Errors against float64 references: kgen.proof.sfpu_golden.errors.activation_error.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ integer, as the instruction reads it). Every function cites the page of
 tenstorrent/tt-isa-documentation whose functional model it follows:
   WH = WormholeB0/TensixTile/TensixCoprocessor/<page>.md
   BH = BlackholeA0/TensixTile/TensixCoprocessor/<page>.md
-Where a page leaves a choice open (the sign of a NaN produced from non-NaN inputs on Wormhole),
-the choice is named in the function.
+SFPMAD (and the multiply-add inside SFPLUT / SFPLUTFP32) follows the bit-perfect models the
+SFPMAD pages link, Miscellaneous/FMA/fma.c (fma.py). Where the SFPI library or compiler decides
+what a C++ expression becomes (comparisons, LUT coefficient codes), the function names the
+tenstorrent/sfpi or tenstorrent/sfpi-gcc source it follows.
 """
 
 from __future__ import annotations
