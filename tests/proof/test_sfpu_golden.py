@@ -102,6 +102,26 @@ def test_sfpmad_follows_the_bit_perfect_model_where_it_differs_from_ieee():
     assert isa.sfpmad(fb(-2.0), fb(3.0), fb(6.0), BH).tolist() == [0]
 
 
+# x, y, z -> fma_model_wh, fma_model_bh of tenstorrent/tt-isa-documentation
+# Miscellaneous/FMA/fma.c (the models the SFPMAD pages link), evaluated with that C file.
+FMA_C_VECTORS = [
+    (0xC00D0000, 0x3E2AAAAB, 0x3F000000, 0x3E080000, 0x3E080000),   # IEEE fma: 0x3e07ffff
+    (0x7FC00000, 0x3F800000, 0x00000000, 0x7F800001, 0x7FC00000),
+    (0xFFC00000, 0x3F800000, 0x3F800000, 0xFF800001, 0x7FC00000),
+    (0x7F800000, 0x00000000, 0x3F800000, 0x7F800001, 0x7FC00000),
+    (0x3F800001, 0x3F800001, 0xBF800000, 0x34880000, 0x34880000),
+    (0x00800000, 0x3F000000, 0x00000000, 0x00000000, 0x00000000),
+    (0x80800000, 0x3F000000, 0x00000000, 0x00000000, 0x80000000),
+    (0x5F800000, 0x5F800000, 0xFF7FFFFF, 0x7F800000, 0x7F800000),
+]
+
+
+def test_sfpmad_matches_the_fma_c_models():
+    x, y, z, wh, bh = (np.array(col, np.uint32) for col in zip(*FMA_C_VECTORS))
+    assert isa.sfpmad(x, y, z, WH).tolist() == wh.tolist()
+    assert isa.sfpmad(x, y, z, BH).tolist() == bh.tolist()
+
+
 # ---- SFPLOAD / SFPSTORE (SFPLOAD.md, SFPSTORE.md) ----------------------------------------------
 
 def test_sfpstore_to_16bit_dst_truncates_and_flushes_denormals_to_signed_zero():
