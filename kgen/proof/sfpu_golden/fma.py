@@ -50,30 +50,11 @@ def fma_hw(x, y, z, wormhole: bool) -> np.ndarray:
 
     result = np.zeros_like(x)
     done = np.zeros(x.shape, bool)
-    x_inf_or_nan, y_inf_or_nan, z_inf_or_nan = xe == 255, ye == 255, ze == 255
-    special = x_inf_or_nan | y_inf_or_nan | (p_e >= 255) | z_inf_or_nan
-    z_is_nan = z_inf_or_nan & (z_m != U64(0x4000000))
-    xy_invalid = (x_inf_or_nan & ((xm != U64(0x800000)) | (ym == 0))) | \
-        (y_inf_or_nan & ((ym != U64(0x800000)) | (xm == 0)))
     nan_result = np.zeros_like(x)
-    if wormhole:
-        inf_minus_inf = z_inf_or_nan & ~z_is_nan & (x_inf_or_nan | y_inf_or_nan | (p_e >= 255)) & \
-            (z_sign != p_sign)
-        nan_a = special & (xy_invalid | inf_minus_inf)
-        nan_z = special & ~nan_a & z_is_nan
-        nan_result = np.where(nan_a, p_sign | U64(0x7F800001),
-                              np.where(nan_z, z_sign | U64(0x7F800001), U64(0)))
-        finite_special = special & ~nan_a & ~nan_z
-        result = np.where(finite_special, np.where(z_inf_or_nan, z, p_sign | U64(0x7F800000)), result)
-        done |= finite_special
-        p_e = np.where(nan_a | nan_z, np.minimum(p_e, 255), p_e)
-    else:
-        inf_minus_inf = z_inf_or_nan & (x_inf_or_nan | y_inf_or_nan) & (z_sign != p_sign)
-        nan = special & (xy_invalid | z_is_nan | inf_minus_inf)
-        value = np.where(nan, U64(0x7FC00000),
-                         np.where(z_inf_or_nan, z, p_sign | U64(0x7F800000)))
-        result = np.where(special, value, result)
-        done |= special
+    special = (xe == 255) | (ye == 255) | (p_e >= 255) | (ze == 255)
+    if special.any():   # most calls have no Inf/NaN lane: skip the special-case work
+        result, done, nan_result, p_e = _specials(special, x, y, z, xe, ye, ze, xm, ym, z_m, p_e,
+                                                  p_sign, z_sign, wormhole)
     is_nan = nan_result != 0
 
     underflow = ~done & ((p_m == 0) | (p_e < 0))
@@ -87,6 +68,30 @@ def fma_hw(x, y, z, wormhole: bool) -> np.ndarray:
         result = np.where(underflow, np.where(z_m != 0, z, z_sign & p_sign), result)
         done |= underflow
     return _add_and_round(result, done, p_m, p_e, p_sign, z_m, ze, z_sign, nan_result, wormhole)
+
+
+def _specials(special, x, y, z, xe, ye, ze, xm, ym, z_m, p_e, p_sign, z_sign, wormhole):
+    """fma.c's "Handle NaN or Inf input or (x * y) Inf": (result, done, nan_result, p_e)."""
+    result = np.zeros_like(x)
+    nan_result = np.zeros_like(x)
+    x_inf_or_nan, y_inf_or_nan, z_inf_or_nan = xe == 255, ye == 255, ze == 255
+    z_is_nan = z_inf_or_nan & (z_m != U64(0x4000000))
+    xy_invalid = (x_inf_or_nan & ((xm != U64(0x800000)) | (ym == 0))) | \
+        (y_inf_or_nan & ((ym != U64(0x800000)) | (xm == 0)))
+    if wormhole:
+        inf_minus_inf = z_inf_or_nan & ~z_is_nan & (x_inf_or_nan | y_inf_or_nan | (p_e >= 255)) & \
+            (z_sign != p_sign)
+        nan_a = special & (xy_invalid | inf_minus_inf)
+        nan_z = special & ~nan_a & z_is_nan
+        nan_result = np.where(nan_a, p_sign | U64(0x7F800001),
+                              np.where(nan_z, z_sign | U64(0x7F800001), U64(0)))
+        done = special & ~nan_a & ~nan_z
+        result = np.where(done, np.where(z_inf_or_nan, z, p_sign | U64(0x7F800000)), result)
+        return result, done, nan_result, np.where(nan_a | nan_z, np.minimum(p_e, 255), p_e)
+    inf_minus_inf = z_inf_or_nan & (x_inf_or_nan | y_inf_or_nan) & (z_sign != p_sign)
+    nan = special & (xy_invalid | z_is_nan | inf_minus_inf)
+    value = np.where(nan, U64(0x7FC00000), np.where(z_inf_or_nan, z, p_sign | U64(0x7F800000)))
+    return np.where(special, value, result), special, nan_result, p_e
 
 
 def _add_and_round(result, done, p_m, p_e, p_sign, z_m, z_e, z_sign, nan_result, wormhole):
