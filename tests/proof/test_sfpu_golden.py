@@ -399,6 +399,18 @@ def test_fp32_activations_are_close_to_float64(arch):
     assert np.abs(y - reference("hardsigmoid", x)).max() <= 2.0**-23
 
 
+def test_blackhole_clamps_order_nan_and_negative_zero():
+    # BH ckernel_sfpu_activations.h: "clamp(tmp, 0, 1) as two SFPSWAP folds ... (threshold first,
+    # then the relu clamp, so a NaN lands on 1.0)"; relu6 is the same max(min(x, 6), 0.0) in BH's
+    # tt-llk ckernel_sfpu_relu.h, ordering by SFPSWAP's total order (-NaN < ... < -0 < +0 < +NaN).
+    x = np.zeros((32, 32), np.float32)
+    x.view(np.uint32)[0, :4] = [0x7FC00000, 0xFFC00000, 0x80000000, 0x40E00000]
+    y = apply_activation(x, "hardsigmoid", 0, 0, 0, arch=BH, fp32_dest=True, approx=False)
+    assert y[0, 0] == 1.0
+    y = apply_activation(x, "relu6", 0, 0, 0, arch=BH, fp32_dest=True, approx=False)
+    assert y.view(np.uint32)[0, :4].tolist() == [0x40C00000, 0, 0, 0x40C00000]
+
+
 def test_sigmoid_vector_mode_leaves_the_other_faces():
     # bmm_fused_activation.hpp: PARAM0 1 -> VectorMode::R (faces 0, 1), 2 -> C (faces 0, 2).
     x = np.random.default_rng(5).standard_normal((2, 32, 32)).astype(np.float32)

@@ -161,9 +161,12 @@ def silu(x: np.ndarray, arch: str, fp32_dest: bool) -> np.ndarray:
 # ---- clamps ------------------------------------------------------------------------------------
 
 def relu_max(x: np.ndarray, threshold_bits: int, arch: str) -> np.ndarray:
-    """_relu_max_impl_ (tt-llk ckernel_sfpu_relu.h): v_if(x > threshold) x = threshold;
-    v_if(x < 0) x = 0."""
+    """_relu_max_ / _relu_max_body_ (tt-llk tt_llk_<arch>/common/inc/sfpu/ckernel_sfpu_relu.h).
+    WH: v_if(x > threshold) x = threshold; v_if(x < 0) x = 0. BH: max(min(x, threshold), 0.0),
+    two SFPSWAPs in the sign-magnitude total order (_relu_max_float_impl_ / _relu_max_body_)."""
     threshold = isa.const_bits(threshold_bits, x)
+    if arch != WH:
+        return isa.vmax(isa.vmin(x, threshold), _c(0.0, x))
     result = np.where(isa.float_gt(x, threshold, arch), threshold, x)
     return np.where(isa.lt0(result), np.uint32(0), result)
 
