@@ -481,6 +481,7 @@ def test_activation_error_report():
     y = apply_activation(x, "tanh", 0, 0, 0, arch=WH, fp32_dest=False, approx=False)
     report = activation_error(x, y, "tanh", 0, 0, 0, fp32_dest=False)
     assert report.grid == "Float16_b" and sum(n for _, n in report.histogram) == 1024
+    assert report.summary().startswith("tanh vs float64: max ") and "(Float16_b)" in report.summary()
 
 
 def test_wormhole_exp_keeps_the_sign_of_nan():

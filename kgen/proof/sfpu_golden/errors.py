@@ -74,6 +74,13 @@ class ActivationError:
     histogram: tuple[tuple[str, int], ...]     # numerics.ULP_BINS labels -> counts
     elements: int
 
+    def summary(self) -> str:
+        """One line for a report, e.g. `gelu vs float64: max 1 ULP (Float16_b), max |err| 7.8e-03,
+        ULPs 0:32507 1:5 (32512 finite)`."""
+        bins = " ".join(f"{label}:{n}" for label, n in self.histogram if n)
+        return (f"{self.kind} vs float64: max {self.max_ulp} ULP ({self.grid}), "
+                f"max |err| {self.max_abs:.1e}, ULPs {bins} ({self.elements} finite)")
+
 
 def activation_error(dst_in, dst_out, kind: str, p0: int, p1: int, p2: int, *,
                      fp32_dest: bool, floor: float = 0.0) -> ActivationError:
