@@ -189,7 +189,20 @@ inline vBool icmp(const Vec &a, const Vec &b, int op) {
 }
 // Floats: against 0.0f, SFPSETCC.md on the register's bits as an int32 (so -0.0 is < 0 and != 0);
 // otherwise the difference a - b (SFPMAD.md: flushed, rounded) tested the same way.
+inline int32_t total_order_key(uint32_t u) { return int32_t(u ^ ((u & 0x80000000u) ? 0x7fffffffu : 0u)); }
 inline vBool fcmp(const Vec &a, const Vec &b, int op) {
+#if defined(ARCH_BLACKHOLE)
+    // Blackhole: SFPI's compiler lowers the ordered compares to SFPGT / SFPLE (tenstorrent/sfpi-gcc,
+    // expand_cmp), which order FP32 as sign-magnitude integers without flushing (BH SFPGT.md, SFPLE.md)
+    if (op < 4) {
+        vBool r;
+        for (int l = 0; l < LANES; ++l) {
+            const int32_t ka = total_order_key(a.u[l]), kb = total_order_key(b.u[l]);
+            r.m[l] = op == 0 ? ka < kb : op == 1 ? ka >= kb : op == 2 ? ka > kb : ka <= kb;
+        }
+        return r;
+    }
+#endif
     bool zero = true;
     for (int l = 0; l < LANES; ++l) zero = zero && b.u[l] == 0;
     const Vec d = zero ? a : mad(b, splat(0xbf800000u), a);
