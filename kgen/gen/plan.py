@@ -64,6 +64,7 @@ class Plan:
     warnings: tuple[str, ...]
     choices: tuple[str, ...]             # how each auto value was chosen
     out_partials_sharing: str = ""       # whether c_4 and c_5 share one L1 region, and why
+    in0_shards: int = 0                  # cores holding a width-sharded in0's K slices (0: not width-sharded)
 
     @property
     def factory_departures(self) -> tuple[str, ...]:
@@ -151,6 +152,8 @@ class Plan:
     @property
     def in0_shard_w(self) -> int:
         """K tiles of each core's block-sharded in0 shard (the factory's in0_shard_width_in_tiles)."""
+        if self.in0_shards:
+            return self.kt // self.in0_shards
         return self.kt // self.n_blocks if self.memory.in0 == Placement.L1_BLOCK_SHARDED else (
             self.kt if self.memory.in0 == Placement.L1_HEIGHT_SHARDED else 0)
 
@@ -172,6 +175,14 @@ class Plan:
         if self.memory.out == Placement.L1_BLOCK_SHARDED:
             out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
                           "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
+        # width-sharded (the DRAM-sharded factory): all of M per shard, row-major over the workers
+        first = (0, 0, (self.in0_shards - 1) % self.grid[0], (self.in0_shards - 1) // self.grid[0])
+        if self.memory.in0 == Placement.L1_WIDTH_SHARDED:
+            out["in0"] = {"memory_layout": "WIDTH_SHARDED", "grid": first, "orientation": "ROW_MAJOR",
+                          "shape": (self.mt * TILE_HW, self.in0_shard_w * TILE_HW)}
+        if self.memory.out == Placement.L1_WIDTH_SHARDED:
+            out["out"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
+                          "shape": (self.mt * TILE_HW, self.per_core_n * TILE_HW)}
         return out
 
     @property
@@ -274,6 +285,8 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     layout = dataflow_of(spec.dataflow).layout(spec, mt, nt, grid_req, choices)
     per_core_m, per_core_n, grid, n_blocks = layout.per_core_m, layout.per_core_n, layout.grid, layout.n_blocks
     in0_shard_w = _check_memory(spec, mt, nt, kt, per_core_m, per_core_n, n_blocks)
+    if layout.in0_shards:
+        in0_shard_w = kt // layout.in0_shards
 
     # DST capacity of the sync mode and accumulation format kgen emits
     capacity = dst_capacity(arch, c)
@@ -311,6 +324,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         partials_reason=partials_reason, out_format=out_fmt, in0_format=in0_fmt, in1_format=in1_fmt,
         bias_format=bias_fmt, dst_sync=dst_sync, dst_capacity=capacity, dst_accum_format=dst_accum,
         cbs=cbs, regions=regions, warnings=(), choices=tuple(choices), out_partials_sharing=sharing,
+        in0_shards=layout.in0_shards,
     )
     return replace(chosen, warnings=_warnings(chosen))
 
