@@ -175,10 +175,10 @@ class Plan:
         if self.memory.out == Placement.L1_BLOCK_SHARDED:
             out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
                           "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
-        # width-sharded (the DRAM-sharded factory): all of M per shard, row-major over the workers
-        first = (0, 0, (self.in0_shards - 1) % self.grid[0], (self.in0_shards - 1) // self.grid[0])
+        # width-sharded (the DRAM-sharded factory): all of M per shard, row-major over the workers;
+        # in0's in0_shards shards on the first in0_shards of them
         if self.memory.in0 == Placement.L1_WIDTH_SHARDED:
-            out["in0"] = {"memory_layout": "WIDTH_SHARDED", "grid": first, "orientation": "ROW_MAJOR",
+            out["in0"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
                           "shape": (self.mt * TILE_HW, self.in0_shard_w * TILE_HW)}
         if self.memory.out == Placement.L1_WIDTH_SHARDED:
             out["out"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
