@@ -370,15 +370,23 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
     block-sharded in0's shard (0 when in0 is not block-sharded). Batch fusion, which TT requires for a
     sharded in0, is always on in kgen."""
     mem = spec.memory
+    df = dataflow_of(spec.dataflow)
+    if not mem.sharded and not accepts(df, mem):
+        where = ", ".join(f"{t} = {'|'.join(sorted(w))}" for t, w in df.placements.items())
+        raise PlanError(f"{df.factory.value} takes its tensors sharded",
+                        f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
+                        f"{spec.dataflow}, which takes {where}", spec.span("dataflow"),
+                        f"memory {{ {'  '.join(f'{t} = {sorted(w)[0]}' for t, w in df.placements.items())} }}")
     if not mem.sharded:
         if mem.orientation is not None:
             raise PlanError("a shard orientation needs a sharded tensor", "memory.orientation is given but no tensor "
                             "is sharded", spec.span("memory.orientation"), "leave memory.orientation out")
         return 0
     if not accepts(dataflow_of(spec.dataflow), mem):
-        raise PlanError("L1 placements are the 2D multicast factory's",
+        raise PlanError("L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)",
                         f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
-                        f"{spec.dataflow}: kgen places tensors in L1 as the 2D multicast factory does",
+                        f"{spec.dataflow}: kgen places tensors in L1 as TT-Metal's 2D multicast factory does, "
+                        f"or as its DRAM-sharded factory does",
                         spec.span("memory"), ", ".join(f"dataflow = {d.name}" for d in REGISTRY if accepts(d, mem)))
     if mem.orientation is not None and mem.in0 != Placement.L1_BLOCK_SHARDED:
         raise PlanError("memory.orientation is a block-sharded in0's",
