@@ -58,6 +58,11 @@ class DramSharded:
         return f"<dataflow {self.name}>"
 
     def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
+        if spec.fuse_bias:
+            raise PlanError("kgen: dram_sharded without a fused bias",
+                            "fuse.bias = true with dataflow = dram_sharded: TT-Metal's factory reads the bias from "
+                            "the DRAM banks beside in1 (FUSE_BIAS); kgen's DRAM-sharded program has no bias reader",
+                            spec.span("fuse.bias"), "fuse.bias = false")
         banks = len(load_arch(spec.arch).dram_bank_workers)
         per_core_m, per_core_n, workers = plan_workers(spec, mt, nt, banks, choices)
         grid = worker_rectangle(spec, workers, grid_req)
@@ -140,22 +145,24 @@ def worker_rectangle(spec: MatmulSpec, workers: int, grid_req: tuple[int, int]) 
 
 
 def in0_shard_count(spec: MatmulSpec, kt: int, per_core_m: int, workers: int, choices: list[str]) -> int:
-    """Cores holding in0's width shards: the most that divide Kt, at most one per worker. TT's rule on a
-    taller M: `per_core_M > 1` needs num_blocks_per_shard == 1 (one K-block per shard)."""
+    """Cores holding in0's width shards: the most that divide Kt, at most one per worker, each shard a
+    whole number of K-blocks (the factory's `num_blocks_per_shard = num_blocks / storage cores`). TT's
+    rule on a taller M: `per_core_M > 1` needs num_blocks_per_shard == 1 (one K-block per shard)."""
     w = spec.block.in0_block_w
-    if per_core_m > 1 and w is not None:
-        shards = kt // w
-        if kt % w or shards > workers:
-            raise PlanError(f"dram_sharded: per_core_M > 1 needs one K-block per in0 shard ({RULE}: \"currently not "
-                            f"support per_core_M larger than 1, while split one shard into multiple blocks\")",
-                            f"in0_block_w = {w} gives {ceil_div(kt, w)} in0 shards for {workers} workers",
-                            spec.span("block.in0_block_w"),
-                            f"in0_block_w = {nearest([d for d in divisors(kt) if kt // d <= workers], w)}")
-        return shards
-    shards = max(d for d in divisors(kt) if d <= workers)
-    if per_core_m > 1:
-        choices.append(f"in0_block_w must be the in0 shard width, {kt // shards} tiles (per_core_M > 1)")
-    return shards
+    one_block = [d for d in divisors(kt) if kt // d <= workers]      # in0_block_w values of one block per shard
+    if per_core_m > 1 and (w is None or kt % w or kt // w > workers):
+        raise PlanError(f"dram_sharded: per_core_M > 1 needs one K-block per in0 shard ({RULE}: \"currently not "
+                        f"support per_core_M larger than 1, while split one shard into multiple blocks\")",
+                        f"per_core_M = {per_core_m} with in0_block_w = {w or 'auto'}: Kt = {kt} in shards of one "
+                        f"K-block each needs in0_block_w dividing Kt with Kt / in0_block_w <= {workers} workers",
+                        spec.span("block.in0_block_w"), f"in0_block_w = {nearest(one_block, w or one_block[0])}")
+    if w is not None and per_core_m > 1:
+        return kt // w
+    fits = [d for d in divisors(kt) if d <= workers and (w is None or (kt // d) % w == 0)]
+    if not fits:
+        raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {kt}",
+                        spec.span("block.in0_block_w"), nearest(divisors(kt), w or 1))
+    return max(fits)
 
 
 def _in0_gather_kernels(p: Plan) -> list[Kernel]:
