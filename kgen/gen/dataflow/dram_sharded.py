@@ -71,6 +71,9 @@ class DramSharded:
         choices.append(f"dram_sharded: {workers} workers, worker i reading DRAM bank i's {per_core_n}-tile-wide "
                        f"shard of in1, on a {grid[0]} x {grid[1]} rectangle of cores; in0 in {shards} shards of "
                        f"{kt // shards} K tiles on the first {shards} workers")
+        pairs = ", ".join(f"{i}->({x},{y})" for i, (x, y) in enumerate(bank_assignment(spec.arch)[:workers]))
+        choices.append(f"dram_sharded: TT's bank -> worker (NoC 0 x,y, get_optimal_dram_bank_to_logical_worker_"
+                       f"assignment, unharvested {spec.arch}): {pairs}")
         return Layout(per_core_m, per_core_n, grid, workers, in0_shards=shards)
 
     def core_m_terms(self, p: Plan) -> dict[str, int]:
