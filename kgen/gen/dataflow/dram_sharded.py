@@ -27,7 +27,7 @@ from kgen.gen.rules import CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, PlanError, ceil
 
 if TYPE_CHECKING:
     from kgen.gen.plan import Plan
-    from kgen.gen.spec import MatmulSpec
+    from kgen.gen.spec import MatmulSpec, MemorySpec
 
 RULE = "TT-Metal's DRAM-sharded factory (matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp)"
 # The factory's semaphores: in0 sender, in0 receiver, in0 sender-valid (ids 0, 1, 2, in that order).
@@ -35,6 +35,10 @@ SEMAPHORE_IDS: Mapping[str, int] = MappingProxyType({"in0_sender": 0, "in0_recei
 # in1's CB holds three K-blocks when there are several ("triple buffer"), in0's two (the factory:
 # `in1_CB_tiles = in1_block_tiles * 3`, `in0_CB_tiles = in0_block_tiles * 2` when B * num_blocks > 1).
 IN0_DEPTH, IN1_DEPTH = 2, 3
+# Where tune tries the factory on a spec of DRAM tensors: a decode-sized M, "where activations are
+# small and DRAM-bandwidth to read weights is the limiting factor" (tech_reports/LLMs/llms.md,
+# 4.3.2.2 DRAM-Sharded Matmul); kgen's bound of "small": a few tiles of M.
+DECODE_MAX_MT = 4
 
 
 class DramSharded:
@@ -91,6 +95,25 @@ class DramSharded:
     def cb_depths(self, num_blocks: int) -> tuple[int, int]:
         """K-blocks c_0 and c_1 hold (the factory's double-buffered in0, triple-buffered in1)."""
         return (IN0_DEPTH, IN1_DEPTH) if num_blocks > 1 else (1, 1)
+
+    def tune_memory(self, spec: MatmulSpec, mt: int) -> MemorySpec | None:
+        """The placements tune gives this factory's candidates: the spec's own when it takes them, TT's
+        decode placements for a decode-sized M of DRAM tensors, else None (not tried)."""
+        from dataclasses import replace
+        if all(getattr(spec.memory, t) in where for t, where in self.placements.items()):
+            return spec.memory
+        if mt > DECODE_MAX_MT or spec.memory.sharded or spec.fuse_bias or spec.untilize_out:
+            return None
+        return replace(spec.memory, in0=Placement.L1_WIDTH_SHARDED, in1=Placement.DRAM_WIDTH_SHARDED,
+                       out=Placement.L1_WIDTH_SHARDED)
+
+    def tune_per_core(self, spec: MatmulSpec, mt: int, nt: int) -> tuple[int, int]:
+        """The one per_core the factory takes: all of M, N over every DRAM bank."""
+        return mt, ceil_div(nt, len(load_arch(spec.arch).dram_bank_workers))
+
+    def tune_grid(self, spec: MatmulSpec) -> tuple[int, int]:
+        """The grid a candidate names: the factory places its own workers (one per DRAM bank) within it."""
+        return load_arch(spec.arch).worker_grid
 
     def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
         sems = tuple(Semaphore(name, i, VALID if name == "in0_sender_valid" else INVALID, all_cores)
