@@ -55,7 +55,7 @@ class DramSharded:
                                               "num_blocks > 1")
     # a worker that does not hold the K-block waits for the one that does
     paced_by: Mapping[str, str] = MappingProxyType({"in0_gather_receiver": "in0_gather"})
-    is_1d = True
+    is_1d = False                        # no single multicast sender: each shard core sends its K-blocks
     semaphore_ids = SEMAPHORE_IDS
 
     def __repr__(self) -> str:
