@@ -282,6 +282,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
 
     grid_req = _requested_grid(spec, arch, choices)
     _check_transpose_mcast(spec)
+    _check_placements(spec)
     layout = dataflow_of(spec.dataflow).layout(spec, mt, nt, grid_req, choices)
     per_core_m, per_core_n, grid, n_blocks = layout.per_core_m, layout.per_core_n, layout.grid, layout.n_blocks
     in0_shard_w = _check_memory(spec, mt, nt, kt, per_core_m, per_core_n, n_blocks)
@@ -370,24 +371,11 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
     block-sharded in0's shard (0 when in0 is not block-sharded). Batch fusion, which TT requires for a
     sharded in0, is always on in kgen."""
     mem = spec.memory
-    df = dataflow_of(spec.dataflow)
-    if not mem.sharded and not accepts(df, mem):
-        where = ", ".join(f"{t} = {'|'.join(sorted(w))}" for t, w in df.placements.items())
-        raise PlanError(f"{df.factory.value} takes its tensors sharded",
-                        f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
-                        f"{spec.dataflow}, which takes {where}", spec.span("dataflow"),
-                        f"memory {{ {'  '.join(f'{t} = {sorted(w)[0]}' for t, w in df.placements.items())} }}")
     if not mem.sharded:
         if mem.orientation is not None:
             raise PlanError("a shard orientation needs a sharded tensor", "memory.orientation is given but no tensor "
                             "is sharded", spec.span("memory.orientation"), "leave memory.orientation out")
         return 0
-    if not accepts(dataflow_of(spec.dataflow), mem):
-        raise PlanError("L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)",
-                        f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
-                        f"{spec.dataflow}: kgen places tensors in L1 as TT-Metal's 2D multicast factory does, "
-                        f"or as its DRAM-sharded factory does",
-                        spec.span("memory"), ", ".join(f"dataflow = {d.name}" for d in REGISTRY if accepts(d, mem)))
     if mem.orientation is not None and mem.in0 != Placement.L1_BLOCK_SHARDED:
         raise PlanError("memory.orientation is a block-sharded in0's",
                         f"memory.orientation = {mem.orientation} with in0 = {mem.in0}: only a block-sharded in0 takes "
@@ -435,6 +423,24 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                             nearest([d for d in divisors(kt) if d <= 64], n_blocks))
         return kt // n_blocks
     return 0
+
+
+def _check_placements(spec: MatmulSpec) -> None:
+    """The factory takes each tensor where the spec puts it (checked before its layout rules)."""
+    mem, df = spec.memory, dataflow_of(spec.dataflow)
+    if accepts(df, mem):
+        return
+    if not mem.sharded:
+        where = ", ".join(f"{t} = {'|'.join(sorted(w))}" for t, w in df.placements.items())
+        raise PlanError(f"{df.factory.value} takes its tensors sharded",
+                        f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
+                        f"{spec.dataflow}, which takes {where}", spec.span("dataflow"),
+                        f"memory {{ {'  '.join(f'{t} = {sorted(w)[0]}' for t, w in df.placements.items())} }}")
+    raise PlanError("L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)",
+                    f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
+                    f"{spec.dataflow}: kgen places tensors in L1 as TT-Metal's 2D multicast factory does, "
+                    f"or as its DRAM-sharded factory does",
+                    spec.span("memory"), ", ".join(f"dataflow = {d.name}" for d in REGISTRY if accepts(d, mem)))
 
 
 def _check_transpose_mcast(spec: MatmulSpec) -> None:
