@@ -180,6 +180,10 @@ class Plan:
         if self.memory.in0 == Placement.L1_WIDTH_SHARDED:
             out["in0"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
                           "shape": (self.mt * TILE_HW, self.in0_shard_w * TILE_HW)}
+        if self.memory.in1 == Placement.DRAM_WIDTH_SHARDED:
+            # one per_core_N-wide shard of all K per DRAM bank, bank i for worker i
+            out["in1"] = {"memory_layout": "WIDTH_SHARDED", "buffer_type": "DRAM", "grid": (0, 0, self.num_cores - 1, 0),
+                          "orientation": "ROW_MAJOR", "shape": (self.kt * TILE_HW, self.per_core_n * TILE_HW)}
         if self.memory.out == Placement.L1_WIDTH_SHARDED:
             out["out"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
                           "shape": (self.mt * TILE_HW, self.per_core_n * TILE_HW)}

@@ -230,11 +230,11 @@ class _KernelCost:
     def _dataflow_op(self, o: Op, n: int, processor: str) -> None:
         c = self.costs
         k = o.kind
-        if k in ("read_tiles", "copy_shard", "mcast_cb", "sem_wait", "sem_inc"):
+        if k in ("read_tiles", "read_bank_tiles", "copy_shard", "mcast_cb", "sem_wait", "sem_inc"):
             self.feeds_inputs = True
         if k == "cb_push_back":
             self._in_send = False           # a relay's hand-over ends with its push
-        if k in ("copy_shard", "read_tiles", "noc_read_barrier"):
+        if k in ("copy_shard", "read_tiles", "read_bank_tiles", "noc_read_barrier"):
             self._read_op(o, n, processor)
         elif k in ("write_tiles", "write_rows", "noc_write_barrier"):
             self._write_op(o, n, processor)
@@ -280,6 +280,18 @@ class _KernelCost:
             self.last_read_cb = o["cb"]
             if o["cb"] == CB_BIAS:
                 self.tail_cycles += n * tiles * per_tile
+        elif k == "read_bank_tiles":
+            # one read of a bank's own shard at that bank's bandwidth, in NoC bursts of at most
+            # noc_max_burst_bytes, each one request of the endpoint
+            nbytes = int(o["tiles"]) * int(o["page_bytes"])
+            requests = -(-nbytes // self.program.plan.arch.noc_max_burst_bytes)
+            self.last_read = BANK
+            self.dram_bytes += n * nbytes
+            self.dram_read_bytes += n * nbytes
+            self.dram_read_requests += n * requests
+            self.add(processor, "dram", n * max(nbytes / c.dram_bank_read_bytes_per_cycle(),
+                                                requests * c.dram.cycles_per_read_request))
+            self.last_read_cb = o["cb"]
         elif k == "noc_read_barrier":
             latency = {DRAM: c.dram.read_latency, BANK: c.dram.read_latency, L1: c.l1.read_latency,
                        LOCAL: c.l1.local_read_latency}.get(self.last_read, 0.0)

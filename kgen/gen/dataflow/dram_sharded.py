@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Mapping
 from kgen.core.arch import load_arch
 from kgen.core.types import Placement
 from kgen.gen.dataflow.base import Factory, Layout
-from kgen.gen.dataflow.kernels import (A, Tiles, dm_kernel, out_block_loops, read_block, receiver_block,
-                                       sharded_out_tail, tensors_of)
+from kgen.gen.dataflow.kernels import A, dm_kernel, out_block_loops, receiver_block, sharded_out_tail, tensors_of
 from kgen.gen.ir import INVALID, VALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
 from kgen.gen.rules import CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, PlanError, ceil_div, divisors, nearest
 
@@ -283,11 +282,18 @@ def _rest(first: int, nx: int, ny: int) -> tuple[CoreRange, ...]:
 
 def _in1_reader_writer(p: Plan, all_cores: CoreRange) -> Kernel:
     """The factory's in1 sender/writer (reader_bmm_tile_layout_in1_sender_dram_sharded.cpp, BRISC on
-    preferred_noc_for_dram_read): worker i reads its per_core_N-wide column of in1, in0_block_w rows per
-    K-block, from bank i's shard, then waits for its whole output shard (c_4 is the shard itself)."""
-    t = Tiles(p)
-    k_blocks = Loop("block", 0, p.num_blocks, tuple(read_block(
-        CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles, None, None)),
+    preferred_noc_for_dram_read): worker i reads its shard of in1 from DRAM bank i, K-block by K-block
+    (in0_block_w rows of per_core_N tiles, back to back in the shard), then waits for its whole output
+    shard (c_4 is the shard itself). A 32 x 32 tile is a whole number of DRAM alignments, so the shard's
+    pages are the tiles themselves."""
+    page = p.cb(CB_IN1).page_bytes
+    assert page % p.arch.dram_alignment == 0, "a 32 x 32 tile is whole DRAM alignments"
+    worker = A(0, core_x=1, core_y=p.grid[0])
+    tiles = p.in1_block_tiles
+    k_blocks = Loop("block", 0, p.num_blocks, (
+        op("cb_reserve_back", CB_IN1, tiles),
+        op("read_bank_tiles", "in1", CB_IN1, worker, A(0, block=tiles), tiles, page),
+        op("noc_read_barrier"), op("cb_push_back", CB_IN1, tiles)),
         "bank-local: this worker's own DRAM bank's shard")
     tensors = tensors_of(p)
     return dm_kernel("in1_reader_writer", "BRISC", 0, all_cores,
