@@ -44,7 +44,14 @@ class Dataflow(Protocol):
 
     The planner asks it for the layout of the cores and the rules that differ by factory, lowering
     for its data-movement kernels and semaphores, the model for which kernel waits on which, tune for
-    the layouts it may search, and the grammar for its spelling."""
+    the layouts it may search, and the grammar for its spelling.
+
+    Optional hooks, for a factory that places its own cores and tensors (the DRAM-sharded one); a
+    consumer asks for them with getattr and falls back to the 2D factory's behaviour without them:
+    `cb_depths(num_blocks) -> (in0, in1)` K-blocks in c_0 / c_1 (blocking, through `cb_depths` below);
+    `tune_memory(spec, mt)`, `tune_per_core(spec, mt, nt)`, `tune_grid(spec)`: the placements, per_core
+    and grid tune gives its candidates (perf/tune/search.py); `tt_program_gap`: why port-check does not
+    run TT-Metal's readers for it (proof/ttdataflow.py)."""
 
     name: str                        # the spelling in a spec's `dataflow =` line
     factory: Factory
