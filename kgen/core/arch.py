@@ -59,6 +59,10 @@ class ArchFacts:
     toolchain: ArchToolchain                 # how the JIT builds for this arch ([toolchain])
     behaviour: ArchBehaviour                 # what the arch changes in kgen's output ([behaviour])
     processors: Mapping[str, Mapping[str, int]]   # per ELF name: text_bytes, local_bytes
+    # per DRAM bank, in bank-id order: its preferred worker endpoint and TT's reader core for it
+    # (NoC 0 x-y, [dram_banks])
+    dram_bank_endpoints: tuple[tuple[int, int], ...] = ()
+    dram_bank_workers: tuple[tuple[int, int], ...] = ()
 
     def dst_tiles(self, full_sync: bool, fp32_dest_acc: bool) -> int:
         """DST capacity in 32x32 tiles (TT-Metal get_dest_reg_count): the full register holds
@@ -89,4 +93,6 @@ def load_arch(name: str) -> ArchFacts:
         toolchain=ArchToolchain(**{**raw["toolchain"], "pcie_noc": tuple(raw["toolchain"]["pcie_noc"])}),
         behaviour=ArchBehaviour(**raw["behaviour"]),
         processors=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in raw["processors"].items()}),
+        dram_bank_endpoints=tuple(tuple(c) for c in raw["dram_banks"]["endpoints"]),
+        dram_bank_workers=tuple(tuple(c) for c in raw["dram_banks"]["workers"]),
     )

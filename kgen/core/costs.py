@@ -172,6 +172,15 @@ class Costs:
         """Cycles the card's DRAM needs for these bytes at its usable bandwidth (no program beats it)."""
         return dram_bytes / (self.dram.card_bytes_per_second * self.dram.card_efficiency) * self.arch.clock_mhz * 1e6
 
+    def dram_bank_read_bytes_per_cycle(self) -> float:
+        """What one reader gets from its own DRAM bank (the DRAM-sharded matmul: one reader per bank,
+        next to it): the bank's share of the card's usable bandwidth, no more than one core's NoC read
+        rate (Saturating_DRAM_bandwidth.md: one reader per bank, placed beside it, reaches the card's
+        92 % with no route shared)."""
+        share = (self.dram.card_bytes_per_second * self.dram.card_efficiency / self.arch.toolchain.num_dram_banks
+                 / (self.arch.clock_mhz * 1e6))
+        return min(share, self.dram.read_bytes_per_cycle)
+
     def dram_request_floor_cycles(self, read_requests: float) -> float:
         """Cycles the card's DRAM endpoints need to accept these read requests: one per
         cycles_per_read_request per endpoint whatever the number of issuers (tt-metal #55898), an

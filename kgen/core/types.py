@@ -22,12 +22,15 @@ ACTIVATIONS = ("none", "relu")
 
 class Placement(StrEnum):
     """Where a tensor lives (ttnn MemoryConfig), spelled as the spec's `memory { }` spells it:
-    interleaved in DRAM, interleaved in L1, or sharded in L1 by blocks or by rows of tiles."""
+    interleaved in DRAM, interleaved in L1, sharded in L1 by blocks, by rows or by columns of tiles, or
+    sharded by columns over the DRAM banks (the DRAM-sharded factory's in1)."""
 
     DRAM = "dram"
     L1 = "l1"
     L1_BLOCK_SHARDED = "l1_block_sharded"
     L1_HEIGHT_SHARDED = "l1_height_sharded"
+    L1_WIDTH_SHARDED = "l1_width_sharded"
+    DRAM_WIDTH_SHARDED = "dram_width_sharded"
 
 
 TILE_HW = 32  # TILE_HEIGHT = TILE_WIDTH = 32 (constants.hpp); kgen plans 32x32 tiles only

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from kgen.core.arch import ArchFacts
 from kgen.core.types import Placement
 from kgen.gen.dataflow import get as dataflow_of
+from kgen.gen.dataflow.base import cb_depths
 from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_L1_ARRAY, CB_OUT, CB_PARTIALS, L1_ARRAY_BYTES,
                             PlanError, divisors, fmt_pair, nearest)
 from kgen.gen.spec import ComputeConfig, MatmulSpec
@@ -100,6 +101,7 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
     tb = arch.tile_bytes
     obh, obw = out_block
     depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
+    in0_depth, in1_depth = cb_depths(dataflow_of(spec.dataflow), batch_ct * num_blocks, depth)
     out_sharded = spec.memory.out != Placement.DRAM
     share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
                                         out_blocks_per_core)
@@ -111,13 +113,15 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
     cbs = [
         # a height-sharded in0: c_0 itself is globally allocated on the in0 buffer (the factory:
         # `if (in0_height_sharded) src0_cb_config.set_globally_allocated_address(*in0_buffer)`)
-        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * depth, "in0",
+        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * in0_depth, "in0",
                        buffer="in0" if spec.memory.in0 == Placement.L1_HEIGHT_SHARDED else None),
-        CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], obw * in0_block_w * depth, "in1"),
+        CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], obw * in0_block_w * in1_depth, "in1"),
     ]
-    if spec.memory.in0 == Placement.L1_BLOCK_SHARDED:
+    if spec.memory.in0 in (Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED):
+        # the DRAM-sharded factory's c_2 too: `in2_CB_tiles = per_core_M * in0_shard_width_in_tiles` on in0
         cbs.append(CircularBuffer(CB_IN0_SHARD, "cb_in0_sharded", "in0 shard", in0_fmt, tb[in0_fmt],
                                   per_core[0] * in0_shard_w, "in0 shard", buffer="in0"))
+    if spec.memory.in0 == Placement.L1_BLOCK_SHARDED:
         cbs.append(CircularBuffer(CB_L1_ARRAY, "cb_l1_array", "l1 array", "Float16_b", L1_ARRAY_BYTES, 1, "l1 array"))
     if bias_fmt is not None:
         cbs.append(CircularBuffer(CB_BIAS, "cb_bias", "bias", bias_fmt, tb[bias_fmt], obw, "bias"))

@@ -144,6 +144,10 @@ _ROWS: tuple[OpSpec, ...] = (
     # byte `offset_bytes` within the page; the CB holds the rows back to back.
     _dataflow("write_rows", ("tensor", "cb", "start_row", "rows", "row_bytes", "offset_bytes"), NOC_WRITE,
               "noc_async_write_page", work=lambda o: Work(noc_write_pages=int(o["rows"]))),
+    # A tensor width-sharded over the DRAM banks (the DRAM-sharded factory's in1): `tiles` pages, back to
+    # back from page `offset` of DRAM bank `bank`'s shard, in one read into the CB's write pointer
+    _dataflow("read_bank_tiles", ("tensor", "cb", "bank", "offset", "tiles", "page_bytes"), NOC_READ,
+              "noc_async_read", writes_back="cb", work=lambda o: Work(noc_read_tiles=int(o["tiles"]))),
     # A block of this core's L1 shard (CB `src_cb`, row-major `row_stride` tiles wide) into `cb`'s write
     # pointer: `rows` local NoC reads of `cols` tiles of `page_bytes` each
     _dataflow("copy_shard", ("cb", "src_cb", "start", "rows", "cols", "row_stride", "page_bytes"), NOC_READ,

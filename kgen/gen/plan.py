@@ -64,6 +64,7 @@ class Plan:
     warnings: tuple[str, ...]
     choices: tuple[str, ...]             # how each auto value was chosen
     out_partials_sharing: str = ""       # whether c_4 and c_5 share one L1 region, and why
+    in0_shards: int = 0                  # cores holding a width-sharded in0's K slices (0: not width-sharded)
 
     @property
     def factory_departures(self) -> tuple[str, ...]:
@@ -151,6 +152,8 @@ class Plan:
     @property
     def in0_shard_w(self) -> int:
         """K tiles of each core's block-sharded in0 shard (the factory's in0_shard_width_in_tiles)."""
+        if self.in0_shards:
+            return self.kt // self.in0_shards
         return self.kt // self.n_blocks if self.memory.in0 == Placement.L1_BLOCK_SHARDED else (
             self.kt if self.memory.in0 == Placement.L1_HEIGHT_SHARDED else 0)
 
@@ -172,6 +175,18 @@ class Plan:
         if self.memory.out == Placement.L1_BLOCK_SHARDED:
             out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
                           "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
+        # width-sharded (the DRAM-sharded factory): all of M per shard, row-major over the workers;
+        # in0's in0_shards shards on the first in0_shards of them
+        if self.memory.in0 == Placement.L1_WIDTH_SHARDED:
+            out["in0"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
+                          "shape": (self.mt * TILE_HW, self.in0_shard_w * TILE_HW)}
+        if self.memory.in1 == Placement.DRAM_WIDTH_SHARDED:
+            # one per_core_N-wide shard of all K per DRAM bank, bank i for worker i
+            out["in1"] = {"memory_layout": "WIDTH_SHARDED", "buffer_type": "DRAM", "grid": (0, 0, self.num_cores - 1, 0),
+                          "orientation": "ROW_MAJOR", "shape": (self.kt * TILE_HW, self.per_core_n * TILE_HW)}
+        if self.memory.out == Placement.L1_WIDTH_SHARDED:
+            out["out"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
+                          "shape": (self.mt * TILE_HW, self.per_core_n * TILE_HW)}
         return out
 
     @property
@@ -271,9 +286,12 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
 
     grid_req = _requested_grid(spec, arch, choices)
     _check_transpose_mcast(spec)
+    _check_placements(spec)
     layout = dataflow_of(spec.dataflow).layout(spec, mt, nt, grid_req, choices)
     per_core_m, per_core_n, grid, n_blocks = layout.per_core_m, layout.per_core_n, layout.grid, layout.n_blocks
     in0_shard_w = _check_memory(spec, mt, nt, kt, per_core_m, per_core_n, n_blocks)
+    if layout.in0_shards:
+        in0_shard_w = kt // layout.in0_shards
 
     # DST capacity of the sync mode and accumulation format kgen emits
     capacity = dst_capacity(arch, c)
@@ -311,6 +329,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         partials_reason=partials_reason, out_format=out_fmt, in0_format=in0_fmt, in1_format=in1_fmt,
         bias_format=bias_fmt, dst_sync=dst_sync, dst_capacity=capacity, dst_accum_format=dst_accum,
         cbs=cbs, regions=regions, warnings=(), choices=tuple(choices), out_partials_sharing=sharing,
+        in0_shards=layout.in0_shards,
     )
     return replace(chosen, warnings=_warnings(chosen))
 
@@ -361,11 +380,6 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
             raise PlanError("a shard orientation needs a sharded tensor", "memory.orientation is given but no tensor "
                             "is sharded", spec.span("memory.orientation"), "leave memory.orientation out")
         return 0
-    if not accepts(dataflow_of(spec.dataflow), mem):
-        raise PlanError("L1 placements are the 2D multicast factory's",
-                        f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
-                        f"{spec.dataflow}: kgen places tensors in L1 as the 2D multicast factory does",
-                        spec.span("memory"), ", ".join(f"dataflow = {d.name}" for d in REGISTRY if accepts(d, mem)))
     if mem.orientation is not None and mem.in0 != Placement.L1_BLOCK_SHARDED:
         raise PlanError("memory.orientation is a block-sharded in0's",
                         f"memory.orientation = {mem.orientation} with in0 = {mem.in0}: only a block-sharded in0 takes "
@@ -413,6 +427,24 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                             nearest([d for d in divisors(kt) if d <= 64], n_blocks))
         return kt // n_blocks
     return 0
+
+
+def _check_placements(spec: MatmulSpec) -> None:
+    """The factory takes each tensor where the spec puts it (checked before its layout rules)."""
+    mem, df = spec.memory, dataflow_of(spec.dataflow)
+    if accepts(df, mem):
+        return
+    if not mem.sharded:
+        where = ", ".join(f"{t} = {'|'.join(sorted(w))}" for t, w in df.placements.items())
+        raise PlanError(f"{df.factory.value} takes its tensors sharded",
+                        f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
+                        f"{spec.dataflow}, which takes {where}", spec.span("dataflow"),
+                        f"memory {{ {'  '.join(f'{t} = {sorted(w)[0]}' for t, w in df.placements.items())} }}")
+    raise PlanError("L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)",
+                    f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
+                    f"{spec.dataflow}: kgen places tensors in L1 as TT-Metal's 2D multicast factory does, "
+                    f"or as its DRAM-sharded factory does",
+                    spec.span("memory"), ", ".join(f"dataflow = {d.name}" for d in REGISTRY if accepts(d, mem)))
 
 
 def _check_transpose_mcast(spec: MatmulSpec) -> None:

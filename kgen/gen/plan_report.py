@@ -132,8 +132,9 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
         kv.append(("memory", f"in0 {s.memory.in0}, in1 {s.memory.in1}, out {s.memory.out}"))
         for t, v in p.shard_specs.items():
             x0, y0, x1, y1 = v["grid"]
+            where = "DRAM banks" if v.get("buffer_type") == "DRAM" else "cores"
             kv.append((f"{t} shards", f"{v['memory_layout']} {v['orientation']}, shard {v['shape'][0]} x "
-                                      f"{v['shape'][1]} elements on cores ({x0},{y0})-({x1},{y1})"))
+                                      f"{v['shape'][1]} elements on {where} ({x0},{y0})-({x1},{y1})"))
     width = max(len(k) for k, _ in kv)
     lines = [title, ""] + [f"  {k:<{width}}  {v}" for k, v in kv]
     lines += ["", "circular buffers (per core):"]

@@ -374,9 +374,9 @@ def manifest_body(program: Program) -> dict[str, Any]:
 
 
 def _memory_config(shard: dict) -> dict[str, Any]:
-    """A sharded tensor's ttnn MemoryConfig: L1, its layout and ShardSpec (core grid as (x0, y0, x1, y1),
-    shard shape in elements, orientation)."""
-    return {"buffer_type": "L1", "memory_layout": shard["memory_layout"],
+    """A sharded tensor's ttnn MemoryConfig: L1 (or DRAM, the grid then the DRAM banks), its layout and
+    ShardSpec (core grid as (x0, y0, x1, y1), shard shape in elements, orientation)."""
+    return {"buffer_type": shard.get("buffer_type", "L1"), "memory_layout": shard["memory_layout"],
             "shard_spec": {"grid": list(shard["grid"]), "shape": list(shard["shape"]),
                            "orientation": shard["orientation"]}}
 

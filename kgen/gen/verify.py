@@ -385,6 +385,8 @@ class _RegionWalker:
             self.written[cb] = saved
         elif k in ("read_tiles",):
             self.write(cb, n["rows"] * n["cols"], n)
+        elif k == "read_bank_tiles":
+            self.write(cb, n["tiles"], n)
         elif k == "mcast_cb":
             self.fail(f"multicasts into c_{cb}, which shares an L1 region: not modelled, so not provably safe", n)
 

@@ -44,6 +44,7 @@ WORK_KINDS = {"math": "math-bound", "unpack": "unpack-bound", "pack": "packer-bo
 # Where a tensor lives, as TT's GEMM benchmark rows place them: interleaved in DRAM (kgen's
 # programs), interleaved in L1, or sharded so that each core's block already sits in its CB.
 DRAM, L1, SHARDED = "dram", "l1", "sharded"
+BANK = "bank"             # width-sharded over the DRAM banks, each reader reading its own bank
 LOCAL = "local"           # the core's own L1 (a shard block copied into a CB): a read, never a placement
 
 # A multicast receiver waits for its sender: it runs at the sender's pace (docs/reference/matmul.md §2.4).
@@ -236,11 +237,11 @@ class _KernelCost:
     def _dataflow_op(self, o: Op, n: int, processor: str) -> None:
         c = self.costs
         k = o.kind
-        if k in ("read_tiles", "copy_shard", "mcast_cb", "sem_wait", "sem_inc"):
+        if k in ("read_tiles", "read_bank_tiles", "copy_shard", "mcast_cb", "sem_wait", "sem_inc"):
             self.feeds_inputs = True
         if k == "cb_push_back":
             self._in_send = False           # a relay's hand-over ends with its push
-        if k in ("copy_shard", "read_tiles", "noc_read_barrier"):
+        if k in ("copy_shard", "read_tiles", "read_bank_tiles", "noc_read_barrier"):
             self._read_op(o, n, processor)
         elif k in ("write_tiles", "write_rows", "noc_write_barrier"):
             self._write_op(o, n, processor)
@@ -272,22 +273,36 @@ class _KernelCost:
             tiles = optable.work_of(o).noc_read_tiles
             page = tensors[o["tensor"]].page_bytes
             where = self.last_read = self.placement.get(o["tensor"], DRAM)
-            if where == DRAM:
-                # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile)
-                per_tile = max(page / c.dram.read_bytes_per_cycle, c.dram.cycles_per_read_request)
+            if where in (DRAM, BANK):
+                # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile);
+                # a bank-local read at its own bank's share of the card
+                rate = c.dram.read_bytes_per_cycle if where == DRAM else c.dram_bank_read_bytes_per_cycle()
+                per_tile = max(page / rate, c.dram.cycles_per_read_request)
                 self.dram_bytes += n * tiles * page
                 self.dram_read_bytes += n * tiles * page
                 self.dram_read_requests += n * tiles
             else:
                 per_tile = page / c.l1.read_bytes_per_cycle if where == L1 else 0.0   # sharded: already in the CB
-            self.add(processor, "dram" if where == DRAM else "noc", n * tiles * per_tile)
+            self.add(processor, "dram" if where in (DRAM, BANK) else "noc", n * tiles * per_tile)
             self.last_read_cb = o["cb"]
             if o["cb"] == CB_BIAS:
                 self.tail_cycles += n * tiles * per_tile
+        elif k == "read_bank_tiles":
+            # one read of a bank's own shard at that bank's bandwidth, in NoC bursts of at most
+            # noc_max_burst_bytes, each one request of the endpoint
+            nbytes = int(o["tiles"]) * int(o["page_bytes"])
+            requests = -(-nbytes // self.program.plan.arch.noc_max_burst_bytes)
+            self.last_read = BANK
+            self.dram_bytes += n * nbytes
+            self.dram_read_bytes += n * nbytes
+            self.dram_read_requests += n * requests
+            self.add(processor, "dram", n * max(nbytes / c.dram_bank_read_bytes_per_cycle(),
+                                                requests * c.dram.cycles_per_read_request))
+            self.last_read_cb = o["cb"]
         elif k == "noc_read_barrier":
-            latency = {DRAM: c.dram.read_latency, L1: c.l1.read_latency,
+            latency = {DRAM: c.dram.read_latency, BANK: c.dram.read_latency, L1: c.l1.read_latency,
                        LOCAL: c.l1.local_read_latency}.get(self.last_read, 0.0)
-            self.add(processor, "dram" if self.last_read == DRAM else "noc", n * latency)
+            self.add(processor, "dram" if self.last_read in (DRAM, BANK) else "noc", n * latency)
             if self.last_read_cb == CB_BIAS:
                 self.tail_cycles += n * latency
 
@@ -505,8 +520,9 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     costs = costs or load_costs(p.arch.name)
     # where the plan itself puts a tensor (`memory { in1 = l1 }`); a sharded in0 or output needs nothing
     # here: its program reads no DRAM for it (copy_shard) and writes none
-    placement = {**({"in1": L1} if p.memory.in1 == Placement.L1 else {}), **(placement or {})}
-    unknown = {v for v in placement.values()} - {DRAM, L1, SHARDED}
+    placement = {**({"in1": L1} if p.memory.in1 == Placement.L1 else {}),
+                 **({"in1": BANK} if p.memory.in1 == Placement.DRAM_WIDTH_SHARDED else {}), **(placement or {})}
+    unknown = {v for v in placement.values()} - {DRAM, L1, SHARDED, BANK}
     if unknown:
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")
     cost_of = {k.name: _KernelCost(program, k, costs, placement) for k in program.kernels}

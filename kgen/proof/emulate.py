@@ -93,6 +93,7 @@ def modelled_cycles(arch: ArchFacts) -> dict[str, float]:
         "untilize_block": c.pack.untilize_cycles_per_block,
         "cb_op": c.sync.cb_op, "cfg_op": c.sync.reconfig, "dst_section_half": c.sync.dst_section / 2,
         "dram_read_bytes_per_cycle": c.dram.read_bytes_per_cycle, "dram_read_request": c.dram.cycles_per_read_request,
+        "dram_bank_read_bytes_per_cycle": c.dram_bank_read_bytes_per_cycle(),
         "dram_read_latency": c.dram.read_latency, "dram_write_bytes_per_cycle": c.dram.write_bytes_per_cycle,
         "dram_write_latency": c.dram.write_latency,
         "l1_read_bytes_per_cycle": c.l1.read_bytes_per_cycle, "l1_read_latency": c.l1.read_latency, "l1_local_read_latency": c.l1.local_read_latency,
@@ -410,6 +411,29 @@ def shard_placement(spec: dict, rows: int, cols: int) -> list[tuple[tuple[int, i
     return out
 
 
+def _shard_pages(spec: dict) -> int:
+    return (spec["shape"][0] // TILE_HW) * (spec["shape"][1] // TILE_HW)
+
+
+def _dram_shard_lines(t, shard_specs: dict, inputs, workdir: Path, core_id: dict, cols: int,
+                      rows: int) -> list[str]:
+    """A tensor width-sharded over the DRAM banks (the DRAM-sharded factory's in1): shard i, its tile
+    rows back to back, at the tensor's address in bank i; and the worker each bank pairs with, the
+    output's shard i (worker i reads bank i), for the cost of a bank-local read."""
+    lines = []
+    spec = shard_specs[t.name]
+    for i, (_, r0, c0, nr, nc) in enumerate(shard_placement(spec, rows, cols)):
+        path = workdir / f"{t.name}_bank{i}.bin"
+        path.write_bytes(_pages(_tensor_bytes(t, inputs), t.page_size, cols, r0, c0, nr, nc))
+        lines.append(f"dram_shard_input {i} {t.address} {nr * nc * t.page_size} {path}")
+    out = shard_specs.get("out")
+    if out is not None:
+        x0, y0, x1, _ = out["grid"]
+        for i in range(spec["grid"][2] - spec["grid"][0] + 1):
+            lines.append(f"bank_worker {i} {core_id[(x0 + i % (x1 - x0 + 1), y0 + i // (x1 - x0 + 1))]}")
+    return lines
+
+
 def _pages(data: bytes, page: int, cols: int, r0: int, c0: int, rows: int, ncols: int) -> bytes:
     """The tiles (r0.., c0..) of a row-major tile-paged tensor of `cols` tiles per row, in order."""
     return b"".join(data[((r0 + r) * cols + c0) * page:((r0 + r) * cols + c0 + ncols) * page] for r in range(rows))
@@ -500,24 +524,28 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
         lines.append(f"core {i} {x} {y} {x + noc['worker_x_offset']} {y + noc['worker_y_offset']}")
     l1_lines, shard_address = _l1_lines(manifest, arch, core_id, layout)
     lines += l1_lines
-    # DRAM: every tensor at one base address in all banks.
+    # DRAM: every tensor at one base address in all banks (a DRAM-sharded one: its shard i in bank i).
     banks = arch.toolchain.num_dram_banks
     addr = layout["dram_first_address"]
     tensors = []
+    shard_specs = {t["name"]: t["memory"]["shard_spec"] for t in manifest["io_tensors"]
+                   if "shard_spec" in t.get("memory", {})}
+    in_dram_shards = {t["name"] for t in manifest["io_tensors"] if t.get("memory", {}).get("buffer_type") == "DRAM"}
     for t in tensors_of(manifest):
         tensors.append(Tensor(t.name, t.shape, t.data_format, t.layout, t.page_size, t.num_pages, addr))
-        addr = round_up(addr + -(-t.num_pages // banks) * round_up(t.page_size, arch.dram_alignment), 64)
+        per_bank = (_shard_pages(shard_specs[t.name]) if t.name in in_dram_shards else -(-t.num_pages // banks))
+        addr = round_up(addr + per_bank * round_up(t.page_size, arch.dram_alignment), 64)
     lines.append(f"dram {banks} {addr} {arch.dram_alignment}")
     addresses = {t.name: t.address for t in tensors}
     output = next(t for t in tensors if t.name == "out")
-    shard_specs = {t["name"]: t["memory"]["shard_spec"] for t in manifest["io_tensors"]
-                   if "shard_spec" in t.get("memory", {})}
     in_l1 = {t["name"] for t in manifest["io_tensors"] if t.get("memory", {}).get("memory_layout") == "INTERLEAVED"}
     out_shards = []
     for t in tensors:
         cols = t.shape[-1] // TILE_HW
         rows = t.num_pages // max(cols, 1)
-        if t.name in shard_specs:
+        if t.name in in_dram_shards:
+            lines += _dram_shard_lines(t, shard_specs, inputs, workdir, core_id, cols, rows)
+        elif t.name in shard_specs:
             # sharded in L1: no DRAM copy; each core's shard at its CB's address
             for core, r0, c0, nr, nc in shard_placement(shard_specs[t.name], rows, cols):
                 path = workdir / f"{t.name}_{core[0]}_{core[1]}.bin"

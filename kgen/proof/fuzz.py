@@ -51,6 +51,8 @@ DRAWN_DATAFLOWS = dataflows.GRID_2D
 TILE_PADDING_SHARE = 0.3
 TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks along x; issue #17 item 4)
 SHARDED_SHARE = 0.3           # of the mcast_2d cases that can be: in0 and/or the output block-sharded in L1
+DRAM_SHARDED_SHARE = 0.1      # cases made TT-Metal's DRAM-sharded decode matmul (the factories taking no DRAM tensor)
+DRAM_SHARDED_MAX_MT = 4       # decode-sized M
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
 DTYPES: tuple[str, ...] = tuple(DTYPE_TO_FORMAT)
@@ -352,7 +354,10 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
     if c.transpose_mcast:
         lines.append("transpose_mcast = true")
     if c.memory != (Placement.DRAM, Placement.DRAM):
-        lines.append(f"memory {{ in0 = {c.memory[0]}  out = {c.memory[1]} }}")
+        # in1 where the factory takes it, when that is not DRAM (the DRAM-sharded factory's banks)
+        in1_at = sorted(dataflows.get(c.dataflow).placements.get("in1", {Placement.DRAM}))
+        in1_line = "" if Placement.DRAM in in1_at else f"  in1 = {in1_at[0]}"
+        lines.append(f"memory {{ in0 = {c.memory[0]}{in1_line}  out = {c.memory[1]} }}")
     fuse = ([f"bias = {_b(c.bias)}"] if c.bias or rng.random() < 0.3 else []) + \
            ([f"activation = {'relu' if c.relu else ACTIVATIONS[0]}"] if c.relu or rng.random() < 0.3 else [])
     if fuse:
@@ -394,6 +399,7 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
     c = _padded(random.Random(f"kgen-fuzz-padding:{seed}:{index}"), c)
     c = _transposed(random.Random(f"kgen-fuzz-transpose:{seed}:{index}"), c)
     c = _sharded(random.Random(f"kgen-fuzz-sharding:{seed}:{index}"), c)
+    c = _dram_sharded(random.Random(f"kgen-fuzz-dram-sharded:{seed}:{index}"), c)
     name = _case_name(seed, index)
     return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
 
@@ -490,6 +496,39 @@ def _sharded(rng: random.Random, c: _Choice) -> _Choice:
     if _cb_bytes(arch, c) + extra > arch.usable_cb_bytes:
         return c
     return dataclasses.replace(c, memory=memory)
+
+
+def _dram_sharded(rng: random.Random, c: _Choice) -> _Choice:
+    """Some cases made TT-Metal's DRAM-sharded decode matmul (kgen/gen/dataflow/dram_sharded.py): a
+    decode-sized M (all of it on every worker, per_core_M = Mt), N split over the DRAM banks
+    (per_core_N = ceil(Nt / banks), here one tile: Nt workers, the banks past them padding-only), in0's K
+    over the most workers dividing Kt, in0 and the output width-sharded in L1 and in1 over the banks.
+    Its rules, restated: whole tiles and shards (no tile padding: the factory allows none that kgen
+    shards), no bias, no untilize; per_core_M > 1 takes one K-block per in0 shard. The workers fill a
+    rectangle of at most MAX_GRID x MAX_GRID cores, written as the grid."""
+    sharded_only = [d for d in dataflows.REGISTRY if not dataflows.takes_dram(d)]
+    if not sharded_only or rng.random() >= DRAM_SHARDED_SHARE:
+        return c
+    df = rng.choice(sharded_only)
+    banks = len(load_arch(c.arch).dram_bank_workers)
+    nt = rng.choice([w for w in range(1, min(banks, MAX_NT, MAX_GRID * MAX_GRID) + 1)
+                     if any(w % cols == 0 and w // cols <= MAX_GRID for cols in range(1, MAX_GRID + 1))])
+    cols = max(d for d in range(1, MAX_GRID + 1) if nt % d == 0 and nt // d <= MAX_GRID)
+    mt = rng.randint(1, DRAM_SHARDED_MAX_MT)
+    kt = rng.randint(1, min(MAX_KT, MAX_TILE_MACS // (mt * nt)))
+    if mt > 1:           # one K-block per shard: in0_block_w with Kt / in0_block_w <= workers
+        w = rng.choice([d for d in _divisors(kt) if kt // d <= nt])
+    else:
+        shards = max(d for d in _divisors(kt) if d <= nt)
+        w = rng.choice(_divisors(kt // shards))
+    capacity = load_arch(c.arch).dst_tiles(c.dst_full_sync, c.fp32_dest_acc)
+    subblock = (max(h for h in _divisors(mt) if h <= capacity), 1)
+    return dataclasses.replace(c, dataflow=df.name, batch=1, mt=mt, nt=nt, kt=kt, grid_req=(cols, nt // cols),
+                               per_core=(mt, 1), out_block=(mt, 1), in0_block_w=w, subblock=subblock,
+                               bias=False, untilize=False, trim=(0, 0, 0), transpose_mcast=False,
+                               auto=frozenset(), omit=frozenset(c.omit - {"dataflow", "out_block"}),
+                               memory=(Placement.L1_WIDTH_SHARDED, Placement.L1_WIDTH_SHARDED),
+                               dtypes=c.dtypes[:3] + (None,))
 
 
 def generate_cases(count: int, seed: int) -> list[FuzzCase]:

@@ -106,6 +106,9 @@ class TtKernelArgs:
 def unsupported_reason(plan, manifest: dict) -> str | None:
     """Why TT-Metal's 2D multicast readers cannot run this plan, or None when they can."""
     if plan.spec.dataflow not in DATAFLOWS_WITH_TT_PROGRAM:
+        gap = getattr(plan.dataflow, "tt_program_gap", None)     # the factory's own account, if it has one
+        if gap:
+            return f"dataflow {plan.spec.dataflow}: {gap}"
         return (f"dataflow {plan.spec.dataflow}: TT-Metal's reader_bmm_tile_layout_in0/in1 sender/receiver kernels "
                 f"are those of the 2D and 1D multicast factories ({', '.join(DATAFLOWS_WITH_TT_PROGRAM)})")
     for t in manifest["io_tensors"]:

@@ -126,8 +126,8 @@ def test_examples_cover_the_acceptance_matrix():
     requested = {min(p.num_blocks, 3) for p in plans if p.compute.packer_l1_acc}
     assert requested == {1, 2, 3}
     assert any(p.fuse_bias for p in plans) and any(p.pack_relu for p in plans)
-    # every dataflow, TT-Metal's 1D multicast factory's two forms among them (issue #17)
-    assert {p.spec.dataflow for p in plans} == {"mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1"}
+    # every dataflow, TT-Metal's 1D multicast factory's two forms and its DRAM-sharded one among them
+    assert {p.spec.dataflow for p in plans} == {"mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1", "dram_sharded"}
     assert any(p.grid_requested[0] * p.grid_requested[1] < p.arch.worker_grid[0] * p.arch.worker_grid[1] for p in plans)
 
 

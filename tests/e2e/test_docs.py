@@ -126,9 +126,9 @@ def _dataflow_spec(dataflow: str, extra: str = ""):
                               f"block {{ per_core = {per_core} }}  {extra} }}"))
 
 
-@pytest.mark.parametrize("key", sorted(k for k in TABLE if TABLE[k][3] == "`mcast_2d`"))
+@pytest.mark.parametrize("key", sorted(k for k in TABLE if TABLE[k][3].startswith("`mcast_2d`")))
 def test_keys_of_one_dataflow_are_refused_by_the_others(key):
-    assert set(SAMPLES) == {k for k in TABLE if TABLE[k][3] == "`mcast_2d`"}
+    assert set(SAMPLES) == {k for k in TABLE if TABLE[k][3].startswith("`mcast_2d`")}
     plan(_dataflow_spec("mcast_2d", SAMPLES[key]))
     for other in ("reuse", "mcast_1d_in0", "mcast_1d_in1"):
         plan(_dataflow_spec(other))                                   # the base plans there
@@ -154,3 +154,22 @@ def test_no_page_links_outside_the_repository():
             resolved = (page.parent / target).resolve()
             assert resolved.is_relative_to(ROOT), (page, target)
             assert resolved.exists(), (page, target)
+
+
+# The DRAM-sharded factory's placements: the three together on dram_sharded only, and dram_sharded
+# with any other placement refused.
+DRAM_SHARDED_MEMORY = "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  out = l1_width_sharded }"
+
+
+def test_the_dram_sharded_placements_are_that_dataflows_alone():
+    for key in ("memory.in0", "memory.in1", "memory.out"):
+        assert "`dram_sharded`" in TABLE[key][3], key
+    decode = ("matmul t { arch = wormhole_b0  shape = 32 x 384 x 256  dataflow = dram_sharded "
+              "dtype { in0 = bfloat16  in1 = bfloat8_b  out = bfloat16 }  %s }")
+    plan(resolve(parse_text(decode % DRAM_SHARDED_MEMORY)))
+    with pytest.raises(KgenError, match="with dataflow = dram_sharded"):
+        plan(resolve(parse_text(decode % "")))                 # DRAM tensors: not this factory's
+    for other in ("mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1"):
+        with pytest.raises(KgenError, match=f"with dataflow = {other}"):
+            plan(_dataflow_spec(other, DRAM_SHARDED_MEMORY))
+

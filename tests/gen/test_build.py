@@ -75,7 +75,17 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
     assert ("FP32_DEST_ACC_EN" in compute["defines"]) == cc.fp32_dest_acc
     assert compute["core_ranges"] == [{"start": [0, 0], "end": [nx - 1, ny - 1]}]
     assert compute["compile_time_args"][7] == plan_json["num_blocks"]
-    if spec.dataflow in ("mcast_1d_in0", "mcast_1d_in1"):
+    if spec.dataflow == "dram_sharded":
+        # TT-Metal's DRAM-sharded factory: the in1 reader/writer on every worker; in0's gather, one kernel per
+        # shard core (kgen's in0_gather_<i>: the first Kt / shard-width workers) and the receivers on the rest
+        # of the workers (the rest of a row, then the rows below)
+        shard_pages = next(c["pages"] for c in plan_json["cbs"] if c["role"] == "in0 shard")   # per_core_M x width
+        shards = plan_json["tiles"]["Kt"] // (shard_pages // plan_json["per_core"]["M"])
+        rest_x, rest_y = shards % nx, shards // nx
+        receivers = ({"in0_gather_receiver"} if shards < nx * ny else set()) | (
+            {"in0_gather_receiver_rows"} if rest_x and rest_y + 1 < ny else set())
+        expected_roles = {"compute", "in1_reader_writer"} | {f"in0_gather_{i}" for i in range(shards)} | receivers
+    elif spec.dataflow in ("mcast_1d_in0", "mcast_1d_in1"):
         # TT-Metal's 1D factory: one sender on (0,0); the receivers on the rest of row 0 and on the rows below
         receiver = "in0_receiver" if spec.dataflow == "mcast_1d_in0" else "in1_receiver_writer"
         expected_roles = ({"compute", "in0_sender", "in1_sender_writer"} | ({receiver} if nx > 1 else set())
@@ -119,6 +129,9 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
         assert [s["id"] for s in sems] == [0, 1, 2, 3] and all(s["initial_value"] == 0 for s in sems)
     elif spec.dataflow in ("mcast_1d_in0", "mcast_1d_in1"):
         assert [s["id"] for s in sems] == [0, 1] and all(s["initial_value"] == 0 for s in sems)
+    elif spec.dataflow == "dram_sharded":
+        # in0 sender, receiver (INVALID) and sender-valid (VALID), ids 0, 1, 2 (the DRAM-sharded factory)
+        assert [(s["id"], s["initial_value"]) for s in sems] == [(0, 0), (1, 0), (2, 1)]
     else:
         assert sems == []
     # plan.json and ir.txt are what `kgen check --json` and `kgen ir` print (plan.json without the path;

@@ -2,8 +2,10 @@
 
 Facts checked: the spec grammar admits exactly the registered spellings; TT-Metal's 2D multicast
 factory creates four semaphores (in0 and in1 sender/receiver) and its 1D factory two (for the operand
-it multicasts), matmul_multicore_reuse_mcast_{2d,1d}_program_factory.cpp; the 1D factory turns packer L1
-accumulation on at num_blocks > 1 on its mcast_in0 path only; only the 2D config has transpose_mcast
+it multicasts), matmul_multicore_reuse_mcast_{2d,1d}_program_factory.cpp, and its DRAM-sharded factory
+three (in0 sender, receiver, sender-valid), matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp;
+the 1D factory turns packer L1 accumulation on at num_blocks > 1 on its mcast_in0 path only, the
+DRAM-sharded factory at num_blocks > 1 always; only the 2D config has transpose_mcast
 (MatmulMultiCoreReuseMultiCastProgramConfig); and port-check has TT-Metal's args for every
 data-movement kernel kgen lowers for a factory it claims to port-check.
 """
@@ -18,6 +20,19 @@ from kgen.gen.dataflow import REGISTRY, Factory, accepts
 from kgen.gen.lower import lower
 from kgen.gen.plan import plan
 from kgen.gen.spec import MATMUL_KEYS, MEMORY_IN0, MEMORY_IN1, MEMORY_OUT, parse_text, resolve
+
+DRAM_SHARDED_MEMORY = "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  out = l1_width_sharded }"
+
+
+def decode_spec():
+    """A spec the DRAM-sharded factory plans: a decode M, its placements, no bias (kgen's program has none)."""
+    return resolve(parse_text(f"""matmul t {{
+    arch = wormhole_b0
+    shape = 32 x 384 x 256
+    dtype {{ in0 = bfloat16  in1 = bfloat8_b  out = bfloat16 }}
+    dataflow = dram_sharded
+    {DRAM_SHARDED_MEMORY}
+}}""", "t.kspec"))
 
 
 def spec_of(dataflow: str, shape: str = "64 x 512 x 256", per_core: str = "auto", extra: str = ""):
@@ -58,8 +73,14 @@ def test_the_grammar_admits_the_placements_some_factory_takes():
         taken = set().union(*(d.placements[tensor] for d in REGISTRY))
         assert set(grammar) == taken
         assert all(isinstance(p, Placement) for p in grammar)
-    # every factory takes tensors interleaved in DRAM; only the 2D factory takes any in L1
+    # every factory takes tensors interleaved in DRAM but the DRAM-sharded one, which takes in0 and the
+    # output width-sharded in L1 and in1 width-sharded over the DRAM banks, and nothing else; only the
+    # 2D factory takes a choice of placements
     for d in REGISTRY:
+        if d.factory is Factory.DRAM_SHARDED:
+            assert dict(d.placements) == {"in0": {Placement.L1_WIDTH_SHARDED}, "in1": {Placement.DRAM_WIDTH_SHARDED},
+                                          "out": {Placement.L1_WIDTH_SHARDED}}
+            continue
         assert all(Placement.DRAM in d.placements[t] for t in ("in0", "in1", "out"))
         assert any(len(v) > 1 for v in d.placements.values()) == (d.factory is Factory.MCAST_2D)
 
@@ -68,11 +89,13 @@ def test_the_factories_semaphores_are_tt_metals():
     expected = {"mcast_2d": {"in0_sender", "in0_receiver", "in1_sender", "in1_receiver"},
                 "mcast_1d_in0": {"in0_sender", "in0_receiver"},
                 "mcast_1d_in1": {"in1_sender", "in1_receiver"},
-                "reuse": set()}
+                "reuse": set(),
+                "dram_sharded": {"in0_sender", "in0_receiver", "in0_sender_valid"}}
     shapes = {"mcast_1d_in0": ("64 x 512 x 256", "2 x 4"), "mcast_1d_in1": ("512 x 64 x 256", "4 x 2")}
     for d in REGISTRY:
         shape, per_core = shapes.get(d.name, ("256 x 256 x 256", "auto"))
-        program = lower(plan(spec_of(d.name, shape, per_core)))
+        spec = decode_spec() if d.factory is Factory.DRAM_SHARDED else spec_of(d.name, shape, per_core)
+        program = lower(plan(spec))
         assert {s.name for s in program.semaphores} == expected[d.name]
         # every receiver the model paces by a sender is a receiver this factory lowers with that sender
         roles = {k.role for k in program.kernels}
@@ -82,10 +105,13 @@ def test_the_factories_semaphores_are_tt_metals():
 
 def test_the_l1_accumulation_threshold_and_transpose_mcast_owners():
     for d in REGISTRY:
-        assert (d.l1_acc_rule is not None) == (d.name == "mcast_1d_in0")
+        assert (d.l1_acc_rule is not None) == (d.name in ("mcast_1d_in0", "dram_sharded"))
         assert d.transpose_mcast == (d.factory is Factory.MCAST_2D)
-        assert d.is_1d == (d.factory is Factory.MCAST_1D) == (d.shared_axis is not None)
+        assert d.is_1d == (d.factory is Factory.MCAST_1D)
+        # a shared axis: the 1D factories' multicast operand, the DRAM-sharded factory's all of M
+        assert (d.shared_axis is not None) == (d.factory in (Factory.MCAST_1D, Factory.DRAM_SHARDED))
     assert dataflows.get("mcast_1d_in0").l1_acc_rule[0] == 1
+    assert dataflows.get("dram_sharded").l1_acc_rule[0] == 1 and dataflows.get("dram_sharded").shared_axis == 0
     assert dataflows.ONE_D == {"mcast_1d_in0": 0, "mcast_1d_in1": 1}
 
 
@@ -97,9 +123,12 @@ def test_paced_by_has_one_sender_per_receiver():
 
 def test_a_placement_no_factory_but_mcast_2d_takes_is_refused_with_the_factory_that_takes_it():
     from kgen.gen.plan import PlanError
+    from dataclasses import replace
     memory = "memory { in1 = l1 }"
     for d in REGISTRY:
         s = spec_of(d.name, "256 x 256 x 256", extra=memory)
+        if d.factory is Factory.DRAM_SHARDED:
+            s = replace(s, fuse_bias=False)         # its own refusal of a bias would come first
         if accepts(d, s.memory):
             continue
         with pytest.raises(PlanError, match=f"with dataflow = {d.name}") as refused:

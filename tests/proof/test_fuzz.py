@@ -124,7 +124,13 @@ def test_coverage(results, cases):
     s = summarize(results)
     plans = [r.plan for r in results]
     assert set(s["arch"]) == {"wormhole_b0", "blackhole"}
-    assert set(s["dataflow"]) == {"mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1"}
+    assert set(s["dataflow"]) == {"mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1", "dram_sharded"}
+    # the DRAM-sharded decode matmul: its placements, all of M on every worker, one and several rows of M
+    decode = [p for p in plans if p.spec.dataflow == "dram_sharded"]
+    assert all((p.memory.in0, p.memory.in1, p.memory.out) == ("l1_width_sharded", "dram_width_sharded",
+                                                              "l1_width_sharded") and p.per_core_m == p.mt
+               for p in decode)
+    assert {min(p.mt, 2) for p in decode} == {1, 2} and any(p.in0_shards < p.num_cores for p in decode)
     assert set(s["fidelity"]) == {"LoFi", "HiFi2", "HiFi3", "HiFi4"}
     assert set(s["fp32_dest_acc"]) == {True, False} and set(s["dst_full_sync"]) == {True, False}
     assert set(s["policy"]) == {"packer_l1_acc", "spill_reload", "dst_only"}

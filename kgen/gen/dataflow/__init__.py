@@ -9,7 +9,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Mapping
 
-from kgen.gen.dataflow.base import Dataflow, Factory, Layout, accepts
+from kgen.gen.dataflow.base import Dataflow, Factory, Layout, accepts, takes_dram
+from kgen.gen.dataflow.dram_sharded import DRAM_SHARDED
 from kgen.gen.dataflow.mcast_1d import MCAST_1D_IN0, MCAST_1D_IN1
 from kgen.gen.dataflow.mcast_2d import MCAST_2D
 from kgen.gen.dataflow.reuse import REUSE
@@ -20,14 +21,17 @@ REGISTRY: tuple[Dataflow, ...] = (
     REUSE,
     MCAST_1D_IN0,
     MCAST_1D_IN1,
+    DRAM_SHARDED,
 )
 DEFAULT: Dataflow = MCAST_2D         # what a spec without a `dataflow =` line gets
 
 NAMES: tuple[str, ...] = tuple(d.name for d in REGISTRY)
 BY_NAME: Mapping[str, Dataflow] = MappingProxyType({d.name: d for d in REGISTRY})
 # The dataflows whose cores form a 2D grid of blocks, and the 1D multicast ones (tune, fuzz).
-GRID_2D: tuple[str, ...] = tuple(d.name for d in REGISTRY if d.shared_axis is None)
-ONE_D: Mapping[str, int] = MappingProxyType({d.name: d.shared_axis for d in REGISTRY if d.shared_axis is not None})
+# (Only those taking DRAM-interleaved tensors: a sharded-only factory is drawn by its own module.)
+GRID_2D: tuple[str, ...] = tuple(d.name for d in REGISTRY if d.shared_axis is None and takes_dram(d))
+ONE_D: Mapping[str, int] = MappingProxyType({d.name: d.shared_axis for d in REGISTRY
+                                             if d.shared_axis is not None and takes_dram(d)})
 # A receiver kernel role -> the sender role whose pace it takes, over every factory (the model).
 PACED_BY: Mapping[str, str] = MappingProxyType({r: s for d in REGISTRY for r, s in d.paced_by.items()})
 
@@ -37,6 +41,6 @@ def get(name: str) -> Dataflow:
     return BY_NAME[name]
 
 
-__all__ = ["BY_NAME", "DEFAULT", "GRID_2D", "MCAST_1D_IN0", "MCAST_1D_IN1", "MCAST_2D", "NAMES", "ONE_D", "PACED_BY",
+__all__ = ["BY_NAME", "DEFAULT", "DRAM_SHARDED", "GRID_2D", "MCAST_1D_IN0", "MCAST_1D_IN1", "MCAST_2D", "NAMES", "ONE_D", "PACED_BY",
            "REGISTRY", "REUSE", "Dataflow", "Factory",
            "Layout", "accepts", "get"]

@@ -24,17 +24,19 @@ class Factory(Enum):
     REUSE = "matmul_multicore_reuse_program_factory.cpp"
     MCAST_2D = "matmul_multicore_reuse_mcast_2d_program_factory.cpp"
     MCAST_1D = "matmul_multicore_reuse_mcast_1d_program_factory.cpp"
+    DRAM_SHARDED = "matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp"
 
 
 @dataclass(frozen=True)
 class Layout:
-    """The cores of a plan: per-core M and N tiles, the grid of cores with work (x, y), and the count
-    of N-blocks (cores along N)."""
+    """The cores of a plan: per-core M and N tiles, the grid of cores with work (x, y), the count
+    of N-blocks (cores along N), and the cores holding a width-sharded in0's K slices (0: none)."""
 
     per_core_m: int
     per_core_n: int
     grid: tuple[int, int]
     n_blocks: int
+    in0_shards: int = 0
 
 
 class Dataflow(Protocol):
@@ -42,7 +44,14 @@ class Dataflow(Protocol):
 
     The planner asks it for the layout of the cores and the rules that differ by factory, lowering
     for its data-movement kernels and semaphores, the model for which kernel waits on which, tune for
-    the layouts it may search, and the grammar for its spelling."""
+    the layouts it may search, and the grammar for its spelling.
+
+    Optional hooks, for a factory that places its own cores and tensors (the DRAM-sharded one); a
+    consumer asks for them with getattr and falls back to the 2D factory's behaviour without them:
+    `cb_depths(num_blocks) -> (in0, in1)` K-blocks in c_0 / c_1 (blocking, through `cb_depths` below);
+    `tune_memory(spec, mt)`, `tune_per_core(spec, mt, nt)`, `tune_grid(spec)`: the placements, per_core
+    and grid tune gives its candidates (perf/tune/search.py); `tt_program_gap`: why port-check does not
+    run TT-Metal's readers for it (proof/ttdataflow.py)."""
 
     name: str                        # the spelling in a spec's `dataflow =` line
     factory: Factory
@@ -68,6 +77,18 @@ class Dataflow(Protocol):
     def padding_notes(self, p: Plan) -> tuple[str, ...]: ...
 
     def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]: ...
+
+
+def cb_depths(df: Dataflow, num_blocks: int, default: int) -> tuple[int, int]:
+    """K-blocks the in0 and in1 CBs hold: the factory's own (its optional `cb_depths` hook), else
+    `default` for both (the 2D factory's double buffering)."""
+    hook = getattr(df, "cb_depths", None)
+    return hook(num_blocks) if hook else (default, default)
+
+
+def takes_dram(df: Dataflow) -> bool:
+    """Whether the factory takes every tensor interleaved in DRAM (the form tune and fuzz draw)."""
+    return all(Placement.DRAM in where for where in df.placements.values())
 
 
 DRAM_ONLY: Mapping[str, frozenset[Placement]] = MappingProxyType(

@@ -31,6 +31,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 from kgen.core.arch import load_arch
 from kgen.core.costs import FIDELITY_PHASES
 from kgen.core.types import DTYPE_TO_FORMAT
+from kgen.gen import dataflow as dataflows_registry
 from kgen.gen.ir import Program
 from kgen.gen.plan import PlanError, dst_capacity, plan as make_plan
 from kgen.gen.spec import BlockSpec, MatmulSpec, MemorySpec
@@ -167,6 +168,9 @@ def _groups(spec: MatmulSpec, space: Space, lower_bound: Callable[..., float] | 
     else:
         per_cores = [space.fixed["per_core"]]
     widths = tuple(_values(space, "in0_block_w", _divisors(kt)))
+    own = _own_layouts(spec, space, dataflows, mt, nt)
+    if "per_core" in space.searched:
+        per_cores += [pc for _, _, pc in own.values() if pc not in per_cores]
     groups: list[_Group] = []
     for fidelity in fidelities:
         for fp32 in fp32s:
@@ -183,7 +187,7 @@ def _groups(spec: MatmulSpec, space: Space, lower_bound: Callable[..., float] | 
                 # when per_core covers its multicast operand's axis (TT's num_blocks_y or _x == 1) and
                 # takes the compute grid whose first cores, row-major, hold the blocks (the planner's
                 # _plan_1d), here the fewest whole rows of the arch's grid that hold them
-                layouts = [(grid, tuple(d for d in dataflows if d not in ONE_D))]
+                layouts = [(grid, tuple(d for d in dataflows if d not in ONE_D and d not in own))]
                 for df, axis in ONE_D.items():
                     if df in dataflows and not spec.transpose_mcast and pc[axis] >= (mt, nt)[axis]:
                         blocks_1d = -(-(nt, mt)[axis] // pc[1 - axis])
@@ -208,7 +212,23 @@ def _groups(spec: MatmulSpec, space: Space, lower_bound: Callable[..., float] | 
                                 DTYPE_TO_FORMAT[spec.dtype_in1])
                 groups.extend(_Group(g, pc, fidelity, fp32, bound, tuple(blocks), widths, policies, dfs, spec.memory)
                               for g, dfs in layouts if dfs)
+                groups.extend(_Group(g, pc, fidelity, fp32, bound, tuple(blocks), widths, policies, (df,), memory)
+                              for df, (g, memory, own_pc) in own.items() if memory is not None and pc == own_pc)
     return groups
+
+
+def _own_layouts(spec: MatmulSpec, space: Space, names: tuple[str, ...], mt: int,
+                 nt: int) -> dict[str, tuple[tuple[int, int], MemorySpec | None, tuple[int, int]]]:
+    """The dataflows that place their own cores and tensors (the DRAM-sharded factory: its `tune_grid`,
+    `tune_memory` and `tune_per_core` hooks): name -> (the grid a candidate names, the placements it
+    runs with or None where the factory is not tried on this spec, the one per_core it takes)."""
+    own = {}
+    for name in names:
+        df = dataflows_registry.get(name)
+        if hasattr(df, "tune_memory"):
+            grid = space.fixed_grid or df.tune_grid(spec)
+            own[name] = (grid, df.tune_memory(spec, mt), df.tune_per_core(spec, mt, nt))
+    return own
 
 
 def _group_rejected(spec: MatmulSpec, g: _Group) -> str | None:

@@ -248,7 +248,11 @@ void noc_read(uint64_t src, uint32_t dst_l1, uint32_t bytes, Where at) {
         work_at("noc_async_read", at, bytes / cost("l1_read_bytes_per_cycle"), bytes);
     } else {        // DRAM: bound by bandwidth or by the endpoint's request rate (one request per call)
         p->last_read = "dram_read_latency";
-        work_at("noc_async_read", at, std::max(bytes / cost("dram_read_bytes_per_cycle"), cost("dram_read_request")), bytes);
+        // a read of the bank this core pairs with (its DRAM-sharded shard) runs at that bank's own bandwidth
+        bool local = s.dram_bank >= 0 && size_t(s.dram_bank) < M.bank_worker.size() &&
+                     M.bank_worker[size_t(s.dram_bank)] == p->core->id;
+        double rate = cost(local ? "dram_bank_read_bytes_per_cycle" : "dram_read_bytes_per_cycle");
+        work_at("noc_async_read", at, std::max(bytes / rate, cost("dram_read_request")), bytes);
     }
 }
 

@@ -127,6 +127,11 @@ struct ProgramLines {
     // bytes file`), or read back from it after (`l1_output`); addr is an L1 address as in `cb` lines.
     struct L1Data { int core; uint32_t addr, bytes; std::string file; };
     std::vector<L1Data> l1_inputs, l1_outputs;
+    // A tensor sharded over the DRAM banks: a bank's shard written at addr of that bank before the run
+    // (`dram_shard_input bank addr bytes file`); `bank_worker bank core`: the core paired with a bank.
+    struct DramShard { uint32_t bank, addr, bytes; std::string file; };
+    std::vector<DramShard> dram_shards;
+    std::vector<std::pair<uint32_t, int>> bank_workers;
 };
 
 ProcKind proc_kind(const std::string &kind) {
@@ -209,6 +214,15 @@ ProgramLines read_program(const std::string &program_path) {
             ProgramLines::L1Data d{};
             ls >> d.core >> d.addr >> d.bytes >> d.file;
             (key == "l1_input" ? prog.l1_inputs : prog.l1_outputs).push_back(d);
+        } else if (key == "dram_shard_input") {
+            ProgramLines::DramShard d{};
+            ls >> d.bank >> d.addr >> d.bytes >> d.file;
+            prog.dram_shards.push_back(d);
+        } else if (key == "bank_worker") {
+            uint32_t bank;
+            int core;
+            ls >> bank >> core;
+            prog.bank_workers.push_back({bank, core});
         } else if (key == "trace") {
             ls >> prog.trace_path;
         } else {
@@ -285,6 +299,16 @@ void load_inputs(const ProgramLines &prog) {
         if (data.size() != size_t(i.page_size) * i.num_pages) die("input " + i.file + " has the wrong size");
         for (uint32_t pg = 0; pg < i.num_pages; ++pg)
             std::memcpy(dram_page(i.addr, i.page_size, pg, i.l1), data.data() + size_t(pg) * i.page_size, i.page_size);
+    }
+    M.bank_worker.assign(M.num_banks, -1);
+    for (auto &[bank, core] : prog.bank_workers)
+        if (bank < M.num_banks) M.bank_worker[bank] = core;
+    for (auto &d : prog.dram_shards) {
+        std::ifstream f(d.file, std::ios::binary);
+        std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        if (data.size() != d.bytes) die("DRAM shard " + d.file + " has the wrong size");
+        if (d.bank >= M.num_banks || uint64_t(d.addr) + d.bytes > M.bank_bytes) die("DRAM shard " + d.file + " lies outside its bank");
+        std::memcpy(M.dram[d.bank].data() + d.addr, data.data(), d.bytes);
     }
     for (auto &d : prog.l1_inputs) {
         std::ifstream f(d.file, std::ios::binary);

@@ -164,6 +164,9 @@ struct Machine {
     uint32_t l1_bytes = 0;
     uint32_t num_banks = 0, bank_bytes = 0, dram_align = 32;
     std::vector<std::vector<uint8_t>> dram;
+    // The core each DRAM bank pairs with (a DRAM-sharded tensor's reader of that bank), -1 for none:
+    // its reads of that bank are bank-local and cost the bank's own bandwidth.
+    std::vector<int> bank_worker;
     // Tensors interleaved over L1 banks (ttnn BufferType::L1, INTERLEAVED): the same page layout as
     // DRAM's, kept apart and reached at NoC (0, L1_BANK_Y + bank) so that a transfer costs L1 time.
     std::vector<std::vector<uint8_t>> l1_banks;
@@ -192,6 +195,7 @@ struct NocTarget {
     uint8_t *ptr;
     Core *core;  // null for DRAM and L1 banks
     bool l1_bank = false;
+    int dram_bank = -1;  // the DRAM bank read or written
 };
 constexpr uint32_t L1_BANK_Y = 48;
 

@@ -451,7 +451,7 @@ NocTarget resolve_noc(uint64_t noc_addr, uint32_t bytes, Where at, const char *w
         if (uint64_t(addr) + bytes > M.bank_bytes)
             fatal("bad address", at, fmt_str("%s: DRAM bank %u offset 0x%x + %u is beyond the bank's allocated %u bytes",
                                              what, bank, addr, bytes, M.bank_bytes));
-        return {M.dram[bank].data() + addr, nullptr};
+        return {M.dram[bank].data() + addr, nullptr, false, int(bank)};
     }
     if (x == 0 && y >= L1_BANK_Y && y < L1_BANK_Y + M.num_banks) {
         uint32_t bank = y - L1_BANK_Y;

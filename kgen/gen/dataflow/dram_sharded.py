@@ -1,0 +1,306 @@
+"""The DRAM-sharded dataflow, TT-Metal's MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig factory
+(matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp, read at tenstorrent/tt-metal@01502698;
+kgen targets the 0.81.1 wheel, tenstorrent/tt-metal@001cea9a, whose index holds no copy of this file):
+the decode matmul. in1 is width-sharded over the DRAM banks, one worker per bank reading its own
+bank's shard; in0 is width-sharded in L1 (each storage core holds a K slice of all of M) and gathered:
+K-block k is multicast by the core holding it to every worker; the output is width-sharded in L1, one
+per_core_N-wide shard per worker.
+
+kgen's own program keeps TT's roles and its rules, on kgen's logical cores: worker i (row-major over
+the rectangle the workers fill) reads bank i's shard, and the first `in0_shards` workers hold in0's
+shards (TT lets in0's shard grid be any cores; kgen puts them on the workers). The bank each worker
+pairs with on the chip, TT's optimal DRAM-bank-to-worker assignment, is the arch's (configs/arch,
+[dram_banks]) and is what the plan reports and the model prices: every in1 read is bank-local."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Mapping
+
+from kgen.core.arch import load_arch
+from kgen.core.types import Placement
+from kgen.gen.dataflow.base import Factory, Layout
+from kgen.gen.dataflow.kernels import A, dm_kernel, out_block_loops, receiver_block, sharded_out_tail, tensors_of
+from kgen.gen.ir import INVALID, VALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
+from kgen.gen.rules import CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, PlanError, ceil_div, divisors, nearest
+
+if TYPE_CHECKING:
+    from kgen.gen.plan import Plan
+    from kgen.gen.spec import MatmulSpec, MemorySpec
+
+RULE = "TT-Metal's DRAM-sharded factory (matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp)"
+# The factory's semaphores: in0 sender, in0 receiver, in0 sender-valid (ids 0, 1, 2, in that order).
+SEMAPHORE_IDS: Mapping[str, int] = MappingProxyType({"in0_sender": 0, "in0_receiver": 1, "in0_sender_valid": 2})
+# in1's CB holds three K-blocks when there are several ("triple buffer"), in0's two (the factory:
+# `in1_CB_tiles = in1_block_tiles * 3`, `in0_CB_tiles = in0_block_tiles * 2` when B * num_blocks > 1).
+IN0_DEPTH, IN1_DEPTH = 2, 3
+# Where tune tries the factory on a spec of DRAM tensors: a decode-sized M, "where activations are
+# small and DRAM-bandwidth to read weights is the limiting factor" (tech_reports/LLMs/llms.md,
+# 4.3.2.2 DRAM-Sharded Matmul); kgen's bound of "small": a few tiles of M.
+DECODE_MAX_MT = 4
+
+
+class DramSharded:
+    name = "dram_sharded"
+    factory = Factory.DRAM_SHARDED
+    placements: Mapping[str, frozenset[Placement]] = MappingProxyType({
+        "in0": frozenset({Placement.L1_WIDTH_SHARDED}),
+        "in1": frozenset({Placement.DRAM_WIDTH_SHARDED}),
+        "out": frozenset({Placement.L1_WIDTH_SHARDED})})
+    transpose_mcast = False
+    shared_axis: int | None = 0          # every worker holds all of M
+    # `packer_l1_acc_en = packer_l1_acc && num_blocks > 1` (the factory)
+    l1_acc_rule: tuple[int, str] | None = (1, "TT-Metal's DRAM-sharded factory turns L1 accumulation on when "
+                                              "num_blocks > 1")
+    # a worker that does not hold the K-block waits for the one that does
+    paced_by: Mapping[str, str] = MappingProxyType({"in0_gather_receiver": "in0_gather"})
+    # why port-check runs TT's compute kernel in kgen's program but not TT's readers (proof/ttdataflow.py)
+    tt_program_gap = ("TT-Metal 0.81.1's DRAM-sharded readers (reader_bmm_tile_layout_in0_sender_dram_sharded.cpp, "
+                      "reader_bmm_tile_layout_in1_sender_dram_sharded.cpp) take their args through the Metal 2.0 "
+                      "named bindings (experimental/kernel_args.h: get_arg(args::...), dfb::, tensor::, sem::), "
+                      "which the emulator does not model yet")
+    is_1d = False                        # no single multicast sender: each shard core sends its K-blocks
+    semaphore_ids = SEMAPHORE_IDS
+
+    def __repr__(self) -> str:
+        return f"<dataflow {self.name}>"
+
+    def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
+        if spec.fuse_bias:
+            raise PlanError("kgen: dram_sharded without a fused bias",
+                            "fuse.bias = true with dataflow = dram_sharded: TT-Metal's factory reads the bias from "
+                            "the DRAM banks beside in1 (FUSE_BIAS); kgen's DRAM-sharded program has no bias reader",
+                            spec.span("fuse.bias"), "fuse.bias = false")
+        banks = len(load_arch(spec.arch).dram_bank_workers)
+        per_core_m, per_core_n, workers = plan_workers(spec, mt, nt, banks, choices)
+        grid = worker_rectangle(spec, workers, grid_req)
+        kt = ceil_div(spec.k, 32)
+        shards = in0_shard_count(spec, kt, per_core_m, workers, choices)
+        choices.append(f"dram_sharded: {workers} workers, worker i reading DRAM bank i's {per_core_n}-tile-wide "
+                       f"shard of in1, on a {grid[0]} x {grid[1]} rectangle of cores; in0 in {shards} shards of "
+                       f"{kt // shards} K tiles on the first {shards} workers")
+        pairs = ", ".join(f"{i}->({x},{y})" for i, (x, y) in enumerate(bank_assignment(spec.arch)[:workers]))
+        choices.append(f"dram_sharded: TT's bank -> worker (NoC 0 x,y, get_optimal_dram_bank_to_logical_worker_"
+                       f"assignment, unharvested {spec.arch}): {pairs}")
+        return Layout(per_core_m, per_core_n, grid, workers, in0_shards=shards)
+
+    def core_m_terms(self, p: Plan) -> dict[str, int]:
+        return {}                         # one M-block: every worker computes all of M
+
+    def core_n_terms(self, p: Plan) -> dict[str, int]:
+        return {"core_x": 1, "core_y": p.grid[0]}   # worker i (row-major) holds N-block i
+
+    def in0_reader_cores(self, p: Plan) -> int:
+        return 0                          # in0 lives in L1: nobody reads it from DRAM
+
+    def padding_notes(self, p: Plan) -> tuple[str, ...]:
+        return ()
+
+    def cb_depths(self, num_blocks: int) -> tuple[int, int]:
+        """K-blocks c_0 and c_1 hold (the factory's double-buffered in0, triple-buffered in1)."""
+        return (IN0_DEPTH, IN1_DEPTH) if num_blocks > 1 else (1, 1)
+
+    def tune_memory(self, spec: MatmulSpec, mt: int) -> MemorySpec | None:
+        """The placements tune gives this factory's candidates: the spec's own when it takes them, TT's
+        decode placements for a decode-sized M of DRAM tensors, else None (not tried)."""
+        from dataclasses import replace
+        if all(getattr(spec.memory, t) in where for t, where in self.placements.items()):
+            return spec.memory
+        if mt > DECODE_MAX_MT or spec.memory.sharded or spec.fuse_bias or spec.untilize_out:
+            return None
+        return replace(spec.memory, in0=Placement.L1_WIDTH_SHARDED, in1=Placement.DRAM_WIDTH_SHARDED,
+                       out=Placement.L1_WIDTH_SHARDED)
+
+    def tune_per_core(self, spec: MatmulSpec, mt: int, nt: int) -> tuple[int, int]:
+        """The one per_core the factory takes: all of M, N over every DRAM bank."""
+        return mt, ceil_div(nt, len(load_arch(spec.arch).dram_bank_workers))
+
+    def tune_grid(self, spec: MatmulSpec) -> tuple[int, int]:
+        """The grid a candidate names: the factory places its own workers (one per DRAM bank) within it."""
+        return load_arch(spec.arch).worker_grid
+
+    def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
+        sems = tuple(Semaphore(name, i, VALID if name == "in0_sender_valid" else INVALID, all_cores)
+                     for name, i in SEMAPHORE_IDS.items())
+        return tuple(_in0_gather_kernels(p)) + (_in1_reader_writer(p, all_cores),), sems
+
+
+DRAM_SHARDED = DramSharded()
+
+
+def bank_assignment(arch_name: str) -> tuple[tuple[int, int], ...]:
+    """TT's optimal DRAM-bank-to-worker assignment: the NoC-0 worker that reads bank i, in bank order."""
+    return load_arch(arch_name).dram_bank_workers
+
+
+def plan_workers(spec: MatmulSpec, mt: int, nt: int, banks: int, choices: list[str]) -> tuple[int, int, int]:
+    """per_core_M, per_core_N and the count of workers under the factory's rules:
+
+    - per_core_N_compute = ceil(Nt / banks): in1 is split over every DRAM bank, and the banks that would
+      hold padding only are dropped from the workers ("Remove cores assigned to padding-only DRAM banks");
+    - every worker computes all of M: in0's shards are per_core_M x (its K slice), M rows each;
+    - kgen's own: per_core_N divides Nt (the output's shards are whole)."""
+    pc = spec.block.per_core
+    per_core_n = ceil_div(nt, banks)
+    if pc and pc[0] != mt:
+        raise PlanError(f"dram_sharded: per_core_M == Mt ({RULE}: every worker computes all of M from the "
+                        f"gathered in0)", f"per_core_M = {pc[0]} with Mt = {mt}", spec.span("block.per_core"),
+                        f"per_core = {mt} x {per_core_n}")
+    if pc and pc[1] != per_core_n:
+        raise PlanError(f"dram_sharded: per_core_N == ceil(Nt / DRAM banks) ({RULE}: "
+                        f"`per_core_N_compute = div_up(N, num_dram_banks)`)",
+                        f"per_core_N = {pc[1]} with Nt = {nt} over {banks} banks", spec.span("block.per_core"),
+                        f"per_core = {mt} x {per_core_n}")
+    workers = ceil_div(nt, per_core_n)
+    if nt % per_core_n:
+        fits = [t * 32 for t in range(max(1, nt - 2 * banks), nt + 2 * banks) if t % ceil_div(t, banks) == 0]
+        raise PlanError("kgen: dram_sharded output in whole shards",
+                        f"Nt = {nt} tiles over {banks} DRAM banks is {per_core_n} tiles per bank with a last shard "
+                        f"of {nt % per_core_n}; TT-Metal pads in1 and the output to whole shards, kgen shards only "
+                        f"whole ones", spec.span("shape"), f"N = {nearest(fits, spec.n)}")
+    if pc is None:
+        choices.append(f"per_core auto -> {mt} x {per_core_n}: all of Mt = {mt} on each worker, "
+                       f"Nt = {nt} over {workers} of {banks} DRAM banks")
+    return mt, per_core_n, workers
+
+
+def worker_rectangle(spec: MatmulSpec, workers: int, grid_req: tuple[int, int]) -> tuple[int, int]:
+    """kgen's logical cores for the workers: the widest rectangle of exactly `workers` cores in the grid."""
+    cols = max((d for d in divisors(workers) if d <= grid_req[0] and workers // d <= grid_req[1]), default=0)
+    if not cols:
+        raise PlanError("kgen: dram_sharded workers fill a rectangle of the grid",
+                        f"{workers} workers fit no rectangle of the {grid_req[0]} x {grid_req[1]} grid",
+                        spec.span("shape"), "an N that needs fewer DRAM banks")
+    return cols, workers // cols
+
+
+def in0_shard_count(spec: MatmulSpec, kt: int, per_core_m: int, workers: int, choices: list[str]) -> int:
+    """Cores holding in0's width shards: the most that divide Kt, at most one per worker, each shard a
+    whole number of K-blocks (the factory's `num_blocks_per_shard = num_blocks / storage cores`). TT's
+    rule on a taller M: `per_core_M > 1` needs num_blocks_per_shard == 1 (one K-block per shard)."""
+    w = spec.block.in0_block_w
+    one_block = [d for d in divisors(kt) if kt // d <= workers]      # in0_block_w values of one block per shard
+    if per_core_m > 1 and (w is None or kt % w or kt // w > workers):
+        raise PlanError(f"dram_sharded: per_core_M > 1 needs one K-block per in0 shard ({RULE}: \"currently not "
+                        f"support per_core_M larger than 1, while split one shard into multiple blocks\")",
+                        f"per_core_M = {per_core_m} with in0_block_w = {w or 'auto'}: Kt = {kt} in shards of one "
+                        f"K-block each needs in0_block_w dividing Kt with Kt / in0_block_w <= {workers} workers",
+                        spec.span("block.in0_block_w"), f"in0_block_w = {nearest(one_block, w or one_block[0])}")
+    if w is not None and per_core_m > 1:
+        return kt // w
+    fits = [d for d in divisors(kt) if d <= workers and (w is None or (kt // d) % w == 0)]
+    if not fits:
+        raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {kt}",
+                        spec.span("block.in0_block_w"), nearest(divisors(kt), w or 1))
+    return max(fits)
+
+
+def _in0_gather_kernels(p: Plan) -> list[Kernel]:
+    """in0's gather (the factory's in0 sender kernel, worker_core_type 2 on a storage core that computes,
+    3 on a worker that only receives): K-block k comes from shard core k / blocks-per-shard, which copies
+    it out of its shard (c_2, globally allocated on in0) into c_0 and multicasts it to every other worker
+    once each has reserved the space. TT multicasts with loopback to the whole rectangle; kgen's sender
+    copies its own block locally and multicasts to the rest in at most four rectangles."""
+    nx, ny = p.grid
+    shards, sw, ibw = p.in0_shards, p.in0_shard_w, p.in0_block_w
+    per_shard, tiles, page = sw // ibw, p.in0_block_tiles, p.cb(CB_IN0).page_bytes
+    others = p.num_cores - 1
+    sems = (("in0_sender", SEMAPHORE_IDS["in0_sender"]), ("in0_receiver", SEMAPHORE_IDS["in0_receiver"]))
+    senders = {j: (RuntimeArg(f"sender{j}_noc_x", "noc_x", A(j % nx)), RuntimeArg(f"sender{j}_noc_y", "noc_y", A(j // nx)))
+               for j in range(shards)}
+
+    def receive(j: int) -> Loop:
+        return Loop("kb", 0, per_shard, tuple(receiver_block(CB_IN0, tiles, "in0_sender", "in0_receiver", senders[j])),
+                    f"K-blocks {j * per_shard}..{(j + 1) * per_shard - 1}: from shard core {j}")
+
+    def send(i: int) -> Loop:
+        parts = _around(i % nx, i // nx, nx, ny)
+        ops: list[Node] = [op("cb_reserve_back", CB_IN0, tiles),
+                           op("copy_shard", CB_IN0, CB_IN0_SHARD, A(0, kb=ibw), p.per_core_m, ibw, sw, page,
+                              note="this core's K slice: the block comes out of its own shard"),
+                           op("noc_read_barrier")]
+        if others:
+            ops += [op("sem_wait", "in0_sender", others, note="every other worker has reserved space"),
+                    op("sem_set", "in0_sender", 0)]
+            ops += [op("mcast_cb", CB_IN0, tiles, tiles * page, *r, n) for r, n in parts]
+            if p.arch.behaviour.flush_mcast_before_flag:
+                ops.append(op("noc_writes_flushed"))
+            ops.append(op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"))
+            ops += [op("mcast_sem_set", "in0_receiver", VALID, *r, n) for r, n in parts]
+            ops.append(op("noc_writes_flushed"))
+        ops.append(op("cb_push_back", CB_IN0, tiles))
+        return Loop("kb", 0, per_shard, tuple(ops), f"K-blocks {i * per_shard}..{(i + 1) * per_shard - 1}: this core's shard")
+
+    kernels = []
+    for i in range(shards):
+        parts = _around(i % nx, i // nx, nx, ny)
+        body = tuple(send(i) if j == i else receive(j) for j in range(shards))
+        coords = tuple(a for r, _ in parts for a in r) + tuple(a for j in sorted(senders) if j != i for a in senders[j])
+        kernels.append(dm_kernel(f"in0_gather_{i}", "NCRISC", 1, CoreRange(i % nx, i // nx, i % nx, i // nx),
+                                 out_block_loops(p, lambda first: body), (),
+                                 (("cb_in0", CB_IN0), ("cb_in0_sharded", CB_IN0_SHARD)), sems, coords))
+        kernels[-1] = _with_role(kernels[-1], "in0_gather")
+    if shards < p.num_cores:
+        body = tuple(receive(j) for j in range(shards))
+        coords = tuple(a for j in sorted(senders) for a in senders[j])
+        for n, cores in enumerate(_rest(shards, nx, ny)):
+            k = dm_kernel(f"in0_gather_receiver{'' if n == 0 else '_rows'}", "NCRISC", 1, cores,
+                          out_block_loops(p, lambda first: body), (), (("cb_in0", CB_IN0),), sems, coords)
+            kernels.append(_with_role(k, "in0_gather_receiver"))
+    return kernels
+
+
+def _with_role(k: Kernel, role: str) -> Kernel:
+    from dataclasses import replace
+    return replace(k, role=role)
+
+
+def _rect(tag: str, x0: int, y0: int, x1: int, y1: int) -> tuple[RuntimeArg, ...]:
+    # NOC 1 (in0's, as the factory's preferred_noc_for_dram_write) starts at the far corner
+    return (RuntimeArg(f"{tag}_start_x", "noc_x", A(x1)), RuntimeArg(f"{tag}_start_y", "noc_y", A(y1)),
+            RuntimeArg(f"{tag}_end_x", "noc_x", A(x0)), RuntimeArg(f"{tag}_end_y", "noc_y", A(y0)))
+
+
+def _around(x: int, y: int, nx: int, ny: int) -> list[tuple[tuple[RuntimeArg, ...], int]]:
+    """The nx x ny rectangle without core (x, y), as at most four rectangles: the rows above and below,
+    and the rest of its own row to the left and to the right; with each its count of cores."""
+    parts = []
+    if y > 0:
+        parts.append((_rect("above", 0, 0, nx - 1, y - 1), nx * y))
+    if y < ny - 1:
+        parts.append((_rect("below", 0, y + 1, nx - 1, ny - 1), nx * (ny - 1 - y)))
+    if x > 0:
+        parts.append((_rect("left", 0, y, x - 1, y), x))
+    if x < nx - 1:
+        parts.append((_rect("right", x + 1, y, nx - 1, y), nx - 1 - x))
+    return parts
+
+
+def _rest(first: int, nx: int, ny: int) -> tuple[CoreRange, ...]:
+    """Cores first.. (row-major) of an nx x ny rectangle, as rectangles: the rest of a row, the rows below."""
+    y, x = divmod(first, nx)
+    ranges = [CoreRange(x, y, nx - 1, y)] if x else []
+    if y + (1 if x else 0) <= ny - 1:
+        ranges.append(CoreRange(0, y + (1 if x else 0), nx - 1, ny - 1))
+    return tuple(ranges)
+
+
+def _in1_reader_writer(p: Plan, all_cores: CoreRange) -> Kernel:
+    """The factory's in1 sender/writer (reader_bmm_tile_layout_in1_sender_dram_sharded.cpp, BRISC on
+    preferred_noc_for_dram_read): worker i reads its shard of in1 from DRAM bank i, K-block by K-block
+    (in0_block_w rows of per_core_N tiles, back to back in the shard), then waits for its whole output
+    shard (c_4 is the shard itself). A 32 x 32 tile is a whole number of DRAM alignments, so the shard's
+    pages are the tiles themselves."""
+    page = p.cb(CB_IN1).page_bytes
+    assert page % p.arch.dram_alignment == 0, "a 32 x 32 tile is whole DRAM alignments"
+    worker = A(0, core_x=1, core_y=p.grid[0])
+    tiles = p.in1_block_tiles
+    k_blocks = Loop("block", 0, p.num_blocks, (
+        op("cb_reserve_back", CB_IN1, tiles),
+        op("read_bank_tiles", "in1", CB_IN1, worker, A(0, block=tiles), tiles, page),
+        op("noc_read_barrier"), op("cb_push_back", CB_IN1, tiles)),
+        "bank-local: this worker's own DRAM bank's shard")
+    tensors = tensors_of(p)
+    return dm_kernel("in1_reader_writer", "BRISC", 0, all_cores,
+                     out_block_loops(p, lambda first: (k_blocks,)) + tuple(sharded_out_tail(p)),
+                     (tensors["in1"],), (("cb_in1", CB_IN1), ("cb_out", CB_OUT)))

@@ -1,0 +1,145 @@
+"""The DRAM-sharded dataflow against TT-Metal's DRAM-sharded factory
+(matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp, tenstorrent/tt-metal@01502698) and
+the arch facts it runs on. Every expected value is computed here from TT's rule, quoted beside it,
+never read back from kgen's plan."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, example
+from kgen.core.arch import load_arch
+from kgen.core.types import TILE_HW
+from kgen.gen.dataflow import DRAM_SHARDED, GRID_2D, ONE_D, REGISTRY
+from kgen.gen.dataflow.dram_sharded import SEMAPHORE_IDS, bank_assignment
+from kgen.gen.ir import INVALID, VALID
+from kgen.gen.pipeline import run
+from kgen.gen.plan import PlanError, plan
+from kgen.gen.rules import CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT
+from kgen.gen.spec import load, parse_text, resolve
+
+MEMORY = "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  out = l1_width_sharded }"
+
+
+def make(shape="32 x 384 x 256", arch="wormhole_b0", block="", extra="", memory=MEMORY):
+    return resolve(parse_text(
+        f"matmul t {{ arch = {arch}  shape = {shape}  dataflow = dram_sharded "
+        f"dtype {{ in0 = bfloat16  in1 = bfloat8_b  out = bfloat16 }}  {memory}  block {{ {block} }}  {extra} }}"))
+
+
+# soc_descriptors/*_arch.yaml dram_preferred_worker_endpoint (tenstorrent/tt-metal@049e2880), bank order
+WH_ENDPOINTS = [(0, 11), (0, 1), (0, 5), (0, 7), (5, 1), (5, 11), (5, 2), (5, 9), (5, 8), (5, 3), (5, 5), (5, 7)]
+BH_ENDPOINTS = [(0, 11), (0, 3), (0, 8), (0, 6), (9, 11), (9, 3), (9, 8), (9, 6)]
+
+
+def test_bank_to_worker_assignment_is_tts():
+    # get_optimal_dram_to_physical_worker_assignment (tt_metal/common/core_assignment.cpp @0266e6f1):
+    # "worker cores are placed to the right of the DRAM Controller": x + 1; on Wormhole a bank on row
+    # 0 or 6 (no Tensix) moves down one row, on Blackhole to row 2 at least
+    wh = [(x + 1, y + 1 if y in (0, 6) else y) for x, y in WH_ENDPOINTS]
+    bh = [(x + 1, max(y, 2)) for x, y in BH_ENDPOINTS]
+    assert bank_assignment("wormhole_b0") == tuple(wh)
+    assert bank_assignment("blackhole") == tuple(bh)
+    assert load_arch("wormhole_b0").dram_bank_endpoints == tuple(WH_ENDPOINTS)
+    # one worker per bank, no two alike (the report's point: no shared route)
+    for arch, n in (("wormhole_b0", 12), ("blackhole", 8)):
+        workers = bank_assignment(arch)
+        assert len(workers) == load_arch(arch).toolchain.num_dram_banks == n and len(set(workers)) == n
+
+
+def test_example_plans_as_the_factory():
+    p = plan(load(example("wh_decode_dram_sharded")))
+    mt, kt, nt, banks = 1, 4096 // TILE_HW, 11136 // TILE_HW, 12
+    per_core_n = -(-nt // banks)                     # per_core_N_compute = div_up(N, num_dram_banks)
+    assert (p.per_core_m, p.per_core_n, p.num_cores) == (mt, per_core_n, banks)
+    w = 4
+    num_blocks = kt // w                             # num_blocks = K / in0_block_w
+    assert (p.in0_block_w, p.num_blocks) == (w, num_blocks)
+    # in0_CB_tiles = per_core_M * in0_block_w * 2 (B * num_blocks > 1: double buffer)
+    assert p.cb(CB_IN0).pages == mt * w * 2
+    # in1_CB_tiles = per_core_N_in1_sender * in0_block_w * 3 (triple buffer)
+    assert p.cb(CB_IN1).pages == per_core_n * w * 3
+    # in2_CB_tiles = per_core_M * in0_shard_width_in_tiles, on the in0 buffer: Kt over 8 shards
+    # (the most workers dividing Kt = 128)
+    assert p.cb(CB_IN0_SHARD).pages == mt * (kt // 8) and p.cb(CB_IN0_SHARD).buffer == "in0"
+    # the output shard: per_core_M x per_core_N on the output buffer
+    assert p.cb(CB_OUT).pages == mt * per_core_n and p.cb(CB_OUT).buffer == "out"
+    # packer_l1_acc_en = packer_l1_acc && num_blocks > 1
+    assert p.l1_acc_enabled is (p.compute.packer_l1_acc and num_blocks > 1)
+    # in1 is width-sharded over every bank: shard i is columns i * per_core_N ..
+    assert p.shard_specs["out"]["shape"] == (mt * TILE_HW, per_core_n * TILE_HW)
+    assert p.shard_specs["in0"]["shape"] == (mt * TILE_HW, kt // 8 * TILE_HW)
+
+
+def test_one_k_block_is_single_buffered():
+    p = plan(make(shape="32 x 384 x 128", block="in0_block_w = 4"))
+    # Kt = 4 = in0_block_w: B * num_blocks == 1, no double or triple buffering; one shard holds the block
+    assert p.num_blocks == 1 and p.cb(CB_IN0).pages == 4 and p.cb(CB_IN1).pages == 4 * p.per_core_n
+    assert p.in0_shards == 1
+
+
+def test_taller_m_takes_one_k_block_per_shard():
+    p = plan(make(shape="64 x 384 x 1024", block="in0_block_w = 4"))
+    # per_core_M = 2 > 1: num_blocks_per_shard == 1, so Kt / in0_block_w = 8 shards
+    assert (p.per_core_m, p.in0_shards, p.in0_shard_w) == (2, 8, 4)
+
+
+@pytest.mark.parametrize("arch,nt,workers", [("wormhole_b0", 8, 8), ("wormhole_b0", 20, 10), ("wormhole_b0", 24, 12),
+                                             ("blackhole", 16, 8), ("blackhole", 6, 6)])
+def test_padding_only_banks_are_dropped(arch, nt, workers):
+    # "Remove cores assigned to padding-only DRAM banks": shard width = ceil(Nt / banks); the banks past
+    # ceil(Nt / shard width) hold padding only and get no worker
+    banks = 12 if arch == "wormhole_b0" else 8
+    shard = -(-nt // banks)
+    assert workers == banks - (shard * banks - nt) // shard
+    p = plan(make(shape=f"32 x {nt * 32} x 256", arch=arch))
+    assert (p.per_core_n, p.num_cores) == (shard, workers)
+
+
+def test_semaphores_are_the_factorys():
+    program = run(make(), until="ir").ir
+    # in0 sender (INVALID), in0 receiver (INVALID), in0 sender valid (VALID), ids 0, 1, 2
+    assert [(s.name, s.id, s.initial) for s in program.semaphores] == [
+        ("in0_sender", 0, INVALID), ("in0_receiver", 1, INVALID), ("in0_sender_valid", 2, VALID)]
+    assert dict(SEMAPHORE_IDS) == {"in0_sender": 0, "in0_receiver": 1, "in0_sender_valid": 2}
+
+
+def test_every_worker_reads_only_its_own_banks_columns():
+    program = run(make(shape="32 x 768 x 256"), until="ir").ir    # Nt = 24: 2 tiles on each of 12 banks
+    reader = next(k for k in program.kernels if k.name == "in1_reader_writer")
+    assert reader.processor == "BRISC" and reader.noc == 0     # preferred_noc_for_dram_read
+    gathers = [k for k in program.kernels if k.role == "in0_gather"]
+    assert len(gathers) == 8 and all(k.processor == "NCRISC" and k.noc == 1 for k in gathers)   # Kt = 8 shards
+
+
+@pytest.mark.parametrize("kw,rule", [
+    (dict(block="per_core = 2 x 3", shape="32 x 384 x 256"), "per_core_M == Mt"),
+    (dict(block="per_core = 1 x 2"), r"per_core_N == ceil\(Nt / DRAM banks\)"),
+    (dict(shape="32 x 11008 x 4096"), "whole shards"),
+    (dict(shape="64 x 384 x 1024", block="in0_block_w = 1"), "per_core_M > 1 needs one K-block per in0 shard"),
+    (dict(shape="64 x 384 x 1024"), "per_core_M > 1 needs one K-block per in0 shard"),
+    (dict(extra="fuse.bias = true"), "without a fused bias"),
+    (dict(memory=""), "takes its tensors sharded"),
+    (dict(memory="memory { in0 = l1_width_sharded  in1 = dram  out = l1_width_sharded }"), "L1 placements"),
+])
+def test_factory_rules_are_enforced(kw, rule):
+    with pytest.raises(PlanError, match=rule):
+        plan(make(**kw))
+
+
+def test_cli_exit_2_names_the_rule(tmp_path):
+    spec = tmp_path / "bad.kspec"
+    spec.write_text(f"matmul t {{ arch = wormhole_b0  shape = 32 x 11008 x 4096  dataflow = dram_sharded\n"
+                    f"dtype {{ in0 = bfloat16  in1 = bfloat8_b  out = bfloat16 }}  {MEMORY} }}\n")
+    proc = subprocess.run([sys.executable, "-m", "kgen", "check", str(spec)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "kgen: dram_sharded output in whole shards" in proc.stderr and "11136" in proc.stderr
+
+
+def test_registered_but_not_drawn_as_a_dram_form():
+    # tune and fuzz draw the DRAM-interleaved forms from GRID_2D / ONE_D; this factory takes none
+    assert DRAM_SHARDED in REGISTRY and "dram_sharded" not in GRID_2D and "dram_sharded" not in ONE_D

@@ -1,0 +1,59 @@
+"""The emulator's DRAM banks for TT-Metal's DRAM-sharded matmul: in1's shard i (all of K, per_core_N
+columns, tile rows back to back) lives in DRAM bank i at the tensor's address (ttnn's WIDTH_SHARDED
+DRAM buffer, ROW_MAJOR over the banks), bank i pairs with worker i, and a read of a core's own bank
+is priced at that bank's share of the card: 288 GB/s x 92 % / 12 banks on Wormhole B0, 512 GB/s x
+67 % / 8 on Blackhole, each no more than one core's NoC read rate (configs/perf)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgen.core.costs import load_costs
+from kgen.gen.build import build
+from kgen.gen.plan import plan
+from kgen.gen.spec import parse_text, resolve
+
+SPEC = """matmul t {
+    arch = %s
+    shape = 64 x %d x 512
+    dtype { in0 = bfloat16  in1 = bfloat8_b  out = bfloat16 }
+    dataflow = dram_sharded
+    memory { in0 = l1_width_sharded  in1 = dram_width_sharded  out = l1_width_sharded }
+    block { in0_block_w = 2 }
+}"""
+
+
+@pytest.mark.parametrize("arch,banks,share", [("wormhole_b0", 12, 288e9 * 0.92 / 12 / 1e9),
+                                              ("blackhole", 8, 512e9 * 0.67 / 8 / 1.35e9)])
+def test_bank_local_rate_is_the_banks_share(arch, banks, share):
+    c = load_costs(arch)
+    assert c.dram_bank_read_bytes_per_cycle() == pytest.approx(min(share, c.dram.read_bytes_per_cycle))
+
+
+def test_in1_shards_live_in_their_banks_and_emulate_bit_exact(host_cxx, tmp_path):
+    from kgen.proof.emulate import build_program, emulate_folder, kernel_builds, make_inputs, require_host_compiler
+
+    nt, banks = 24, 12                                   # 2 tiles per bank, 12 workers
+    spec = resolve(parse_text(SPEC % ("wormhole_b0", nt * 32), "t.kspec"))
+    p = plan(spec)
+    folder = build(spec, tmp_path).path
+    manifest = json.loads((folder / "manifest.json").read_text())
+    work = tmp_path / "work"
+    work.mkdir()
+    inputs = make_inputs(manifest, 0)
+    prog = build_program(manifest, p.arch, kernel_builds(folder, p.arch, require_host_compiler()), numerics="exact",
+                         workdir=work, inputs=inputs)
+    lines = prog.text.splitlines()
+    shards = [ln.split() for ln in lines if ln.startswith("dram_shard_input ")]
+    # one shard per bank: Kt = 16 rows of 2 bfloat8_b tiles (1088 B), at the same address in every bank
+    assert [int(s[1]) for s in shards] == list(range(banks))
+    assert {int(s[3]) for s in shards} == {16 * 2 * 1088} and len({s[2] for s in shards}) == 1
+    assert not any(ln.startswith("input ") and "in1" in ln for ln in lines)      # no interleaved copy
+    # bank i pairs with worker i: the core holding output shard i (row-major over the 6 x 2 workers)
+    cores = {tuple(map(int, ln.split()[2:4])): int(ln.split()[1]) for ln in lines if ln.startswith("core ")}
+    workers = [int(ln.split()[2]) for ln in lines if ln.startswith("bank_worker ")]
+    assert workers == [cores[(i % 6, i // 6)] for i in range(banks)]
+    e = emulate_folder(folder, p, seed=1)
+    assert e.status == "ok" and e.exact_match and not e.hazards
