@@ -185,6 +185,8 @@ def parse_tree(text: str, src: Source) -> lark.Tree:
         hint = None
         if "EQUAL" in exc.expected and tok.type in ("NAME", "INT", "DIMS"):
             hint = "write `key = value`"
+        elif "RPAR" in exc.expected:
+            hint = "a call's parameters are numbers separated by commas, closed by ')', like `hardtanh(-1, 1)`"
         elif tok.type == "RBRACE":
             hint = "is there a '}' too many, or a value missing?"
         raise SpecError(f"unexpected {tok.value!r}: expected {_describe_expected(set(exc.expected))}",
