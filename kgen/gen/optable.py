@@ -105,7 +105,7 @@ _ROWS: tuple[OpSpec, ...] = (
     _compute("pack_relu", ("mode",), RECONFIG, PACK, "pack.h", "pack_relu_config"),     # mode: none | zero
     # the SFPU activation's init on the pack thread (ActivationInitHelper<type, param0, param1>::init())
     OpSpec("activation_init", ("activation",), COMPUTE, RECONFIG, PACK, FUSED_ACTIVATION_HEADER,
-           "ActivationInitHelper::init"),
+           "ActivationInitHelper"),
     _compute("copy_init", ("cb",), RECONFIG, UNPACK, "tile_move_copy.h"),
     _compute("add_bcast_rows_init", ("a", "b"), RECONFIG, UNPACK, "bcast.h"),
     _compute("pack_untilize_init", ("cb", "block_ct", "full_ct"), RECONFIG, PACK, "pack_untilize.h",
