@@ -73,6 +73,52 @@ def test_build_check_type_checks(host_toolchain, tmp_path, capsys, act, arch, bi
             named["activation_param2"]) == (a.type_value, a.p0, a.p1, a.p2)
 
 
+def _with_tt_kernel(tree, spec_path, out, edit=lambda f: f):
+    """kgen's build of the spec with TT-Metal's compute kernel in place of kgen's (port-check's
+    `with_compute_kernel`), `edit` applied to the rendered files, type-checked."""
+    from dataclasses import replace
+
+    from kgen.gen.build import write_artifacts
+    from kgen.gen.pipeline import run, with_compute_kernel
+    from kgen.gen.spec import load
+    from kgen.toolchain.compile import compile_folder, failure_text
+
+    swap = with_compute_kernel(tree.headers.reference_kernel)
+
+    def rendered(a):
+        r = swap(a)
+        return replace(r, files=tuple(edit(f) for f in r.files))
+
+    folder = write_artifacts(run(load(spec_path), overrides={"rendered": rendered}), out).path
+    report = compile_folder(folder, tree, "check", parallel=2, cache=out / "cache")
+    return [failure_text(r, str(spec_path)) for r in report.failures]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act, arch, bias", CASES, ids=IDS)
+def test_tt_metals_compute_kernel_type_checks_with_kgens_activation_args(host_toolchain, tmp_path, act, arch, bias):
+    """TT's bmm_large_block_zm_fused_bias_activation.cpp takes SFPU_ACTIVATION and the named args
+    activation_type / activation_param0..2 from kgen's descriptors: it type-checks in kgen's build."""
+    failures = _with_tt_kernel(host_toolchain, spec_file(tmp_path, act, arch, bias), tmp_path / "ref")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+def test_the_type_check_reaches_tts_activation_helpers(host_toolchain, tmp_path):
+    """Seeded misuse: softplus with param0 (beta) = 0 in the named args must fail TT's own
+    static_assert in bmm_fused_activation.hpp, so the check really compiles the SFPU path."""
+    def zero_beta(f):
+        if f.path == "jit/compute/named_ct_arg_map_generated.h":
+            text = re.sub(r'\{"activation_param0",\d+\}', '{"activation_param0",0}', f.text)
+            assert text != f.text
+            from dataclasses import replace
+            return replace(f, text=text)
+        return f
+
+    failures = _with_tt_kernel(host_toolchain, spec_file(tmp_path, "softplus(2, 10)"), tmp_path / "ref", zero_beta)
+    assert failures and all("beta) must be non-zero" in f for f in failures), "\n".join(failures)
+
+
 @pytest.mark.slow
 @pytest.mark.needs_sfpu
 @pytest.mark.parametrize("act, arch, bias", CASES, ids=IDS)
