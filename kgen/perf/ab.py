@@ -227,7 +227,8 @@ def parse_vary(texts: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     for text in texts:
         key, eq, values = text.partition("=")
         key = key.strip()
-        items = tuple(v.strip() for v in values.split(","))
+        # commas inside a call's parentheses belong to the value: hardtanh(-2, 2),relu
+        items = tuple(v.strip() for v in re.split(r",(?![^()]*\))", values))
         if not eq or not key or not all(items):
             raise SpecError(f"--vary {text!r}: expected FIELD=V1,V2,... with no empty value",
                             hint="e.g. --vary compute.packer_l1_acc=false,true")

@@ -43,3 +43,11 @@ def test_the_activation_is_charged_to_the_pack_thread():
     out_tiles_per_core = (512 // 32 // 2) * (512 // 32 // 2)
     assert busy["gelu"]["TRISC2 pack"]["sfpu"] == pytest.approx(out_tiles_per_core * sfpu_tile_cycles("gelu", False))
     assert busy["gelu"]["TRISC1 math"] == busy["none"]["TRISC1 math"]
+
+
+def test_ab_vary_keeps_a_calls_commas():
+    from kgen.perf.ab import parse_vary
+
+    assert parse_vary(["fuse.activation=none,hardtanh(-2, 2),softplus(1,5)"]) == (
+        ("fuse.activation", ("none", "hardtanh(-2, 2)", "softplus(1,5)")),)
+    assert parse_vary(["compute.packer_l1_acc=false,true"]) == (("compute.packer_l1_acc", ("false", "true")),)
