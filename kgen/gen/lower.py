@@ -80,6 +80,9 @@ def compute_named_args(p: Plan) -> tuple[tuple[str, int], ...]:
     named = list(TT_COMPUTE_NAMED_CBS)
     if p.fuse_bias:
         named.append(("bias_ntiles", p.out_block_w))   # one bias row of the output block
+    act = p.sfpu_activation
+    if act is not None:
+        named += act.named_args                         # activation_type, activation_param0..2
     return tuple(named)
 
 
@@ -95,6 +98,8 @@ def compute_defines(p: Plan) -> tuple[tuple[str, str], ...]:
         defines.append(("FUSE_BIAS", "1"))
     if p.pack_relu:
         defines.append(("PACK_RELU", "1"))
+    if p.sfpu_activation is not None:
+        defines.append(("SFPU_ACTIVATION", "1"))
     if p.l1_acc_enabled:
         defines.append(("PACKER_L1_ACC", "1"))
     if p.compute.fp32_dest_acc:
@@ -145,6 +150,14 @@ class _ComputeLowering:
         ct = self.ct
         return op("matmul_init", CB_IN0, CB_IN1, False, ct["out_subblock_w"], ct["out_subblock_h"], ct["in0_block_w"])
 
+    def pack_wait(self) -> Node:
+        """tile_regs_wait, or, where TT's kernel applies the SFPU activation, apply_activation_from_pack
+        in its place (it waits for the same DST section, then runs the activation before the pack)."""
+        act = self.p.sfpu_activation
+        if act is None:
+            return op("tile_regs_wait")
+        return op("activation_apply", act.spelling, self.sb, note=f"{act.spelling} on the SFPU, then pack")
+
     @property
     def bias_ntiles(self) -> Sym:
         return Sym(self.p.out_block_w, "bias_ntiles")
@@ -177,7 +190,8 @@ class _ComputeLowering:
                A(0, in1_sb=sbw, k=ct["in1_block_w"]), 0, False, sbw, ct["out_subblock_h"], kt),)))
         if block == self.last:
             mm_out = self.mm_out
-            ops += [op("tile_regs_commit"), op("cb_reserve_back", mm_out, sb), op("tile_regs_wait")]
+            wait = op("tile_regs_wait") if bias else self.pack_wait()     # with a bias, the bias stage applies it
+            ops += [op("tile_regs_commit"), op("cb_reserve_back", mm_out, sb), wait]
             if self.repacks_format:
                 ops.append(op("pack_reconfig_format", mm_out, note="partials format -> final pack format"))
             if l1acc:
@@ -264,7 +278,7 @@ class _ComputeLowering:
             op("tile_regs_commit"),
             op("cb_pop_front", CB_PARTIALS, sb),
             op("cb_reserve_back", out_cb, sb),
-            op("tile_regs_wait"),
+            self.pack_wait(),
             Loop("i", 0, sb, (op("pack_tile", A(0, i=1), out_cb),)),
             op("tile_regs_release"),
             op("cb_push_back", out_cb, sb),
@@ -334,7 +348,9 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
     # output-block loops split into (bh == 0, bw == 0) and the rest.
     out_loops = out_block_loops(p, lambda first: lowering.out_block_body(first, k_loops),
                                  first_note="first output block: wait for the bias", batch_note="batch (fused into M)")
-    body: list[Node] = [
+    act = p.sfpu_activation
+    body: list[Node] = [op("activation_init", act.spelling)] if act is not None else []
+    body += [
         op("hw_startup", CB_IN0, CB_IN1, CB_PARTIALS, note="SrcOrder::Reverse: in0 -> SrcB, in1 -> SrcA"),
         lowering.init,
         *out_loops,

@@ -21,7 +21,7 @@ UNPACK, MATH, PACK = "unpack", "math", "pack"
 # category: what kind of step the op is
 STARTUP, RECONFIG, L1_ACC_SWITCH = "startup", "reconfig", "l1_acc_switch"
 DST_PROTOCOL, CB_PROTOCOL = "dst_protocol", "cb_protocol"
-MATMUL, DATACOPY, ELTWISE, PACK_OP = "matmul", "datacopy", "eltwise", "pack"
+MATMUL, DATACOPY, ELTWISE, PACK_OP, SFPU = "matmul", "datacopy", "eltwise", "pack", "sfpu"
 NOC_READ, NOC_WRITE, BARRIER, SEMAPHORE, MULTICAST = "noc_read", "noc_write", "barrier", "semaphore", "multicast"
 CONFIGURING = (STARTUP, RECONFIG, L1_ACC_SWITCH)
 # DST effect
@@ -29,6 +29,8 @@ ACQUIRE, COMMIT, WAIT, RELEASE = "acquire", "commit", "wait", "release"   # tile
 WRITES_DST, READS_DST = "writes", "reads"
 
 _API = "api/compute/"
+# TT's fused-activation helpers, on the JIT include path through ttnn/cpp (configs/toolchain.toml)
+FUSED_ACTIVATION_HEADER = "ttnn/operations/matmul/device/kernels/compute/bmm_fused_activation.hpp"
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Work:
     noc_write_pages: int = 0     # pages written to a tensor over the NoC
     multicasts: int = 0          # multicast transactions issued
     semaphore_ops: int = 0       # semaphore waits, sets and increments (a semaphore multicast counts)
+    sfpu_tiles: int = 0          # DST tiles an SFPU activation runs over (on the pack thread)
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,9 @@ _ROWS: tuple[OpSpec, ...] = (
     _compute("pack_reconfig_format", ("cb",), RECONFIG, PACK, "reconfig_data_format.h", "pack_reconfig_data_format"),
     _compute("pack_l1_acc", ("enable",), L1_ACC_SWITCH, PACK, "pack.h", "pack_reconfig_l1_acc"),
     _compute("pack_relu", ("mode",), RECONFIG, PACK, "pack.h", "pack_relu_config"),     # mode: none | zero
+    # the SFPU activation's init on the pack thread (ActivationInitHelper<type, param0, param1>::init())
+    OpSpec("activation_init", ("activation",), COMPUTE, RECONFIG, PACK, FUSED_ACTIVATION_HEADER,
+           "ActivationInitHelper"),
     _compute("copy_init", ("cb",), RECONFIG, UNPACK, "tile_move_copy.h"),
     _compute("add_bcast_rows_init", ("a", "b"), RECONFIG, UNPACK, "bcast.h"),
     _compute("pack_untilize_init", ("cb", "block_ct", "full_ct"), RECONFIG, PACK, "pack_untilize.h",
@@ -110,6 +116,11 @@ _ROWS: tuple[OpSpec, ...] = (
     _compute("tile_regs_commit", (), DST_PROTOCOL, MATH, "", dst=COMMIT),
     _compute("tile_regs_wait", (), DST_PROTOCOL, PACK, "", dst=WAIT),
     _compute("tile_regs_release", (), DST_PROTOCOL, PACK, "", dst=RELEASE),
+    # tile_regs_wait's place when an SFPU activation is fused: the pack thread waits for math's DST
+    # section (the same semaphore), runs the activation over `tiles` DST tiles, then packs
+    # (apply_activation_from_pack in bmm_fused_activation.hpp)
+    OpSpec("activation_apply", ("activation", "tiles"), COMPUTE, SFPU, PACK, FUSED_ACTIVATION_HEADER,
+           "apply_activation_from_pack", dst=WAIT, work=lambda o: Work(sfpu_tiles=int(o["tiles"]))),
     # compute: math and pack
     _compute("matmul_block", ("in0", "in1", "in0_tile", "in1_tile", "dst", "transpose", "ct", "rt", "kt"), MATMUL,
              MATH, "matmul.h", reads_front=(("in0", "in0_tile", 1), ("in1", "in1_tile", 1)), dst=WRITES_DST,

@@ -19,6 +19,8 @@ from kgen.gen.blocking import (POLICY_DST, POLICY_L1_ACC, POLICY_SPILL, SUBBLOCK
                                partials_format)
 from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS,  # noqa: F401
                             PlanError, divisors, fmt_pair, nearest, round_up_tiles)
+from kgen.gen import activations
+from kgen.gen.activations import Activation
 from kgen.gen.spec import ComputeConfig, MatmulSpec
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
 from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
@@ -101,8 +103,18 @@ class Plan:
         return self.spec.fuse_bias
 
     @property
+    def activation(self) -> Activation:
+        return activations.planned(self.spec.activation)
+
+    @property
     def pack_relu(self) -> bool:
-        return self.spec.activation == "relu"
+        return self.activation.packer_relu
+
+    @property
+    def sfpu_activation(self) -> Activation | None:
+        """The activation bmm_fused_activation.hpp applies on the pack thread, if any."""
+        act = self.activation
+        return act if act.sfpu else None
 
     @property
     def untilize_out(self) -> bool:

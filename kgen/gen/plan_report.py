@@ -85,6 +85,16 @@ def _table(rows: list[list[str]], header: list[str]) -> list[str]:
     return ["  " + ln for ln in lines]
 
 
+def _activation_line(p) -> list[tuple[str, str]]:
+    """What TT's kernel receives for an SFPU activation (SFPU_ACTIVATION and its named args)."""
+    act = p.sfpu_activation
+    if act is None:
+        return []
+    args = " ".join(f"{name}={value:#x}" if name != "activation_type" else f"{name}={value} ({act.kind})"
+                    for name, value in act.named_args)
+    return [("activation", f"SFPU on the pack thread ({act.row.llk}): {args}")]
+
+
 def _compute_sources(c) -> list[tuple[str, str]]:
     """One line per group of compute fields that share a source."""
     groups: dict[str, list[str]] = {}
@@ -121,6 +131,7 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
         *_compute_sources(c),
         ("fuse", f"bias={str(s.fuse_bias).lower()} activation={s.activation} "
                  f"untilize_out={str(s.untilize_out).lower()}"),
+        *_activation_line(p),
         ("policy", f"{p.policy}: {p.policy_reason}"),
         ("partials", f"{p.partials_format}: {p.partials_reason}"),
         ("out/partials", p.out_partials_sharing),

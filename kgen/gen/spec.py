@@ -16,10 +16,11 @@ from typing import Any, Callable, Mapping
 
 from kgen.core.errors import SpecError, Span
 from kgen.core.resources import config_files
-from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
+from kgen.core.types import ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
+from kgen.gen import activations
 from kgen.gen import dataflow as dataflows
-from kgen.gen.spec_syntax import (RawEntry, RawGroup, RawValue, Source, parse_tree, raw_group, read_source,
-                                  value_shape_error)
+from kgen.gen.spec_syntax import (RawEntry, RawGroup, RawValue, Source, parse_tree, raw_group, raw_value,
+                                  read_source, value_shape_error)
 from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, matmul_default_compute
 
 MAX_INT_DIGITS = 12            # longer literals are rejected before int() (Python caps int() at 4300 digits)
@@ -219,6 +220,20 @@ def _name(v: RawValue, key: str) -> str:
     raise SpecError(f"{key} = {v.text}: expected the name of a compute config", v.span, hint=_type_hint(v))
 
 
+def _activation(v: RawValue, key: str) -> str:
+    """An activation's canonical spelling (kgen.gen.activations checks it as TT-Metal does)."""
+    if v.kind not in ("word", "call"):
+        raise SpecError(f"{key} = {v.text}: expected an activation name or a call like `hardtanh(-1, 1)`", v.span,
+                        hint=f"one of: {', '.join(activations.SPELLINGS)}")
+    try:
+        return activations.parse(v.text).spelling
+    except activations.ActivationError as exc:
+        name = v.text.split("(")[0]
+        hint = None if name in activations.ROWS else (_suggest(name, activations.SPELLINGS)
+                                                       or f"one of: {', '.join(activations.SPELLINGS)}")
+        raise SpecError(f"{key} = {v.text}: {exc}", v.span, hint=hint) from None
+
+
 def _type_hint(v: RawValue) -> str | None:
     if v.kind == "string":
         return "values are written without quotes"
@@ -254,7 +269,7 @@ MATMUL_KEYS: dict[str, Checker] = {
     "compute": _name,
     **{f"compute.{k}": c for k, c in COMPUTE_KEYS.items()},
     "fuse.bias": _bool,
-    "fuse.activation": _enum(ACTIVATIONS),
+    "fuse.activation": _activation,
     "untilize_out": _bool,
     "transpose_mcast": _bool,
     "memory.in0": _placement(MEMORY_IN0),
@@ -565,8 +580,7 @@ def override_entry(key: str, value: str, origin: str) -> RawEntry:
         raise SpecError(f"{origin} {text!r}: expected one `FIELD=VALUE`", src.span(1, 1, 1, len(text) + 1))
     path_tree, value_tree = items[0].children
     dotted = ".".join(str(t) for t in path_tree.children)
-    tok = value_tree.children[0]
-    entry = RawEntry(dotted, src.of(path_tree), RawValue(value_tree.data, str(tok), src.of(tok)))
+    entry = RawEntry(dotted, src.of(path_tree), raw_value(value_tree, src))
     _check_key(entry.key, entry.key_span, MATMUL_KEYS, origin)
     MATMUL_KEYS[entry.key](entry.value, entry.key)          # a type or range error names the key now
     return entry

@@ -8,6 +8,7 @@ and the other defaults are left out, so the planner reads them as it would have.
 
 from __future__ import annotations
 
+from kgen.gen.activations import NONE
 from kgen.gen.spec import COMPUTE_KEYS, ComputeConfig, MatmulSpec, MemorySpec
 
 # every MatmulSpec field and where the printer writes it (a new field must be added here, and
@@ -70,7 +71,7 @@ def format_spec(spec: MatmulSpec, comment: str = "") -> str:
             text += f"  orientation = {mem.orientation}"
         lines.append(f"    memory {{ {text} }}")
     lines.append(f"    compute  = {spec.compute.preset}")
-    if spec.fuse_bias or spec.activation != "none":
+    if spec.fuse_bias or spec.activation != NONE:
         lines.append(f"    fuse {{ bias = {_bool(spec.fuse_bias)}  activation = {spec.activation} }}")
     if spec.untilize_out:
         lines.append("    untilize_out = true")

@@ -23,7 +23,7 @@ MAX_SPEC_BYTES = 1 << 20
 
 @dataclass(frozen=True)
 class RawValue:
-    kind: str   # dims | int | decimal | word | string
+    kind: str   # dims | int | decimal | word | string | call (`name(1, -0.5)`, its text normalised)
     text: str
     span: Span
 
@@ -148,7 +148,7 @@ def _byte_span(shown: str, data: bytes, offset: int) -> Span:
 _TOKEN_NAMES = {
     "LBRACE": "'{'", "RBRACE": "'}'", "EQUAL": "'='", "DOT": "'.'", "NAME": "a name",
     "INT": "a number", "SIGNED_INT": "a number", "DIMS": "dimensions like 4 x 2", "DECIMAL": "a number",
-    "STRING": "a string", "$END": "end of file",
+    "STRING": "a string", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "$END": "end of file",
 }
 
 
@@ -185,6 +185,8 @@ def parse_tree(text: str, src: Source) -> lark.Tree:
         hint = None
         if "EQUAL" in exc.expected and tok.type in ("NAME", "INT", "DIMS"):
             hint = "write `key = value`"
+        elif "RPAR" in exc.expected:
+            hint = "a call's parameters are numbers separated by commas, closed by ')', like `hardtanh(-1, 1)`"
         elif tok.type == "RBRACE":
             hint = "is there a '}' too many, or a value missing?"
         raise SpecError(f"unexpected {tok.value!r}: expected {_describe_expected(set(exc.expected))}",
@@ -274,6 +276,16 @@ def _previous_words(text: str, pos: int, count: int) -> list[tuple[str, int]]:
 MAX_GROUP_DEPTH = 8
 
 
+def raw_value(value_tree: lark.Tree, src: Source) -> RawValue:
+    """The value of an assignment. A call keeps its name and arguments as `name(a, b)`."""
+    if value_tree.data == "call":
+        name, *args = value_tree.children
+        text = f"{name}({', '.join(str(a.children[0]) for a in args)})"
+        return RawValue("call", text, src.of(value_tree))
+    tok = value_tree.children[0]
+    return RawValue(value_tree.data, str(tok), src.of(tok))
+
+
 def raw_group(tree: lark.Tree, src: Source, depth: int = 0) -> RawGroup:
     if depth > MAX_GROUP_DEPTH:
         raise SpecError(f"groups nest more than {MAX_GROUP_DEPTH} deep", src.of(tree.children[0]),
@@ -289,8 +301,7 @@ def raw_group(tree: lark.Tree, src: Source, depth: int = 0) -> RawGroup:
         else:
             path_tree, value_tree = child.children
             key = ".".join(str(t) for t in path_tree.children)
-            tok = value_tree.children[0]
-            entries.append(RawEntry(key, src.of(path_tree), RawValue(value_tree.data, str(tok), src.of(tok))))
+            entries.append(RawEntry(key, src.of(path_tree), raw_value(value_tree, src)))
     span = src.of(kind_tok)
     return RawGroup(str(kind_tok), str(name_tok) if name_tok is not None else None, span,
                     tuple(entries), tuple(groups))

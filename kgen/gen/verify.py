@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 
 from kgen.core.errors import KgenBug
 from kgen.gen.ir import Affine, Extent, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, counted, walk
-from kgen.gen.optable import ACQUIRE, CB_PROTOCOL, COMMIT, L1_ACC_SWITCH, OPS, READS_DST, RELEASE, WAIT, WRITES_DST
+from kgen.gen import activations
+from kgen.gen.optable import (ACQUIRE, CB_PROTOCOL, COMMIT, L1_ACC_SWITCH, OPS, READS_DST, RELEASE, SFPU, WAIT,
+                              WRITES_DST)
 from kgen.gen.plan import CB_OUT, CB_PARTIALS
 from kgen.core.types import TILE_HW
 
@@ -134,6 +136,9 @@ class _Checker:
             s.regs = after
             if row.dst == ACQUIRE:
                 s.dst_used = 0
+            if row.category == SFPU and self.value(n["tiles"], env) > s.dst_used:
+                self.fail(f"runs the activation over {self.value(n['tiles'], env)} DST tiles, math wrote "
+                          f"{s.dst_used}", n)
         elif row.dst == WRITES_DST:
             if s.regs != "acquired":
                 self.fail(f"{k} writes DST while it is {s.regs} (needs tile_regs_acquire)", n)
@@ -505,6 +510,32 @@ def _check_compute_flags(program: Program) -> None:
                                   f"{capacity} DST tiles; the kernel was checked against {program.plan.dst_capacity}")
 
 
+def _check_activation(program: Program, kernel: Kernel) -> None:
+    """An SFPU activation is what the plan fused, as TT's kernel runs it: the SFPU_ACTIVATION define
+    and the table's named args exactly when the kernel has activation ops, one init before
+    everything else, and every apply of that activation over one output subblock."""
+    act = program.plan.sfpu_activation
+    ops = [n for n, _ in walk(kernel.body) if n.kind.startswith("activation_")]
+    defined = "SFPU_ACTIVATION" in dict(kernel.defines)
+    named = tuple((k, v) for k, v in kernel.named_compile_time_args if k.startswith("activation_"))
+    if act is None:
+        if ops or defined or named:
+            raise IRVerificationError(kernel.name, "activation ops, define or args without an SFPU activation")
+        return
+    if not defined or named != act.named_args:
+        raise IRVerificationError(kernel.name, f"{act.spelling}: SFPU_ACTIVATION and the named args "
+                                  f"{act.named_args} are what TT's kernel reads; the kernel has {named}")
+    first = next((n for n, _ in walk(kernel.body)), None)
+    if first is None or first.kind != "activation_init" or sum(n.kind == "activation_init" for n in ops) != 1:
+        raise IRVerificationError(kernel.name, "the activation's init must run once, first (as TT's kernel)")
+    for n in ops:
+        if activations.planned(str(n["activation"])) != act:
+            raise IRVerificationError(kernel.name, f"`{n.kind}` runs {n['activation']}, the plan fuses {act.spelling}")
+        if n.kind == "activation_apply" and int(n["tiles"]) != program.plan.out_subblock_tiles:
+            raise IRVerificationError(kernel.name, f"apply_activation_from_pack over {n['tiles']} tiles, TT's kernel "
+                                      f"passes out_subblock_num_tiles = {program.plan.out_subblock_tiles}")
+
+
 def verify(program: Program) -> Program:
     plan = program.plan
     totals: dict[str, Counter] = {}
@@ -514,6 +545,8 @@ def verify(program: Program) -> Program:
         checker.finish()
         _static_checks(program, kernel)
         _check_interface(program, kernel)
+        if kernel.processor == "TRISC":
+            _check_activation(program, kernel)
         totals[kernel.name] = op_totals(kernel.body)
     _check_balance(program, totals)
     _check_semaphores(program)

@@ -227,7 +227,8 @@ def parse_vary(texts: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     for text in texts:
         key, eq, values = text.partition("=")
         key = key.strip()
-        items = tuple(v.strip() for v in values.split(","))
+        # commas inside a call's parentheses belong to the value: hardtanh(-2, 2),relu
+        items = tuple(v.strip() for v in re.split(r",(?![^()]*\))", values))
         if not eq or not key or not all(items):
             raise SpecError(f"--vary {text!r}: expected FIELD=V1,V2,... with no empty value",
                             hint="e.g. --vary compute.packer_l1_acc=false,true")
@@ -441,7 +442,7 @@ def _numerics_key(p: Plan) -> tuple:
     s = p.spec
     return (p.compute.math_fidelity, p.compute.fp32_dest_acc, p.l1_acc_enabled, p.in0_format, p.in1_format,
             p.out_format, p.partials_format, p.bias_format, p.in0_block_w, p.num_blocks, p.fuse_bias, p.pack_relu,
-            p.untilize_out, p.arch.name, s.k)
+            p.untilize_out, p.arch.name, s.k, p.activation, p.compute.math_approx)
 
 
 class _Golden:
@@ -460,6 +461,7 @@ class _Golden:
         return self.cache[key]
 
     def _run(self, p: Plan) -> tuple[Numerics, Mapping[str, np.ndarray]]:
+        from kgen.gen.activations import reference_f64
         from kgen.proof.golden import golden_from_plan
 
         k = p.spec.k
@@ -469,8 +471,7 @@ class _Golden:
         ref = in0.astype(np.float64) @ in1.astype(np.float64)
         if p.fuse_bias:
             ref = ref + bias.astype(np.float64)[None, :]
-        if p.pack_relu:
-            ref = np.maximum(ref, 0.0)
+        ref = reference_f64(p.activation, ref)       # the packer's ReLU or an SFPU activation, torch-style
         grid = "Float32" if p.out_format == "Float32" else "Float16_b"
         outputs = {d: values[rows, cols] for d, (rows, cols) in PROXY_LAYOUT.items()}
         errors = tuple(_error_stats(d, outputs[d], ref[rows, cols], grid) for d, (rows, cols) in PROXY_LAYOUT.items())

@@ -32,6 +32,8 @@ from kgen.gen.plan import CB_BIAS, CB_IN0, CB_PARTIALS, Plan
 from kgen.gen import dataflow as dataflows
 from kgen.core.types import Placement
 from kgen.core.costs import FIDELITY_PHASES, Costs, load_costs
+from kgen.core.resources import config_table
+from kgen.gen.activations import planned as planned_activation
 
 # Processors of a Tensix core, in the order the report prints them.
 UNPACK, MATH, PACK, BRISC, NCRISC = "TRISC0 unpack", "TRISC1 math", "TRISC2 pack", "BRISC", "NCRISC"
@@ -39,7 +41,8 @@ PROCESSORS = (UNPACK, MATH, PACK, BRISC, NCRISC)
 
 # What a cycle is spent on, for the bottleneck in words.
 WORK_KINDS = {"math": "math-bound", "unpack": "unpack-bound", "pack": "packer-bound", "dram": "DRAM-bound",
-              "noc": "NoC/multicast-bound", "sync": "synchronisation-bound"}
+              "noc": "NoC/multicast-bound", "sync": "synchronisation-bound",
+              "sfpu": "packer-bound (the fused SFPU activation)"}
 
 # Where a tensor lives, as TT's GEMM benchmark rows place them: interleaved in DRAM (kgen's
 # programs), interleaved in L1, or sharded so that each core's block already sits in its CB.
@@ -100,6 +103,15 @@ class Prediction:
 # per-op costs
 # ----------------------------------------------------------------------------------------------
 
+def sfpu_tile_cycles(spelling: str, fp32_dest: bool) -> float:
+    """Predicted SFPU cycles of one fused activation over one 32 x 32 DST tile (configs/perf/sfpu.toml:
+    instruction counts of the LLK function, a MAD-class instruction at 2 cycles)."""
+    table = config_table("perf/sfpu.toml")
+    rows = table["activation"][planned_activation(spelling).row.spelling]
+    row = rows.get("fp32" if fp32_dest else "bf16", rows.get("any"))
+    return 4 * (8 * (row["instructions"] + row["mad"]) + table["face_overhead"])
+
+
 class _KernelCost:
     """Busy cycles of one kernel by processor and kind, summed over its ops with their trip counts."""
 
@@ -128,6 +140,7 @@ class _KernelCost:
         # untilize stage's (reblock: copy into DST, pack_untilize) unpack, math and pack with its handshakes
         self.epilogue: dict[str, float] = defaultdict(float)
         self.epilogue_sections = 0    # DST sections of the untilize stage
+        self.bias_stage = False       # between the bias stage's init and the next matmul init
         # A relay: a kernel that both hands K-blocks out of its own L1 shard and receives the others'
         # (kgen's in0_sharded_<i>, TT's block-sharded in0 reader). The line of cores hands each K-block
         # over in turn and a core cannot copy its next block before the previous one arrived, so the
@@ -143,6 +156,8 @@ class _KernelCost:
             if o.kind == "pack_l1_acc":
                 l1_acc = bool(o["enable"])
             if kernel.processor == "TRISC":
+                if o.kind in ("add_bcast_rows_init", "matmul_init"):
+                    self.bias_stage = o.kind == "add_bcast_rows_init"
                 # The untilize stage runs once per out block after its K loop, a phase of its own: its math
                 # hands each DST section to the packer and waits for it (half-sync DST), so the phase runs
                 # at its slowest thread, the packer, while the FPU idles; it is no K-block's work.
@@ -228,6 +243,13 @@ class _KernelCost:
             self.add(MATH, "sync", n * c.sync.dst_section / 2)
         elif k == "tile_regs_wait":
             self.add(PACK, "sync", n * c.sync.dst_section / 2)
+        elif k == "activation_apply":
+            # waits for the DST section as tile_regs_wait does, then runs the activation on the pack thread
+            self.add(PACK, "sync", n * c.sync.dst_section / 2)
+            sfpu = n * optable.work_of(o).sfpu_tiles * sfpu_tile_cycles(str(o["activation"]), flags.fp32_dest_acc)
+            self.add(PACK, "sfpu", sfpu)
+            if self.bias_stage:                   # applied in the bias stage: once per out block, after the K loop
+                self.epilogue[PACK] += sfpu
         elif k in _CB_OPS:
             if k == "cb_wait_front" and o["cb"] == CB_IN0:
                 self.blocks += n

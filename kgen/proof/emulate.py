@@ -631,13 +631,17 @@ class ErrorStats:
     pcc: float
 
 
-def error_stats(values: np.ndarray, inputs: Inputs, relu: bool) -> ErrorStats:
-    """Error of the output against numpy float64 of the same (quantised) inputs. max_rel_err is
+def error_stats(values: np.ndarray, inputs: Inputs, relu) -> ErrorStats:
+    """Error of the output against numpy float64 of the same (quantised) inputs, then `relu` (a bool,
+    or the plan's Activation, applied in float64 as torch defines it). max_rel_err is
     taken as numerics.error_figures takes it (relative error near zero is noise)."""
     ref = inputs.in0.astype(np.float64) @ inputs.in1.astype(np.float64)
     if inputs.bias is not None:
         ref = ref + inputs.bias.astype(np.float64)[None, :]
-    if relu:
+    if not isinstance(relu, bool):      # the plan's activation: the packer's ReLU or an SFPU one, torch-style
+        from kgen.gen.activations import reference_f64
+        ref = reference_f64(relu, ref)
+    elif relu:
         ref = np.maximum(ref, 0.0)
     # the padding is no output: compare the logical part only (the output sliced back)
     ref, values = inputs.logical_output(ref), inputs.logical_output(values)
@@ -782,7 +786,7 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
         values = decode_output(out, first.out_bytes)
         gv = decode_output(out, want)
         mismatched = 0 if exact else int(np.count_nonzero(~((values == gv) | (np.isnan(values) & np.isnan(gv)))))
-        errors = error_stats(values, inputs, plan.pack_relu)
+        errors = error_stats(values, inputs, plan.activation)
         with np.errstate(invalid="ignore", over="ignore"):
             close = bool(np.abs(values.astype(np.float64) - gv).max(initial=0.0)
                          <= FAST_TOLERANCE[out.data_format] * max(float(np.abs(gv).max(initial=0.0)), 1e-30))

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import KgenBug, KgenError
-from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
+from kgen.core.types import ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
+from kgen.gen import activations
 from kgen.gen import dataflow as dataflows
 from kgen.proof.chain import EXIT_INCOMPLETE
 
@@ -123,6 +124,7 @@ class _Choice:
     trim: tuple[int, int, int] = (0, 0, 0)   # elements short of whole tiles in M (per batch), N, K
     transpose_mcast: bool = False            # grid_req is then M cores along x, N cores along y
     memory: tuple[str, str] = (Placement.DRAM, Placement.DRAM)   # where in0 and the output live (spec `memory { }`)
+    activation: str = "none"                 # fuse.activation as written (relu when `relu`)
 
     @property
     def num_blocks(self) -> int:
@@ -278,7 +280,34 @@ def _draw(rng: random.Random) -> _Choice:
 
     return _Choice(arch, dataflow, batch, mt, nt, kt, grid_req, (pm, pn), ob, w, sb,
                    (in0, in1, out, bias_dtype), fidelity, fp32_dest_acc, packer_l1_acc, math_approx,
-                   dst_full_sync, bias, relu, untilize, frozenset(auto), frozenset(omit))
+                   dst_full_sync, bias, relu, untilize, frozenset(auto), frozenset(omit),
+                   activation=_draw_activation(rng, relu))
+
+
+@functools.cache
+def _sfpu_models_present() -> bool:
+    """The host SFPU model and the SFPU golden model are part of this build: without them a case with
+    an SFPU activation can be built and type-checked but not emulated, so none is drawn."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(f"kgen.proof.{m}") is not None for m in ("sfpu_host", "sfpu_golden"))
+
+
+def _draw_activation(rng: random.Random, relu: bool) -> str:
+    """The packer's ReLU when drawn, else half the time an SFPU activation of the table with random
+    parameters (softplus's beta non-zero), else none. Drawn last, so the other choices of a seed stay."""
+    if relu:
+        return activations.parse("relu").spelling
+    if rng.random() < 0.5 or not _sfpu_models_present():
+        return activations.NONE
+    name = rng.choice(activations.SFPU_SPELLINGS)
+    row = activations.ROWS[name]
+    if not row.params or rng.random() < 0.3:
+        return activations.parse(name).spelling
+    low = round(rng.uniform(-4.0, 0.0), 2)
+    values = (low, round(low + rng.uniform(0.25, 8.0), 2)) if row.kind == "hardtanh" else \
+        (rng.choice((-1, 1)) * round(rng.uniform(0.25, 4.0), 2), round(rng.uniform(1.0, 30.0), 1))
+    return activations.parse(f"{name}({', '.join(activations.format_f32(v) for v in values)})").spelling
 
 
 def _auto_subblock(ob: tuple[int, int], capacity: int) -> tuple[int, int]:
@@ -359,7 +388,7 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
         in1_line = "" if Placement.DRAM in in1_at else f"  in1 = {in1_at[0]}"
         lines.append(f"memory {{ in0 = {c.memory[0]}{in1_line}  out = {c.memory[1]} }}")
     fuse = ([f"bias = {_b(c.bias)}"] if c.bias or rng.random() < 0.3 else []) + \
-           ([f"activation = {'relu' if c.relu else ACTIVATIONS[0]}"] if c.relu or rng.random() < 0.3 else [])
+           ([f"activation = {c.activation}"] if c.activation != activations.NONE or rng.random() < 0.3 else [])
     if fuse:
         lines.append("fuse { " + "  ".join(fuse) + " }")
     if c.untilize or rng.random() < 0.2:
@@ -565,6 +594,7 @@ def features(p: Plan) -> dict[str, object]:
         "dtypes": f"{s.dtype_in0}/{s.dtype_in1}->{s.dtype_out}", "fidelity": c.math_fidelity,
         "fp32_dest_acc": c.fp32_dest_acc, "packer_l1_acc": c.packer_l1_acc, "dst_full_sync": c.dst_full_sync,
         "policy": p.policy, "num_blocks": p.num_blocks, "bias": p.fuse_bias, "relu": p.pack_relu,
+        "activation": p.activation.row.spelling,
         "untilize_out": p.untilize_out, "grid": f"{p.grid[0]}x{p.grid[1]}", "transpose_mcast": p.transpose_mcast,
         "memory": f"in0 {s.memory.in0}, out {s.memory.out}",
         "grid_requested": f"{p.grid_requested[0]}x{p.grid_requested[1]}",

@@ -33,6 +33,7 @@ import numpy as np
 from kgen.proof import numerics as nx
 from kgen.proof import tiles as tl
 from kgen.core.arch import load_arch
+from kgen.core.errors import KgenError
 
 @dataclass(frozen=True)
 class GoldenResult:
@@ -95,6 +96,11 @@ class MatmulConfig:
     wormhole_bug: bool
     reload_unpack_to_dest: bool
     bfp_pack_src: str
+    # the fused SFPU activation as the kernel receives it, (kind, param0, param1, param2), or None;
+    # applied to DST where TT's kernel applies it (kgen.gen.activations)
+    activation: tuple[str, int, int, int] | None = None
+    arch: str = "blackhole"
+    math_approx: bool = False
 
 
 def default_partials_format(out_format: str, fp32_dest_acc: bool, packer_l1_acc: bool) -> str:
@@ -115,6 +121,7 @@ def golden_matmul(in0, in1, *, fidelity: str, fp32_dest_acc: bool, packer_l1_acc
                   bias=None, bias_format: str | None = None, relu: bool = False,
                   untilize_out: bool = False, arch: str = "blackhole",
                   reload_unpack_to_dest: bool = False, bfp_pack_src: str = "Float16_b",
+                  activation: tuple[str, int, int, int] | None = None, math_approx: bool = False,
                   mode: str = "exact") -> GoldenResult:
     """Exact output of TT-Metal's blocked matmul ``in0 @ in1 (+ bias) (relu)`` on Tensix.
 
@@ -158,7 +165,9 @@ def golden_matmul(in0, in1, *, fidelity: str, fp32_dest_acc: bool, packer_l1_acc
         bias_format=tl.canonical_format(bias_format) if bias_format else out_format,
         in0_block_w=w, num_k_blocks=nb, relu=bool(relu), fused_bias=bias is not None,
         untilize_out=bool(untilize_out), wormhole_bug=load_arch(arch).behaviour.fpu_renormalisation_quirk,
-        reload_unpack_to_dest=bool(reload_unpack_to_dest), bfp_pack_src=bfp_pack_src)
+        reload_unpack_to_dest=bool(reload_unpack_to_dest), bfp_pack_src=bfp_pack_src,
+        activation=tuple(activation) if activation else None, arch=load_arch(arch).name,
+        math_approx=bool(math_approx))
     nx.phases_of(fidelity)
     if cfg.packer_l1_acc and cfg.partials_format not in ("Float32", "Float16_b"):
         raise ValueError(f"the packer cannot L1-accumulate into {cfg.partials_format} (§7.4)")
@@ -192,9 +201,48 @@ def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", **overri
         out_format=plan.out_format, partials_format=plan.partials_format,
         in0_block_w=plan.in0_block_w, num_k_blocks=plan.num_blocks,
         bias=bias if plan.fuse_bias else None, bias_format=plan.bias_format, relu=plan.pack_relu,
-        untilize_out=plan.untilize_out, arch=plan.arch.name, mode=mode)
+        untilize_out=plan.untilize_out, arch=plan.arch.name, mode=mode, math_approx=plan.compute.math_approx,
+        activation=_activation_of(plan))
     kw.update(overrides)
     return golden_matmul(a, in1, **kw)
+
+
+class GoldenUnavailable(KgenError):
+    """The golden model of a part of the spec is not in this build."""
+
+    exit_code = 4
+
+
+def _activation_of(plan) -> tuple[str, int, int, int] | None:
+    act = plan.sfpu_activation
+    return None if act is None else (act.kind, act.p0, act.p1, act.p2)
+
+
+def _activate(dst, cfg: MatmulConfig):
+    """The fused SFPU activation on DST (fp32 patterns, in DST's format), where TT's kernel runs it:
+    apply_activation_from_pack before the last K-block's pack, or before the bias stage's pack.
+    The activations are elementwise, so the values go to the model as whole 32 x 32 tiles in any
+    order (padded with zeros to whole tiles, the padding dropped after)."""
+    if cfg.activation is None:
+        return dst
+    try:
+        from kgen.proof.sfpu_golden import apply_activation     # only activation specs need it
+    except ModuleNotFoundError as exc:
+        if exc.name != "kgen.proof.sfpu_golden":
+            raise
+        raise GoldenUnavailable("this kgen has no golden model of the SFPU activations (kgen.proof.sfpu_golden), "
+                                "so a spec with an SFPU activation cannot be checked against the golden model; "
+                                "`kgen check`, `build --check` and `perf` work without it") from None
+
+    bits = np.asarray(dst, dtype=np.uint32)
+    flat = bits.reshape(-1)
+    tiles = -(-flat.size // (tl.TILE * tl.TILE))
+    padded = np.zeros(tiles * tl.TILE * tl.TILE, dtype=np.uint32)
+    padded[:flat.size] = flat
+    kind, p0, p1, p2 = cfg.activation
+    out = apply_activation(tl.bits_f32(padded).reshape(tiles, tl.TILE, tl.TILE), kind, p0, p1, p2,
+                           arch=cfg.arch, fp32_dest=cfg.fp32_dest_acc, approx=cfg.math_approx)
+    return tl.f32_bits(np.asarray(out, dtype=np.float32)).reshape(-1)[:flat.size].reshape(bits.shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,6 +289,7 @@ class _Flow:
             if not cfg.packer_l1_acc:
                 self.partials = self._pack(dst, cfg.partials_format)   # last block packs into partials
             dst = _bias_add(cfg, self.partials, self.bias_src19, self.bias_values)
+        dst = _activate(dst, cfg)
         if cfg.untilize_out:                                     # docs/reference/matmul.md §1.11
             staged = self._pack(dst, cfg.partials_format, relu=cfg.relu)
             return self._pack(self._reload(staged), cfg.out_format)

@@ -78,7 +78,8 @@ def test_the_headers_a_kernel_includes_are_the_tables(programs):
         for kernel in program.kernels:
             if kernel.processor != "TRISC":
                 continue
-            included = set(re.findall(r'#include "(api/compute/[\w/]+\.h)"', files[f"kernels/{kernel.name}.cpp"]))
+            included = set(re.findall(r'#include "((?:api/compute|ttnn/operations)/[\w/]+\.(?:h|hpp))"',
+                                      files[f"kernels/{kernel.name}.cpp"]))
             wanted = {OPS[o.kind].header for o, _ in walk(kernel.body) if OPS[o.kind].header}
             assert included == wanted | {"api/compute/common.h"}, name
 

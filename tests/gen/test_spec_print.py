@@ -9,7 +9,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kgen.core.types import ACTIVATIONS, ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
+from kgen.core.types import ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
+from kgen.gen import activations
 from kgen.gen.dataflow import NAMES as DATAFLOWS
 from kgen.gen.spec import (MAX_BATCH, MAX_DIM_ELEMENTS, MAX_PAGE_ID, MEMORY_IN0, MEMORY_IN1, MEMORY_OUT,
                            SHARD_ORIENTATIONS, BlockSpec, ComputeConfig, MatmulSpec, MemorySpec, load,
@@ -62,9 +63,21 @@ def specs(draw) -> MatmulSpec:
         dtype_bias=draw(dtypes) if fuse_bias or draw(st.booleans()) else dtype_out,
         grid=draw(maybe_pair), dataflow=draw(st.sampled_from(DATAFLOWS)),
         block=BlockSpec(draw(st.none() | st.integers(1, 64)), draw(maybe_pair), draw(maybe_pair), draw(maybe_pair)),
-        compute=compute, fuse_bias=fuse_bias, activation=draw(st.sampled_from(ACTIVATIONS)),
+        compute=compute, fuse_bias=fuse_bias, activation=draw(activation_spellings()),
         untilize_out=draw(st.booleans()), variant=None, variants=(), spans={},
         transpose_mcast=draw(st.booleans()), memory=memory)
+
+
+@st.composite
+def activation_spellings(draw) -> str:
+    """Any activation the table accepts; a call's parameters any finite float32 (softplus's beta non-zero)."""
+    name = draw(st.sampled_from(activations.SPELLINGS))
+    row = activations.ROWS[name]
+    if not row.params or draw(st.booleans()):
+        return activations.parse(name).spelling
+    values = [draw(st.floats(width=32, allow_nan=False, allow_infinity=False)) for _ in row.params]
+    assume(row.kind != "softplus" or values[0] != 0)
+    return activations.parse(f"{name}({', '.join(activations.format_f32(v) for v in values)})").spelling
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
 
 from conftest import example
-from kgen.gen.ir import Loop, op
+from kgen.gen.ir import Loop, Op, op
 from kgen.gen.lower import lower
 from kgen.gen.plan import CB_IN0, CB_OUT, CB_PARTIALS, plan
 from kgen.gen.spec import load
@@ -202,3 +203,34 @@ def test_shard_copy_past_the_shard_is_caught():
                           once(lambda o: o.kind == "copy_shard", lambda o: with_args(o, rows=o["rows"] + 1)))
     with pytest.raises(IRVerificationError, match=r"`copy_shard` reaches tile \d+ of c_2, which holds 16"):
         verify(broken)
+
+
+# the fused SFPU activation: the verifier holds the IR to TT's kernel
+
+def _activation_program(act="gelu", bias=False):
+    from kgen.gen.spec import parse_text, resolve
+
+    return lower(plan(resolve(parse_text(
+        f"matmul t {{ arch = wormhole_b0  shape = 128 x 128 x 256  grid = 2 x 2  block {{ in0_block_w = 2 }} "
+        f"dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}  fuse {{ bias = {str(bias).lower()}  "
+        f"activation = {act} }} }}", "t.kspec"))))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_activation_programs_verify(bias):
+    verify(_activation_program(bias=bias))
+
+
+@pytest.mark.parametrize("mutation, message", [
+    # the apply runs over fewer tiles than TT's kernel passes (out_subblock_num_tiles)
+    (once(lambda o: o.kind == "activation_apply", lambda o: with_args(o, tiles=1)), "out_subblock_num_tiles"),
+    # a different activation than the plan's (and its named args)
+    (once(lambda o: o.kind == "activation_apply", lambda o: with_args(o, activation="silu")), "the plan fuses gelu"),
+    # no init
+    (once(lambda o: o.kind == "activation_init", lambda o: []), "init must run once, first"),
+    # the apply where no DST section is committed: the plain wait stays, the apply comes after it
+    (once(lambda o: o.kind == "activation_apply", lambda o: [Op("tile_regs_wait", ()), o]), "activation_apply while DST is waited"),
+])
+def test_broken_activation_is_caught(mutation, message):
+    with pytest.raises(IRVerificationError, match=re.escape(message)):
+        verify(break_kernel(_activation_program(), "compute", mutation))

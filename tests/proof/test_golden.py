@@ -317,3 +317,45 @@ def test_bad_arguments():
                       partials_format="Bfp8_b")
     with pytest.raises(ValueError):
         golden_matmul(a[:, :40], b[:40], fidelity="HiFi4", fp32_dest_acc=False, packer_l1_acc=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# the fused SFPU activation: where the golden applies it, and what it hands the SFPU model
+
+def _activation_plan(act: str, bias: bool, fp32: bool = False):
+    from kgen.gen.spec import parse_text, resolve
+
+    text = (f"matmul t {{ arch = blackhole  shape = 64 x 64 x 128  grid = 1 x 1  block {{ in0_block_w = 2 }} "
+            f"dtype {{ in0 = bfloat16  in1 = bfloat16  out = float32 }}  compute {{ fp32_dest_acc = {str(fp32).lower()} }} "
+            f"fuse {{ bias = {str(bias).lower()}  activation = {act} }} }}")
+    return plan(resolve(parse_text(text, "t.kspec")))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("fp32", [False, True])
+def test_the_activation_acts_on_dst_at_tts_point(monkeypatch, bias, fp32):
+    """A stand-in SFPU model that doubles DST (exact in any format): the output must be twice the
+    output without the activation. With a bias the activation follows the add (TT's bias stage), so
+    doubling before it would give 2 * matmul + bias instead. The stand-in also checks what the
+    contract hands it: whole 32 x 32 tiles of float32 DST values and TT's kernel ABI."""
+    import sys
+    import types
+
+    seen = []
+
+    def apply_activation(dst, kind, p0, p1, p2, *, arch, fp32_dest, approx):
+        assert dst.dtype == np.float32 and dst.shape[-2:] == (32, 32)
+        seen.append((kind, p0, p1, p2, arch, fp32_dest, approx))
+        return dst * np.float32(2)
+
+    monkeypatch.setitem(sys.modules, "kgen.proof.sfpu_golden",
+                        types.SimpleNamespace(apply_activation=apply_activation))
+    rng = np.random.default_rng(0)
+    a = tl.quantize(rng.standard_normal((64, 128)).astype(np.float32), "Float16_b")
+    b = tl.quantize(rng.standard_normal((128, 64)).astype(np.float32), "Float16_b")
+    row = tl.quantize(rng.standard_normal(64).astype(np.float32), "Float16_b") if bias else None
+    plain = golden_from_plan(_activation_plan("none", bias, fp32), a, b, row).values
+    doubled = golden_from_plan(_activation_plan("softplus(2, 10)", bias, fp32), a, b, row).values
+    assert np.array_equal(doubled, 2 * plain)
+    assert seen and all(s == ("softplus", 0x40000000, 0x41200000, 0x3F000000, "blackhole", fp32, True)
+                        for s in seen)
