@@ -109,16 +109,6 @@ def write_spec(tmp_path):
     return write
 
 
-def needs_sfpu_if_activation(paths: list[Path]) -> list:
-    """Example paths as pytest params, those with an SFPU activation marked `needs_sfpu` (their
-    golden numerics need the SFPU golden model)."""
-    from kgen.gen.activations import parse
-    from kgen.gen.spec import load
-
-    return [pytest.param(p, marks=pytest.mark.needs_sfpu, id=p.stem) if parse(load(p).activation).sfpu
-            else pytest.param(p, id=p.stem) for p in paths]
-
-
 def example(name: str) -> Path:
     return ROOT / "examples" / f"{name}.kspec"
 

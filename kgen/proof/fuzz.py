@@ -284,21 +284,12 @@ def _draw(rng: random.Random) -> _Choice:
                    activation=_draw_activation(rng, relu))
 
 
-@functools.cache
-def _sfpu_models_present() -> bool:
-    """The host SFPU model and the SFPU golden model are part of this build: without them a case with
-    an SFPU activation can be built and type-checked but not emulated, so none is drawn."""
-    import importlib.util
-
-    return all(importlib.util.find_spec(f"kgen.proof.{m}") is not None for m in ("sfpu_host", "sfpu_golden"))
-
-
 def _draw_activation(rng: random.Random, relu: bool) -> str:
     """The packer's ReLU when drawn, else half the time an SFPU activation of the table with random
     parameters (softplus's beta non-zero), else none. Drawn last, so the other choices of a seed stay."""
     if relu:
         return activations.parse("relu").spelling
-    if rng.random() < 0.5 or not _sfpu_models_present():
+    if rng.random() < 0.5:
         return activations.NONE
     name = rng.choice(activations.SFPU_SPELLINGS)
     row = activations.ROWS[name]

@@ -7,7 +7,7 @@ fused bias:
 - `kgen emulate` is bit-exact against the golden model, and `kgen port-check` gives kgen's bits
   with TT-Metal's compute kernel (SFPU_ACTIVATION, bmm_fused_activation.hpp) in kgen's program and
   in TT's whole program. These run TT's LLK code on the host SFPU model and compare with the NumPy
-  SFPU golden model: they are marked `needs_sfpu` until those land.
+  SFPU golden model.
 
 Plus bad activation input (exit 2, one paragraph naming TT's rule), and the sign of the performance
 effect: a GELU matmul with a small K is bound by the pack thread, where the plain one is not.
@@ -120,7 +120,6 @@ def test_the_type_check_reaches_tts_activation_helpers(host_toolchain, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.needs_sfpu
 @pytest.mark.parametrize("act, arch, bias", CASES, ids=IDS)
 def test_emulate_is_bit_exact(host_cxx, tmp_path, capsys, act, arch, bias):
     rc = main(["emulate", str(spec_file(tmp_path, act, arch, bias)), "--json"])
@@ -130,7 +129,6 @@ def test_emulate_is_bit_exact(host_cxx, tmp_path, capsys, act, arch, bias):
 
 
 @pytest.mark.slow
-@pytest.mark.needs_sfpu
 @pytest.mark.parametrize("act, arch, bias", CASES, ids=IDS)
 def test_port_check_against_tts_kernels(host_cxx, host_toolchain, tmp_path, capsys, act, arch, bias):
     """TT-Metal's compute kernel in kgen's program, and TT's whole program (its 2D multicast readers
@@ -196,7 +194,6 @@ def test_gelu_with_small_k_is_pack_bound_where_the_plain_matmul_is_not(tmp_path,
     assert gelu["cycles"] > plain["cycles"]
 
 
-@pytest.mark.needs_sfpu
 def test_ab_varies_the_activation(tmp_path, capsys):
     """`kgen ab --vary fuse.activation=none,gelu,gelu_fast` shows the accurate GELU slower (pack-bound)
     than the plain matmul and the fast GELU in between or equal."""

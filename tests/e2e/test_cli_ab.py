@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, ROOT, example, need_tool, needs_sfpu_if_activation
+from conftest import EXAMPLES, ROOT, example, need_tool
 
 
 def kgen(*args: str, cwd: Path = ROOT, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -24,7 +24,7 @@ def kgen(*args: str, cwd: Path = ROOT, timeout: int = 600) -> subprocess.Complet
                           text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("path", needs_sfpu_if_activation(EXAMPLES))
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_ab_on_every_example_with_its_variants_and_with_vary(path):
     proc = kgen("ab", str(path))
     assert proc.returncode == 0, proc.stderr

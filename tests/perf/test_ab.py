@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fake_ttnn
-from conftest import EXAMPLES, example, needs_sfpu_if_activation
+from conftest import EXAMPLES, example
 from kgen.core.errors import SpecError
 from kgen.gen.build import build
 from kgen.gen.plan import plan
@@ -215,7 +215,7 @@ def test_ulp_distance_against_numpy_nextafter():
 # ----------------------------------------------------------------------------------------------
 # every example
 
-@pytest.mark.parametrize("path", needs_sfpu_if_activation(EXAMPLES))
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_every_example_compares(path):
     c = compare(load_file(path), read_source(path))
     assert c.legal and len(c.verdicts) == 1
