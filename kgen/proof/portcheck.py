@@ -233,10 +233,16 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                                               ttnn_include=ttnn_include_dir(tree))
             program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
                                      inputs=inputs, progress=lambda phase: progress(f"TT-Metal's program: {phase}"))
-            factory = "1D" if plan.is_1d else "2D"
-            note = f"{ref.name} with TT-Metal's {factory} multicast readers/writers from {kernels}"
+            note = f"{ref.name} with the readers/writers of TT-Metal's {plan.dataflow.factory.value} from {kernels}"
     return PortCheck(ref, ours, theirs, program, note, plan.factory_departures, _ktile_padding_barriers(plan),
-                     _sharded_differences(plan))
+                     _sharded_differences(plan) + _reuse_differences(plan))
+
+
+def _reuse_differences(plan) -> tuple[tuple[str, int, str], ...]:
+    from kgen.gen.dataflow import REUSE
+    from kgen.proof.ttreuse import expected_differences
+
+    return expected_differences(plan) if plan.dataflow.factory == REUSE.factory else ()
 
 
 def _sharded_differences(plan) -> tuple[tuple[str, int, str], ...]:
