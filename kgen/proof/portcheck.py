@@ -6,9 +6,10 @@ Two comparisons, each emulated with the same inputs as kgen's own program:
   ``bmm_large_block_zm_fused_bias_activation.cpp`` from the fetched headers) in place of kgen's
   (the `rendered` override :func:`kgen.gen.pipeline.with_compute_kernel`): same compile-time args, named args, defines and CB
   table, kgen's data-movement kernels. Reports bit-identity and the compute op counts per kind.
-- **program** (mcast_2d, mcast_1d_in0, mcast_1d_in1 plans): TT-Metal's whole program: that compute kernel
-  plus TT-Metal's multicast readers/writers with the args TT-Metal's 2D or 1D factory gives them
-  (:mod:`kgen.proof.ttdataflow`). Reports bit-identity and the data-movement op counts of both.
+- **program** (mcast_2d, mcast_1d_in0, mcast_1d_in1 and reuse plans): TT-Metal's whole program: that
+  compute kernel plus TT-Metal's readers/writers with the args TT-Metal's 2D, 1D or reuse factory gives
+  them (:mod:`kgen.proof.ttdataflow`, :mod:`kgen.proof.ttreuse`). Reports bit-identity and the
+  data-movement op counts of both.
 """
 
 from __future__ import annotations
