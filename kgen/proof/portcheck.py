@@ -23,6 +23,7 @@ from kgen.core.types import Placement
 from kgen.core.errors import KgenError
 from kgen.core.interrupts import scratch
 from kgen.core.manifest import load_manifest
+from kgen.gen.dataflow import REUSE
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
 DATAFLOW_PROCESSORS = ("brisc", "ncrisc")
@@ -234,13 +235,14 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                                               ttnn_include=ttnn_include_dir(tree))
             program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
                                      inputs=inputs, progress=lambda phase: progress(f"TT-Metal's program: {phase}"))
-            note = f"{ref.name} with the readers/writers of TT-Metal's {plan.dataflow.factory.value} from {kernels}"
+            factory = "reuse factory's" if plan.dataflow.factory == REUSE.factory else \
+                f"{'1D' if plan.is_1d else '2D'} multicast"
+            note = f"{ref.name} with TT-Metal's {factory} readers/writers from {kernels}"
     return PortCheck(ref, ours, theirs, program, note, plan.factory_departures, _ktile_padding_barriers(plan),
                      _sharded_differences(plan) + _reuse_differences(plan))
 
 
 def _reuse_differences(plan) -> tuple[tuple[str, int, str], ...]:
-    from kgen.gen.dataflow import REUSE
     from kgen.proof.ttreuse import expected_differences
 
     return expected_differences(plan) if plan.dataflow.factory == REUSE.factory else ()
