@@ -78,7 +78,10 @@ def test_the_plan_is_the_drawn_configuration():
         c, case = _generate(SEED, i)
         p = check_case(case).raise_for_error().plan
         co = p.compute
-        assert (p.spec.batch, p.mt, p.nt, p.kt, p.grid_requested) == (c.batch, c.mt, c.nt, c.kt, c.grid_req)
+        # one in1 per batch: the kernels loop over the batch and Mt is one batch's (the fused Mt / batch)
+        assert (p.spec.broadcast_in1, p.batch_ct) == (c.broadcast_in1, 1 if c.broadcast_in1 else c.batch)
+        assert (p.spec.batch, p.mt * p.batch_ct, p.nt, p.kt, p.grid_requested) == (c.batch, c.mt, c.nt, c.kt,
+                                                                                     c.grid_req)
         assert p.transpose_mcast == c.transpose_mcast and (p.memory.in0, p.memory.out) == c.memory
         assert ((p.per_core_m, p.per_core_n), (p.out_block_h, p.out_block_w), p.in0_block_w,
                 (p.out_subblock_h, p.out_subblock_w)) == (c.per_core, c.out_block, c.in0_block_w, c.subblock)

@@ -141,7 +141,11 @@ def out_block_loops(p: Plan, body_of: Callable[[bool], tuple[Node, ...]], *,
     loops: list[Node] = [Loop("bh", 0, 1, tuple(row0))]
     if p.num_blocks_h_dim > 1:
         loops.append(Loop("bh", 1, p.num_blocks_h_dim, (Loop("bw", 0, p.num_blocks_w_dim, rest),)))
-    return (Loop("b", 0, p.batch_ct, tuple(loops), batch_note),)
+    if p.batch_ct == 1:
+        return (Loop("b", 0, p.batch_ct, tuple(loops), batch_note),)
+    # the very first block is batch 0's (TT's compute: `(b == 0 && bh == 0) || num_blocks_w_dim > 1`)
+    later = Loop("bh", 0, p.num_blocks_h_dim, (Loop("bw", 0, p.num_blocks_w_dim, rest),))
+    return (Loop("b", 0, 1, tuple(loops), batch_note), Loop("b", 1, p.batch_ct, (later,), batch_note))
 
 
 def needs_bias_read(p: Plan, first: bool) -> bool:
