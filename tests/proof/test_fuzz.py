@@ -169,6 +169,11 @@ def test_coverage(results, cases):
     assert any(p.spec.dataflow == "mcast_1d_in1" and p.padded_n for p in plans)
     for flow in ("mcast_1d_in0", "mcast_1d_in1"):
         assert {min(p.grid[1], 2) for p in plans if p.spec.dataflow == flow} == {1, 2}, flow
+    # one in1 per batch (TT's reuse factory, bcast_batch = false): only there, several batches looped over,
+    # some with M, N or K short of whole tiles; never with padded blocks (the factory's Mt % per_core_M == 0)
+    batched = [p for p in plans if p.batched_in1]
+    assert batched and {p.spec.dataflow for p in batched} == {"reuse"} and all(p.batch_ct > 1 for p in batched)
+    assert any(p.tile_padding for p in batched) and not any(p.padded_blocks for p in batched)
     # transpose_mcast (issue #17 item 4): on grids with more than one row and column, and padded
     transposed = [p for p in plans if p.transpose_mcast]
     assert all(p.spec.dataflow == "mcast_2d" for p in transposed)
