@@ -1,6 +1,6 @@
 """TT-Metal's reuse program for a kgen `reuse` plan: the reader and writer TT-Metal's reuse factory binds,
-with the args it computes (matmul_multicore_reuse_program_factory.cpp, tenstorrent/tt-metal@1e768b71,
-the stored version nearest the 0.81.1 wheel; the kernels are the wheel's own):
+with the args it computes (matmul_multicore_reuse_program_factory.cpp, tenstorrent/tt-metal@1e768b71
+and @be663def, which compute the same args; the kernels are the 0.81.1 wheel's own):
 
     reader   reader_bmm_tile_layout.cpp    in0 and in1 of the core's output block, NCRISC
     writer   writer_bmm_tile_layout.cpp    the output block, subblock by subblock, BRISC

@@ -1,5 +1,6 @@
 """The reuse dataflow, TT-Metal's reuse factory (matmul_multicore_reuse_program_factory.cpp,
-tenstorrent/tt-metal@1e768b71, the stored version nearest the 0.81.1 wheel, whose kernels
+tenstorrent/tt-metal@1e768b71 and @be663def, which compute the same args; its version at 001cea9a,
+the commit kgen targets for 0.81.1, was not available to read; its kernels, the wheel's own,
 reader_bmm_tile_layout.cpp and writer_bmm_tile_layout.cpp it binds): a 2D grid of blocks in which every
 core reads its own in0 rows and in1 columns from DRAM, without multicast, and writes its own output block.
 
