@@ -696,9 +696,10 @@ def host_memory_need(plan) -> int:
     their quantisation and tile-encoding copies (~20 B per input element), the output as tiles,
     decoded, golden and float64 error terms (~44 B per output element), and every core's L1."""
     tiles = 32 * 32
-    a = plan.mt * plan.kt * tiles            # batch is fused into mt
-    b = plan.kt * plan.nt * tiles
-    c = plan.mt * plan.nt * tiles
+    batches = plan.batch_ct                  # 1 with the batch fused into mt; B when in1 is one per batch
+    a = batches * plan.mt * plan.kt * tiles
+    b = batches * plan.kt * plan.nt * tiles
+    c = batches * plan.mt * plan.nt * tiles
     return (a + b) * 20 + c * 44 + plan.num_cores * plan.arch.l1_bytes
 
 
@@ -707,7 +708,8 @@ def check_host_memory(plan) -> None:
     need, have = host_memory_need(plan), available_host_memory()
     if have is not None and need > have:
         gib = 1 << 30
-        raise KgenError(f"emulating {plan.spec.name} ({plan.mt * 32} x {plan.nt * 32} x {plan.kt * 32}, batch fused) "
+        raise KgenError(f"emulating {plan.spec.name} ({plan.batch_ct * plan.mt * 32} x {plan.nt * 32} x {plan.kt * 32}, "
+                        f"batch * M x N x K) "
                         f"needs at least {need / gib:.1f} GiB of host memory (inputs, output, golden model and "
                         f"{plan.num_cores} cores' L1), but {have / gib:.1f} GiB are available; emulate the same "
                         f"blocking on fewer rows or columns (K sets the accumulation path), or use a larger machine")
