@@ -593,8 +593,8 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
              port_check: bool = False, parallel: int = 2, out) -> int:
     """Generate, build, type-check and emulate `count` cases; 0 when all pass, 1 at the first failure
     (with the spec written to disk and the commands that reproduce it). With `port_check`, each case
-    also runs `kgen port-check`: TT-Metal's compute kernel, and for mcast_2d and the 1D multicast forms
-    TT-Metal's whole program, must give kgen's bits."""
+    also runs `kgen port-check`: TT-Metal's compute kernel, and where its factory's kernels run the plan
+    (the multicast forms, reuse with whole blocks) TT-Metal's whole program, must give kgen's bits."""
     import tempfile
     import time
     from pathlib import Path
@@ -685,7 +685,7 @@ def _run_cases(seed: int, indices: range, keep_dir, kept: bool, typecheck: bool,
                else ", type-check not asked for (--no-typecheck)" if not typecheck else "")
     if port_check and "portchecked" not in not_run:
         tc_note += (f"; TT-Metal's compute kernel bit-identical on all, its whole program on the {ported} "
-                    f"mcast_2d / mcast_1d case(s)")
+                    f"case(s) its factory's kernels run")
     where = f"; specs in {keep_dir}" if kept else ""
     seconds = f"{time.perf_counter() - started:.1f} s"
     if not_run:
