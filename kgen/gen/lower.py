@@ -333,7 +333,8 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
     # The bias wait happens on the first output block only when num_blocks_w_dim == 1, so the
     # output-block loops split into (bh == 0, bw == 0) and the rest.
     out_loops = out_block_loops(p, lambda first: lowering.out_block_body(first, k_loops),
-                                 first_note="first output block: wait for the bias", batch_note="batch (fused into M)")
+                                 first_note="first output block: wait for the bias",
+                                 batch_note="batch: its own in1" if p.batched_in1 else "batch (fused into M)")
     body: list[Node] = [
         op("hw_startup", CB_IN0, CB_IN1, CB_PARTIALS, note="SrcOrder::Reverse: in0 -> SrcB, in1 -> SrcA"),
         lowering.init,
