@@ -84,13 +84,13 @@ def _emulation_parsers(sub) -> None:
                          help="a row per core and processor in place of the summary (--json always has them)")
 
     port = sub.add_parser(
-        "port-check", help="TT-Metal's compute kernel, and its whole 2D or 1D multicast program, beside kgen's "
+        "port-check", help="TT-Metal's compute kernel, and its whole multicast or reuse program, beside kgen's "
                            "on the same plan: outputs and op counts",
         description="Runs TT-Metal's own kernels beside kgen's on the same plan, inputs and emulated machine. "
                     "(1) compute: TT-Metal's compute kernel in place of kgen's, with kgen's data movement; "
-                    "(2) program, for mcast_2d, mcast_1d_in0 and mcast_1d_in1 plans: TT-Metal's whole "
-                    "program, its compute kernel and the multicast readers and writers with the arguments "
-                    "TT-Metal's 2D or 1D matmul factory gives them. Each reports bit-identity with kgen's "
+                    "(2) program, for mcast_2d, mcast_1d_in0, mcast_1d_in1 and reuse plans: TT-Metal's whole "
+                    "program, its compute kernel and the readers and writers with the arguments "
+                    "TT-Metal's 2D, 1D or reuse matmul factory gives them. Each reports bit-identity with kgen's "
                     "output and the op counts of both.")
     port.add_argument("spec", help="path to a .kspec file")
     port.add_argument("--variant", help="check one of the spec's variants")
@@ -132,7 +132,7 @@ def _fuzz_parser(sub) -> None:
     fuzz.add_argument("--keep", metavar="DIR", help="write every generated spec into DIR")
     fuzz.add_argument("--no-typecheck", action="store_true", help="skip the type-check against the TT-Metal headers")
     fuzz.add_argument("--port-check", action="store_true",
-                      help="also run each case's port check (TT-Metal's compute kernel and, for mcast_2d, its whole program)")
+                      help="also run each case's port check (TT-Metal's compute kernel and, where its factory's kernels run the plan, its whole program)")
     fuzz.add_argument("-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
                       help="compile N kernels at once")
 

@@ -347,7 +347,8 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
     # The bias wait happens on the first output block only when num_blocks_w_dim == 1, so the
     # output-block loops split into (bh == 0, bw == 0) and the rest.
     out_loops = out_block_loops(p, lambda first: lowering.out_block_body(first, k_loops),
-                                 first_note="first output block: wait for the bias", batch_note="batch (fused into M)")
+                                 first_note="first output block: wait for the bias",
+                                 batch_note="batch: its own in1" if p.batched_in1 else "batch (fused into M)")
     act = p.sfpu_activation
     body: list[Node] = [op("activation_init", act.spelling)] if act is not None else []
     body += [

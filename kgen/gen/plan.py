@@ -24,6 +24,7 @@ from kgen.gen.activations import Activation
 from kgen.gen.spec import ComputeConfig, MatmulSpec
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
 from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
+from kgen.gen.dataflow.base import check_batched_in1
 
 @dataclass(frozen=True)
 class Plan:
@@ -132,6 +133,11 @@ class Plan:
     @property
     def is_1d(self) -> bool:
         return self.dataflow.is_1d
+
+    @property
+    def batched_in1(self) -> bool:
+        """in1 holds one K x N matrix per batch: the kernels loop over the batch (batch_ct = B, Mt per batch)."""
+        return self.batch_ct > 1 and not self.spec.broadcast_in1
 
     @property
     def core_m_terms(self) -> dict[str, int]:
@@ -289,9 +295,13 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     c = spec.compute
     choices: list[str] = []
 
-    # ttnn pads each tensor to whole tiles (tilize pads with zeros); batch is fused into M after padding
+    # ttnn pads each tensor to whole tiles (tilize pads with zeros); batch is fused into M after padding,
+    # unless in1 holds one matrix per batch: then the kernels loop over the batch (TT's B, bcast_B = 0)
     mt, nt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
     batch_ct = 1
+    if not spec.broadcast_in1 and spec.batch > 1:
+        check_batched_in1(dataflow_of(spec.dataflow), spec)
+        mt, batch_ct = round_up_tiles(spec.m), spec.batch
 
     in0_fmt, in1_fmt, out_fmt = (DTYPE_TO_FORMAT[d] for d in (spec.dtype_in0, spec.dtype_in1, spec.dtype_out))
     bias_fmt = DTYPE_TO_FORMAT[spec.dtype_bias] if spec.fuse_bias else None

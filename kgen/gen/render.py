@@ -350,11 +350,13 @@ def manifest_body(program: Program) -> dict[str, Any]:
         fmt = plan.in0_format if name == "in0" else plan.out_format
         tensors.setdefault(name, {"data_format": fmt, "layout": "TILE", "page_size": plan.arch.tile_bytes[fmt]})
     s = plan.spec
-    shapes = {"in0": [s.batch, s.m, s.k], "in1": [s.k, s.n], "bias": [1, s.n], "out": [s.batch, s.m, s.n]}
+    in1_batch = [] if s.broadcast_in1 or s.batch == 1 else [s.batch]     # one in1 per batch: [B, K, N]
+    shapes = {"in0": [s.batch, s.m, s.k], "in1": [*in1_batch, s.k, s.n], "bias": [1, s.n],
+              "out": [s.batch, s.m, s.n]}
     # ttnn's padded_shape (each dimension but the batch padded to whole tiles), where it differs
     tiles = {d: round_up_tiles(v) * TILE_HW for d, v in (("m", s.m), ("n", s.n), ("k", s.k))}
-    padded = {"in0": [s.batch, tiles["m"], tiles["k"]], "in1": [tiles["k"], tiles["n"]], "bias": [1, tiles["n"]],
-              "out": [s.batch, tiles["m"], tiles["n"]]}
+    padded = {"in0": [s.batch, tiles["m"], tiles["k"]], "in1": [*in1_batch, tiles["k"], tiles["n"]],
+              "bias": [1, tiles["n"]], "out": [s.batch, tiles["m"], tiles["n"]]}
     io = [name for name in ("in0", "in1", "bias", "out") if name in tensors]
     return {
         "arch": plan.arch.name,

@@ -110,6 +110,8 @@ class MatmulSpec:
     # MatmulMultiCoreReuseMultiCastProgramConfig.transpose_mcast: in0 multicast down columns, in1 across rows
     transpose_mcast: bool = False
     memory: MemorySpec = MemorySpec()
+    # in1 shared by every batch (TT's bcast_batch, the batch fused into M) or one in1 matrix per batch
+    broadcast_in1: bool = True
 
     def span(self, key: str) -> Span:
         """The span of a key, else of its group, else of the matmul header."""
@@ -272,6 +274,7 @@ MATMUL_KEYS: dict[str, Checker] = {
     "fuse.activation": _activation,
     "untilize_out": _bool,
     "transpose_mcast": _bool,
+    "broadcast_in1": _bool,
     "memory.in0": _placement(MEMORY_IN0),
     "memory.in1": _placement(MEMORY_IN1),
     "memory.out": _placement(MEMORY_OUT),
@@ -519,7 +522,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
                                   overrides, spans, preset_entry is not None, variant)
     m, n, k = vals["shape"]
     # M, N, K need not be tile multiples: ttnn pads each tensor to whole tiles (the plan says what)
-    _check_page_ids(m, n, k, vals.get("batch", 1), spans)
+    _check_page_ids(m, n, k, vals.get("batch", 1), spans, vals.get("broadcast_in1", True))
     block = BlockSpec(
         in0_block_w=vals.get("block.in0_block_w"),
         out_subblock=vals.get("block.out_subblock"),
@@ -538,17 +541,19 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         transpose_mcast=vals.get("transpose_mcast", False),
         memory=MemorySpec(vals.get("memory.in0", Placement.DRAM), vals.get("memory.in1", Placement.DRAM),
                           vals.get("memory.out", Placement.DRAM), vals.get("memory.orientation")),
+        broadcast_in1=vals.get("broadcast_in1", True),
     )
 
 
 MAX_PAGE_ID = (1 << 32) - 1    # kernels index DRAM pages with uint32_t (TensorAccessor, get_noc_addr)
 
 
-def _check_page_ids(m: int, n: int, k: int, batch: int, spans: Mapping[str, Span]) -> None:
+def _check_page_ids(m: int, n: int, k: int, batch: int, spans: Mapping[str, Span], broadcast_in1: bool = True) -> None:
     """Every tile a kernel addresses must have a page id that fits in 32 bits. in0 is batch x M x K,
-    in1 is K x N (shared by the batch, which is fused into M), out is batch x M x N."""
+    in1 is K x N (shared by the batch) or batch x K x N (not broadcast), out is batch x M x N."""
     mt, nt, kt = (-(-v // TILE_HW) for v in (m, n, k))      # padded to whole tiles
-    for tensor, tiles in (("in0", batch * mt * kt), ("in1", kt * nt), ("out", batch * mt * nt)):
+    in1_tiles = kt * nt if broadcast_in1 else batch * kt * nt
+    for tensor, tiles in (("in0", batch * mt * kt), ("in1", in1_tiles), ("out", batch * mt * nt)):
         if tiles - 1 > MAX_PAGE_ID:
             key = "batch" if "batch" in spans and tiles // batch - 1 <= MAX_PAGE_ID else "shape"
             raise SpecError(f"{tensor} would have {tiles} tiles, but kernels address DRAM pages with 32-bit ids "

@@ -15,7 +15,7 @@ from kgen.gen.spec import COMPUTE_KEYS, ComputeConfig, MatmulSpec, MemorySpec
 # the round-trip test fails until it is)
 PRINTED_FIELDS = frozenset({
     "name", "arch", "m", "n", "k", "batch", "dtype_in0", "dtype_in1", "dtype_out", "dtype_bias", "grid",
-    "dataflow", "block", "compute", "fuse_bias", "activation", "untilize_out", "transpose_mcast", "memory",
+    "dataflow", "block", "compute", "fuse_bias", "activation", "untilize_out", "transpose_mcast", "broadcast_in1", "memory",
 })
 NOT_PRINTED_FIELDS = frozenset({"path", "variant", "variants", "spans"})   # where the text came from
 
@@ -56,6 +56,8 @@ def format_spec(spec: MatmulSpec, comment: str = "") -> str:
     lines.append(f"    dataflow = {spec.dataflow}")
     if spec.transpose_mcast:
         lines.append("    transpose_mcast = true")
+    if not spec.broadcast_in1:
+        lines.append("    broadcast_in1 = false")
     b = spec.block
     block = [(key, value) for key, value in (("in0_block_w", b.in0_block_w), ("out_subblock", b.out_subblock),
                                              ("per_core", b.per_core), ("out_block", b.out_block))

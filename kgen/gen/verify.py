@@ -180,8 +180,9 @@ class _Checker:
 
 def _tensor_pages(program: Program) -> dict[str, int]:
     p = program.plan
-    return {"in0": p.mt * p.kt, "in1": p.kt * p.nt, "bias": p.nt,
-            "out": p.mt * TILE_HW if p.untilize_out else p.mt * p.nt}
+    b, b1 = p.batch_ct, (p.batch_ct if p.batched_in1 else 1)     # mt is per batch when the kernels loop over it
+    return {"in0": b * p.mt * p.kt, "in1": b1 * p.kt * p.nt, "bias": p.nt,
+            "out": b * p.mt * TILE_HW if p.untilize_out else b * p.mt * p.nt}
 
 
 def _check_interface(program: Program, kernel: Kernel) -> None:

@@ -691,7 +691,7 @@ def device_measure_with(ttnn, device, *, runs: int, warmup: int, seed: int) -> M
         from kgen.core.manifest import load_manifest
         from kgen.core.resources import cache_root
         from kgen.gen.build import write_artifacts
-        from kgen.proof.emulate import make_inputs, tensors_of
+        from kgen.proof.emulate import make_inputs, reference_product, tensors_of
 
         folder = write_artifacts(artifacts, cache_root() / "builds").path
         _, manifest = load_manifest(folder)
@@ -701,7 +701,7 @@ def device_measure_with(ttnn, device, *, runs: int, warmup: int, seed: int) -> M
             host["bias"] = np.zeros((TILE_HW, inputs.bias.shape[0]), np.float32)
             host["bias"][0] = inputs.bias
         tensors = device_tensors(ttnn, device, tensors_of(manifest), host)
-        ref = inputs.in0.astype(np.float64) @ inputs.in1.astype(np.float64)
+        ref = reference_product(inputs)
         if inputs.bias is not None:
             ref = ref + inputs.bias.astype(np.float64)[None, :]
         if p.pack_relu:

@@ -306,7 +306,7 @@ class Tensor:
 @dataclass(frozen=True)
 class Inputs:
     in0: np.ndarray                  # (batch*M, K) float32, quantised to its format
-    in1: np.ndarray                  # (K, N)
+    in1: np.ndarray                  # (K, N), or (batch, K, N) when in1 is not broadcast
     bias: np.ndarray | None          # (N,)
     # Shapes that are not tile multiples: the arrays above are ttnn's padded tensors (zeros past the
     # logical shape, as tilize pads), and these say which output elements are real: (batch, M, N).
@@ -355,12 +355,12 @@ def make_inputs(manifest: dict, seed: int) -> Inputs:
         # zeros past the logical shape, as ttnn's tilize pads (so a padded K adds nothing), before
         # quantising, so the padding plays no part in a block float's shared exponent
         batch, m, k = logical["in0"]
-        n = logical["in1"][1]
+        n = logical["in1"][-1]
         padded0 = raw0.reshape(batch, -1, a.shape[-1])
         padded0[:, m:, :] = 0.0
         padded0[:, :, k:] = 0.0
-        raw1[k:, :] = 0.0
-        raw1[:, n:] = 0.0
+        raw1[..., k:, :] = 0.0
+        raw1[..., n:] = 0.0
         if raw_bias is not None:
             raw_bias[:, n:] = 0.0
         dims = (batch, m, n)
@@ -375,7 +375,7 @@ def _tensor_bytes(t: Tensor, inputs: Inputs) -> bytes:
     if t.name == "in0":
         m = inputs.in0
     elif t.name == "in1":
-        m = inputs.in1
+        m = inputs.in1.reshape(-1, inputs.in1.shape[-1])     # one in1 per batch: batch b's tiles from b*Kt*Nt
     elif t.name == "bias":
         m = np.zeros((TILE_HW, inputs.bias.shape[0]), np.float32)   # [1, N] padded to a tile row
         m[0] = inputs.bias
@@ -631,11 +631,19 @@ class ErrorStats:
     pcc: float
 
 
+def reference_product(inputs: Inputs) -> np.ndarray:
+    """in0 x in1 in float64 as (batch*M, N): np.matmul over the batch when in1 holds one matrix per batch."""
+    a, b = inputs.in0.astype(np.float64), inputs.in1.astype(np.float64)
+    if b.ndim == 3:
+        return np.matmul(a.reshape(b.shape[0], -1, a.shape[-1]), b).reshape(-1, b.shape[-1])
+    return a @ b
+
+
 def error_stats(values: np.ndarray, inputs: Inputs, relu) -> ErrorStats:
     """Error of the output against numpy float64 of the same (quantised) inputs, then `relu` (a bool,
     or the plan's Activation, applied in float64 as torch defines it). max_rel_err is
     taken as numerics.error_figures takes it (relative error near zero is noise)."""
-    ref = inputs.in0.astype(np.float64) @ inputs.in1.astype(np.float64)
+    ref = reference_product(inputs)
     if inputs.bias is not None:
         ref = ref + inputs.bias.astype(np.float64)[None, :]
     if not isinstance(relu, bool):      # the plan's activation: the packer's ReLU or an SFPU one, torch-style
@@ -728,9 +736,10 @@ def host_memory_need(plan) -> int:
     their quantisation and tile-encoding copies (~20 B per input element), the output as tiles,
     decoded, golden and float64 error terms (~44 B per output element), and every core's L1."""
     tiles = 32 * 32
-    a = plan.mt * plan.kt * tiles            # batch is fused into mt
-    b = plan.kt * plan.nt * tiles
-    c = plan.mt * plan.nt * tiles
+    batches = plan.batch_ct                  # 1 with the batch fused into mt; B when in1 is one per batch
+    a = batches * plan.mt * plan.kt * tiles
+    b = batches * plan.kt * plan.nt * tiles
+    c = batches * plan.mt * plan.nt * tiles
     return (a + b) * 20 + c * 44 + plan.num_cores * plan.arch.l1_bytes
 
 
@@ -739,7 +748,8 @@ def check_host_memory(plan) -> None:
     need, have = host_memory_need(plan), available_host_memory()
     if have is not None and need > have:
         gib = 1 << 30
-        raise KgenError(f"emulating {plan.spec.name} ({plan.mt * 32} x {plan.nt * 32} x {plan.kt * 32}, batch fused) "
+        raise KgenError(f"emulating {plan.spec.name} ({plan.batch_ct * plan.mt * 32} x {plan.nt * 32} x {plan.kt * 32}, "
+                        f"batch * M x N x K) "
                         f"needs at least {need / gib:.1f} GiB of host memory (inputs, output, golden model and "
                         f"{plan.num_cores} cores' L1), but {have / gib:.1f} GiB are available; emulate the same "
                         f"blocking on fewer rows or columns (K sets the accumulation path), or use a larger machine")

@@ -54,6 +54,7 @@ TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks alo
 SHARDED_SHARE = 0.3           # of the mcast_2d cases that can be: in0 and/or the output block-sharded in L1
 DRAM_SHARDED_SHARE = 0.1      # cases made TT-Metal's DRAM-sharded decode matmul (the factories taking no DRAM tensor)
 DRAM_SHARDED_MAX_MT = 4       # decode-sized M
+BATCHED_IN1_SHARE = 0.8      # of the batched cases on a factory that takes it: one in1 per batch
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
 DTYPES: tuple[str, ...] = tuple(DTYPE_TO_FORMAT)
@@ -125,6 +126,12 @@ class _Choice:
     transpose_mcast: bool = False            # grid_req is then M cores along x, N cores along y
     memory: tuple[str, str] = (Placement.DRAM, Placement.DRAM)   # where in0 and the output live (spec `memory { }`)
     activation: str = "none"                 # fuse.activation as written (relu when `relu`)
+    broadcast_in1: bool = True               # False: one in1 per batch, the kernels loop over the batch
+
+    @property
+    def batch_ct(self) -> int:
+        """The batch the kernels loop over: 1 with the batch fused into M, the batch with one in1 per batch."""
+        return 1 if self.broadcast_in1 else self.batch
 
     @property
     def num_blocks(self) -> int:
@@ -172,12 +179,12 @@ def _cb_bytes(arch: ArchFacts, c: _Choice) -> int:
     in0_fmt, in1_fmt, out_fmt = (DTYPE_TO_FORMAT[d] for d in c.dtypes[:3])
     bias_fmt = DTYPE_TO_FORMAT[c.dtypes[3] or c.dtypes[2]]
     obh, obw = c.out_block
-    depth = INPUT_BUFFERING_DEPTH if c.num_blocks > 1 else 1
+    depth = INPUT_BUFFERING_DEPTH if c.batch_ct * c.num_blocks > 1 else 1
     pf = _partials_format(c.fp32_dest_acc, _l1_acc(c.packer_l1_acc, c.bias, c.num_blocks, c.dataflow), out_fmt)
     out, partials = obh * obw * tb[out_fmt], obh * obw * tb[pf]
     # An independent mirror of plan.out_partials_share: TT-Metal's in-place rule, and kgen's split
     # when several output blocks per core pass through a region partials are packed into first.
-    several = (c.per_core[0] // obh) * (c.per_core[1] // obw) > 1    # batch is fused into M
+    several = c.batch_ct * (c.per_core[0] // obh) * (c.per_core[1] // obw) > 1    # batch fused into M, or looped
     partials_first = c.num_blocks > 1 or c.bias or c.untilize
     share = pf == out_fmt and not (c.untilize and obw // c.subblock[1] > 1) and not (several and partials_first)
     total = obh * c.in0_block_w * depth * tb[in0_fmt] + obw * c.in0_block_w * depth * tb[in1_fmt]
@@ -373,6 +380,8 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
         lines.append(f"dataflow = {c.dataflow}")
     if c.transpose_mcast:
         lines.append("transpose_mcast = true")
+    if not c.broadcast_in1:
+        lines.append("broadcast_in1 = false")
     if c.memory != (Placement.DRAM, Placement.DRAM):
         # in1 where the factory takes it, when that is not DRAM (the DRAM-sharded factory's banks)
         in1_at = sorted(dataflows.get(c.dataflow).placements.get("in1", {Placement.DRAM}))
@@ -420,6 +429,7 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
     c = _transposed(random.Random(f"kgen-fuzz-transpose:{seed}:{index}"), c)
     c = _sharded(random.Random(f"kgen-fuzz-sharding:{seed}:{index}"), c)
     c = _dram_sharded(random.Random(f"kgen-fuzz-dram-sharded:{seed}:{index}"), c)
+    c = _batched_in1(random.Random(f"kgen-fuzz-batched-in1:{seed}:{index}"), c)
     name = _case_name(seed, index)
     return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
 
@@ -551,6 +561,28 @@ def _dram_sharded(rng: random.Random, c: _Choice) -> _Choice:
                                dtypes=c.dtypes[:3] + (None,))
 
 
+def _batched_in1(rng: random.Random, c: _Choice) -> _Choice:
+    """Some batched cases on a factory that takes one in1 per batch (TT's reuse factory, bcast_batch =
+    false; the multicast factories fuse the batch and refuse it): each batch is then Mt / batch rows of
+    tiles, which per_core_M must divide (the factory's TT_FATAL(Mt % per_core_M == 0): no padded blocks;
+    M, N, K short of whole tiles stay, ttnn's tilize pads them). per_core is written out: auto would spread
+    the smaller Mt over the grid. The kernels now loop over the batch, which double-buffers in0/in1 and
+    passes several output blocks through out/partials: the L1 budget is checked again."""
+    pm, pn = c.per_core
+    if (c.batch == 1 or not dataflows.takes_batched_in1(dataflows.get(c.dataflow)) or c.mt % c.batch
+            or (c.mt // c.batch) % pm or c.nt % pn or rng.random() >= BATCHED_IN1_SHARE):
+        return c
+    # a grid asked for exactly as the drawn work stays exact: one batch's rows of blocks
+    gx, gy = c.grid_req
+    grid_req = (gx, c.mt // c.batch // pm) if gy == c.mt // pm else c.grid_req
+    trim = c.trim
+    if not any(trim) and rng.random() < 0.5:       # shapes short of whole tiles: ttnn pads them, the factory allows it
+        trim = tuple(rng.randint(1, TILE_HW - 1) if rng.random() < 0.5 else 0 for _ in range(3))
+    batched = dataclasses.replace(c, broadcast_in1=False, auto=c.auto - {"per_core"}, grid_req=grid_req, trim=trim)
+    arch = load_arch(c.arch)
+    return batched if _cb_bytes(arch, batched) <= arch.usable_cb_bytes else c
+
+
 def generate_cases(count: int, seed: int) -> list[FuzzCase]:
     return [generate_case(seed, i) for i in range(count)]
 
@@ -581,7 +613,7 @@ def features(p: Plan) -> dict[str, object]:
     """The coverage-relevant facts of a planned case (for summaries and coverage checks)."""
     s, c = p.spec, p.compute
     return {
-        "arch": p.arch.name, "dataflow": s.dataflow, "batch": s.batch,
+        "arch": p.arch.name, "dataflow": s.dataflow, "batch": s.batch, "broadcast_in1": s.broadcast_in1,
         "dtypes": f"{s.dtype_in0}/{s.dtype_in1}->{s.dtype_out}", "fidelity": c.math_fidelity,
         "fp32_dest_acc": c.fp32_dest_acc, "packer_l1_acc": c.packer_l1_acc, "dst_full_sync": c.dst_full_sync,
         "policy": p.policy, "num_blocks": p.num_blocks, "bias": p.fuse_bias, "relu": p.pack_relu,
@@ -621,8 +653,8 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
              port_check: bool = False, parallel: int = 2, out) -> int:
     """Generate, build, type-check and emulate `count` cases; 0 when all pass, 1 at the first failure
     (with the spec written to disk and the commands that reproduce it). With `port_check`, each case
-    also runs `kgen port-check`: TT-Metal's compute kernel, and for mcast_2d and the 1D multicast forms
-    TT-Metal's whole program, must give kgen's bits."""
+    also runs `kgen port-check`: TT-Metal's compute kernel, and where its factory's kernels run the plan
+    (the multicast forms, reuse with whole blocks) TT-Metal's whole program, must give kgen's bits."""
     import tempfile
     import time
     from pathlib import Path
@@ -713,7 +745,7 @@ def _run_cases(seed: int, indices: range, keep_dir, kept: bool, typecheck: bool,
                else ", type-check not asked for (--no-typecheck)" if not typecheck else "")
     if port_check and "portchecked" not in not_run:
         tc_note += (f"; TT-Metal's compute kernel bit-identical on all, its whole program on the {ported} "
-                    f"mcast_2d / mcast_1d case(s)")
+                    f"case(s) its factory's kernels run")
     where = f"; specs in {keep_dir}" if kept else ""
     seconds = f"{time.perf_counter() - started:.1f} s"
     if not_run:

@@ -188,8 +188,16 @@ def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", **overri
     """:func:`golden_matmul` with everything taken from a :class:`kgen.gen.plan.Plan`.
 
     ``in0``: (batch*M, K) or (batch, M, K) (batch is fused into M, as the plan does); ``in1``
-    (K, N); ``bias`` (N,) when the plan fuses a bias. ``overrides`` replace any keyword."""
+    (K, N), or (batch, K, N) for one in1 per batch: then each batch is its own matmul (np.matmul's
+    semantics), the outputs stacked as (batch*M, N); ``bias`` (N,) when the plan fuses a bias.
+    ``overrides`` replace any keyword."""
     a = np.asarray(in0, dtype=np.float32)
+    b = np.asarray(in1, dtype=np.float32)
+    if b.ndim == 3:
+        rows = a.reshape(b.shape[0], -1, a.shape[-1])
+        parts = [golden_from_plan(plan, rows[i], b[i], bias, mode=mode, **overrides).data for i in range(b.shape[0])]
+        exps = None if parts[0].exps is None else np.concatenate([d.exps for d in parts])
+        return GoldenResult(nx.L1Data(parts[0].format, np.concatenate([d.bits for d in parts]), exps), mode)
     if a.ndim == 3:
         a = a.reshape(-1, a.shape[-1])
     if plan.fuse_bias and bias is None:
@@ -203,7 +211,7 @@ def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", **overri
         untilize_out=plan.untilize_out, arch=plan.arch.name, mode=mode, math_approx=plan.compute.math_approx,
         activation=_activation_of(plan))
     kw.update(overrides)
-    return golden_matmul(a, in1, **kw)
+    return golden_matmul(a, b, **kw)
 
 
 def _activation_of(plan) -> tuple[str, int, int, int] | None:

@@ -6,9 +6,10 @@ Two comparisons, each emulated with the same inputs as kgen's own program:
   ``bmm_large_block_zm_fused_bias_activation.cpp`` from the fetched headers) in place of kgen's
   (the `rendered` override :func:`kgen.gen.pipeline.with_compute_kernel`): same compile-time args, named args, defines and CB
   table, kgen's data-movement kernels. Reports bit-identity and the compute op counts per kind.
-- **program** (mcast_2d, mcast_1d_in0, mcast_1d_in1 plans): TT-Metal's whole program: that compute kernel
-  plus TT-Metal's multicast readers/writers with the args TT-Metal's 2D or 1D factory gives them
-  (:mod:`kgen.proof.ttdataflow`). Reports bit-identity and the data-movement op counts of both.
+- **program** (mcast_2d, mcast_1d_in0, mcast_1d_in1 and reuse plans): TT-Metal's whole program: that
+  compute kernel plus TT-Metal's readers/writers with the args TT-Metal's 2D, 1D or reuse factory gives
+  them (:mod:`kgen.proof.ttdataflow`, :mod:`kgen.proof.ttreuse`). Reports bit-identity and the
+  data-movement op counts of both.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from kgen.core.types import Placement
 from kgen.core.errors import KgenError
 from kgen.core.interrupts import scratch
 from kgen.core.manifest import load_manifest
+from kgen.gen.dataflow import REUSE
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
 DATAFLOW_PROCESSORS = ("brisc", "ncrisc")
@@ -233,10 +235,17 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                                               ttnn_include=ttnn_include_dir(tree))
             program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
                                      inputs=inputs, progress=lambda phase: progress(f"TT-Metal's program: {phase}"))
-            factory = "1D" if plan.is_1d else "2D"
-            note = f"{ref.name} with TT-Metal's {factory} multicast readers/writers from {kernels}"
+            factory = "reuse factory's" if plan.dataflow.factory == REUSE.factory else \
+                f"{'1D' if plan.is_1d else '2D'} multicast"
+            note = f"{ref.name} with TT-Metal's {factory} readers/writers from {kernels}"
     return PortCheck(ref, ours, theirs, program, note, plan.factory_departures, _ktile_padding_barriers(plan),
-                     _sharded_differences(plan))
+                     _sharded_differences(plan) + _reuse_differences(plan))
+
+
+def _reuse_differences(plan) -> tuple[tuple[str, int, str], ...]:
+    from kgen.proof.ttreuse import expected_differences
+
+    return expected_differences(plan) if plan.dataflow.factory == REUSE.factory else ()
 
 
 def _sharded_differences(plan) -> tuple[tuple[str, int, str], ...]:

@@ -70,6 +70,10 @@ TT_BLOCK_SHARDED_IN0 = "reader_bmm_tile_layout_in0_sender_receiver_padding_block
 
 
 def tt_kernel_file(name: str) -> str:
+    from kgen.proof.ttreuse import REUSE_KERNELS
+
+    if name in REUSE_KERNELS:
+        return REUSE_KERNELS[name]
     return TT_BLOCK_SHARDED_IN0 if name.startswith("in0_sharded_") else TT_KERNELS[name]
 
 
@@ -109,11 +113,14 @@ def unsupported_reason(plan, manifest: dict) -> str | None:
         gap = getattr(plan.dataflow, "tt_program_gap", None)     # the factory's own account, if it has one
         if gap:
             return f"dataflow {plan.spec.dataflow}: {gap}"
-        return (f"dataflow {plan.spec.dataflow}: TT-Metal's reader_bmm_tile_layout_in0/in1 sender/receiver kernels "
-                f"are those of the 2D and 1D multicast factories ({', '.join(DATAFLOWS_WITH_TT_PROGRAM)})")
+        return (f"dataflow {plan.spec.dataflow}: kgen runs TT-Metal's readers/writers of "
+                f"{', '.join(DATAFLOWS_WITH_TT_PROGRAM)} only")
     for t in manifest["io_tensors"]:
         if t["layout"] != "TILE":
-            return f"tensor {t['name']} is {t['layout']}; TT-Metal's multicast writers write tiles"
+            return f"tensor {t['name']} is {t['layout']}; TT-Metal's writers write tiles"
+    if plan.dataflow.factory == Factory.REUSE:
+        from kgen.proof.ttreuse import unsupported_reason as reuse_reason
+        return reuse_reason(plan)
     names = {k["name"] for k in manifest["kernels"]}
     senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == Placement.L1_BLOCK_SHARDED else {"in0_sender"})
     missing = sorted(senders - names)
@@ -552,10 +559,18 @@ _ARGS_OF = {"in0_sender": _in0_sender, "in0_receiver": _in0_receiver,
 _ARGS_OF_1D = {"in0_sender": _in0_sender_1d, "in0_receiver": _in0_receiver_1d, "in0_receiver_rows": _in0_receiver_1d,
                "in1_sender_writer": _in1_sender_writer_1d, "in1_receiver_writer": _in1_receiver_writer_1d,
                "in1_receiver_writer_rows": _in1_receiver_writer_1d}
+
+
+def _reuse_args(f: _FactoryValues, k: dict) -> TtKernelArgs:
+    from kgen.proof.ttreuse import kernel_args
+    return kernel_args(f.plan, k, f.page)
+
+
+_ARGS_OF_REUSE = {"reader": _reuse_args, "writer": _reuse_args}       # kgen/proof/ttreuse.py
 # The factories whose program port-check runs: TT-Metal's reader/writer kernels of the 2D and 1D
-# multicast factories; the reuse factory's are not reproduced.
+# multicast factories and of the reuse factory.
 TT_PROGRAMS: Mapping[Factory, Mapping[str, Callable[[_FactoryValues, dict], TtKernelArgs]]] = {
-    Factory.MCAST_2D: _ARGS_OF, Factory.MCAST_1D: _ARGS_OF_1D}
+    Factory.MCAST_2D: _ARGS_OF, Factory.MCAST_1D: _ARGS_OF_1D, Factory.REUSE: _ARGS_OF_REUSE}
 DATAFLOWS_WITH_TT_PROGRAM = tuple(d.name for d in dataflows.REGISTRY if d.factory in TT_PROGRAMS)
 
 

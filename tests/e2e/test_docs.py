@@ -84,7 +84,7 @@ def _resolved(spec, key: str):
         "block.in0_block_w": spec.block.in0_block_w, "block.out_subblock": spec.block.out_subblock,
         "block.per_core": spec.block.per_core, "block.out_block": spec.block.out_block,
         "fuse.bias": spec.fuse_bias, "fuse.activation": spec.activation, "untilize_out": spec.untilize_out,
-        "transpose_mcast": spec.transpose_mcast, "memory.in0": spec.memory.in0, "memory.in1": spec.memory.in1,
+        "transpose_mcast": spec.transpose_mcast, "broadcast_in1": spec.broadcast_in1, "memory.in0": spec.memory.in0, "memory.in1": spec.memory.in1,
         "memory.out": spec.memory.out, **compute,
     }
     value = table[key]

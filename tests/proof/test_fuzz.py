@@ -78,7 +78,10 @@ def test_the_plan_is_the_drawn_configuration():
         c, case = _generate(SEED, i)
         p = check_case(case).raise_for_error().plan
         co = p.compute
-        assert (p.spec.batch, p.mt, p.nt, p.kt, p.grid_requested) == (c.batch, c.mt, c.nt, c.kt, c.grid_req)
+        # one in1 per batch: the kernels loop over the batch and Mt is one batch's (the fused Mt / batch)
+        assert (p.spec.broadcast_in1, p.batch_ct) == (c.broadcast_in1, 1 if c.broadcast_in1 else c.batch)
+        assert (p.spec.batch, p.mt * p.batch_ct, p.nt, p.kt, p.grid_requested) == (c.batch, c.mt, c.nt, c.kt,
+                                                                                     c.grid_req)
         assert p.transpose_mcast == c.transpose_mcast and (p.memory.in0, p.memory.out) == c.memory
         assert ((p.per_core_m, p.per_core_n), (p.out_block_h, p.out_block_w), p.in0_block_w,
                 (p.out_subblock_h, p.out_subblock_w)) == (c.per_core, c.out_block, c.in0_block_w, c.subblock)
@@ -172,6 +175,11 @@ def test_coverage(results, cases):
     assert any(p.spec.dataflow == "mcast_1d_in1" and p.padded_n for p in plans)
     for flow in ("mcast_1d_in0", "mcast_1d_in1"):
         assert {min(p.grid[1], 2) for p in plans if p.spec.dataflow == flow} == {1, 2}, flow
+    # one in1 per batch (TT's reuse factory, bcast_batch = false): only there, several batches looped over,
+    # some with M, N or K short of whole tiles; never with padded blocks (the factory's Mt % per_core_M == 0)
+    batched = [p for p in plans if p.batched_in1]
+    assert batched and {p.spec.dataflow for p in batched} == {"reuse"} and all(p.batch_ct > 1 for p in batched)
+    assert any(p.tile_padding for p in batched) and not any(p.padded_blocks for p in batched)
     # transpose_mcast (issue #17 item 4): on grids with more than one row and column, and padded
     transposed = [p for p in plans if p.transpose_mcast]
     assert all(p.spec.dataflow == "mcast_2d" for p in transposed)

@@ -284,9 +284,11 @@ def test_skip_mcast_where_there_are_no_receivers(tmp_path):
     assert len(args["in1_sender_writer"].compile_time_args) == 41      # + TensorAccessorArgs(bias)
 
 
-def test_reuse_dataflow_is_not_swapped(tmp_path):
+def test_a_row_major_reuse_output_is_not_swapped(tmp_path):
+    # the reuse factory's writer (writer_bmm_tile_layout.cpp) writes tiles; its reader and writer on
+    # whole-tile reuse plans: tests/proof/test_ttreuse.py
     p, _, manifest = _manifest(_spec("untilize_relu_reuse", tmp_path), tmp_path)
-    assert "mcast_2d" in unsupported_reason(p, manifest)
+    assert "ROW_MAJOR" in unsupported_reason(p, manifest)
     with pytest.raises(DataflowSwapError):
         tt_kernel_args(p, manifest)
 

@@ -65,6 +65,8 @@ class Dataflow(Protocol):
     l1_acc_rule: tuple[int, str] | None
     paced_by: Mapping[str, str]      # the model: a receiver kernel role -> the sender role it waits on
     is_1d: bool                      # a 1D multicast: one row-major run of cores, one operand shared
+    # takes one in1 matrix per batch (TT's bcast_batch = false); a factory without the attribute refuses it
+    batched_in1: bool
 
     def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout: ...
 
@@ -93,6 +95,33 @@ def takes_dram(df: Dataflow) -> bool:
 
 DRAM_ONLY: Mapping[str, frozenset[Placement]] = MappingProxyType(
     {t: frozenset({Placement.DRAM}) for t in ("in0", "in1", "out")})
+
+
+# TT-Metal's rule behind a refused batched in1 (tenstorrent/tt-metal@001cea9a, ttnn 0.81.1): the 2D and
+# 1D multicast program configs fuse the batch into M (kgen always does: fuse_batch), and
+# matmul_device_operation.cpp's validate_on_program_cache_miss then requires
+# `get_batch_size(b_shape_padded) == 1` ("Matmul with fused batch requires input tensors of shapes
+# BCMK*11KN=BCMN"). Only MatmulMultiCoreReuseProgramConfig runs a batched in1 (bcast_batch = false).
+BATCHED_IN1_RULE = ("matmul_device_operation.cpp @001cea9a: with fuse_batch, "
+                    "get_batch_size(b_shape_padded) == 1 (BCMK*11KN=BCMN)")
+
+
+def takes_batched_in1(df: Dataflow) -> bool:
+    """Whether the factory runs one in1 matrix per batch."""
+    return bool(getattr(df, "batched_in1", False))
+
+
+def check_batched_in1(df: Dataflow, spec: MatmulSpec) -> None:
+    """A spec asking for a batched in1 (broadcast_in1 = false with batch > 1) on a factory that refuses it."""
+    if spec.broadcast_in1 or spec.batch == 1 or takes_batched_in1(df):
+        return
+    from kgen.gen import dataflow as registry      # the registry imports this module
+    takers = [d.name for d in registry.REGISTRY if takes_batched_in1(d)]
+    raise PlanError(BATCHED_IN1_RULE,
+                    f"broadcast_in1 = false with batch = {spec.batch} asks for {spec.batch} in1 matrices, but "
+                    f"dataflow {df.name} ({df.factory.value}) fuses the batch into M and takes one in1 shared by "
+                    f"every batch", spec.span("broadcast_in1"),
+                    f"dataflow = {' or '.join(takers)}, or broadcast_in1 = true")
 
 
 def accepts(df: Dataflow, memory: MemorySpec) -> bool:

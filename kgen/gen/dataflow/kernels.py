@@ -33,15 +33,23 @@ class Tiles:
             out = out + (A(0, **{w: k * c for w, k in index[v].items()}) if v in index else A(0, **{v: c}))
         return out
 
+    def _batch(self, tiles_per_batch: int) -> dict[str, int]:
+        """The batch loop's term: batch b's matrix starts b * (tiles of one matrix) in (the reader's MtKt,
+        KtNt and the writer's MtNt); none while the batch is fused into M (batch_ct = 1)."""
+        return {"b": tiles_per_batch} if self.p.batch_ct > 1 else {}
+
     def in0_block(self) -> Affine:
         p = self.p
         # row = core_y*per_core_M + bh*out_block_h; col = block*in0_block_w
-        return self._a(core_y=p.per_core_m * p.kt, bh=p.out_block_h * p.kt, block=p.in0_block_w)
+        return self._a(core_y=p.per_core_m * p.kt, bh=p.out_block_h * p.kt, block=p.in0_block_w,
+                       **self._batch(p.mt * p.kt))
 
     def in1_block(self) -> Affine:
         p = self.p
-        # row = block*in0_block_w; col = core_x*per_core_N + bw*out_block_w
-        return self._a(block=p.in0_block_w * p.nt, core_x=p.per_core_n, bw=p.out_block_w)
+        # row = block*in0_block_w; col = core_x*per_core_N + bw*out_block_w; batch b's own in1 unless
+        # in1 is broadcast (the reader's `if (bcast_B == 0) in1_tensor_start_tile_id += KtNt`)
+        return self._a(block=p.in0_block_w * p.nt, core_x=p.per_core_n, bw=p.out_block_w,
+                       **(self._batch(p.kt * p.nt) if p.batched_in1 else {}))
 
     def bias_block(self) -> Affine:
         p = self.p
@@ -70,7 +78,7 @@ class Tiles:
     def out_subblock(self) -> Affine:
         p = self.p
         return self._a(core_y=p.per_core_m * p.nt, bh=p.out_block_h * p.nt, in0_sb=p.out_subblock_h * p.nt,
-                 core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w)
+                 core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w, **self._batch(p.mt * p.nt))
 
 
 def read_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
@@ -91,7 +99,7 @@ def writer_ops(p: Plan, t: Tiles) -> list[Node]:
             op("cb_wait_front", CB_OUT, p.out_block_w),
             op("write_rows", "out", CB_OUT,
                t._a(core_y=TILE_HW * p.per_core_m, bh=TILE_HW * p.out_block_h, in0_sb=TILE_HW * p.out_subblock_h,
-                    h=TILE_HW),
+                    h=TILE_HW, **t._batch(TILE_HW * p.mt)),
                TILE_HW, p.out_block_w * tile_row_bytes,
                t._a(core_x=p.per_core_n * tile_row_bytes, bw=p.out_block_w * tile_row_bytes)),
             op("noc_write_barrier"),
@@ -133,7 +141,11 @@ def out_block_loops(p: Plan, body_of: Callable[[bool], tuple[Node, ...]], *,
     loops: list[Node] = [Loop("bh", 0, 1, tuple(row0))]
     if p.num_blocks_h_dim > 1:
         loops.append(Loop("bh", 1, p.num_blocks_h_dim, (Loop("bw", 0, p.num_blocks_w_dim, rest),)))
-    return (Loop("b", 0, p.batch_ct, tuple(loops), batch_note),)
+    if p.batch_ct == 1:
+        return (Loop("b", 0, p.batch_ct, tuple(loops), batch_note),)
+    # the very first block is batch 0's (TT's compute: `(b == 0 && bh == 0) || num_blocks_w_dim > 1`)
+    later = Loop("bh", 0, p.num_blocks_h_dim, (Loop("bw", 0, p.num_blocks_w_dim, rest),))
+    return (Loop("b", 0, 1, tuple(loops), batch_note), Loop("b", 1, p.batch_ct, (later,), batch_note))
 
 
 def needs_bias_read(p: Plan, first: bool) -> bool:

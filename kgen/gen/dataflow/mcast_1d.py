@@ -32,6 +32,7 @@ class Mcast1D:
     paced_by: Mapping[str, str] = MappingProxyType({"in0_receiver": "in0_sender",
                                                     "in1_receiver_writer": "in1_sender_writer"})
     is_1d = True
+    batched_in1 = False                # fuse_batch: TT refuses a batched in1 (base.BATCHED_IN1_RULE)
 
     def __init__(self, name: str, mcast_in0: bool):
         self.name, self.mcast_in0 = name, mcast_in0

@@ -1,6 +1,20 @@
-"""The reuse dataflow, TT-Metal's MatmulMultiCoreReuseProgramConfig factory
-(matmul_multicore_reuse_program_factory.cpp): a 2D grid of blocks in which every core reads its own
-in0 rows and in1 columns from DRAM, without multicast, and writes its own output block."""
+"""The reuse dataflow, TT-Metal's reuse factory (matmul_multicore_reuse_program_factory.cpp,
+tenstorrent/tt-metal@1e768b71 and @be663def, which compute the same args; its version at 001cea9a,
+the commit kgen targets for 0.81.1, was not available to read; its kernels, the wheel's own,
+reader_bmm_tile_layout.cpp and writer_bmm_tile_layout.cpp it binds): a 2D grid of blocks in which every
+core reads its own in0 rows and in1 columns from DRAM, without multicast, and writes its own output block.
+
+The factory's work split: `num_blocks_y = Mt / per_core_M` by `num_blocks_x = Nt / per_core_N` output
+blocks, one per core, and every core loops over the B batches of its block (the reader's `batch` loop),
+stepping in0 by `MtKt`, in1 by `KtNt` unless `bcast_B`, and the output by `MtNt`. With in1 broadcast
+kgen fuses the batch into M instead (B = 1, Mt = B x M per batch: the same tiles in the same order per
+core); with one in1 per batch (`broadcast_in1 = false`, TT's `bcast_batch = false`) the kernels loop over
+the batch as TT's do. That is the only factory of kgen's that runs a batched in1: the multicast ones fuse
+the batch (base.BATCHED_IN1_RULE). Mt, Nt and Kt must then divide as the factory's TT_FATALs ask
+(`Mt % per_core_M == 0`, `Nt % per_core_N == 0`): its reader has no padding path. At 0.81.1
+ttnn.matmul's MatmulMultiCoreReuseProgramConfig dispatches to the optimized reuse factory
+(matmul_device_operation.cpp @001cea9a, select_program_factory), whose kernels read their args through
+experimental/kernel_args.h; kgen ports this factory's kernels, which take the same per-batch offsets."""
 
 from __future__ import annotations
 
@@ -12,7 +26,7 @@ from kgen.gen.dataflow.base import DRAM_ONLY, Factory, GridOfBlocks, Layout, gri
 from kgen.gen.dataflow.kernels import (Tiles, dm_kernel, needs_bias_read, out_block_loops, read_block, tensors_of,
                                        writer_ops)
 from kgen.gen.ir import CoreRange, Kernel, Loop, Node, Semaphore
-from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT
+from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, PlanError, divisors, nearest
 
 if TYPE_CHECKING:
     from kgen.gen.plan import Plan
@@ -28,9 +42,13 @@ class Reuse(GridOfBlocks):
     l1_acc_rule: tuple[int, str] | None = None
     paced_by: Mapping[str, str] = MappingProxyType({})
     is_1d = False
+    batched_in1 = True
 
     def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
-        return grid_layout(spec, mt, nt, grid_req, choices)
+        layout = grid_layout(spec, mt, nt, grid_req, choices)
+        if not spec.broadcast_in1 and spec.batch > 1:
+            _check_whole_blocks(spec, mt, nt, layout)
+        return layout
 
     def in0_reader_cores(self, p: Plan) -> int:
         """Every core reads its own in0 rows."""
@@ -41,6 +59,18 @@ class Reuse(GridOfBlocks):
 
 
 REUSE = Reuse()
+
+
+def _check_whole_blocks(spec: MatmulSpec, mt: int, nt: int, layout: Layout) -> None:
+    """A batched in1 runs the reuse factory's own loop over the batch, whose reader has no padding path:
+    TT_FATAL(Mt % per_core_M == 0) and TT_FATAL(Nt % per_core_N == 0) (matmul_multicore_reuse_program_factory.cpp)."""
+    for dim, tiles, per_core in (("M", mt, layout.per_core_m), ("N", nt, layout.per_core_n)):
+        if tiles % per_core:
+            raise PlanError(f"reuse factory: {dim}t % per_core_{dim} == 0 (matmul_multicore_reuse_program_factory.cpp)",
+                            f"per_core_{dim} = {per_core} leaves a padded last block of {dim}t = {tiles} tiles per "
+                            f"batch; with broadcast_in1 = false the reuse factory's reader and writer loop over the "
+                            f"batch without padding args", spec.span("block.per_core"),
+                            nearest([d for d in divisors(tiles)], per_core))
 
 
 def _reuse_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:

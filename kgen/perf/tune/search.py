@@ -36,8 +36,8 @@ from kgen.gen.ir import Program
 from kgen.gen.plan import PlanError, dst_capacity, plan as make_plan
 from kgen.gen.spec import BlockSpec, MatmulSpec, MemorySpec
 from kgen.perf.tune.engines import CandidatePool
-from kgen.perf.tune.space import (DATAFLOWS, DEFAULT_BUDGET, FIDELITIES, ONE_D, TuneConfig, Space, TuneError,
-                                  _divisors, search_space, tiles, with_placement)
+from kgen.perf.tune.space import (DEFAULT_BUDGET, FIDELITIES, ONE_D, TuneConfig, Space, TuneError, _divisors,
+                                  dataflow_options, search_space, tiles, with_placement)
 
 @dataclass(frozen=True)
 class Estimator:
@@ -155,7 +155,7 @@ def _groups(spec: MatmulSpec, space: Space, lower_bound: Callable[..., float] | 
     mt, nt, kt = tiles(spec)
     fidelities = _values(space, "math_fidelity", FIDELITIES)
     fp32s = _values(space, "fp32_dest_acc", (False, True))
-    dataflows = tuple(_values(space, "dataflow", DATAFLOWS))
+    dataflows = tuple(_values(space, "dataflow", dataflow_options(spec)))
     policies = tuple(_values(space, "packer_l1_acc", (True, False)))
     if "per_core" in space.searched and space.padded:
         # for each count of cores along an axis, the smallest per_core covering the tiles: every

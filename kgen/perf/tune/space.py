@@ -119,9 +119,24 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
+def batched_in1(spec: MatmulSpec) -> bool:
+    """One in1 per batch: the kernels loop over the batch, Mt is one batch's."""
+    return not spec.broadcast_in1 and spec.batch > 1
+
+
 def tiles(spec: MatmulSpec) -> tuple[int, int, int]:
-    """Mt, Nt, Kt as the planner counts them: a shape short of whole tiles is padded up (ttnn's tilize)."""
-    return spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
+    """Mt, Nt, Kt as the planner counts them: a shape short of whole tiles is padded up (ttnn's tilize);
+    the batch fused into M unless in1 holds one matrix per batch."""
+    return ((1 if batched_in1(spec) else spec.batch) * round_up_tiles(spec.m), round_up_tiles(spec.n),
+            round_up_tiles(spec.k))
+
+
+def dataflow_options(spec: MatmulSpec) -> tuple[str, ...]:
+    """The dataflows the search may give this spec: with one in1 per batch only the factories that take
+    it (the multicast ones fuse the batch and TT refuses a batched in1 there: base.BATCHED_IN1_RULE)."""
+    if batched_in1(spec):
+        return tuple(d.name for d in dataflows.REGISTRY if dataflows.takes_batched_in1(d))
+    return DATAFLOWS
 
 
 def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = False,
@@ -153,7 +168,9 @@ def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = F
     else:
         fixed["math_fidelity"] = spec.compute.math_fidelity
         fixed["fp32_dest_acc"] = spec.compute.fp32_dest_acc
-    return Space(mode, tuple(searched), None if "grid" in searched else spec.grid, fixed, padded)
+    # a batched in1 runs the reuse factory's batch loop, which has no padded blocks (Mt % per_core_M == 0)
+    return Space(mode, tuple(searched), None if "grid" in searched else spec.grid, fixed,
+                 padded and not batched_in1(spec))
 
 
 def _from_ttnn_defaults(spec: MatmulSpec, key: str) -> bool:
@@ -238,6 +255,7 @@ def target_of(spec: MatmulSpec, placement: Mapping[str, str] | None = None) -> d
         "fuse_bias": spec.fuse_bias, "activation": spec.activation, "untilize_out": spec.untilize_out,
         "math_approx": spec.compute.math_approx, "dst_full_sync": spec.compute.dst_full_sync,
         "transpose_mcast": spec.transpose_mcast,
+        **({} if spec.broadcast_in1 else {"broadcast_in1": False}),    # one in1 per batch: another matmul
         "placement": {"in0": spec.memory.in0, "in1": spec.memory.in1, "out": spec.memory.out,
                       "orientation": spec.memory.orientation},
         "kgen_version": __version__, "tt_metal_version": TT_METAL_VERSION,
