@@ -86,7 +86,7 @@ def _check(kind: str, arch: str, params: tuple[int, int, int]) -> int:
 
 def harness_binary(kind: str, p0: int, p1: int, p2: int, *, arch: str, fp32_dest: bool, approx: bool) -> Path:
     """The harness for one activation and configuration, compiled once (kgen's cache)."""
-    from kgen.proof.emulate import EMU_DIR, _atomic_install, _compile, _digest, _emu_sources_digest, require_host_compiler
+    from kgen.proof.emu_build import EMU_DIR, _atomic_install, _compile, _digest, _emu_sources_digest, require_host_compiler
 
     value = _check(kind, arch, (p0, p1, p2))
     hc = require_host_compiler()
