@@ -707,7 +707,8 @@ def check_host_memory(plan) -> None:
 
 def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact", schedules: int = 0,
                    trace: Path | None = None, parallel: int = 2, inputs: Inputs | None = None,
-                   progress: Callable[[str], None] = lambda phase: None) -> Emulation:
+                   progress: Callable[[str], None] = lambda phase: None,
+                   program_hook: Callable[[ProgramFile], ProgramFile] | None = None) -> Emulation:
     """Run the build folder's kernels on every core and compare with the golden model.
 
     ``schedules``: extra seeded random interleavings after the default (time-ordered) run; their
@@ -730,6 +731,8 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     with scratch("kgen-emulate") as tmp:
         work = Path(tmp)
         program = build_program(manifest, arch, builds, numerics=numerics, workdir=work, inputs=inputs)
+        if program_hook is not None:        # an export target's L1 layout and NoC coordinates (kgen.proof.bhpy)
+            program = program_hook(program)
         for i in range(schedules + 1):
             progress(f"running {plan.num_cores} core(s)" + (f", schedule {i + 1} of {schedules + 1}" if schedules else ""))
             runs.append(run_program(binary, program, work, schedule="time" if i == 0 else "random",

@@ -1,0 +1,176 @@
+"""`kgen emulate --target blackhole-py` and `kgen port-check --target blackhole-py`: the exported
+program run in kgen's emulator under blackhole-py's conventions.
+
+The view of kgen.gen.targets.blackhole_py is what runs: the adapted kernel sources (no compile-time
+args, common args or defines from outside), each core's args read from its slice of the runtime-arg
+blob (writer || reader, padded to the longest, semaphores at their aligned offset), the semaphores at
+that offset, the CBs where the CB blob puts them (16 and 24 at one address), the reader on NOC 0 and
+the writer on NOC 1, and the cores at Blackhole NoC coordinates around the non-worker columns, so a
+multicast not split around them reaches too few cores and is reported."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgen.core.arch import load_arch
+from kgen.core.types import DATA_FORMAT_VALUE
+from kgen.gen.render import SourceFile
+from kgen.gen.targets import blackhole_py as bh
+
+# where the emulated runtime-arg blob (KERNEL_CONFIG_BASE) sits: below the CBs, clear of them
+CONFIG_BYTES = 4096
+_FORMAT_OF_DTYPE = {"Float16_b": "Float16_b", "Float32": "Float32", "Float16": "Float16"}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What the emulator ran: each core's runtime-arg blob (words; ("addr", name) for a buffer), the
+    CB blob entries and the semaphore addresses."""
+    rta: dict
+    cbs: tuple
+    sem_addresses: tuple[int, ...]
+    config_base: int
+
+
+def physical(p: bh.BhpyProgram) -> dict[bh.Core, tuple[int, int]]:
+    """Logical core -> Blackhole NoC 0 coordinates: the worker columns and rows in order."""
+    f = bh.facts()["placement"]
+    gx, gy = p.grid
+    return {(x, y): (f["worker_columns"][x], f["worker_rows"][y]) for y in range(gy) for x in range(gx)}
+
+
+def _resolve(w: bh.Word, phys: dict) -> int | dict:
+    if isinstance(w, int):
+        return w
+    kind, arg = w
+    if kind == "addr":
+        return {"buffer_address": arg}
+    cols = sorted({c[0] for c in phys.values()})
+    rows = sorted({c[1] for c in phys.values()})
+    return cols[arg] if kind == "noc_x" else rows[arg]
+
+
+def view_files(p: bh.BhpyProgram, rendered) -> tuple[SourceFile, ...]:
+    """The build folder the emulator runs: kgen's files with the blackhole-py kernels and manifest."""
+    phys = physical(p)
+    manifest = json.loads(json.dumps(rendered.manifest))
+    by_name = {k.kgen_name: k for k in p.kernels.values()}
+    sources = {}
+    for k in manifest["kernels"]:
+        rk = by_name[k["name"]]
+        sources[k["source"]] = rk.source
+        side = "writer" if rk.role.startswith("writer") else "reader"
+        k.update(compile_time_args=[], named_compile_time_args={}, defines={}, noc=None if rk.noc is None else f"NOC_{rk.noc}",
+                 common_runtime_args=[], common_runtime_arg_names=[])
+        if rk.processor != "TRISC":
+            k["runtime_args"] = [{"core": list(c), "args": [_resolve(w, phys) for w in bh.role_args(p, c, side)]}
+                                 for c in rk.cores]
+    for cb in manifest["cbs"]:
+        for fd in cb["format_descriptors"]:
+            fd["buffer_index"] = bh.CB_INDEX.get(fd["buffer_index"], fd["buffer_index"])
+    out = []
+    for f in rendered.files:
+        if f.path.endswith("named_ct_arg_map_generated.h"):
+            continue
+        text = sources.get(f.path, f.text)
+        if f.path.endswith("defines_generated.h"):
+            text = ""                                  # blackhole-py writes it empty
+        elif f.path.endswith("chlkc_descriptors.h"):
+            text = descriptors(f.text, p)
+        elif f.path == "manifest.json":
+            text = json.dumps(manifest, indent=1)
+        out.append(dataclasses.replace(f, text=text))
+    return tuple(out)
+
+
+_ARRAY = re.compile(r"(constexpr [\w: ]+? (\w+)\[(\d+)\] = \{\s*)([^}]*)(\s*\};)")
+
+
+def descriptors(text: str, p: bh.BhpyProgram) -> str:
+    """The format and tile-size tables as blackhole-py's compiler.py generates them: per CB index its
+    Dtype's code (the same for unpack/pack src/dst), Float16_b for an unused index. blackhole-py's
+    tables have 32 entries; the 0.81.1 headers the emulator models read 64 (the rest unused)."""
+    dtype_code = bh.facts()["dtype"]
+    fmt = [dtype_code["Float16_b"]] * 64
+    size = [bh.tile_bytes("Float16_b")] * 64
+    for index, dtype, _ in p.cbs:
+        fmt[index] = DATA_FORMAT_VALUE[_FORMAT_OF_DTYPE[dtype]]
+        size[index] = bh.tile_bytes(dtype)
+
+    def table(m: re.Match) -> str:
+        name = m.group(2)
+        if name.endswith("_format"):
+            values = fmt
+        elif name.endswith("_tile_size"):
+            values = size
+        else:
+            return m.group(0)
+        return m.group(1) + ",".join(map(str, values[:int(m.group(3))])) + m.group(5)
+    return _ARRAY.sub(table, text)
+
+
+def program_hook(p: bh.BhpyProgram, recorded: list):
+    """Rewrite the emulator's core, CB and semaphore lines to blackhole-py's layout."""
+    arch = load_arch("blackhole")
+    phys = physical(p)
+    lay = bh.rta_layout(p)
+    config_base = arch.l1_unreserved_base - CONFIG_BYTES
+    sem_addresses = tuple(config_base + lay.sem_offset + 16 * i for i in range(p.semaphores))
+    entries = bh.cb_entries(p, arch.l1_unreserved_base)
+    if lay.sem_offset + 16 * p.semaphores > CONFIG_BYTES:
+        raise ValueError("the runtime-arg blob does not fit the emulated kernel config area")
+
+    def hook(program):
+        lines, core_id = [], {}
+        for line in program.text.splitlines():
+            parts = line.split()
+            if parts and parts[0] == "core":
+                x, y = int(parts[2]), int(parts[3])
+                core_id[(x, y)] = parts[1]
+                nx, ny = phys[(x, y)]
+                line = f"core {parts[1]} {x} {y} {nx} {ny}"
+            elif parts and parts[0] in ("cb", "sem"):
+                continue
+            lines.append(line)
+        extra = []
+        for core, cid in core_id.items():
+            for index, addr, total, pages, page in entries:
+                dtype = next(d for i, d, _ in p.cbs if i == index)
+                extra.append(f"cb {cid} {index} {DATA_FORMAT_VALUE[_FORMAT_OF_DTYPE[dtype]]} {page} {pages} {addr}")
+            extra += [f"sem {cid} {i} {a} 0" for i, a in enumerate(sem_addresses)]
+        at = next(i for i, line in enumerate(lines) if line.split()[0] == "dram")
+        recorded.append(Recorded({c: bh.rta_words(p, c) for c in p.cores}, entries, sem_addresses, config_base))
+        return dataclasses.replace(program, text="\n".join(lines[:at] + extra + lines[at:]) + "\n")
+    return hook
+
+
+def emulate(artifacts, *, seed: int = 0, numerics: str = "exact", parallel: int = 2, progress=lambda phase: None):
+    """Run the blackhole-py view; returns (Emulation, BhpyProgram, Recorded)."""
+    from kgen.gen.build import write_build
+    from kgen.proof.emulate import emulate_folder
+
+    plan, rendered = artifacts.plan, artifacts.rendered
+    p = bh.view(plan, rendered)
+    recorded: list[Recorded] = []
+    with tempfile.TemporaryDirectory(prefix="kgen-bhpy-") as tmp:
+        folder = write_build(Path(tmp), rendered.kernel_id, view_files(p, rendered))
+        result = emulate_folder(folder, plan, seed=seed, numerics=numerics, parallel=parallel, progress=progress,
+                                program_hook=program_hook(p, recorded))
+    return result, p, recorded[0] if recorded else None
+
+
+def port_check(artifacts, *, seed: int = 0, numerics: str = "exact", parallel: int = 2, progress=lambda phase: None):
+    """kgen's TT-Metal program and its blackhole-py export on the same inputs: (tt, bhpy, identical)."""
+    from kgen.gen.build import write_build
+    from kgen.proof.emulate import emulate_folder
+
+    with tempfile.TemporaryDirectory(prefix="kgen-bhpy-tt-") as tmp:
+        folder = write_build(Path(tmp), artifacts.rendered.kernel_id, artifacts.rendered.files)
+        tt = emulate_folder(folder, artifacts.plan, seed=seed, numerics=numerics, parallel=parallel, progress=progress)
+    ours, _, _ = emulate(artifacts, seed=seed, numerics=numerics, parallel=parallel, progress=progress)
+    return tt, ours, tt.out_bytes == ours.out_bytes and tt.status == ours.status == "ok"
