@@ -174,3 +174,46 @@ def port_check(artifacts, *, seed: int = 0, numerics: str = "exact", parallel: i
         tt = emulate_folder(folder, artifacts.plan, seed=seed, numerics=numerics, parallel=parallel, progress=progress)
     ours, _, _ = emulate(artifacts, seed=seed, numerics=numerics, parallel=parallel, progress=progress)
     return tt, ours, tt.out_bytes == ours.out_bytes and tt.status == ours.status == "ok"
+
+
+def run_command(args, artifacts) -> int:
+    """`kgen build|emulate|port-check SPEC --target blackhole-py`."""
+    import sys
+
+    from kgen.gen.build import write_build
+    from kgen.gen.targets import bhpy_export
+
+    notes = bh.check_supported(artifacts.spec, artifacts.plan)
+    say = sys.stdout.write
+    if args.command == "build":
+        p = bh.view(artifacts.plan, artifacts.rendered)
+        folder = write_build(Path(args.output), f"{p.name}-blackhole-py", bhpy_export.files(p, artifacts.plan))
+        say(f"kgen build --target blackhole-py: {folder}\n  module   {folder / bhpy_export.MODULE} "
+            f"(imports blackhole-py and numpy)\n  readme   {folder / 'README.md'}\n  target   {bh.source_line()}\n")
+        say("".join(f"  note     {n}\n" for n in notes))
+        return 0
+    if args.command == "emulate":
+        from kgen.proof.emulate import format_report
+
+        result, p, rec = emulate(artifacts, seed=args.seed, numerics=args.numerics, parallel=args.jobs)
+        lay = bh.rta_layout(p)
+        if args.json:
+            say(json.dumps({**result.summary(), "target": bh.NAME, "rta_bytes": [lay.writer_bytes, lay.reader_bytes],
+                            "sem_offset": lay.sem_offset, "cbs": [list(e) for e in rec.cbs]}, indent=2) + "\n")
+        else:
+            say(format_report(result, verbose=args.verbose) + "\n")
+            say(f"  target     blackhole-py ({bh.source_line()}): reader NCRISC/NOC 0, writer BRISC/NOC 1; "
+                f"args writer {lay.writer_bytes} B + reader {lay.reader_bytes} B, {p.semaphores} semaphores at "
+                f"+{lay.sem_offset}; CB 16 and 24 at {hex(next(e[1] for e in rec.cbs if e[0] == 16))}\n")
+        return 0 if result.ok else 1
+    tt, ours, identical = port_check(artifacts, seed=args.seed, numerics=args.numerics, parallel=args.jobs)
+    if args.json:
+        say(json.dumps({"target": bh.NAME, "identical": identical, "tt_metal": tt.summary(),
+                        "blackhole_py": ours.summary()}, indent=2) + "\n")
+    else:
+        verdict = "bit-identical" if identical else "DIFFERENT"
+        say(f"kgen port-check --target blackhole-py: {tt.kernel_id}\n"
+            f"  tt-metal      {tt.status}, {'bit-exact' if tt.exact_match else 'not bit-exact'} vs the golden model\n"
+            f"  blackhole-py  {ours.status}, {'bit-exact' if ours.exact_match else 'not bit-exact'} vs the golden model\n"
+            f"  output        {verdict} ({len(ours.out_bytes)} bytes, seed {args.seed}, {args.numerics} numerics)\n")
+    return 0 if identical and tt.ok and ours.ok else 1
