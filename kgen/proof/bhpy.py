@@ -191,7 +191,17 @@ def run_command(args, artifacts) -> int:
         say(f"kgen build --target blackhole-py: {folder}\n  module   {folder / bhpy_export.MODULE} "
             f"(imports blackhole-py and numpy)\n  readme   {folder / 'README.md'}\n  target   {bh.source_line()}\n")
         say("".join(f"  note     {n}\n" for n in notes))
-        return 0
+        if args.no_compile:
+            return 0
+        from kgen.proof.bhpy_typecheck import typecheck
+        from kgen.proof.chain import EXIT_INCOMPLETE, ChainOptions
+
+        status, detail, _ = typecheck(artifacts, ChainOptions(sfpi=args.sfpi, headers=args.headers, firmware=args.firmware,
+                                                              parallel=args.jobs, force=args.force))
+        say(f"  check    {status}: {detail}\n" if status != "failed" else "  check    FAILED\n")
+        if status == "failed":
+            sys.stderr.write(f"kgen: {detail}\n")
+        return {"ok": 0, "failed": 1}.get(status, EXIT_INCOMPLETE)
     if args.command == "emulate":
         from kgen.proof.emulate import format_report
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Union
 
-from kgen.core.errors import SpecError
+from kgen.core.errors import KgenError, SpecError
 from kgen.core.resources import config_table
 from kgen.core.types import Placement
 from kgen.gen.dataflow import MCAST_2D, REUSE
@@ -255,6 +255,11 @@ _MCAST_DATA = re.compile(r"const uint64_t mcast_addr = get_noc_multicast_addr\((
                          r"noc_async_write_multicast\(l1_addr, mcast_addr, ([^,]+), [^;]+\);")
 _MCAST_SEM = re.compile(r"noc_semaphore_set_multicast\(sem_addr, get_noc_multicast_addr\(([^;]*), sem_addr\), [^;]+\);")
 _COMMON = re.compile(r"get_common_arg_val<uint32_t>\((\d+)\)")
+_ACCESSOR_ARGS = re.compile(r"[ \t]*constexpr auto (\w+)_args = TensorAccessorArgs<(\d+)>\(\);\n")
+_ACCESSOR = re.compile(r"const auto (\w+) = TensorAccessor\((\w+)_args, (\w+), (\w+)\);")
+_CT_ARG = re.compile(r"get_compile_time_arg_val\((\d+)\)")
+_NAMED_ARG = re.compile(r'get_named_compile_time_arg_val\("(\w+)"\)')
+_IS_DRAM = 2            # tensor_accessor ArgConfig IsDram (tensor_accessor_args.h, 0.81.1): the only bit allowed
 _CB_ASSERT = re.compile(r'static_assert\((cb_\w+) == (\d+), "kgen: the CB table puts (cb_\w+) at c_(\d+)"\)')
 _LAST_INCLUDE = re.compile(r"(#include [^\n]+\n)(?![\s\S]*#include )")
 
@@ -277,21 +282,35 @@ inline void bhpy_split_multicast(uint32_t sx, uint32_t sy, uint32_t ex, uint32_t
 
 
 def adapt_source(text: str, k: dict, *, compute: bool) -> str:
-    """kgen's kernel source with what blackhole-py's compiler does not pass written into it."""
+    """kgen's kernel source with what blackhole-py's compiler does not pass written into it: each
+    compile-time arg as its value (its firmware stubs include compile_time_args.h before the kernel,
+    so the args cannot come in as a macro either), the CB indices, the defines, the buffer addresses
+    as runtime args, and interleaved DRAM accessors that need no compile-time args."""
+    ct = list(k["compile_time_args"])
     named = {n: (CB_INDEX.get(v, v) if n.startswith("cb_") else v) for n, v in k["named_compile_time_args"].items()}
+    accessors = {}
+    for m in _ACCESSOR_ARGS.finditer(text):
+        config = ct[int(m.group(2))]
+        if config & ~_IS_DRAM:
+            raise KgenError(f"kernel {k['name']}: accessor config {config} is not interleaved DRAM")
+        accessors[m.group(1)] = m.group(2)
     lines = [f"// Adapted for blackhole-py ({source_line()}): its compiler passes no compile-time args,",
              "// no common runtime args and no defines, so they are written here.",
-             "#undef KERNEL_COMPILE_TIME_ARGS",
-             "#define KERNEL_COMPILE_TIME_ARGS " + ",".join(str(v) for v in k["compile_time_args"])]
-    if named:
-        lines += ["#undef KERNEL_COMPILE_TIME_ARG_MAP",
-                  "#define KERNEL_COMPILE_TIME_ARG_MAP " + ",".join(f"{{{json.dumps(n)},{v}}}" for n, v in named.items())]
-    lines += [f"#define {name} {value}" for name, value in k["defines"].items()]
-    body = _COMMON.sub(lambda m: f"get_arg_val<uint32_t>({len(k['runtime_arg_names']) + int(m.group(1))})", text)
+             *(f"#define {name} {value}" for name, value in k["defines"].items())]
+    body = _ACCESSOR_ARGS.sub("", text)
+    body = _ACCESSOR.sub(lambda m: (f"const InterleavedAddrGen<true> {m.group(1)} = {{.bank_base_address = {m.group(3)}, "
+                                    f".page_size = {m.group(4)}}};"), body)
+    body = _CT_ARG.sub(lambda m: f"{ct[int(m.group(1))]}u", body)
+    body = _NAMED_ARG.sub(lambda m: f"{named[m.group(1)]}u", body)
+    body = _COMMON.sub(lambda m: f"get_arg_val<uint32_t>({len(k['runtime_arg_names']) + int(m.group(1))})", body)
     body = _CB_ASSERT.sub(lambda m: (f'static_assert({m.group(1)} == {CB_INDEX.get(int(m.group(2)), int(m.group(2)))}, '
                                      f'"blackhole-py: {m.group(3)} at c_{CB_INDEX.get(int(m.group(4)), int(m.group(4)))}")'), body)
     if not compute:
         body = _adapt_multicasts(body)
+    left = [w for w in ("TensorAccessor", "get_compile_time_arg_val", "get_named_compile_time_arg_val",
+                        "get_common_arg_val") if w in body.split("void kernel_main", 1)[-1].split("namespace NAMESPACE", 1)[-1]]
+    if left:
+        raise KgenError(f"kernel {k['name']}: the blackhole-py adaptation left {', '.join(left)} in the source")
     return "\n".join(lines) + "\n" + body
 
 
