@@ -117,6 +117,7 @@ def _ab_parser(sub) -> None:
                     help="--emulate's arithmetic: exact (bit-level, small shapes) or fast")
     ab.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs (default: 0)")
     ab.add_argument("--json", action="store_true", help="print everything as JSON, one row per kernel id")
+    _target_flag(ab)
     ab.add_argument("--csv", metavar="FILE", help="write one line per variant (CUTLASS-profiler style)")
     ab.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
     ab.add_argument("--device", action="store_true", help="also run each variant on the card (needs ttnn)")
@@ -502,6 +503,10 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
 def _ab(args: argparse.Namespace) -> int:
     """`kgen ab`: flags are checked (and output paths tried) before anything is computed; the files
     are written whole or not at all."""
+    from kgen.gen.targets import DEFAULT as DEFAULT_TARGET
+    if args.target != DEFAULT_TARGET:
+        from kgen.perf.bhpy_ab import run_ab      # the export target's port-plan stages
+        return run_ab(args)
     from kgen.core.resources import output_file, user_path, write_whole
     from kgen.gen.spec import load_file, read_source
     from kgen.perf.ab import compare, device_measure_with, emulate_with, open_device, parse_sweep, parse_vary

@@ -192,3 +192,17 @@ def test_typecheck_with_blackhole_py_profile(tmp_path):
     from kgen.proof.bhpy_typecheck import profile_defines
     assert "NOC_INDEX=1" in profile_defines("brisc") and "NOC_INDEX=0" in profile_defines("ncrisc")
     assert not any(d.startswith("KERNEL_COMPILE_TIME_ARGS") for d in profile_defines("math"))
+
+
+def test_ab_stages_of_the_port_plan():
+    from kgen.perf.bhpy_ab import stages
+    rows = stages(load_file(str(PADDED)), PADDED.read_text())
+    assert [r.name for r in rows] == ["matmul_tiles for matmul_block", "matmul_block, spill/reload",
+                                      "full L1-acc lifecycle"]
+    assert rows[0].why_not and "matmul_block only" in rows[0].why_not
+    spill, l1acc = rows[1], rows[2]
+    # spill/reload reloads the partials every K-block after the first; L1 accumulation never does here
+    # (with a bias the last block packs with L1 acc too, as TT-Metal's bias path does)
+    assert spill.reloads > 0 and spill.l1_acc_switches == 0
+    assert l1acc.reloads == 0 and l1acc.l1_acc_switches > 0
+    assert l1acc.reload_cycles == 0 and spill.reload_cycles > 0
