@@ -35,6 +35,9 @@ class Recorded:
     cbs: tuple
     sem_addresses: tuple[int, ...]
     config_base: int
+    # what the emulator's run lines gave each (logical core, processor role): its runtime args
+    run_args: dict
+    addresses: dict                  # tensor name -> DRAM address the emulator put it at
 
 
 def physical(p: bh.BhpyProgram) -> dict[bh.Core, tuple[int, int]]:
@@ -144,9 +147,22 @@ def program_hook(p: bh.BhpyProgram, recorded: list):
                 extra.append(f"cb {cid} {index} {DATA_FORMAT_VALUE[_FORMAT_OF_DTYPE[dtype]]} {page} {pages} {addr}")
             extra += [f"sem {cid} {i} {a} 0" for i, a in enumerate(sem_addresses)]
         at = next(i for i, line in enumerate(lines) if line.split()[0] == "dram")
-        recorded.append(Recorded({c: bh.rta_words(p, c) for c in p.cores}, entries, sem_addresses, config_base))
+        recorded.append(Recorded({c: bh.rta_words(p, c) for c in p.cores}, entries, sem_addresses, config_base,
+                                 _run_args(lines, core_id), {t.name: t.address for t in program.tensors}))
         return dataclasses.replace(program, text="\n".join(lines[:at] + extra + lines[at:]) + "\n")
     return hook
+
+
+def _run_args(lines: list[str], core_id: dict) -> dict:
+    """(logical core, role) -> the runtime args of the emulator's `run` lines."""
+    role_of = {parts[1]: parts[3] for parts in (line.split() for line in lines) if parts and parts[0] == "kernel"}
+    core_of = {cid: core for core, cid in core_id.items()}
+    out = {}
+    for parts in (line.split() for line in lines):
+        if parts and parts[0] == "run":
+            n = int(parts[3])
+            out[(core_of[parts[1]], role_of[parts[2]])] = [int(v) for v in parts[4:4 + n]]
+    return out
 
 
 def emulate(artifacts, *, seed: int = 0, numerics: str = "exact", parallel: int = 2, progress=lambda phase: None):

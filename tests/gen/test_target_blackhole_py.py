@@ -120,6 +120,22 @@ def test_emulator_ran_the_recorded_layout():
     assert rec.cbs == bh.cb_entries(p, rec.cbs[0][1])
     lay = bh.rta_layout(p)
     assert rec.sem_addresses[0] == rec.config_base + lay.sem_offset and lay.sem_offset % 16 == 0
+    # every core's data-movement kernels ran with their slices of the blob: the writer's from offset 0,
+    # the reader's from the longest writer list's end, buffers and NoC coordinates resolved
+    phys = bhpy.physical(p)
+    cols, rows = sorted({v[0] for v in phys.values()}), sorted({v[1] for v in phys.values()})
+
+    def resolve(w):
+        if isinstance(w, int):
+            return w
+        kind, arg = w
+        return rec.addresses[arg] if kind == "addr" else cols[arg] if kind == "noc_x" else rows[arg]
+    for core in p.cores:
+        blob = [resolve(w) for w in rec.rta[core]]
+        assert rec.run_args[(core, "brisc")] == blob[:lay.writer_bytes // 4]
+        assert rec.run_args[(core, "ncrisc")] == blob[lay.writer_bytes // 4:(lay.writer_bytes + lay.reader_bytes) // 4]
+    # the cores sit at Blackhole's worker columns, across the non-worker columns 8-9
+    assert {x for x, _ in phys.values()} == {1, 2, 3, 4, 5, 6, 7, 10, 11}
 
 
 def test_adapted_kernels_carry_their_config():
@@ -145,6 +161,7 @@ def _cli(*args, cwd=ROOT):
     ("examples/bh_fp32_bias.kspec", "MathFidelity has only LoFi, HiFi2"),
     ("examples/peak_small.kspec", "Blackhole cards only"),
     ("examples/sharded_small.kspec", "Blackhole cards only"),
+    ("examples/peak_bf16_sharded.kspec", "interleaved DRAM buffers only"),
 ])
 def test_exit_2_names_why(spec, words, tmp_path):
     r = _cli("build", spec, "--target", "blackhole-py", "-o", str(tmp_path))
@@ -164,25 +181,41 @@ def test_block_float_and_dst_rule(tmp_path):
     bfp.write_text(text.replace("in0 = bfloat16", "in0 = bfloat8_b"))
     r = _cli("build", str(bfp), "--target", "blackhole-py", "-o", str(tmp_path / "o"))
     assert r.returncode == 2 and "no block-float" in r.stderr
-    # fp32 Dst with SyncHalf holds 4 tiles per section on Blackhole: an 8-tile subblock is refused
+    # fp32 Dst with SyncHalf holds 4 tiles per section on Blackhole (blackhole-py's matmul example saw an
+    # 8-tile subblock overflow it): kgen's DST rule refuses it; SyncFull (8 tiles) builds
     dst = tmp_path / "dst.kspec"
-    dst.write_text(text.replace("per_core = 4 x 1", "per_core = 8 x 1").replace("grid     = 9 x 2", "grid     = 9 x 1")
-                   .replace("out_subblock = 2 x 1", "out_subblock = 8 x 1")
-                   .replace("fp32_dest_acc = false", "fp32_dest_acc = true"))
-    r = _cli("build", str(dst), "--target", "blackhole-py", "-o", str(tmp_path / "o"))
+    dst.write_text("""matmul dst8 {
+    arch = blackhole
+    shape = 256 x 64 x 128
+    dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+    grid = 2 x 1
+    dataflow = mcast_2d
+    block { per_core = 8 x 1  in0_block_w = 2  out_subblock = 8 x 1 }
+    compute { math_fidelity = HiFi2  fp32_dest_acc = true  packer_l1_acc = true  math_approx = false  dst_full_sync = false }
+}
+""")
+    r = _cli("build", str(dst), "--target", "blackhole-py", "-o", str(tmp_path / "o"), "--no-compile")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "DST holds 4 tiles in SyncHalf with Float32 accumulation" in r.stderr, r.stderr
+    dst.write_text(dst.read_text().replace("dst_full_sync = false", "dst_full_sync = true"))
+    r = _cli("build", str(dst), "--target", "blackhole-py", "-o", str(tmp_path / "o"), "--no-compile")
+    assert r.returncode == 0 and "fp32 Dst with SyncFull: 8 tiles per section, subblock 8 tiles" in r.stdout
 
 
 def test_float16_partials_rule():
-    a = _artifacts()
     import dataclasses
-    plan = dataclasses.replace(a.plan, partials_format="Float16")
-    assert a.plan.in1_num_subblocks < 2 or True
-    if plan.in1_num_subblocks >= 2:
-        with pytest.raises(SpecError):
-            bh.hazard_notes(plan)
-    notes = bh.hazard_notes(a.plan)
-    assert any("Float16_b" in n and "hardware bug" in n for n in notes)
+    peak = run(resolve(load_file(str(ROOT / "examples" / "bhpy_peak.kspec")), None), "plan").plan
+    assert peak.l1_acc_enabled and peak.in1_num_subblocks >= 2
+    # IEEE Float16 partials, packer L1 accumulation, 2+ in1 subblocks: blackhole-py's NaN hazard
+    with pytest.raises(SpecError, match="data-dependent NaNs"):
+        bh.hazard_notes(dataclasses.replace(peak, partials_format="Float16"))
+    # one in1 subblock does not trigger it (blackhole-py's docs: only with two or more)
+    padded = _artifacts().plan
+    assert padded.in1_num_subblocks == 1
+    bh.hazard_notes(dataclasses.replace(padded, partials_format="Float16"))
+    # kgen's own plans keep them Float16_b, and the build says so
+    assert peak.partials_format == "Float16_b"
+    assert any("Float16_b" in n and "hardware bug" in n for n in bh.hazard_notes(peak))
 
 
 def test_typecheck_with_blackhole_py_profile(tmp_path):
