@@ -239,3 +239,21 @@ def test_ab_stages_of_the_port_plan():
     assert spill.reloads > 0 and spill.l1_acc_switches == 0
     assert l1acc.reloads == 0 and l1acc.l1_acc_switches > 0
     assert l1acc.reload_cycles == 0 and spill.reload_cycles > 0
+
+
+def test_module_main_runs_against_the_fakes(tmp_path, monkeypatch, capsys):
+    a = _artifacts()
+    p = bh.view(a.plan, a.rendered)
+    module = _import_module(bhpy_export.module_text(p, a.plan), tmp_path)
+    monkeypatch.syspath_prepend(str(STANDIN))
+    sys.modules.pop("device", None)
+    import device
+    device.Device.relu, device.Device.queued = module.RELU, 0
+    monkeypatch.setattr(sys, "argv", ["blackhole_py_program.py", "--iters", "3"])
+    module.main()
+    out = capsys.readouterr().out
+    assert "PCC=" in out and "rel_l2=" in out and "(measured, with dispatch)" in out
+    assert device.Device.queued == 4                  # one checked run, then --iters timed runs
+    x = module.inputs(0)
+    assert x["in0"].shape == (224, 256) and not x["in0"][200:].any() and not x["in0"][:, 250:].any()
+    assert x["bias"].shape == (32, 288) and not x["bias"][1:].any()
