@@ -199,6 +199,11 @@ def run_command(args, artifacts) -> int:
     from kgen.gen.build import write_build
     from kgen.gen.targets import bhpy_export
 
+    from kgen.core.errors import SpecError
+
+    if getattr(args, "schedules", 0) or getattr(args, "trace", None) or getattr(args, "reference", None):
+        raise SpecError("--schedules, --trace and --reference are for the default target",
+                        hint="drop them, or drop --target blackhole-py")
     notes = bh.check_supported(artifacts.spec, artifacts.plan)
     say = sys.stdout.write
     if args.command == "build":
