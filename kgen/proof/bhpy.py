@@ -215,6 +215,8 @@ def run_command(args, artifacts) -> int:
         say(f"kgen build --target blackhole-py: {folder}\n  module   {folder / bhpy_export.MODULE} "
             f"(imports blackhole-py and numpy)\n  readme   {folder / 'README.md'}\n  target   {bh.source_line()}\n")
         say("".join(f"  note     {n}\n" for n in notes))
+        say("  api      the kernels use TT-Metal 0.81.1's kernel API; blackhole-py bundles an older tree "
+            "(compute_kernel_api/*.h): see docs/blackhole-py.md\n")
         if args.no_compile:
             return 0
         from kgen.proof.bhpy_typecheck import typecheck

@@ -201,6 +201,10 @@ Program fields, which blackhole-py's compiler writes into its generated compute 
 ## Planner notes
 {notes}
 
+The kernels use TT-Metal 0.81.1's kernel API (type-checked against the 0.81.1 headers with
+blackhole-py's defines). blackhole-py bundles {bh.facts()['source']['bundled_headers']}: compiling them
+there likely needs its deps rebuilt from the 0.81.1 headers (docs/blackhole-py.md in kgen).
+
 `kgen emulate SPEC --target blackhole-py` runs exactly this program in kgen's emulator;
 `kgen port-check SPEC --target blackhole-py` compares it with kgen's TT-Metal program bit for bit.
 Not run on a card by kgen.
