@@ -5,8 +5,8 @@ The view of kgen.gen.targets.blackhole_py is what runs: the adapted kernel sourc
 args, common args or defines from outside), each core's args read from its slice of the runtime-arg
 blob (writer || reader, padded to the longest, semaphores at their aligned offset), the semaphores at
 that offset, the CBs where the CB blob puts them (16 and 24 at one address), the reader on NOC 0 and
-the writer on NOC 1, and the cores at Blackhole NoC coordinates around the non-worker columns, so a
-multicast not split around them reaches too few cores and is reported."""
+the writer on NOC 1, and the cores at Blackhole NoC coordinates with the non-worker tiles of columns 8-9
+as cores that run nothing, so a multicast not split around them counts them and is reported."""
 
 from __future__ import annotations
 
@@ -146,11 +146,22 @@ def program_hook(p: bh.BhpyProgram, recorded: list):
                 dtype = next(d for i, d, _ in p.cbs if i == index)
                 extra.append(f"cb {cid} {index} {DATA_FORMAT_VALUE[_FORMAT_OF_DTYPE[dtype]]} {page} {pages} {addr}")
             extra += [f"sem {cid} {i} {a} 0" for i, a in enumerate(sem_addresses)]
+        extra += _gap_tiles(phys, len(core_id))
         at = next(i for i, line in enumerate(lines) if line.split()[0] == "dram")
         recorded.append(Recorded({c: bh.rta_words(p, c) for c in p.cores}, entries, sem_addresses, config_base,
                                  _run_args(lines, core_id), {t.name: t.address for t in program.tensors}))
         return dataclasses.replace(program, text="\n".join(lines[:at] + extra + lines[at:]) + "\n")
     return hook
+
+
+def _gap_tiles(phys: dict, first_id: int) -> list[str]:
+    """The non-worker tiles of columns 8-9 inside the grid's span, as cores that run nothing: a multicast
+    rectangle drawn across them counts them, so its num_dests no longer matches and the emulator
+    reports it (Blackhole has no Tensix core there; blackhole-py's reader multicasts around them)."""
+    gap = bh.facts()["placement"]["gap_columns"]
+    xs, ys = sorted({c[0] for c in phys.values()}), sorted({c[1] for c in phys.values()})
+    tiles = [(x, y) for x in gap if xs[0] < x < xs[-1] for y in ys]
+    return [f"core {first_id + i} {1000 + x} {y} {x} {y}" for i, (x, y) in enumerate(tiles)]
 
 
 def _run_args(lines: list[str], core_id: dict) -> dict:
