@@ -68,6 +68,7 @@ def _build_parsers(sub) -> None:
     build.add_argument("-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
                        help="compile N kernels at once (default: the number of CPUs)")
     build.add_argument("--force", action="store_true", help="recompile even what the cache holds")
+    _target_flag(build)
     _toolchain_flags(build)
 
 
@@ -82,6 +83,7 @@ def _emulation_parsers(sub) -> None:
     emulate.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace (one track per core x processor)")
     emulate.add_argument("-v", "--verbose", action="store_true",
                          help="a row per core and processor in place of the summary (--json always has them)")
+    _target_flag(emulate)
 
     port = sub.add_parser(
         "port-check", help="TT-Metal's compute kernel, and its whole multicast or reuse program, beside kgen's "
@@ -98,6 +100,7 @@ def _emulation_parsers(sub) -> None:
                       help="the reference compute kernel (default: TT-Metal's bmm_large_block_zm_fused_bias_activation.cpp "
                            "from the fetched headers)")
     _emulation_flags(port)
+    _target_flag(port)
 
 
 def _ab_parser(sub) -> None:
@@ -114,6 +117,7 @@ def _ab_parser(sub) -> None:
                     help="--emulate's arithmetic: exact (bit-level, small shapes) or fast")
     ab.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs (default: 0)")
     ab.add_argument("--json", action="store_true", help="print everything as JSON, one row per kernel id")
+    _target_flag(ab)
     ab.add_argument("--csv", metavar="FILE", help="write one line per variant (CUTLASS-profiler style)")
     ab.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
     ab.add_argument("--device", action="store_true", help="also run each variant on the card (needs ttnn)")
@@ -206,6 +210,12 @@ _positive_count = _whole_number(1, 100_000_000)
 _positive_int = _whole_number(1, 256)
 _count = _whole_number(0, 100_000)
 _seed = _whole_number(0, (1 << 32) - 1)      # numpy's generators take non-negative seeds; 32 bits are plenty
+
+
+def _target_flag(parser: argparse.ArgumentParser) -> None:
+    from kgen.gen.targets import DEFAULT, NAMES
+    parser.add_argument("--target", choices=NAMES, default=DEFAULT,
+                        help=f"the runtime the program is for (default: {DEFAULT}; docs/blackhole-py.md)")
 
 
 def _emulation_flags(parser: argparse.ArgumentParser) -> None:
@@ -340,6 +350,10 @@ def _run(args: argparse.Namespace) -> int:
         from kgen.gen.pipeline import dump_files
         sys.stdout.write(dump_files("spec", spec)["spec.json"])
         return 0
+    from kgen.gen.targets import DEFAULT as DEFAULT_TARGET
+    if getattr(args, "target", DEFAULT_TARGET) != DEFAULT_TARGET:
+        from kgen.proof.bhpy import run_command    # an export target: kgen/gen/targets/
+        return run_command(args, run(spec, "rendered"))
     if args.command in ("build", "emulate", "port-check"):
         # plan.json lists the variants (build); the emulated folder is the same content-addressed build
         variants = _variant_summaries(spec_file, args.variant) if args.command == "build" else None
@@ -489,6 +503,10 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
 def _ab(args: argparse.Namespace) -> int:
     """`kgen ab`: flags are checked (and output paths tried) before anything is computed; the files
     are written whole or not at all."""
+    from kgen.gen.targets import DEFAULT as DEFAULT_TARGET
+    if args.target != DEFAULT_TARGET:
+        from kgen.perf.bhpy_ab import run_ab      # the export target's port-plan stages
+        return run_ab(args)
     from kgen.core.resources import output_file, user_path, write_whole
     from kgen.gen.spec import load_file, read_source
     from kgen.perf.ab import compare, device_measure_with, emulate_with, open_device, parse_sweep, parse_vary

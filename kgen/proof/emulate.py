@@ -520,11 +520,14 @@ def check_host_memory(plan) -> None:
 
 def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact", schedules: int = 0,
                    trace: Path | None = None, parallel: int = 2, inputs: Inputs | None = None,
-                   progress: Callable[[str], None] = lambda phase: None) -> Emulation:
+                   progress: Callable[[str], None] = lambda phase: None,
+                   program_hook: Callable[[ProgramFile], ProgramFile] | None = None,
+                   golden: bytes | None = None) -> Emulation:
     """Run the build folder's kernels on every core and compare with the golden model.
 
     ``schedules``: extra seeded random interleavings after the default (time-ordered) run; their
-    output must be bit-identical to it."""
+    output must be bit-identical to it. ``golden``: the golden model's output bytes for these inputs,
+    when the caller already has them (the same plan and inputs emulated before)."""
 
     if numerics not in ("exact", "fast"):
         raise KgenError(f"--numerics must be exact or fast, not {numerics!r}")
@@ -543,6 +546,8 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     with scratch("kgen-emulate") as tmp:
         work = Path(tmp)
         program = build_program(manifest, arch, builds, numerics=numerics, workdir=work, inputs=inputs)
+        if program_hook is not None:        # an export target's L1 layout and NoC coordinates (kgen.proof.bhpy)
+            program = program_hook(program)
         for i in range(schedules + 1):
             progress(f"running {plan.num_cores} core(s)" + (f", schedule {i + 1} of {schedules + 1}" if schedules else ""))
             runs.append(run_program(binary, program, work, schedule="time" if i == 0 else "random",
@@ -554,7 +559,7 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     identical = all(r.out_bytes == first.out_bytes and r.status == first.status for r in runs)
     if first.status == "ok":
         progress(f"the {numerics} golden model")
-        want = golden_bytes(plan, inputs, out, numerics)
+        want = golden if golden is not None else golden_bytes(plan, inputs, out, numerics)
         exact = want == first.out_bytes
         values = decode_output(out, first.out_bytes)
         gv = decode_output(out, want)

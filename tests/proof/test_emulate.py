@@ -20,7 +20,7 @@ from kgen.gen.spec import load_file, resolve
 # (peak_bf16, wh_bfp8_spill, bh_fp32_bias, wh_fp32_hifi4: 2-69 G MACs) run in fast mode here and
 # in exact mode by hand (benchmarks/emulate_examples.py).
 EXACT_EXAMPLES = ["peak_small", "l1acc_one_block", "l1acc_two_blocks", "l1acc_two_blocks_bias", "untilize_relu_reuse",
-                  "padded_small", "transpose_mcast_small", "sharded_small"]
+                  "padded_small", "transpose_mcast_small", "sharded_small", "bhpy_padded"]
 # non_tile_1000 (1 G MACs) and bh_4096_full_grid (69 G MACs) are padded (issue #17); wh_mlp_11008
 # (92 G MACs, about 2 minutes in fast mode) runs by hand.
 LARGE_EXAMPLES = ["wh_fp32_hifi4", "bh_fp32_bias", "wh_bfp8_spill", "peak_bf16", "non_tile_1000", "bh_4096_full_grid",
