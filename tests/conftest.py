@@ -113,6 +113,22 @@ def example(name: str) -> Path:
     return ROOT / "examples" / f"{name}.kspec"
 
 
+def tt_factory_args(name: str, variant: str | None, tmp_path: Path):
+    """An example built and planned, with the args TT-Metal's factory gives its readers and writers
+    (kgen.proof.ttdataflow.tt_kernel_args): (plan, build folder, args)."""
+    import json
+
+    from kgen.gen.build import build
+    from kgen.gen.plan import plan
+    from kgen.gen.spec import load
+    from kgen.proof.ttdataflow import tt_kernel_args
+
+    spec = load(example(name), variant)
+    folder = build(spec, tmp_path / "build").path
+    p = plan(spec)
+    return p, folder, tt_kernel_args(p, json.loads((folder / "manifest.json").read_text()))
+
+
 def need_tool(what: str, how: str) -> None:
     """A test that needs a tool: skipped with the reason on a developer machine, but a failure in
     CI (CI=true), where .ci/run installs every tool and a skip would hide a broken setup."""

@@ -16,21 +16,14 @@ import sys
 import os
 
 import pytest
-from conftest import ROOT, example
+from conftest import ROOT, tt_factory_args
 
-from kgen.gen.build import build
-from kgen.gen.plan import plan
-from kgen.gen.spec import load
-from kgen.proof.ttdataflow import INTERLEAVED_DRAM, tt_kernel_args
+from kgen.proof.ttdataflow import INTERLEAVED_DRAM
 
 TILE = 2048     # bf16
 
 
-def _args(name, variant, tmp_path):
-    spec = load(example(name), variant)
-    folder = build(spec, tmp_path / "build").path
-    p = plan(spec)
-    return p, folder, tt_kernel_args(p, json.loads((folder / "manifest.json").read_text()))
+_args = tt_factory_args
 
 
 def test_mcast_in0_args_are_the_factorys(tmp_path):

@@ -12,21 +12,17 @@ import json
 
 import numpy as np
 import pytest
-from conftest import example
+from conftest import example, tt_factory_args
 
 from kgen.gen.build import build
 from kgen.gen.plan import plan
 from kgen.gen.spec import load
-from kgen.proof.ttdataflow import INTERLEAVED_DRAM, tt_kernel_args, unsupported_reason
+from kgen.proof.ttdataflow import INTERLEAVED_DRAM, unsupported_reason
 
 TILE = 2048     # bf16
 
 
-def _args(name, variant, tmp_path):
-    spec = load(example(name), variant)
-    folder = build(spec, tmp_path / "build").path
-    p = plan(spec)
-    return p, folder, tt_kernel_args(p, json.loads((folder / "manifest.json").read_text()))
+_args = tt_factory_args
 
 
 def test_batched_reader_and_writer_args_are_the_factorys(tmp_path):
