@@ -263,15 +263,15 @@ def test_headers_folder_without_the_headers_names_the_flag_once(tmp_path):
     assert "lacks" in r.stderr and "kgen headers fetch" in r.stderr, r.stderr
 
 
-def test_port_check_help_names_the_1d_and_2d_programs_it_runs():
+def test_port_check_help_names_the_programs_it_runs_whole():
     r = run("port-check", "--help")
     assert r.returncode == 0, r.stderr
     text = " ".join(r.stdout.split())
-    for plan in ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1"):
+    for plan in ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1", "reuse"):
         assert plan in text, text
-    assert "2D or 1D" in text, text
+    assert "2D, 1D or reuse matmul factory" in text, text
     listing = " ".join(run("--help").stdout.split())
-    assert "2D or 1D multicast program" in listing, listing
+    assert "whole multicast or reuse program" in listing, listing
 
 
 def test_emulate_summarises_the_cores_and_verbose_lists_every_one(host_cxx):
