@@ -507,10 +507,8 @@ def _warnings(p: Plan) -> tuple[str, ...]:
                         f"{p.num_blocks - 1} time(s); precision loss grows with K (tt-metal#5729, #8449)")
     warnings += factory_departures(c, p.dst_sync, p.dst_capacity)
     if "dtype.bias" in spec.spans and not spec.fuse_bias:
-        # line and column only: plan.json is a build artefact, the same wherever the spec file sits
-        at = spec.span("dtype.bias")
-        warnings.append(f"dtype bias = {spec.dtype_bias} (line {at.line}, column {at.column}) has no effect: "
-                        f"there is no bias without fuse {{ bias = true }}")
+        warnings.append(f"dtype bias = {spec.dtype_bias} ({spec.span('dtype.bias')}) has no effect: there is no "
+                        f"bias without fuse {{ bias = true }}")
     if p.grid != p.grid_requested:
         warnings.append(f"only {p.grid[0]} x {p.grid[1]} of the {fmt_pair(p.grid_requested)} grid have work "
                         f"(per_core {p.per_core_m} x {p.per_core_n} over Mt x Nt = {p.mt} x {p.nt})")

@@ -11,6 +11,7 @@ describe the IR for people and are not pinned.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
@@ -39,7 +40,10 @@ def _hashes(path: Path, variant: str | None) -> dict[str, str]:
     from kgen.gen.pipeline import run
     from kgen.gen.spec import load
 
-    files = run(load(path, variant)).rendered.files
+    # built from the path relative to the repository, as the README's commands give it: a spec's
+    # location in a warning (plan.json) then reads the same in every checkout
+    with contextlib.chdir(ROOT):
+        files = run(load(path.relative_to(ROOT), variant)).rendered.files
     return {f.path: hashlib.sha256(f.text.encode()).hexdigest() for f in files if f.path not in UNPINNED}
 
 
