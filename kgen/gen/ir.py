@@ -14,9 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Union
 
+from kgen.core.types import Placement
 from kgen.gen.optable import OPS
 
 if TYPE_CHECKING:      # annotations only: the plan stage imports the dataflows, which build IR
+    from kgen.core.arch import ArchFacts
+    from kgen.gen.activations import Activation
     from kgen.gen.plan import CircularBuffer, L1Region, Plan
 
 
@@ -349,16 +352,110 @@ class ComputeFlags:
     dst_full_sync: bool              # dst_full_sync_en as the spec asks it
     dst_sync: str                    # SyncHalf | SyncFull, as emitted
     l1_acc_enabled: bool             # PACKER_L1_ACC
+    dst_capacity: int                # tiles one DST section holds in this sync mode and accumulation format
+    dst_accum_format: str            # Float32 with fp32_dest_acc, else Float16_b
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """A sharded tensor's ttnn ShardSpec: its buffer (L1, or the DRAM banks), memory layout, core grid
+    (x0, y0, x1, y1), shard shape in elements (height, width) and orientation."""
+
+    memory_layout: str               # BLOCK_SHARDED | HEIGHT_SHARDED | WIDTH_SHARDED
+    grid: tuple[int, int, int, int]
+    shape: tuple[int, int]
+    orientation: str                 # ROW_MAJOR | COL_MAJOR
+    buffer_type: str = "L1"
+
+
+@dataclass(frozen=True)
+class IoTensor:
+    """One tensor of the program's host interface, in the order `ttnn.generic_op` takes them: its pages
+    as the kernels address them, its shape and where it lives."""
+
+    name: str                        # in0, in1, bias, out
+    data_format: str
+    layout: str                      # TILE | ROW_MAJOR
+    page_bytes: int
+    pages: int                       # pages the kernels may address (tiles, or rows of a row-major tensor)
+    shape: tuple[int, ...]           # elements, as ttnn's logical shape
+    padded_shape: tuple[int, ...]    # each dimension but the batch padded to whole tiles
+    placement: Placement
+    shard: ShardSpec | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The matmul in elements (batch x M x K times K x N) and in tiles (Mt holds the batch when it is
+    fused into M; batch_ct is the batch the kernels loop over)."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    mt: int
+    nt: int
+    kt: int
+    batch_ct: int
+
+
+@dataclass(frozen=True)
+class CoreBlocking:
+    """One core's blocking in tiles, named as TT-Metal's factory names it."""
+
+    per_core_m: int
+    per_core_n: int
+    out_block_h: int
+    out_block_w: int
+    in0_block_w: int
+    out_subblock_h: int
+    out_subblock_w: int
+    num_blocks: int                  # K-blocks (num_blocks_inner_dim)
+    num_blocks_h_dim: int
+    num_blocks_w_dim: int
+    in0_shard_w: int                 # K tiles of a sharded in0's shard (0: in0 is not sharded by K)
+
+    @property
+    def in0_num_subblocks(self) -> int:
+        return self.out_block_h // self.out_subblock_h
+
+    @property
+    def in1_num_subblocks(self) -> int:
+        return self.out_block_w // self.out_subblock_w
+
+    @property
+    def out_subblock_tiles(self) -> int:
+        return self.out_subblock_h * self.out_subblock_w
+
+    @property
+    def out_block_tiles(self) -> int:
+        return self.out_block_h * self.out_block_w
 
 
 @dataclass(frozen=True)
 class Program:
+    """Everything after lowering reads: the kernels and semaphores, the compute flags, the CB table, the
+    host interface's tensors, and the facts of the matmul they were lowered for (its name, target,
+    grid, blocking, accumulation policy and fused epilogue)."""
+
     plan: Plan
     kernels: tuple[Kernel, ...]
     semaphores: tuple[Semaphore, ...]
     compute: ComputeFlags
     cbs: tuple[CircularBuffer, ...]                      # the CB table: index, format, page size, pages
     regions: tuple[L1Region, ...]                        # the L1 allocations the CBs share
+    io_tensors: tuple[IoTensor, ...]                     # in0, in1, bias (when fused), out
+    name: str                                            # the spec's matmul name
+    variant: str                                         # and its variant ("" for none)
+    arch: ArchFacts
+    grid: tuple[int, int]                                # cores with work (x, y)
+    problem: Problem
+    blocking: CoreBlocking
+    policy: str                                          # packer_l1_acc | spill_reload | dst_only
+    policy_reason: str
+    partials_format: str
+    fuse_bias: bool
+    sfpu_activation: Activation | None                   # the activation the pack thread runs, if any
 
     @property
     def cb_pages(self) -> Mapping[int, int]:
@@ -370,6 +467,13 @@ class Program:
 
     def kernel(self, name: str) -> Kernel:
         return next(k for k in self.kernels if k.name == name)
+
+    def io(self, name: str) -> IoTensor:
+        return next(t for t in self.io_tensors if t.name == name)
+
+    def placement(self, name: str) -> Placement:
+        """Where tensor `name` lives (interleaved in DRAM when the program has no such tensor)."""
+        return next((t.placement for t in self.io_tensors if t.name == name), Placement.DRAM)
 
 
 VALID, INVALID = 1, 0   # semaphore values of the multicast handshake

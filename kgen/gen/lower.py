@@ -14,8 +14,10 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from kgen.gen.dataflow.kernels import out_block_loops
-from kgen.gen.ir import Affine, ComputeFlags, CoreRange, Kernel, Loop, Node, Program, Sym, op
-from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan
+from kgen.core.types import TILE_HW, Placement
+from kgen.gen.ir import (Affine, ComputeFlags, CoreBlocking, CoreRange, IoTensor, Kernel, Loop, Node, Problem, Program,
+                         ShardSpec, Sym, op)
+from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan, round_up_tiles
 
 A = Affine.of
 
@@ -375,5 +377,53 @@ def lower(p: Plan) -> Program:
     dm, sems = p.dataflow.kernels(p, all_cores)
     flags = ComputeFlags(math_fidelity=p.compute.math_fidelity, fp32_dest_acc=p.compute.fp32_dest_acc,
                          math_approx=p.compute.math_approx, dst_full_sync=p.compute.dst_full_sync,
-                         dst_sync=p.dst_sync, l1_acc_enabled=p.l1_acc_enabled)
-    return Program(p, (compute,) + dm, sems, flags, p.cbs, p.regions)
+                         dst_sync=p.dst_sync, l1_acc_enabled=p.l1_acc_enabled, dst_capacity=p.dst_capacity,
+                         dst_accum_format=p.dst_accum_format)
+    kernels = (compute,) + dm
+    s = p.spec
+    return Program(p, kernels, sems, flags, p.cbs, p.regions, io_tensors=_io_tensors(p, kernels),
+                   name=s.name, variant=s.variant, arch=p.arch, grid=p.grid,
+                   problem=Problem(s.batch, s.m, s.n, s.k, p.mt, p.nt, p.kt, p.batch_ct),
+                   blocking=CoreBlocking(p.per_core_m, p.per_core_n, p.out_block_h, p.out_block_w, p.in0_block_w,
+                                         p.out_subblock_h, p.out_subblock_w, p.num_blocks, p.num_blocks_h_dim,
+                                         p.num_blocks_w_dim, p.in0_shard_w),
+                   policy=p.policy, policy_reason=p.policy_reason, partials_format=p.partials_format,
+                   fuse_bias=p.fuse_bias, sfpu_activation=p.sfpu_activation)
+
+
+# ----------------------------------------------------------------------------------------------
+# The host interface
+# ----------------------------------------------------------------------------------------------
+
+def _io_tensors(p: Plan, kernels: tuple[Kernel, ...]) -> tuple[IoTensor, ...]:
+    """The tensors the kernels read and write through a TensorAccessor, and the sharded ones they reach
+    only through a CB on the shard, in ttnn.generic_op's order."""
+    declared = {}
+    for k in kernels:
+        for t in k.tensors:
+            declared[t.name] = (t.data_format, t.layout, t.page_bytes)
+    shards = p.shard_specs
+    for name in shards:     # a sharded input no kernel reads through a TensorAccessor is still a tensor
+        fmt = p.in0_format if name == "in0" else p.out_format
+        declared.setdefault(name, (fmt, "TILE", p.arch.tile_bytes[fmt]))
+    s = p.spec
+    in1_batch = [] if s.broadcast_in1 or s.batch == 1 else [s.batch]     # one in1 per batch: [B, K, N]
+    shapes = {"in0": [s.batch, s.m, s.k], "in1": [*in1_batch, s.k, s.n], "bias": [1, s.n],
+              "out": [s.batch, s.m, s.n]}
+    # ttnn's padded_shape (each dimension but the batch padded to whole tiles)
+    tiles = {d: round_up_tiles(v) * TILE_HW for d, v in (("m", s.m), ("n", s.n), ("k", s.k))}
+    padded = {"in0": [s.batch, tiles["m"], tiles["k"]], "in1": [*in1_batch, tiles["k"], tiles["n"]],
+              "bias": [1, tiles["n"]], "out": [s.batch, tiles["m"], tiles["n"]]}
+    b, b1 = p.batch_ct, (p.batch_ct if p.batched_in1 else 1)     # mt is per batch when the kernels loop over it
+    pages = {"in0": b * p.mt * p.kt, "in1": b1 * p.kt * p.nt, "bias": p.nt,
+             "out": b * p.mt * TILE_HW if p.untilize_out else b * p.mt * p.nt}
+    return tuple(IoTensor(n, *declared[n], pages[n], tuple(shapes[n]), tuple(padded[n]),
+                          getattr(p.memory, n, Placement.DRAM), _shard(shards.get(n)))
+                 for n in ("in0", "in1", "bias", "out") if n in declared)
+
+
+def _shard(spec: dict | None) -> ShardSpec | None:
+    if spec is None:
+        return None
+    return ShardSpec(spec["memory_layout"], tuple(spec["grid"]), tuple(spec["shape"]), spec["orientation"],
+                     spec.get("buffer_type", "L1"))
