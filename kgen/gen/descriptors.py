@@ -109,7 +109,7 @@ def hlk_descriptor(program: Program) -> HlkDescriptor:
         # TT-Metal: "All input data-formats must have the same exponent format" (data_format.cpp)
         raise KgenBug(f"mixed exponent widths in the CB table: {formats}")
     conditional = _register_format(formats, fp32)
-    cbs = [UNUSED] * program.plan.arch.max_cbs
+    cbs = [UNUSED] * program.arch.max_cbs
     for cb in program.cbs:
         cbs[cb.index] = CBDescriptor(
             unpack_src=cb.data_format, unpack_dst=_unpack_dst(cb.data_format, conditional),

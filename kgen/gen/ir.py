@@ -545,12 +545,12 @@ def format_node(node: Node, cb_names: Mapping[int, str], indent: int = 0) -> lis
 
 
 def format_program(program: Program) -> str:
-    plan = program.plan
-    cb_names = {c.index: f"c_{c.index}:{c.role}" for c in plan.cbs}
-    out = [f"# block-lifecycle IR of {plan.spec.name}"
-           + (f" (variant {plan.spec.variant})" if plan.spec.variant else "")
-           + f": policy {plan.policy}, {plan.num_blocks} K-block(s), {plan.num_blocks_h_dim} x "
-             f"{plan.num_blocks_w_dim} out block(s) per core"]
+    b = program.blocking
+    cb_names = {c.index: f"c_{c.index}:{c.role}" for c in program.cbs}
+    out = [f"# block-lifecycle IR of {program.name}"
+           + (f" (variant {program.variant})" if program.variant else "")
+           + f": policy {program.policy}, {b.num_blocks} K-block(s), {b.num_blocks_h_dim} x "
+             f"{b.num_blocks_w_dim} out block(s) per core"]
     for s in program.semaphores:
         out.append(f"semaphore {s.name} id={s.id} initial={s.initial} cores {s.cores}")
     for k in program.kernels:

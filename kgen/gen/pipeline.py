@@ -69,8 +69,11 @@ def _verify(a: Artifacts) -> Program:
 
 
 def _render(a: Artifacts) -> Rendered:
+    from kgen.gen.plan_report import plan_to_dict
     from kgen.gen.render import render_folder
-    kid, files, manifest = render_folder(a.verified, a.variants)
+    plan_json = plan_to_dict(a.plan, dict(a.variants) if a.variants is not None else None)
+    plan_json["spec"] = None     # the folder is content-addressed: it must not depend on where the spec lives
+    kid, files, manifest = render_folder(a.verified, plan_json)
     return Rendered(kid, files, manifest)
 
 

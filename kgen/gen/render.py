@@ -3,7 +3,7 @@
 Templates in templates/ print; this module only shapes the IR into what they print (the op tree
 flattened into indented lines, values spelled as C++) and checks that every value reaching C++ is
 a number, a known enum or an identifier. Nothing here decides anything about the kernels: CT args,
-defines, runtime args and CB formats all come from the IR and the plan.
+defines, runtime args, CB formats and the host interface all come from the IR.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from kgen.core.version import TT_METAL_VERSION, __version__
 from kgen.gen.descriptors import HlkDescriptor, hlk_descriptor
 from kgen.core.errors import KgenBug
 from kgen.core.manifest import FORMAT_VERSION
-from kgen.gen.ir import CB_ARGS, Affine, Extent, Kernel, Loop, Node, Program, RowNest, RuntimeArg, Sym, TileNest, format_program, walk
+from kgen.gen.ir import (CB_ARGS, Affine, Extent, IoTensor, Kernel, Loop, Node, Program, RowNest, RuntimeArg, ShardSpec,
+                         Sym, TileNest, format_program, walk)
 from kgen.gen.lower import COMPUTE_DEFINE_NAMES
 from kgen.gen.optable import OPS
 from kgen.core.resources import cache_root, data_dir
 from kgen.core.types import TILE_HW, Placement
-from kgen.gen.plan import round_up_tiles
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -175,16 +175,14 @@ def _used_cbs(lines: list[Line], cb_names: dict[int, str]) -> list[tuple[str, in
 
 
 def _kernel_context(program: Program, kernel: Kernel) -> dict[str, Any]:
-    plan = program.plan
     cb_names = _cb_names(program)
-    spec = plan.spec
     lines = flatten(kernel.body)
     return {
         "kernel": kernel,
-        "plan": plan,                      # comment lines only: code reads the IR (kernel, compute)
+        "program": program,                # comment lines only: code reads the kernel and compute
         "compute": program.compute,
-        "spec_name": identifier(spec.name),
-        "variant": identifier(spec.variant) if spec.variant else "",
+        "spec_name": identifier(program.name),
+        "variant": identifier(program.variant) if program.variant else "",
         "kgen_version": __version__,
         "tt_metal_version": TT_METAL_VERSION,
         "lines": lines,
@@ -267,14 +265,15 @@ def kernel_id(program: Program, sources: tuple[SourceFile, ...], body: dict[str,
     the kernel: every generated source and JIT file without its comments, and the host interface
     (the manifest without the spec's name and variant, which only label it). kgen's and TT-Metal's
     versions count; comments, names and the README do not, so identical kernels share an id."""
-    p = program.plan
+    b = program.blocking
     h = hashlib.sha256()
     h.update(f"kgen {__version__} tt-metal {TT_METAL_VERSION}\0".encode())
     for f in sources:
         h.update(f.path.encode() + b"\0" + code_of(f.text).encode() + b"\0")
     h.update(json.dumps({k: v for k, v in body.items() if k not in _NAMING_FIELDS}, sort_keys=True).encode())
-    readable = (f"mm_{DTYPE_SHORT[p.in0_format]}_{p.arch.short}_m{p.per_core_m}n{p.per_core_n}k{p.in0_block_w}"
-                f"_sb{p.out_subblock_h}x{p.out_subblock_w}_{POLICY_SHORT[p.policy]}_{program.compute.math_fidelity.lower()}")
+    readable = (f"mm_{DTYPE_SHORT[program.io('in0').data_format]}_{program.arch.short}_m{b.per_core_m}n{b.per_core_n}"
+                f"k{b.in0_block_w}_sb{b.out_subblock_h}x{b.out_subblock_w}_{POLICY_SHORT[program.policy]}"
+                f"_{program.compute.math_fidelity.lower()}")
     return f"{readable}_{h.hexdigest()[:8]}"
 
 
@@ -296,7 +295,6 @@ def _runtime_value(arg: RuntimeArg, env: dict[str, int]) -> Any:
 
 def manifest_body(program: Program) -> dict[str, Any]:
     """The manifest without its id fields (the id hashes this)."""
-    plan = program.plan
     c = program.compute
     all_cores = _core_ranges(program.kernels[0].cores)
     kernels = []
@@ -341,46 +339,39 @@ def manifest_body(program: Program) -> dict[str, Any]:
         })
     semaphores = [{"id": s.id, "name": s.name, "core_type": "WORKER", "core_ranges": _core_ranges(s.cores),
                    "initial_value": s.initial} for s in program.semaphores]
-    tensors = {}
-    for k in program.kernels:
-        for t in k.tensors:
-            tensors[t.name] = {"data_format": t.data_format, "layout": t.layout, "page_size": t.page_bytes}
-    shards = plan.shard_specs
-    for name in shards:     # a sharded input no kernel reads through a TensorAccessor is still a tensor
-        fmt = plan.in0_format if name == "in0" else plan.out_format
-        tensors.setdefault(name, {"data_format": fmt, "layout": "TILE", "page_size": plan.arch.tile_bytes[fmt]})
-    s = plan.spec
-    in1_batch = [] if s.broadcast_in1 or s.batch == 1 else [s.batch]     # one in1 per batch: [B, K, N]
-    shapes = {"in0": [s.batch, s.m, s.k], "in1": [*in1_batch, s.k, s.n], "bias": [1, s.n],
-              "out": [s.batch, s.m, s.n]}
-    # ttnn's padded_shape (each dimension but the batch padded to whole tiles), where it differs
-    tiles = {d: round_up_tiles(v) * TILE_HW for d, v in (("m", s.m), ("n", s.n), ("k", s.k))}
-    padded = {"in0": [s.batch, tiles["m"], tiles["k"]], "in1": [*in1_batch, tiles["k"], tiles["n"]],
-              "bias": [1, tiles["n"]], "out": [s.batch, tiles["m"], tiles["n"]]}
-    io = [name for name in ("in0", "in1", "bias", "out") if name in tensors]
     return {
-        "arch": plan.arch.name,
+        "arch": program.arch.name,
         "tt_metal_version": TT_METAL_VERSION,
         "kgen_version": __version__,
-        "spec": {"name": s.name, "variant": s.variant},
-        "policy": plan.policy,
-        "io_tensors": [{"name": n, "shape": shapes[n], **tensors[n],
-                        **({"padded_shape": padded[n]} if padded[n] != shapes[n] else {}),
-                        **({"memory": _memory_config(shards[n])} if n in shards else {}),
-                        **({"memory": {"buffer_type": "L1", "memory_layout": "INTERLEAVED"}}
-                           if n == "in1" and plan.memory.in1 == Placement.L1 else {})} for n in io],
+        "spec": {"name": program.name, "variant": program.variant},
+        "policy": program.policy,
+        "io_tensors": [_io_tensor(t) for t in program.io_tensors],
         "kernels": kernels,
         "cbs": cbs,
         "semaphores": semaphores,
     }
 
 
-def _memory_config(shard: dict) -> dict[str, Any]:
+def _io_tensor(t: IoTensor) -> dict[str, Any]:
+    """An io tensor as the manifest lists it: its padded shape where it differs, its MemoryConfig where it
+    is not interleaved in DRAM."""
+    entry: dict[str, Any] = {"name": t.name, "shape": list(t.shape), "data_format": t.data_format,
+                             "layout": t.layout, "page_size": t.page_bytes}
+    if t.padded_shape != t.shape:
+        entry["padded_shape"] = list(t.padded_shape)
+    if t.shard is not None:
+        entry["memory"] = _memory_config(t.shard)
+    elif t.placement == Placement.L1:
+        entry["memory"] = {"buffer_type": "L1", "memory_layout": "INTERLEAVED"}
+    return entry
+
+
+def _memory_config(shard: ShardSpec) -> dict[str, Any]:
     """A sharded tensor's ttnn MemoryConfig: L1 (or DRAM, the grid then the DRAM banks), its layout and
     ShardSpec (core grid as (x0, y0, x1, y1), shard shape in elements, orientation)."""
-    return {"buffer_type": shard.get("buffer_type", "L1"), "memory_layout": shard["memory_layout"],
-            "shard_spec": {"grid": list(shard["grid"]), "shape": list(shard["shape"]),
-                           "orientation": shard["orientation"]}}
+    return {"buffer_type": shard.buffer_type, "memory_layout": shard.memory_layout,
+            "shard_spec": {"grid": list(shard.grid), "shape": list(shard.shape),
+                           "orientation": shard.orientation}}
 
 
 def manifest(body: dict[str, Any], kid: str) -> dict[str, Any]:
@@ -391,20 +382,17 @@ def manifest(body: dict[str, Any], kid: str) -> dict[str, Any]:
 
 
 def render_readme(program: Program, kid: str, manifest_data: dict[str, Any]) -> str:
-    return render_template("report/README.md.j2", kid=kid, plan=program.plan, manifest=manifest_data,
+    return render_template("report/README.md.j2", kid=kid, program=program, manifest=manifest_data,
                    kernels=program.kernels, tt_metal_version=TT_METAL_VERSION)
 
 
-def render_folder(program: Program, variants: Mapping[str, str] | None = None) -> tuple[str, tuple[SourceFile, ...], dict]:
-    """Everything a build folder holds, rendered in memory: (kernel id, files, manifest)."""
-    from kgen.gen.plan_report import plan_to_dict
-
+def render_folder(program: Program, plan_json: Mapping[str, Any]) -> tuple[str, tuple[SourceFile, ...], dict]:
+    """Everything a build folder holds, rendered in memory: (kernel id, files, manifest). `plan_json`
+    is the plan's dict (`kgen check --json`) that the folder keeps beside the program as plan.json."""
     sources = render_sources(program)
     body = manifest_body(program)
     kid = kernel_id(program, sources, body)
     data = manifest(body, kid)
-    plan_json = plan_to_dict(program.plan, dict(variants) if variants is not None else None)
-    plan_json["spec"] = None     # the folder is content-addressed: it must not depend on where the spec lives
     files = sources + (
         SourceFile("manifest.json", _json(data)),
         SourceFile("plan.json", _json(plan_json)),

@@ -23,7 +23,6 @@ from kgen.gen import activations
 from kgen.gen.optable import (ACQUIRE, CB_PROTOCOL, COMMIT, L1_ACC_SWITCH, OPS, READS_DST, RELEASE, SFPU, WAIT,
                               WRITES_DST)
 from kgen.gen.plan import CB_OUT, CB_PARTIALS
-from kgen.core.types import TILE_HW
 
 # The DST handshake between math and pack: the state each tile_regs_* call needs and leaves.
 _DST_HANDSHAKE = {ACQUIRE: ("released", "acquired"), COMMIT: ("acquired", "committed"),
@@ -74,7 +73,7 @@ class _Checker:
         self.program = program
         self.kernel = kernel
         self.pages = program.cb_pages
-        self.capacity = program.plan.dst_capacity
+        self.capacity = program.compute.dst_capacity
         self.state = _State()
 
     def fail(self, message: str, node: Op | None = None) -> None:
@@ -148,7 +147,7 @@ class _Checker:
             s.dst_used = max(s.dst_used, end)
             if s.dst_used > self.capacity:
                 self.fail(f"{s.dst_used} tiles in DST exceed its capacity of {self.capacity} "
-                          f"({self.program.plan.dst_sync}, {self.program.plan.dst_accum_format})", n)
+                          f"({self.program.compute.dst_sync}, {self.program.compute.dst_accum_format})", n)
         elif row.dst == READS_DST:
             if s.regs != "waited":
                 self.fail(f"{k} while DST is {s.regs} (needs tile_regs_wait)", n)
@@ -179,10 +178,7 @@ class _Checker:
 
 
 def _tensor_pages(program: Program) -> dict[str, int]:
-    p = program.plan
-    b, b1 = p.batch_ct, (p.batch_ct if p.batched_in1 else 1)     # mt is per batch when the kernels loop over it
-    return {"in0": b * p.mt * p.kt, "in1": b1 * p.kt * p.nt, "bias": p.nt,
-            "out": b * p.mt * TILE_HW if p.untilize_out else b * p.mt * p.nt}
+    return {t.name: t.pages for t in program.io_tensors}
 
 
 def _check_interface(program: Program, kernel: Kernel) -> None:
@@ -422,9 +418,8 @@ def _check_shared_regions(program: Program) -> None:
 # ----------------------------------------------------------------------------------------------
 
 def _check_balance(program: Program, totals: dict[str, Counter]) -> None:
-    plan = program.plan
     combos: dict[tuple[str, ...], tuple[int, int]] = {}
-    nx, ny = plan.grid
+    nx, ny = program.grid
     for y in range(ny):
         for x in range(nx):
             names = tuple(k.name for k in program.kernels if k.runs_on((x, y)))
@@ -447,7 +442,7 @@ def _check_balance(program: Program, totals: dict[str, Counter]) -> None:
 
 def _check_semaphores(program: Program) -> None:
     """Increments and multicast sets arriving at each core must match what its kernels wait for."""
-    nx, ny = program.plan.grid
+    nx, ny = program.grid
     arriving: Counter = Counter()    # (sem, x, y) -> increments / valid-sets arriving
     waited: Counter = Counter()
 
@@ -500,22 +495,21 @@ def _check_compute_flags(program: Program) -> None:
     sets_l1_acc = any(n.kind == "pack_l1_acc" and n["enable"] for n, _ in walk(compute.body))
     # With two K-blocks and no bias TT-Metal's kernel never turns accumulation on even under PACKER_L1_ACC
     # (block 0 packs with it off, the last block reloads): the 1D factory's mcast_in0 path defines it there.
-    plan = program.plan
-    accumulates = flags.l1_acc_enabled and (plan.num_blocks > 2 or plan.fuse_bias)
+    accumulates = flags.l1_acc_enabled and (program.blocking.num_blocks > 2 or program.fuse_bias)
     if sets_l1_acc != accumulates:
         raise IRVerificationError(compute.name, f"l1_acc_enabled = {flags.l1_acc_enabled} but the compute kernel "
                                   f"{'never turns' if flags.l1_acc_enabled else 'turns'} L1 accumulation on")
-    capacity = program.plan.arch.dst_tiles(flags.dst_sync == "SyncFull", flags.fp32_dest_acc)
-    if capacity != program.plan.dst_capacity:
+    capacity = program.arch.dst_tiles(flags.dst_sync == "SyncFull", flags.fp32_dest_acc)
+    if capacity != flags.dst_capacity:
         raise IRVerificationError(compute.name, f"{flags.dst_sync} with fp32_dest_acc = {flags.fp32_dest_acc} gives "
-                                  f"{capacity} DST tiles; the kernel was checked against {program.plan.dst_capacity}")
+                                  f"{capacity} DST tiles; the kernel was checked against {flags.dst_capacity}")
 
 
 def _check_activation(program: Program, kernel: Kernel) -> None:
     """An SFPU activation is what the plan fused, as TT's kernel runs it: the SFPU_ACTIVATION define
     and the table's named args exactly when the kernel has activation ops, one init before
     everything else, and every apply of that activation over one output subblock."""
-    act = program.plan.sfpu_activation
+    act = program.sfpu_activation
     ops = [n for n, _ in walk(kernel.body) if n.kind.startswith("activation_")]
     defined = "SFPU_ACTIVATION" in dict(kernel.defines)
     named = tuple((k, v) for k, v in kernel.named_compile_time_args if k.startswith("activation_"))
@@ -532,13 +526,12 @@ def _check_activation(program: Program, kernel: Kernel) -> None:
     for n in ops:
         if activations.planned(str(n["activation"])) != act:
             raise IRVerificationError(kernel.name, f"`{n.kind}` runs {n['activation']}, the plan fuses {act.spelling}")
-        if n.kind == "activation_apply" and int(n["tiles"]) != program.plan.out_subblock_tiles:
+        if n.kind == "activation_apply" and int(n["tiles"]) != program.blocking.out_subblock_tiles:
             raise IRVerificationError(kernel.name, f"apply_activation_from_pack over {n['tiles']} tiles, TT's kernel "
-                                      f"passes out_subblock_num_tiles = {program.plan.out_subblock_tiles}")
+                                      f"passes out_subblock_num_tiles = {program.blocking.out_subblock_tiles}")
 
 
 def verify(program: Program) -> Program:
-    plan = program.plan
     totals: dict[str, Counter] = {}
     for kernel in program.kernels:
         checker = _Checker(program, kernel)
@@ -554,9 +547,9 @@ def verify(program: Program) -> Program:
     _check_shared_regions(program)
     if program.compute.l1_acc_enabled:
         pages = program.cb_pages[CB_PARTIALS]
-        if pages != plan.out_block_tiles:
+        if pages != program.blocking.out_block_tiles:
             raise IRVerificationError("compute", f"with packer L1 accumulation the partials CB must hold exactly "
-                                      f"one output block ({plan.out_block_tiles} tiles), it holds {pages}")
+                                      f"one output block ({program.blocking.out_block_tiles} tiles), it holds {pages}")
     _check_compute_flags(program)
     if CB_OUT not in program.cb_pages:
         raise IRVerificationError("compute", "the CB table has no output CB")

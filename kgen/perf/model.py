@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from kgen.gen import optable
-from kgen.gen.ir import Kernel, Op, Program, counted
-from kgen.gen.plan import CB_BIAS, CB_IN0, CB_PARTIALS, Plan
+from kgen.gen.ir import CoreBlocking, Kernel, Op, Program, counted
+from kgen.gen.plan import CB_BIAS, CB_IN0, CB_PARTIALS
 from kgen.gen import dataflow as dataflows
 from kgen.core.types import Placement
 from kgen.core.costs import FIDELITY_PHASES, Costs, load_costs
@@ -313,7 +313,7 @@ class _KernelCost:
             # one read of a bank's own shard at that bank's bandwidth, in NoC bursts of at most
             # noc_max_burst_bytes, each one request of the endpoint
             nbytes = int(o["tiles"]) * int(o["page_bytes"])
-            requests = -(-nbytes // self.program.plan.arch.noc_max_burst_bytes)
+            requests = -(-nbytes // self.program.arch.noc_max_burst_bytes)
             self.last_read = BANK
             self.dram_bytes += n * nbytes
             self.dram_read_bytes += n * nbytes
@@ -362,7 +362,7 @@ class _KernelCost:
             if self.relay and self._first_mcast:
                 # the line waits for the landing only where the sender changes: a core that sends several
                 # K-blocks in a row copies the next while the last one is in flight
-                p = self.program.plan
+                p = self.program.blocking
                 in_a_row = max(1, p.in0_shard_w // p.in0_block_w)
                 self._first_mcast = False
                 self.add(processor, "noc", n * c.multicast_landing(dests) / in_a_row)
@@ -463,14 +463,14 @@ def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathe
 
 
 def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost],
-               plan: Plan) -> _CoreTime:
+               blocking: CoreBlocking) -> _CoreTime:
     g = _gather(kernels, cost_of)
     busy, work, names, paced, feeding = g.busy, g.work, g.names, g.paced, g.feeding
     blocks, sections, policy, rewound = g.blocks, g.sections, g.policy, g.rewound
     epilogue, epilogue_sections, fill_latency, restarts = g.epilogue, g.epilogue_sections, g.fill_latency, g.restarts
     out_writes, out_write_cycles, buffered_writes, last_write = (g.out_writes, g.out_write_cycles,
                                                                  g.buffered_writes, g.last_write)
-    out_blocks_per_core = max(1, blocks // max(plan.num_blocks, 1))
+    out_blocks_per_core = max(1, blocks // max(blocking.num_blocks, 1))
     out_blocks = out_blocks_per_core if restarts else 1          # pipeline fills
     per_block = {p: max(busy.get(p, 0.0), paced.get(p, 0.0)) / blocks for p in PROCESSORS}
     # The bias and untilize stages are no K-block's work: they run after each out block's K loop, at
@@ -481,7 +481,7 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     pack_section = per_block[PACK] * blocks / max(sections - epilogue_sections, 1)
     # unpack and math hand SrcA/SrcB tile by tile: one compute stage at the slower of the two; a block
     # whose partials are rewound waits for its last subblock's pack first (the FPU idles meanwhile)
-    rewinds = rewound / max(plan.in0_num_subblocks * plan.in1_num_subblocks, 1)
+    rewinds = rewound / max(blocking.in0_num_subblocks * blocking.in1_num_subblocks, 1)
     compute = max(per_block[UNPACK], per_block[MATH]) + pack_section * rewinds / blocks
     reading = max(feeding.get(p, 0.0) for p in (BRISC, NCRISC)) / blocks
     # Refilling at every out block, the writer writes while the FPU finishes the block: in steady state
@@ -538,12 +538,11 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     """The predicted device time of a verified program, with its critical core and bottleneck.
     `placement` moves tensors out of DRAM ({"in0": "sharded", "out": "l1"}), as TT's benchmark rows
     do where kgen cannot yet generate that dataflow; the ops stay the program's."""
-    p = program.plan
-    costs = costs or load_costs(p.arch.name)
+    costs = costs or load_costs(program.arch.name)
     # where the plan itself puts a tensor (`memory { in1 = l1 }`); a sharded in0 or output needs nothing
     # here: its program reads no DRAM for it (copy_shard) and writes none
-    placement = {**({"in1": L1} if p.memory.in1 == Placement.L1 else {}),
-                 **({"in1": BANK} if p.memory.in1 == Placement.DRAM_WIDTH_SHARDED else {}), **(placement or {})}
+    placement = {**({"in1": L1} if program.placement("in1") == Placement.L1 else {}),
+                 **({"in1": BANK} if program.placement("in1") == Placement.DRAM_WIDTH_SHARDED else {}), **(placement or {})}
     unknown = {v for v in placement.values()} - {DRAM, L1, SHARDED, BANK}
     if unknown:
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")
@@ -558,8 +557,8 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     # Cores that run the same kernels take the same time: one analysis per distinct kernel set. The
     # kernels' core ranges are rectangles, so every cell of their arrangement has a corner on the
     # lattice of the ranges' edges: those cores are enough to meet every kernel set.
-    xs = sorted({x for k in program.kernels for x in (k.cores.x0, k.cores.x1 + 1) if x < p.grid[0]})
-    ys = sorted({y for k in program.kernels for y in (k.cores.y0, k.cores.y1 + 1) if y < p.grid[1]})
+    xs = sorted({x for k in program.kernels for x in (k.cores.x0, k.cores.x1 + 1) if x < program.grid[0]})
+    ys = sorted({y for k in program.kernels for y in (k.cores.y0, k.cores.y1 + 1) if y < program.grid[1]})
     by_set: dict[tuple[str, ...], tuple[int, int]] = {}
     for x in xs:
         for y in ys:
@@ -574,15 +573,15 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     # endpoints' request rate), so none of them is done before the card has served them all: a core
     # that reads or writes DRAM runs at least the floor, and its compute waits with it (the reads
     # feed it; the output CB it packs into drains only as fast as the writes go).
-    times = [_contended(_core_time(core, [program.kernel(n) for n in names], cost_of, p), floor,
+    times = [_contended(_core_time(core, [program.kernel(n) for n in names], cost_of, program.blocking), floor,
                         any(cost_of[n].dram_bytes for n in names))
              for names, core in by_set.items()]
     critical = max(times, key=lambda t: t.cycles)
     cycles = max(critical.cycles, floor)
 
-    spec = p.spec
+    spec = program.problem
     flops = 2.0 * spec.batch * spec.m * spec.n * spec.k
-    gx, gy = p.arch.worker_grid
+    gx, gy = program.arch.worker_grid
     ideal = (spec.batch * spec.m * spec.n * spec.k / 32 ** 3
              * costs.math.cycles_per_tile_phase * FIDELITY_PHASES[program.compute.math_fidelity] / (gx * gy))
     seconds = cycles / (costs.arch.clock_mhz * 1e6)
@@ -601,10 +600,10 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     policy_cost = PolicyCost(critical.policy.get("reload", 0.0), critical.policy.get("partials_pack", 0.0),
                              critical.policy.get("l1_acc", 0.0))
     return Prediction(
-        arch=p.arch.name, clock_mhz=costs.arch.clock_mhz, cycles=cycles, microseconds=seconds * 1e6,
+        arch=program.arch.name, clock_mhz=costs.arch.clock_mhz, cycles=cycles, microseconds=seconds * 1e6,
         tflops=flops / seconds / 1e12, ideal_cycles=ideal, utilization=ideal / cycles,
         critical_core=critical.core, core_cycles=critical.cycles, math_cycles=critical.math_cycles, dram_floor_cycles=floor, blocks=critical.blocks,
-        processors=processors, bottleneck=bottleneck, bottleneck_share=min(1.0, share), policy=p.policy,
+        processors=processors, bottleneck=bottleneck, bottleneck_share=min(1.0, share), policy=program.policy,
         policy_cost=policy_cost, trace_us=costs.dispatch.trace_us, host_us=costs.dispatch.host_us)
 
 
