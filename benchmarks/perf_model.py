@@ -75,6 +75,7 @@ HEADLINE_BF4 = (2.0, 3.5)
 class Case:
     row: Row
     program: object               # the verified ir.Program of TT's manual config
+    plan: object                  # ... and the plan it was lowered from
     prediction: Prediction
     timed_clock_mhz: float        # the card's clock in TT's timed runs (configs/perf [dispatch])
 
@@ -99,10 +100,11 @@ def inference_ns(row: Row, p: Prediction, clock_mhz: float) -> float:
 
 
 def programs(card: str) -> list[tuple[Row, object]]:
+    """The manual rows with the pipeline's artifacts (plan and verified IR) of each."""
     out = []
     for r in rows(card, "manual"):
         spec = resolve(parse_text(manual_spec(r), f"{card}_{r.index}.kspec"))
-        out.append((r, run(spec, "verified").verified))
+        out.append((r, run(spec, "verified")))
     return out
 
 
@@ -119,7 +121,7 @@ def oob_programs(card: str) -> tuple[list[tuple[Row, object]], list[str]]:
             notes.append(f"{r.label}: {choice.note}")
             continue
         try:
-            out.append((r, run(choice.spec, "verified").verified))
+            out.append((r, run(choice.spec, "verified")))
         except KgenError as exc:
             notes.append(f"{r.label}: kgen cannot plan TT's {choice.config.dataflow} choice: {exc}")
     return out, notes
@@ -129,9 +131,10 @@ def evaluate(pairs, costs: Costs | None = None, stand_in: bool = False) -> list[
     """Every row's program predicted as written: its placement is its spec's `memory {}` line.
     `stand_in` (diagnostic only) prices the DRAM program's sharded reads and writes at zero instead."""
     out = []
-    for r, prog in pairs:
+    for r, built in pairs:
         c = costs or load_costs(r.arch)
-        out.append(Case(r, prog, predict(prog, c, stand_in_placement(r) if stand_in else None),
+        prog = built.verified
+        out.append(Case(r, prog, built.plan, predict(prog, c, stand_in_placement(r) if stand_in else None),
                         c.dispatch.timed_clock_mhz))
     return out
 
@@ -192,7 +195,7 @@ def matched_pairs(manual: list[Case], oob: list[Case]) -> list[tuple[Case, Case,
 
 
 def _config(c: Case) -> str:
-    p = c.program.plan
+    p = c.plan
     return (f"{p.spec.dataflow} grid {p.grid[0]}x{p.grid[1]} per_core {p.per_core_m}x{p.per_core_n} "
             f"in0_block_w {p.in0_block_w} out_block {p.out_block_h}x{p.out_block_w} "
             f"subblock {p.out_subblock_h}x{p.out_subblock_w} in0 {p.spec.memory.in0.value} out {p.spec.memory.out.value}")
@@ -405,7 +408,7 @@ def main(argv: list[str]) -> int:
         for card in (CALIBRATION, *VALIDATION):
             pairs = [(r, run(resolve(parse_text(manual_spec(r).replace(
                 "memory { in0 = l1_block_sharded  in1 = dram  out = l1_block_sharded }",
-                "memory { in0 = dram  in1 = dram  out = dram }"), "s.kspec")), "verified").verified)
+                "memory { in0 = dram  in1 = dram  out = dram }"), "s.kspec")), "verified"))
                 for r, _ in programs(card)]
             s = summary(evaluate(pairs, stand_in=True))
             print(f"  {card:<10} stand-in: device median {s['device_median']:.1%}, p90 {s['device_p90']:.1%}, "

@@ -380,7 +380,7 @@ def _run(args: argparse.Namespace) -> int:
         from kgen.perf.prediction_report import compare_policies, format_prediction, prediction_to_dict
 
         prediction = predict(artifacts.verified)
-        comparison = compare_policies(artifacts.verified, prediction)
+        comparison = compare_policies(artifacts.plan, prediction)
         if args.json:
             print(json.dumps(prediction_to_dict(prediction, comparison), indent=2))
         else:

@@ -20,7 +20,7 @@ from kgen.gen.optable import OPS
 if TYPE_CHECKING:      # annotations only: the plan stage imports the dataflows, which build IR
     from kgen.core.arch import ArchFacts
     from kgen.gen.activations import Activation
-    from kgen.gen.plan import CircularBuffer, L1Region, Plan
+    from kgen.gen.plan import CircularBuffer, L1Region
 
 
 @dataclass(frozen=True)
@@ -438,7 +438,6 @@ class Program:
     host interface's tensors, and the facts of the matmul they were lowered for (its name, target,
     grid, blocking, accumulation policy and fused epilogue)."""
 
-    plan: Plan
     kernels: tuple[Kernel, ...]
     semaphores: tuple[Semaphore, ...]
     compute: ComputeFlags

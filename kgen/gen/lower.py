@@ -381,7 +381,7 @@ def lower(p: Plan) -> Program:
                          dst_accum_format=p.dst_accum_format)
     kernels = (compute,) + dm
     s = p.spec
-    return Program(p, kernels, sems, flags, p.cbs, p.regions, io_tensors=_io_tensors(p, kernels),
+    return Program(kernels, sems, flags, p.cbs, p.regions, io_tensors=_io_tensors(p, kernels),
                    name=s.name, variant=s.variant, arch=p.arch, grid=p.grid,
                    problem=Problem(s.batch, s.m, s.n, s.k, p.mt, p.nt, p.kt, p.batch_ct),
                    blocking=CoreBlocking(p.per_core_m, p.per_core_n, p.out_block_h, p.out_block_w, p.in0_block_w,

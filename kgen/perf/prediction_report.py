@@ -26,10 +26,11 @@ def same_blocking_other_policy(spec: MatmulSpec, p) -> MatmulSpec:
     return replace(spec, block=block, compute=compute, grid=p.grid_requested)
 
 
-def compare_policies(program, prediction: Prediction) -> PolicyComparison:
+def compare_policies(p, prediction: Prediction) -> PolicyComparison:
+    """The other accumulation request at plan `p`'s blocking, planned and predicted (the plan is the
+    pipeline's: it holds the spec, which the IR does not)."""
     from kgen.gen.pipeline import run
 
-    p = program.plan
     try:
         other = run(same_blocking_other_policy(p.spec, p), "verified")
     except KgenError as exc:

@@ -231,9 +231,9 @@ def _comparison(spec, pick: Scored, space=None) -> list[dict]:
             rows.append({"who": who, "microseconds": None, "config": "", "note": choice.note})
             continue
         try:
-            ir = run(choice.spec, "ir").ir
-            us = predict(ir).microseconds
-            p = ir.plan
+            built = run(choice.spec, "ir")
+            us = predict(built.ir).microseconds
+            p = built.plan
             cc = p.compute
             config = (f"grid {p.grid_requested[0]}x{p.grid_requested[1]} per_core {p.per_core_m}x{p.per_core_n} "
                       f"block {p.out_block_h}x{p.out_block_w} w {p.in0_block_w} "

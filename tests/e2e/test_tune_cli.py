@@ -368,7 +368,7 @@ def test_the_tt_auto_row_shows_ttchoices_fidelity_dataflow_and_grid():
     from kgen.perf.ttchoice import tt_auto
 
     choice = tt_auto(resolve(load_file(ROOT / PEAK), None))
-    plan = run(choice.spec, "ir").ir.plan
+    plan = run(choice.spec, "ir").plan
     grid = f"{plan.grid_requested[0]}x{plan.grid_requested[1]}"
     fidelity = plan.compute.math_fidelity + ("+fp32" if plan.compute.fp32_dest_acc else "")
     proc = kgen("tune", PEAK, "--space", "all", "--no-db", env={"COLUMNS": "100"})

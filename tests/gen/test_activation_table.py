@@ -125,7 +125,7 @@ def test_the_activation_replaces_tile_regs_wait_exactly_at_tts_points(bias):
     """Without a bias: in the last K-block's pack (not in earlier blocks' spills); with a bias: in the
     bias stage only (the last K-block packs partials with a plain tile_regs_wait)."""
     program = _program("gelu", bias)
-    last = program.plan.num_blocks - 1
+    last = program.blocking.num_blocks - 1
     assert last > 0
     compute = next(k for k in program.kernels if k.processor == "TRISC")
     ops = list(_walk(compute.body))

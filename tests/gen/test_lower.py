@@ -18,6 +18,12 @@ def program(name, variant=None):
     return lower(plan(load(example(name), variant)))
 
 
+def planned(name, variant=None):
+    """The plan and the IR lowered from it (the IR does not keep the plan)."""
+    p = plan(load(example(name), variant))
+    return p, lower(p)
+
+
 def compute_ops(prog):
     return [op for op, _ in unroll(prog.kernel("compute").body)]
 
@@ -38,8 +44,7 @@ def block_of_each(ops, kind):
 
 
 def test_spill_reload_lifecycle():
-    prog = program("peak_small", "spill")
-    p = prog.plan
+    p, prog = planned("peak_small", "spill")
     ops = compute_ops(prog)
     nsb = p.in0_num_subblocks * p.in1_num_subblocks                  # 1 x 2 subblocks per block
     assert p.num_blocks == 8 and nsb == 2
@@ -75,8 +80,7 @@ def test_l1_acc_without_bias_lifecycle():
 
 
 def test_l1_acc_with_bias_and_fp32_lifecycle():
-    prog = program("bh_fp32_bias")
-    p = prog.plan
+    p, prog = planned("bh_fp32_bias")
     ops = compute_ops(prog)
     nsb = p.in0_num_subblocks * p.in1_num_subblocks
     assert (p.num_blocks, nsb) == (24, 16)
@@ -111,8 +115,7 @@ def test_relu_only_on_the_final_pack():
 
 
 def test_untilize_and_multi_block_reconfig():
-    prog = program("untilize_relu_reuse")
-    p = prog.plan
+    p, prog = planned("untilize_relu_reuse")
     ops = compute_ops(prog)
     blocks = p.num_blocks_h_dim * p.num_blocks_w_dim
     assert blocks == 2
@@ -141,14 +144,13 @@ def test_mcast_roles_and_semaphores():
     in0 = prog.kernel("in0_sender")
     assert (in0.processor, in0.cores.x0, in0.cores.x1) == ("NCRISC", 0, 0)
     waits = [op for op, _ in unroll(in0.body) if op.kind == "sem_wait"]
-    assert len(waits) == prog.plan.num_blocks and all(op["value"] == 7 for op in waits)   # 8 - 1 receivers
+    assert len(waits) == prog.blocking.num_blocks and all(op["value"] == 7 for op in waits)   # 8 - 1 receivers
     in1 = prog.kernel("in1_sender_writer")
     assert (in1.processor, in1.cores.y0, in1.cores.y1) == ("BRISC", 0, 0)
 
 
 def test_reuse_reader_tile_ids():
-    prog = program("l1acc_two_blocks")
-    p = prog.plan
+    p, prog = planned("l1acc_two_blocks")
     reads = [(op, env) for op, env in unroll(prog.kernel("reader").body, {"core_x": 1, "core_y": 2})
              if op.kind == "read_tiles"]
     in0 = [op["start"].eval(env) for op, env in reads if op["tensor"] == "in0"]
@@ -177,8 +179,7 @@ def test_padded_transfers_stay_inside_the_tensors(variant):
     once (out)."""
     from kgen.gen.ir import TileNest
 
-    prog = program("padded_small", variant)
-    p = prog.plan
+    p, prog = planned("padded_small", variant)
     assert p.padded_m and p.padded_n
     nx, ny = p.grid
     written: dict[int, int] = {}

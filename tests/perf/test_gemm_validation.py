@@ -94,7 +94,7 @@ def test_kgen_plans_every_manual_config_as_tt_ran_it(cases):
     for card, cs in cases.items():
         assert len(cs) == 156
         for c in cs:
-            plan, cfg = c.program.plan, gemm_rows.manual_config(c.row)
+            plan, cfg = c.plan, gemm_rows.manual_config(c.row)
             assert (plan.per_core_m, plan.per_core_n) == cfg.per_core
             assert (plan.out_block_h, plan.out_block_w) == cfg.out_block
             assert (plan.out_subblock_h, plan.out_subblock_w) == cfg.out_subblock

@@ -35,6 +35,11 @@ def verified(s):
     return run(s, "verified").verified
 
 
+def built(s):
+    """The pipeline's artifacts: the plan beside the verified IR (the IR does not keep the plan)."""
+    return run(s, "verified")
+
+
 # ---- cost terms against their published facts ------------------------------------------------
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -121,10 +126,11 @@ def test_l1_accumulation_beats_spill_reload_beyond_two_blocks_and_the_gap_grows_
     # reload there (docs/reference/matmul.md §1.6; tt-lang RESULTS.md: +1.7-2.6 pp at 3-4 K-blocks, growing)
     gaps = []
     for k_tiles in (16, 32, 64):
-        v = verified(spec(arch=arch, shape=f"256 x 256 x {32 * k_tiles}", w=4))
-        assert v.plan.policy == "packer_l1_acc" and v.plan.num_blocks == k_tiles // 4
+        a = built(spec(arch=arch, shape=f"256 x 256 x {32 * k_tiles}", w=4))
+        v = a.verified
+        assert a.plan.policy == "packer_l1_acc" and a.plan.num_blocks == k_tiles // 4
         pr = predict(v)
-        other = compare_policies(v, pr)
+        other = compare_policies(a.plan, pr)
         assert other.other_policy == "spill_reload"
         gaps.append(other.other_cycles - pr.cycles)
     assert all(g > 0 for g in gaps)
@@ -132,9 +138,9 @@ def test_l1_accumulation_beats_spill_reload_beyond_two_blocks_and_the_gap_grows_
 
 
 def test_the_policy_is_the_same_either_way_at_two_blocks():
-    v = verified(spec(shape="256 x 256 x 256", w=4))
-    assert v.plan.num_blocks == 2
-    other = compare_policies(v, predict(v))
+    a = built(spec(shape="256 x 256 x 256", w=4))
+    assert a.plan.num_blocks == 2
+    other = compare_policies(a.plan, predict(a.verified))
     assert other.other_policy is None and "either way" in other.note
 
 
@@ -244,12 +250,12 @@ def test_every_fuzz_drawn_plan_is_predicted_within_the_ideal():
     predicted = 0
     for i in range(60):
         try:
-            v = verified(resolve(parse_text(generate_case(31, i).text, "case.kspec")))
+            a = built(resolve(parse_text(generate_case(31, i).text, "case.kspec")))
         except KgenError:
             continue
-        pr = predict(v)
+        pr = predict(a.verified)
         assert 0 < pr.utilization <= 1 and pr.cycles >= pr.ideal_cycles
-        assert compare_policies(v, pr).note or compare_policies(v, pr).other_cycles > 0
+        assert compare_policies(a.plan, pr).note or compare_policies(a.plan, pr).other_cycles > 0
         predicted += 1
     assert predicted >= 50
 
@@ -264,10 +270,10 @@ def test_the_lower_bound_bounds_every_fuzz_drawn_prediction():
     checked, tight = 0, 0
     for i in range(200):
         try:
-            v = verified(resolve(parse_text(generate_case(7, i).text, "case.kspec")))
+            a = built(resolve(parse_text(generate_case(7, i).text, "case.kspec")))
         except KgenError:
             continue
-        p = v.plan
+        v, p = a.verified, a.plan
         bound = lower_bound_cycles(p.arch.name, (p.per_core_m, p.per_core_n), p.kt, p.compute.math_fidelity,
                                    p.compute.fp32_dest_acc, p.in0_format, p.in1_format)
         cycles = predict(v).cycles
@@ -281,8 +287,9 @@ def test_the_lower_bound_bounds_every_fuzz_drawn_prediction():
 def test_the_model_runs_on_padded_plans():
     # 4096^3 on Blackhole's 13 x 10 grid: per_core 13 x 10 does not divide 128 x 128 tiles, so the last
     # row and column of cores hold padded last blocks (issue #17). The model reads the padded IR.
-    v = verified(spec(shape="4096 x 4096 x 4096", grid="13 x 10", extra="block { per_core = 13 x 10 }"))
-    assert v.plan.padded_m and v.plan.padded_n
+    a = built(spec(shape="4096 x 4096 x 4096", grid="13 x 10", extra="block { per_core = 13 x 10 }"))
+    v = a.verified
+    assert a.plan.padded_m and a.plan.padded_n
     pr = predict(v)
     assert pr.cycles > 0 and 0 < pr.utilization <= 1
     # a shape that is no tile multiple plans, lowers and is predicted too
@@ -318,8 +325,8 @@ def test_1d_multicast_fans_out_from_one_sender_to_every_core(dataflow, shape, pe
     from kgen.gen.ir import walk
     from kgen.perf.model import _KernelCost
 
-    v = verified(spec_1d(dataflow, shape, "4 x 2", per_core))
-    p, costs = v.plan, load_costs("wormhole_b0")
+    a = built(spec_1d(dataflow, shape, "4 x 2", per_core))
+    v, p, costs = a.verified, a.plan, load_costs("wormhole_b0")
     cores = 8
     operand, sender = ("in0", "in0_sender") if dataflow == "mcast_1d_in0" else ("in1", "in1_sender_writer")
     send = v.kernel(sender)

@@ -16,7 +16,7 @@ TILE = 2048
 
 
 def _dram_bytes(program) -> int:
-    costs = load_costs(program.plan.arch.name)
+    costs = load_costs(program.arch.name)
     return sum(_KernelCost(program, k, costs, {}).dram_bytes
                * (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1) for k in program.kernels)
 
@@ -31,5 +31,5 @@ def test_every_batchs_in1_is_priced_as_dram_traffic():
     shared = run(load(example("attention_qk_batched"), "broadcast"), "verified").verified
     assert _dram_bytes(shared) < _dram_bytes(v)
     p = predict(v)
-    assert p.blocks == B * v.plan.num_blocks                 # one pipeline step per batch and K-block
+    assert p.blocks == B * v.blocking.num_blocks                 # one pipeline step per batch and K-block
     assert p.dram_floor_cycles > 0 and p.cycles >= p.dram_floor_cycles
