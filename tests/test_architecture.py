@@ -18,6 +18,10 @@ MAX_FILE_LINES = 800          # every source file, Python or the emulator's C++
 MAX_FUNCTION_LINES = 80       # every Python function, from its `def` to its last line
 SOURCES = sorted(ROOT.rglob("*.py"))
 ALL_SOURCES = sorted(p for p in ROOT.rglob("*") if p.suffix in (".py", ".cpp", ".h", ".hpp") and p.is_file())
+# The stages after lowering read the IR alone: the IR module, and what renders, verifies and predicts it.
+IR_READERS = ("gen/ir.py", "gen/render.py", "gen/verify.py", "gen/descriptors.py", "perf/model.py")
+# The templates render.py prints a Program with (ab's HTML report and the toolchain stand-ins are not).
+IR_TEMPLATES = ("compute", "dataflow", "common", "jit", "report/README.md.j2")
 
 
 def _imports(tree: ast.AST) -> list[tuple[int, str]]:
@@ -109,3 +113,45 @@ def test_a_function_stays_within_the_line_budget(path):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
     assert not long, "\n".join(long) + f"\n(at most {MAX_FUNCTION_LINES} lines a function)"
+
+
+def test_the_ir_does_not_hold_the_plan():
+    from dataclasses import fields
+
+    from kgen.gen.ir import Program
+    assert "plan" not in {f.name for f in fields(Program)} and not hasattr(Program, "plan")
+
+
+@pytest.mark.parametrize("rel", IR_READERS)
+def test_the_ir_readers_never_reach_for_a_plan(rel):
+    """Every Program these modules receive stands on its own: no `.plan` attribute is read, nor asked for
+    by name (getattr), anywhere in them."""
+    found = []
+    for node in ast.walk(ast.parse((ROOT / rel).read_text())):
+        if isinstance(node, ast.Attribute) and node.attr == "plan":
+            found.append(f"{rel}:{node.lineno} .plan")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") \
+                and any(isinstance(a, ast.Constant) and a.value == "plan" for a in node.args):
+            found.append(f"{rel}:{node.lineno} {node.func.id}(..., 'plan')")
+    assert found == []
+
+
+def test_the_ir_templates_read_no_plan():
+    """The templates print the Program render hands them: no `plan` in their context, no `.plan` read."""
+    import jinja2.meta
+    from jinja2 import nodes
+
+    from kgen.gen.render import _environment
+
+    env = _environment()
+    templates = ROOT.parent / "templates"
+    paths = sorted(p for rel in IR_TEMPLATES for p in ((templates / rel).rglob("*.j2") if (templates / rel).is_dir()
+                                                       else [templates / rel]))
+    assert len(paths) >= 10
+    found = []
+    for path in paths:
+        tree = env.parse(path.read_text())
+        if "plan" in jinja2.meta.find_undeclared_variables(tree):
+            found.append(f"{path.name}: reads `plan` from its context")
+        found += [f"{path.name}:{n.lineno} .plan" for n in tree.find_all(nodes.Getattr) if n.attr == "plan"]
+    assert found == []
