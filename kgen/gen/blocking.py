@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from kgen.core.arch import ArchFacts
 from kgen.core.types import Placement
 from kgen.gen.dataflow import get as dataflow_of
+from kgen.gen.ir import CircularBuffer, L1Region
 from kgen.gen.dataflow.base import cb_depths
 from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_L1_ARRAY, CB_OUT, CB_PARTIALS, L1_ARRAY_BYTES,
                             PlanError, divisors, fmt_pair, nearest)
@@ -37,29 +38,6 @@ POLICY_L1_ACC = "packer_l1_acc"
 POLICY_SPILL = "spill_reload"
 POLICY_DST = "dst_only"
 
-
-
-@dataclass(frozen=True)
-class CircularBuffer:
-    index: int            # CB index c_<index>
-    name: str             # TT-Metal named compile-time arg
-    role: str
-    data_format: str      # tt::DataFormat name
-    page_bytes: int
-    pages: int
-    region: str           # CBs with the same region share one L1 allocation
-    buffer: str | None = None   # the tensor whose L1 buffer this CB is globally allocated on (a shard)
-
-    @property
-    def total_bytes(self) -> int:
-        return self.page_bytes * self.pages
-
-
-@dataclass(frozen=True)
-class L1Region:
-    name: str
-    cb_indices: tuple[int, ...]
-    bytes: int
 
 
 

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Union
 from kgen.core.types import Placement
 from kgen.gen.optable import OPS
 
-if TYPE_CHECKING:      # annotations only: the plan stage imports the dataflows, which build IR
+if TYPE_CHECKING:      # annotations only
     from kgen.core.arch import ArchFacts
     from kgen.gen.activations import Activation
-    from kgen.gen.plan import CircularBuffer, L1Region
 
 
 @dataclass(frozen=True)
@@ -354,6 +353,34 @@ class ComputeFlags:
     l1_acc_enabled: bool             # PACKER_L1_ACC
     dst_capacity: int                # tiles one DST section holds in this sync mode and accumulation format
     dst_accum_format: str            # Float32 with fp32_dest_acc, else Float16_b
+
+
+@dataclass(frozen=True)
+class CircularBuffer:
+    """One row of the CB table: TT-Metal's CB index and named arg, its page format and size, its pages,
+    and the L1 region it is allocated in."""
+
+    index: int            # CB index c_<index>
+    name: str             # TT-Metal named compile-time arg
+    role: str
+    data_format: str      # tt::DataFormat name
+    page_bytes: int
+    pages: int
+    region: str           # CBs with the same region share one L1 allocation
+    buffer: str | None = None   # the tensor whose L1 buffer this CB is globally allocated on (a shard)
+
+    @property
+    def total_bytes(self) -> int:
+        return self.page_bytes * self.pages
+
+
+@dataclass(frozen=True)
+class L1Region:
+    """One L1 allocation of the program and the CBs that share it."""
+
+    name: str
+    cb_indices: tuple[int, ...]
+    bytes: int
 
 
 @dataclass(frozen=True)
