@@ -1,10 +1,13 @@
 """The block-lifecycle IR: per kernel, an explicit tree of ops and counted loops.
 
-The IR is the single source of truth: the verifier, the renderer and the emulator all read it.
-Besides the kernels it carries what is printed around them: the compute flags (`ComputeFlags`:
-fidelity, fp32 Dst, sync mode, the L1-accumulation decision) and the CB table with its L1
-regions, so `math_fidelity` runs spec -> plan -> `Program.compute` -> descriptor header, manifest
-and template, and the emulator reads it back from the compiled descriptor.
+The IR is the single source of truth: the verifier, the renderer and the performance model read
+it and nothing else (it holds no plan). Besides the kernels it carries what is printed and checked
+around them: the compute flags (`ComputeFlags`: fidelity, fp32 Dst, sync mode, the L1-accumulation
+decision, the DST capacity), the CB table with its L1 regions, the io-tensor table (`IoTensor`:
+format, pages, shape, placement, shard spec), the arch, the grid with work, the problem and the
+core's blocking, the accumulation policy and the fused epilogue. So `math_fidelity` runs spec ->
+plan -> `Program.compute` -> descriptor header, manifest and template, and the emulator reads it
+back from the compiled descriptor.
 Op arguments are ints, bools, names, or `Affine` expressions over loop variables and the core
 coordinates (`core_x`, `core_y`), so per-core values (tile ids, multicast targets) stay symbolic.
 """
