@@ -108,6 +108,14 @@ class DramSharded:
                          f"shards x {banks} banks > Nt = {p.nt}): the factory gives them no worker")
         return tuple(notes)
 
+    def shard_widths(self, nt: int, banks: int) -> list[int]:
+        """in1 shard widths (per_core_N) the factory reads right for Nt tiles over `banks` DRAM banks."""
+        return shard_widths(nt, banks)
+
+    def shard_workers(self, nt: int, shard_w: int, banks: int) -> int:
+        """The workers the factory keeps for in1 in `shard_w`-tile shards (padding-only banks dropped)."""
+        return shard_workers(nt, shard_w, banks)
+
     def cb_depths(self, num_blocks: int) -> tuple[int, int]:
         """K-blocks c_0 and c_1 hold (the factory's double-buffered in0, triple-buffered in1)."""
         return (IN0_DEPTH, IN1_DEPTH) if num_blocks > 1 else (1, 1)
