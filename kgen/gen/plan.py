@@ -429,7 +429,9 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                         "the shard itself, packed as tiles", spec.span("untilize_out"), "untilize_out = false")
     # kgen's limits (not TT's): whole shards, one per core with work
     sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if where != Placement.DRAM]
-    if sharded and (spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW or mt % per_core_m or nt % per_core_n):
+    # a factory that pads the last N shard itself (its in1 and output shards) takes any Nt
+    n_uneven = nt % per_core_n and not getattr(dataflow_of(spec.dataflow), "pads_last_n_shard", False)
+    if sharded and (spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW or mt % per_core_m or n_uneven):
         raise PlanError("kgen: sharded tensors in whole shards",
                         f"{' and '.join(sharded)} sharded with a shape short of whole tiles or per_core not dividing "
                         f"Mt x Nt = {mt} x {nt}: kgen shards only evenly divided tensors",

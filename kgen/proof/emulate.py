@@ -155,23 +155,36 @@ class ProgramFile:
     text: str
     tensors: tuple[Tensor, ...]
     output: Tensor
-    # an L1-sharded output: (file of one core's shard, first tile row, first tile column, rows, columns)
-    out_shards: tuple[tuple[Path, int, int, int, int], ...] = ()
+    # an L1-sharded output: (file of one core's shard, first tile row, first tile column, rows, columns
+    # inside the tensor, the shard's width in tiles: its row stride, padding included)
+    out_shards: tuple[tuple[Path, int, int, int, int, int], ...] = ()
 
 
 def shard_placement(spec: dict, rows: int, cols: int) -> list[tuple[tuple[int, int], int, int, int, int]]:
     """ttnn's placement of a 2D-sharded tensor of `rows` x `cols` tiles: shard i (in row-major order over
     the tensor's grid of shards) on the i-th core of the shard grid, in ROW_MAJOR or COL_MAJOR order.
-    Returns (core, first tile row, first tile column, tile rows, tile columns) per shard."""
+    Returns (core, first tile row, first tile column, tile rows, tile columns) per shard; a last shard
+    past the tensor's edge (ttnn pads it to the shard shape) reports the rows and columns inside it."""
     x0, y0, x1, y1 = spec["grid"]
     gx, gy = x1 - x0 + 1, y1 - y0 + 1
     sh, sw = spec["shape"][0] // TILE_HW, spec["shape"][1] // TILE_HW
-    per_row = cols // sw
+    per_row = -(-cols // sw)
     out = []
-    for i in range((rows // sh) * per_row):
+    for i in range(-(-rows // sh) * per_row):
         core = (x0 + i % gx, y0 + i // gx) if spec["orientation"] == "ROW_MAJOR" else (x0 + i // gy, y0 + i % gy)
-        out.append((core, (i // per_row) * sh, (i % per_row) * sw, sh, sw))
+        r0, c0 = (i // per_row) * sh, (i % per_row) * sw
+        out.append((core, r0, c0, min(sh, rows - r0), min(sw, cols - c0)))
     return out
+
+
+def _shard_bytes(data: bytes, page: int, cols: int, spec: dict, r0: int, c0: int, rows: int, ncols: int) -> bytes:
+    """One shard as ttnn lays it in its bank or core: the shard shape's tile rows back to back, each
+    shard-width pages long; the pages of a last shard past the tensor's edge are padding (zeros here,
+    whatever the buffer held on a card: the kernels compute on them, and they lie outside the tensor)."""
+    sh, sw = spec["shape"][0] // TILE_HW, spec["shape"][1] // TILE_HW
+    pad = bytes((sw - ncols) * page)
+    body = b"".join(_pages(data, page, cols, r0 + r, c0, 1, ncols) + pad for r in range(rows))
+    return body + bytes((sh - rows) * sw * page)
 
 
 def _shard_pages(spec: dict) -> int:
@@ -185,10 +198,11 @@ def _dram_shard_lines(t, shard_specs: dict, inputs, workdir: Path, core_id: dict
     output's shard i (worker i reads bank i), for the cost of a bank-local read."""
     lines = []
     spec = shard_specs[t.name]
+    data = _tensor_bytes(t, inputs)
     for i, (_, r0, c0, nr, nc) in enumerate(shard_placement(spec, rows, cols)):
         path = workdir / f"{t.name}_bank{i}.bin"
-        path.write_bytes(_pages(_tensor_bytes(t, inputs), t.page_size, cols, r0, c0, nr, nc))
-        lines.append(f"dram_shard_input {i} {t.address} {nr * nc * t.page_size} {path}")
+        path.write_bytes(_shard_bytes(data, t.page_size, cols, spec, r0, c0, nr, nc))
+        lines.append(f"dram_shard_input {i} {t.address} {_shard_pages(spec) * t.page_size} {path}")
     out = shard_specs.get("out")
     if out is not None:
         x0, y0, x1, _ = out["grid"]
@@ -310,14 +324,16 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
             lines += _dram_shard_lines(t, shard_specs, inputs, workdir, core_id, cols, rows)
         elif t.name in shard_specs:
             # sharded in L1: no DRAM copy; each core's shard at its CB's address
-            for core, r0, c0, nr, nc in shard_placement(shard_specs[t.name], rows, cols):
+            spec = shard_specs[t.name]
+            size = _shard_pages(spec) * t.page_size
+            for core, r0, c0, nr, nc in shard_placement(spec, rows, cols):
                 path = workdir / f"{t.name}_{core[0]}_{core[1]}.bin"
                 if t.name == "out":
-                    lines.append(f"l1_output {core_id[core]} {shard_address['out']} {nr * nc * t.page_size} {path}")
-                    out_shards.append((path, r0, c0, nr, nc))
+                    lines.append(f"l1_output {core_id[core]} {shard_address['out']} {size} {path}")
+                    out_shards.append((path, r0, c0, nr, nc, spec["shape"][1] // TILE_HW))
                 else:
-                    path.write_bytes(_pages(_tensor_bytes(t, inputs), t.page_size, cols, r0, c0, nr, nc))
-                    lines.append(f"l1_input {core_id[core]} {shard_address[t.name]} {nr * nc * t.page_size} {path}")
+                    path.write_bytes(_shard_bytes(_tensor_bytes(t, inputs), t.page_size, cols, spec, r0, c0, nr, nc))
+                    lines.append(f"l1_input {core_id[core]} {shard_address[t.name]} {size} {path}")
         elif t.name == "out":
             lines.append(f"output out {t.address} {t.page_size} {t.num_pages} {workdir / 'out.bin'}")
         else:
@@ -353,11 +369,12 @@ def run_program(binary: Path, program: ProgramFile, workdir: Path, *, schedule: 
         t = program.output
         cols = t.shape[-1] // TILE_HW
         pages: dict[int, bytes] = {}
-        for path, r0, c0, nr, nc in program.out_shards:
+        for path, r0, c0, nr, nc, stride in program.out_shards:
             data = path.read_bytes()
-            for r in range(nr):
+            for r in range(nr):          # the columns inside the tensor; a padded last shard's rest is dropped
                 for c in range(nc):
-                    pages[(r0 + r) * cols + c0 + c] = data[(r * nc + c) * t.page_size:(r * nc + c + 1) * t.page_size]
+                    at = (r * stride + c) * t.page_size
+                    pages[(r0 + r) * cols + c0 + c] = data[at:at + t.page_size]
         (workdir / "out.bin").write_bytes(b"".join(pages[i] for i in range(t.num_pages)))
     out = (workdir / "out.bin").read_bytes()
     return RunResult(raw["status"], float(raw["seconds"]), out, raw)

@@ -54,6 +54,7 @@ TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks alo
 SHARDED_SHARE = 0.3           # of the mcast_2d cases that can be: in0 and/or the output block-sharded in L1
 DRAM_SHARDED_SHARE = 0.1      # cases made TT-Metal's DRAM-sharded decode matmul (the factories taking no DRAM tensor)
 DRAM_SHARDED_MAX_MT = 4       # decode-sized M
+DRAM_SHARDED_PADDED_SHARE = 0.5   # of those, drawn with a padded last shard (Nt not a multiple of per_core_N)
 BATCHED_IN1_SHARE = 0.8      # of the batched cases on a factory that takes it: one in1 per batch
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
@@ -530,31 +531,38 @@ def _sharded(rng: random.Random, c: _Choice) -> _Choice:
 
 def _dram_sharded(rng: random.Random, c: _Choice) -> _Choice:
     """Some cases made TT-Metal's DRAM-sharded decode matmul (kgen/gen/dataflow/dram_sharded.py): a
-    decode-sized M (all of it on every worker, per_core_M = Mt), N split over the DRAM banks
-    (per_core_N = ceil(Nt / banks), here one tile: Nt workers, the banks past them padding-only), in0's K
-    over the most workers dividing Kt, in0 and the output width-sharded in L1 and in1 over the banks.
-    Its rules, restated: whole tiles and shards (no tile padding: the factory allows none that kgen
-    shards), no bias, no untilize; per_core_M > 1 takes one K-block per in0 shard. The workers fill a
-    rectangle of at most MAX_GRID x MAX_GRID cores, written as the grid."""
+    decode-sized M (all of it on every worker, per_core_M = Mt), N in in1 shards of per_core_N tiles over
+    the DRAM banks, the trailing banks holding padding only dropped, the shard width one the factory reads
+    right (div_up(Nt, workers)); half of them with a padded last shard (Nt not a multiple of the width),
+    which ttnn pads and the last worker computes whole. in0's K over the most workers dividing Kt, in0
+    and the output width-sharded in L1 and in1 over the banks. Its rules, restated: whole tiles (no tile
+    padding: the factory allows none that kgen shards), no bias, no untilize; per_core_M > 1 takes one
+    K-block per in0 shard. The workers fill a rectangle of at most MAX_GRID x MAX_GRID cores, written as
+    the grid."""
     sharded_only = [d for d in dataflows.REGISTRY if not dataflows.takes_dram(d)]
     if not sharded_only or rng.random() >= DRAM_SHARDED_SHARE:
         return c
     df = rng.choice(sharded_only)
     banks = len(load_arch(c.arch).dram_bank_workers)
-    nt = rng.choice([w for w in range(1, min(banks, MAX_NT, MAX_GRID * MAX_GRID) + 1)
-                     if any(w % cols == 0 and w // cols <= MAX_GRID for cols in range(1, MAX_GRID + 1))])
-    cols = max(d for d in range(1, MAX_GRID + 1) if nt % d == 0 and nt // d <= MAX_GRID)
+    layouts = [(nt, w, df.shard_workers(nt, w, banks)) for nt in range(1, MAX_NT + 1) for w in df.shard_widths(nt, banks)]
+    layouts = [(nt, w, k) for nt, w, k in layouts
+               if any(k % cols == 0 and k // cols <= MAX_GRID for cols in range(1, MAX_GRID + 1))]
+    padded = [x for x in layouts if x[0] % x[1]]
+    nt, width, workers = rng.choice(padded if padded and rng.random() < DRAM_SHARDED_PADDED_SHARE else layouts)
+    cols = max(d for d in range(1, MAX_GRID + 1) if workers % d == 0 and workers // d <= MAX_GRID)
     mt = rng.randint(1, DRAM_SHARDED_MAX_MT)
     kt = rng.randint(1, min(MAX_KT, MAX_TILE_MACS // (mt * nt)))
     if mt > 1:           # one K-block per shard: in0_block_w with Kt / in0_block_w <= workers
-        w = rng.choice([d for d in _divisors(kt) if kt // d <= nt])
+        w = rng.choice([d for d in _divisors(kt) if kt // d <= workers])
     else:
-        shards = max(d for d in _divisors(kt) if d <= nt)
+        shards = max(d for d in _divisors(kt) if d <= workers)
         w = rng.choice(_divisors(kt // shards))
     capacity = load_arch(c.arch).dst_tiles(c.dst_full_sync, c.fp32_dest_acc)
-    subblock = (max(h for h in _divisors(mt) if h <= capacity), 1)
-    return dataclasses.replace(c, dataflow=df.name, batch=1, mt=mt, nt=nt, kt=kt, grid_req=(cols, nt // cols),
-                               per_core=(mt, 1), out_block=(mt, 1), in0_block_w=w, subblock=subblock,
+    # TT's sharded output: out_subblock_w == per_core_N or out_subblock_h == 1
+    subblock = ((max(h for h in _divisors(mt) if h <= capacity), 1) if width == 1 else
+                (1, max(d for d in _divisors(width) if d <= capacity)))
+    return dataclasses.replace(c, dataflow=df.name, batch=1, mt=mt, nt=nt, kt=kt, grid_req=(cols, workers // cols),
+                               per_core=(mt, width), out_block=(mt, width), in0_block_w=w, subblock=subblock,
                                bias=False, untilize=False, trim=(0, 0, 0), transpose_mcast=False,
                                auto=frozenset(), omit=frozenset(c.omit - {"dataflow", "out_block"}),
                                memory=(Placement.L1_WIDTH_SHARDED, Placement.L1_WIDTH_SHARDED),

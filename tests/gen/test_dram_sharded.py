@@ -15,11 +15,11 @@ from kgen.core.arch import load_arch
 from kgen.core.types import TILE_HW
 from kgen.gen.dataflow import DRAM_SHARDED, GRID_2D, ONE_D, REGISTRY
 from kgen.gen.dataflow.dram_sharded import SEMAPHORE_IDS, bank_assignment
-from kgen.gen.ir import INVALID, VALID
+from kgen.gen.ir import INVALID, VALID, walk
 from kgen.gen.pipeline import run
 from kgen.gen.plan import PlanError, plan
 from kgen.gen.rules import CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT
-from kgen.gen.spec import load, parse_text, resolve
+from kgen.gen.spec import load, load_file, parse_text, resolve
 
 MEMORY = "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  out = l1_width_sharded }"
 
@@ -117,8 +117,11 @@ def test_every_worker_reads_only_its_own_banks_columns():
 
 @pytest.mark.parametrize("kw,rule", [
     (dict(block="per_core = 2 x 3", shape="32 x 384 x 256"), "per_core_M == Mt"),
-    (dict(block="per_core = 1 x 2"), r"per_core_N == ceil\(Nt / DRAM banks\)"),
-    (dict(shape="32 x 11008 x 4096"), "whole shards"),
+    # Nt = 12 in 5-tile shards: (60 - 12) // 5 = 9 padding-only banks, 3 workers reading div_up(12, 3) = 4
+    (dict(block="per_core = 1 x 5"), r"per_core_N \(in1's shard width\) == div_up\(Nt, workers\)"),
+    # Nt = 344 in 28-tile shards needs 13 shards: more than Wormhole's 12 banks
+    (dict(shape="32 x 11008 x 4096", block="per_core = 1 x 28"), "need 13 DRAM banks"),
+    (dict(shape="32 x 11008 x 4096", block="per_core = 1 x 30"), r"div_up\(Nt, workers\) = 29 tiles of a 30-tile"),
     (dict(shape="64 x 384 x 1024", block="in0_block_w = 1"), "per_core_M > 1 needs one K-block per in0 shard"),
     (dict(shape="64 x 384 x 1024"), "per_core_M > 1 needs one K-block per in0 shard"),
     (dict(extra="fuse.bias = true"), "without a fused bias"),
@@ -131,15 +134,98 @@ def test_factory_rules_are_enforced(kw, rule):
 
 
 def test_cli_exit_2_names_the_rule(tmp_path):
+    # 30-tile shards of Nt = 344: (360 - 344) // 30 = 0 padding-only banks, so 12 workers, each reading
+    # div_up(344, 12) = 29 tiles of a K row as one run from a 30-tile bank row: TT would read wrong tiles
     spec = tmp_path / "bad.kspec"
     spec.write_text(f"matmul t {{ arch = wormhole_b0  shape = 32 x 11008 x 4096  dataflow = dram_sharded\n"
-                    f"dtype {{ in0 = bfloat16  in1 = bfloat8_b  out = bfloat16 }}  {MEMORY} }}\n")
+                    f"dtype {{ in0 = bfloat16  in1 = bfloat8_b  out = bfloat16 }}  {MEMORY}  "
+                    f"block {{ per_core = 1 x 30 }} }}\n")
     proc = subprocess.run([sys.executable, "-m", "kgen", "check", str(spec)], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "kgen: dram_sharded output in whole shards" in proc.stderr and "11136" in proc.stderr
+    assert "per_core_N_in1_sender = div_up(N, num_workers)" in proc.stderr
+    assert "Remove cores assigned to padding-only DRAM banks" in proc.stderr
+    assert "per_core = 1 x 29, 32, 35, 39" in proc.stderr          # the widths TT reads right, nearest first
 
 
 def test_registered_but_not_drawn_as_a_dram_form():
     # tune and fuzz draw the DRAM-interleaved forms from GRID_2D / ONE_D; this factory takes none
     assert DRAM_SHARDED in REGISTRY and "dram_sharded" not in GRID_2D and "dram_sharded" not in ONE_D
+
+
+# --- N not divisible by the banks: the factory's padded last shard (the same lines at 01502698 and in
+# the file's later Metal 2.0 versions, whose kernel args the 0.81.1 wheel's readers take):
+#   in1_shard_width_tiles = in1 shard_spec width / tile width
+#   in1_tensor_padded_width_tiles = in1_shard_width_tiles * num_dram_banks
+#   if padded > N: only_padding_banks = (padded - N) / in1_shard_width_tiles; TT_FATAL(only_padding_banks <
+#       num_dram_banks); those trailing banks' workers are dropped
+#   per_core_N_compute = per_core_N_in1_sender = div_up(N, num_workers)
+#   in1_block_tiles = per_core_N_in1_sender * in0_block_w, x3 when num_blocks > 1
+#   output shards: num_blocks_x = ((N - 1) / per_core_N) + 1 of per_core_N tiles (compute_output_specs)
+
+
+def _tt_workers(nt, width, banks):
+    padded = width * banks
+    only_padding = (padded - nt) // width if padded > nt else 0
+    assert only_padding < banks                      # "Padding banks count {} must be less than ..."
+    return banks - only_padding
+
+
+def test_llama_11008_plans_as_the_factory_pads_it():
+    p = plan(load(example("wh_decode_dram_sharded_11008")))
+    nt, kt, banks, w = 11008 // TILE_HW, 4096 // TILE_HW, 12, 4
+    width = -(-nt // banks)                          # ttnn's shard of 344 tiles over 12 banks: 29
+    workers = _tt_workers(nt, width, banks)
+    assert (width, width * banks - nt, workers) == (29, 4, 12)      # 4 padding tiles, no padding-only bank
+    per_core_n = -(-nt // workers)                   # per_core_N_in1_sender = div_up(N, num_workers)
+    assert per_core_n == width                       # the single reader's run is the shard's row
+    assert (p.per_core_m, p.per_core_n, p.num_cores) == (1, per_core_n, workers)
+    # the last worker's shard: 344 - 11 x 29 = 25 real columns of 29
+    assert p.padded_n and p.last_per_core_n == nt - (workers - 1) * per_core_n == 25
+    num_blocks = kt // w
+    assert (p.in0_block_w, p.num_blocks) == (w, num_blocks)
+    assert p.cb(CB_IN1).pages == per_core_n * w * 3                  # in1_block_tiles x 3 (triple buffer)
+    assert p.cb(CB_IN1).pages * p.cb(CB_IN1).page_bytes == 29 * 4 * 3 * 1088      # bfloat8_b tile: 1088 B
+    assert p.cb(CB_IN0).pages == 1 * w * 2                           # in0 double-buffered
+    assert p.cb(CB_OUT).pages == 1 * per_core_n and p.cb(CB_OUT).buffer == "out"   # the padded out shard
+    # in1: 29-tile shards of all K, one per bank, 12 of them (the last padded by ttnn); the output:
+    # num_blocks_x = ((344 - 1) / 29) + 1 = 12 shards of 1 x 29 tiles
+    assert p.shard_specs["in1"]["shape"] == (kt * TILE_HW, 29 * TILE_HW)
+    assert p.shard_specs["in1"]["grid"] == (0, 0, 11, 0)
+    assert ((nt - 1) // per_core_n) + 1 == p.num_cores
+    assert p.shard_specs["out"]["shape"] == (TILE_HW, 29 * TILE_HW)
+    assert any("25 of per_core_N = 29" in n for n in p.padding_notes)
+
+
+def test_llama_11008_reader_reads_whole_padded_shards():
+    program = run(load(example("wh_decode_dram_sharded_11008")), until="ir").ir
+    reader = next(k for k in program.kernels if k.name == "in1_reader_writer")
+    reads = [(n, loops) for n, loops in walk(reader.body) if n.kind == "read_bank_tiles"]
+    # one read per K-block of in1_block_num_tiles = per_core_N_in1_sender * in0_block_w = 29 * 4 tiles
+    # (the factory's compile-time arg), padding columns included on bank 11
+    assert len(reads) == 1 and reads[0][0]["tiles"] == 29 * 4
+    loop = next(lp for lp in reads[0][1] if lp.var == "block")
+    assert (loop.start, loop.stop) == (0, (4096 // TILE_HW) // 4)     # num_blocks = K / in0_block_w
+
+
+def test_llama_11008_on_8_banks_drops_4_padding_only_banks():
+    # "8 banks": the factory starts from all 12 (get_dram_bank_reader_assignments(device, ...)) and only
+    # drops trailing banks that hold padding only; 43-tile shards give 43 x 12 - 344 = 172 = 4 x 43
+    p = plan(resolve(load_file(example("wh_decode_dram_sharded_11008")), "banks8"))
+    nt, banks, width = 344, 12, 43
+    workers = _tt_workers(nt, width, banks)
+    assert workers == 8 and -(-nt // workers) == width
+    assert (p.per_core_n, p.num_cores, p.padded_n) == (width, workers, False)
+    assert p.shard_specs["in1"]["grid"] == (0, 0, 7, 0)
+    assert any("DRAM banks 8..11 hold padding only" in n for n in p.padding_notes)
+
+
+@pytest.mark.parametrize("nt,banks", [(344, 12), (26, 12), (13, 8), (100, 8)])
+def test_auto_width_is_ttns_shard_and_every_bank_works(nt, banks):
+    # ceil(Nt / banks)-wide shards leave less than one shard of padding: no padding-only bank when Nt >= banks
+    from kgen.gen.dataflow.dram_sharded import shard_widths, shard_workers
+    width = -(-nt // banks)
+    assert shard_workers(nt, width, banks) == _tt_workers(nt, width, banks)
+    assert shard_widths(nt, banks)[0] == width
+    for w in shard_widths(nt, banks):                # every width kgen takes reads right under TT's rules
+        assert -(-nt // _tt_workers(nt, w, banks)) == w

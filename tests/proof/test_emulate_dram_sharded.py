@@ -57,3 +57,31 @@ def test_in1_shards_live_in_their_banks_and_emulate_bit_exact(host_cxx, tmp_path
     assert workers == [cores[(i % 6, i // 6)] for i in range(banks)]
     e = emulate_folder(folder, p, seed=1)
     assert e.status == "ok" and e.exact_match and not e.hazards
+
+
+def test_a_padded_last_shard_lives_whole_in_its_bank_and_emulates_bit_exact(host_cxx, tmp_path):
+    # Nt = 26 over Wormhole's 12 banks: ttnn's shard is ceil(26 / 12) = 3 tiles wide; 3 x 12 - 26 = 10
+    # tiles of padding hold 10 // 3 = 3 whole banks, which the factory drops ("padding-only DRAM banks"):
+    # 9 workers, each reading div_up(26, 9) = 3 tiles a K row; bank 8's shard holds 26 - 8 x 3 = 2 real
+    # columns and one of padding, laid out at the full shard shape (rows of 3 tiles), as ttnn allocates it
+    from kgen.proof.emulate import build_program, emulate_folder, kernel_builds, make_inputs, require_host_compiler
+
+    nt, kt, width, workers, page = 26, 16, 3, 9, 1088
+    spec = resolve(parse_text(SPEC % ("wormhole_b0", nt * 32), "t.kspec"))
+    p = plan(spec)
+    assert (p.per_core_n, p.num_cores, p.last_per_core_n) == (width, workers, 2)
+    folder = build(spec, tmp_path).path
+    manifest = json.loads((folder / "manifest.json").read_text())
+    work = tmp_path / "work"
+    work.mkdir()
+    prog = build_program(manifest, p.arch, kernel_builds(folder, p.arch, require_host_compiler()), numerics="exact",
+                         workdir=work, inputs=make_inputs(manifest, 0))
+    shards = [ln.split() for ln in prog.text.splitlines() if ln.startswith("dram_shard_input ")]
+    assert [int(s[1]) for s in shards] == list(range(workers))
+    assert {int(s[3]) for s in shards} == {kt * width * page}           # every shard whole, the last too
+    last = (work / "in1_bank8.bin").read_bytes()
+    rows = [last[r * width * page:(r + 1) * width * page] for r in range(kt)]
+    assert all(r[2 * page:] == bytes(page) for r in rows)               # its third column: padding
+    assert any(r[:2 * page] != bytes(2 * page) for r in rows)           # its first two: in1's data
+    e = emulate_folder(folder, p, seed=1)
+    assert e.status == "ok" and e.exact_match and not e.hazards

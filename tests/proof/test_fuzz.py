@@ -134,6 +134,14 @@ def test_coverage(results, cases):
                                                               "l1_width_sharded") and p.per_core_m == p.mt
                for p in decode)
     assert {min(p.mt, 2) for p in decode} == {1, 2} and any(p.in0_shards < p.num_cores for p in decode)
+    # TT's padded last DRAM shard (Nt not a multiple of per_core_N) and its padding-only banks (fewer
+    # workers than banks), each drawn, and every drawn width one the factory reads right: per_core_N ==
+    # div_up(Nt, workers), workers = banks - (per_core_N x banks - Nt) // per_core_N
+    assert any(p.nt % p.per_core_n for p in decode) and any(p.num_cores < len(p.arch.dram_bank_workers) for p in decode)
+    for p in decode:
+        banks = len(p.arch.dram_bank_workers)
+        workers = banks - max(0, p.per_core_n * banks - p.nt) // p.per_core_n
+        assert p.num_cores == workers and -(-p.nt // workers) == p.per_core_n
     assert set(s["fidelity"]) == {"LoFi", "HiFi2", "HiFi3", "HiFi4"}
     assert set(s["fp32_dest_acc"]) == {True, False} and set(s["dst_full_sync"]) == {True, False}
     assert set(s["policy"]) == {"packer_l1_acc", "spill_reload", "dst_only"}
@@ -168,7 +176,8 @@ def test_coverage(results, cases):
     # padded forms (issue #17): padded last row and column of cores, on mcast_2d and reuse, and M, N, K
     # each short of whole tiles, some of them together with padded blocks
     assert any(p.padded_m for p in plans) and any(p.padded_n for p in plans)
-    assert {p.spec.dataflow for p in plans if p.padded_blocks} == {"mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1"}
+    assert {p.spec.dataflow for p in plans if p.padded_blocks} == {"mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1",
+                                                                  "dram_sharded"}
     # the 1D factory: M padded inside mcast_in0's one M-block, N inside mcast_in1's one N-block; grids of
     # one row and of several (the receivers on two rectangles)
     assert any(p.spec.dataflow == "mcast_1d_in0" and p.padded_m for p in plans)

@@ -1,6 +1,8 @@
 """The DRAM-sharded dataflow, TT-Metal's MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig factory
-(matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp, read at tenstorrent/tt-metal@01502698;
-kgen targets the 0.81.1 wheel, tenstorrent/tt-metal@001cea9a, whose index holds no copy of this file):
+(matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp, read at tenstorrent/tt-metal@01502698 and
+in the file's later Metal 2.0 versions, whose kernel args (workers_per_bank, shards_per_block) the 0.81.1
+wheel's readers take; kgen targets tenstorrent/tt-metal@001cea9a, whose index holds no copy of this file;
+the lines on padding-only banks and div_up(N, num_workers) are the same in each):
 the decode matmul. in1 is width-sharded over the DRAM banks, one worker per bank reading its own
 bank's shard; in0 is width-sharded in L1 (each storage core holds a K slice of all of M) and gathered:
 K-block k is multicast by the core holding it to every worker; the output is width-sharded in L1, one
@@ -60,6 +62,7 @@ class DramSharded:
                       "named bindings (experimental/kernel_args.h: get_arg(args::...), dfb::, tensor::, sem::), "
                       "which the emulator does not model yet")
     is_1d = False                        # no single multicast sender: each shard core sends its K-blocks
+    pads_last_n_shard = True             # in1's last DRAM shard and the output's last shard may be partial
     semaphore_ids = SEMAPHORE_IDS
 
     def __repr__(self) -> str:
@@ -94,7 +97,26 @@ class DramSharded:
         return 0                          # in0 lives in L1: nobody reads it from DRAM
 
     def padding_notes(self, p: Plan) -> tuple[str, ...]:
-        return ()
+        notes = []
+        if p.padded_n:
+            notes.append(f"last DRAM shard: {p.last_per_core_n} of per_core_N = {p.per_core_n} columns of tiles "
+                         f"(Nt = {p.nt} = {p.num_cores - 1} x {p.per_core_n} + {p.last_per_core_n}); ttnn pads "
+                         f"in1's shard in bank {p.num_cores - 1} and the output's last L1 shard to {p.per_core_n} "
+                         f"tiles, and worker {p.num_cores - 1} reads, computes and writes all {p.per_core_n}: the "
+                         f"padded columns lie outside the tensor")
+        banks = len(p.arch.dram_bank_workers)
+        if p.num_cores < banks:
+            notes.append(f"DRAM banks {p.num_cores}..{banks - 1} hold padding only (in1's {p.per_core_n}-tile "
+                         f"shards x {banks} banks > Nt = {p.nt}): the factory gives them no worker")
+        return tuple(notes)
+
+    def shard_widths(self, nt: int, banks: int) -> list[int]:
+        """in1 shard widths (per_core_N) the factory reads right for Nt tiles over `banks` DRAM banks."""
+        return shard_widths(nt, banks)
+
+    def shard_workers(self, nt: int, shard_w: int, banks: int) -> int:
+        """The workers the factory keeps for in1 in `shard_w`-tile shards (padding-only banks dropped)."""
+        return shard_workers(nt, shard_w, banks)
 
     def cb_depths(self, num_blocks: int) -> tuple[int, int]:
         """K-blocks c_0 and c_1 hold (the factory's double-buffered in0, triple-buffered in1)."""
@@ -133,31 +155,53 @@ def bank_assignment(arch_name: str) -> tuple[tuple[int, int], ...]:
     return load_arch(arch_name).dram_bank_workers
 
 
-def plan_workers(spec: MatmulSpec, mt: int, nt: int, banks: int, choices: list[str]) -> tuple[int, int, int]:
-    """per_core_M, per_core_N and the count of workers under the factory's rules:
+def shard_workers(nt: int, shard_w: int, banks: int) -> int:
+    """The factory's workers for in1 in `shard_w`-tile-wide shards over the DRAM banks: every bank, less
+    the trailing banks that hold padding only ("Remove cores assigned to padding-only DRAM banks":
+    `in1_tensor_padded_width_tiles = in1_shard_width_tiles * num_dram_banks`; when it exceeds N,
+    `only_padding_banks = padding_width_tiles / in1_shard_width_tiles` banks are dropped)."""
+    return banks - max(0, shard_w * banks - nt) // shard_w
 
-    - per_core_N_compute = ceil(Nt / banks): in1 is split over every DRAM bank, and the banks that would
-      hold padding only are dropped from the workers ("Remove cores assigned to padding-only DRAM banks");
-    - every worker computes all of M: in0's shards are per_core_M x (its K slice), M rows each;
-    - kgen's own: per_core_N divides Nt (the output's shards are whole)."""
+
+def shard_widths(nt: int, banks: int) -> list[int]:
+    """Every in1 shard width the factory reads right: ceil(Nt / workers) equal to the shard width."""
+    return [w for w in range(ceil_div(nt, banks), nt + 1) if ceil_div(nt, shard_workers(nt, w, banks)) == w]
+
+
+def plan_workers(spec: MatmulSpec, mt: int, nt: int, banks: int, choices: list[str]) -> tuple[int, int, int]:
+    """per_core_M, per_core_N and the count of workers under the factory's rules. per_core_N is in1's
+    shard width in tiles, which kgen also gives the output's shards (TT's per_core_N_storage):
+
+    - the factory starts from every DRAM bank (`get_dram_bank_reader_assignments(device, ...)`, one
+      reader per bank) and drops the trailing banks that hold padding only (shard_workers);
+    - each worker reads `per_core_N_in1_sender = div_up(N, num_workers)` tiles of each K row of its
+      bank's shard as one run, so that must be the shard's width (TT checks it only for several readers
+      per bank: "requires weight shard width ... to equal ... workers times ... reader tiles"; with one it
+      would read the wrong tiles);
+    - the last worker's shard may hold fewer than per_core_N real columns: ttnn pads in1's last DRAM
+      shard and the output's last L1 shard to the shard width, the worker reads, computes and writes its
+      whole shard, and the padded columns lie outside the tensor;
+    - every worker computes all of M: in0's shards are per_core_M x (its K slice), M rows each."""
     pc = spec.block.per_core
-    per_core_n = ceil_div(nt, banks)
+    auto_n = ceil_div(nt, banks)
     if pc and pc[0] != mt:
         raise PlanError(f"dram_sharded: per_core_M == Mt ({RULE}: every worker computes all of M from the "
                         f"gathered in0)", f"per_core_M = {pc[0]} with Mt = {mt}", spec.span("block.per_core"),
-                        f"per_core = {mt} x {per_core_n}")
-    if pc and pc[1] != per_core_n:
-        raise PlanError(f"dram_sharded: per_core_N == ceil(Nt / DRAM banks) ({RULE}: "
-                        f"`per_core_N_compute = div_up(N, num_dram_banks)`)",
-                        f"per_core_N = {pc[1]} with Nt = {nt} over {banks} banks", spec.span("block.per_core"),
-                        f"per_core = {mt} x {per_core_n}")
-    workers = ceil_div(nt, per_core_n)
-    if nt % per_core_n:
-        fits = [t * 32 for t in range(max(1, nt - 2 * banks), nt + 2 * banks) if t % ceil_div(t, banks) == 0]
-        raise PlanError("kgen: dram_sharded output in whole shards",
-                        f"Nt = {nt} tiles over {banks} DRAM banks is {per_core_n} tiles per bank with a last shard "
-                        f"of {nt % per_core_n}; TT-Metal pads in1 and the output to whole shards, kgen shards only "
-                        f"whole ones", spec.span("shape"), f"N = {nearest(fits, spec.n)}")
+                        f"per_core = {mt} x {auto_n}")
+    per_core_n = pc[1] if pc else auto_n
+    legal = shard_widths(nt, banks)
+    if per_core_n not in legal:
+        shards = ceil_div(nt, per_core_n)
+        why = (f"{shards} shards of {per_core_n} tiles need {shards} DRAM banks, the chip has {banks}"
+               if per_core_n < auto_n else
+               f"{shard_workers(nt, per_core_n, banks)} workers each read div_up(Nt, workers) = "
+               f"{ceil_div(nt, shard_workers(nt, per_core_n, banks))} tiles of a {per_core_n}-tile shard row")
+        raise PlanError(f"dram_sharded: per_core_N (in1's shard width) == div_up(Nt, workers), workers = DRAM "
+                        f"banks - padding-only banks ({RULE}: `per_core_N_in1_sender = div_up(N, num_workers)`, "
+                        f"\"Remove cores assigned to padding-only DRAM banks\")",
+                        f"per_core_N = {per_core_n} with Nt = {nt} over {banks} banks: {why}",
+                        spec.span("block.per_core"), f"per_core = {mt} x {nearest(legal, per_core_n)}")
+    workers = shard_workers(nt, per_core_n, banks)
     if pc is None:
         choices.append(f"per_core auto -> {mt} x {per_core_n}: all of Mt = {mt} on each worker, "
                        f"Nt = {nt} over {workers} of {banks} DRAM banks")
