@@ -23,7 +23,7 @@ from kgen.core.types import Placement
 from kgen.core.errors import KgenError
 from kgen.core.interrupts import scratch
 from kgen.core.manifest import load_manifest
-from kgen.gen.dataflow import REUSE
+from kgen.gen.dataflow import DRAM_SHARDED, REUSE
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
 DATAFLOW_PROCESSORS = ("brisc", "ncrisc")
@@ -235,10 +235,15 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                                               ttnn_include=ttnn_include_dir(tree))
             program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
                                      inputs=inputs, progress=lambda phase: progress(f"TT-Metal's program: {phase}"))
-            factory = "reuse factory's" if plan.dataflow.factory == REUSE.factory else \
-                f"{'1D' if plan.is_1d else '2D'} multicast"
+            factory = ("reuse factory's" if plan.dataflow.factory == REUSE.factory else
+                       "DRAM-sharded factory's Metal 2.0" if plan.dataflow.factory == DRAM_SHARDED.factory else
+                       f"{'1D' if plan.is_1d else '2D'} multicast")
             note = f"{ref.name} with TT-Metal's {factory} readers/writers from {kernels}"
-    return PortCheck(ref, ours, theirs, program, note, plan.factory_departures, _ktile_padding_barriers(plan),
+    departures = plan.factory_departures
+    if program is not None and plan.dataflow.factory == DRAM_SHARDED.factory:
+        from kgen.proof.ttdramsharded import departures as dram_sharded_departures
+        departures = tuple(departures) + dram_sharded_departures(plan)
+    return PortCheck(ref, ours, theirs, program, note, departures, _ktile_padding_barriers(plan),
                      _sharded_differences(plan) + _reuse_differences(plan))
 
 
