@@ -244,13 +244,21 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
         from kgen.proof.ttdramsharded import departures as dram_sharded_departures
         departures = tuple(departures) + dram_sharded_departures(plan)
     return PortCheck(ref, ours, theirs, program, note, departures, _ktile_padding_barriers(plan),
-                     _sharded_differences(plan) + _reuse_differences(plan))
+                     _sharded_differences(plan) + _reuse_differences(plan) + _dram_sharded_differences(plan, program))
 
 
 def _reuse_differences(plan) -> tuple[tuple[str, int, str], ...]:
     from kgen.proof.ttreuse import expected_differences
 
     return expected_differences(plan) if plan.dataflow.factory == REUSE.factory else ()
+
+
+def _dram_sharded_differences(plan, program) -> tuple[tuple[str, int, str], ...]:
+    from kgen.proof.ttdramsharded import expected_differences, in1_pages
+
+    if program is None or plan.dataflow.factory != DRAM_SHARDED.factory:
+        return ()
+    return expected_differences(plan, in1_pages(plan)[1])
 
 
 def _sharded_differences(plan) -> tuple[tuple[str, int, str], ...]:

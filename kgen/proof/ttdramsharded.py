@@ -68,6 +68,14 @@ def widened_per_core_n(per_core_m: int, per_core_n: int, out_subblock_h: int, ou
     return best, best * count
 
 
+def in1_pages(plan) -> tuple[int, int]:
+    """(in1_page_size, in1_num_pages) of one K-block of in1: per_core_N x in0_block_w tiles at the
+    DRAM-aligned tile size (the factory's in1_aligned_tile_size)."""
+    p = plan
+    aligned = -(-p.cb(CB_IN1).page_bytes // p.arch.dram_alignment) * p.arch.dram_alignment
+    return max_page_size_and_num_pages(p.per_core_n * p.in0_block_w, aligned, p.arch.noc_max_burst_bytes)
+
+
 def departures(plan) -> tuple[str, ...]:
     p = plan
     w, n = widened_per_core_n(p.per_core_m, p.per_core_n, p.out_subblock_h, p.out_subblock_w,
@@ -131,7 +139,7 @@ def in1_sender_writer(plan, kernel: dict, noc: Mapping[str, int], page: Mapping[
     pcn = p.per_core_n
     in1_tile, out_tile = p.cb(CB_IN1).page_bytes, p.cb(CB_OUT).page_bytes
     in1_aligned = -(-in1_tile // p.arch.dram_alignment) * p.arch.dram_alignment
-    page_size, pages = max_page_size_and_num_pages(pcn * p.in0_block_w, in1_aligned, p.arch.noc_max_burst_bytes)
+    page_size, pages = in1_pages(p)
     cta = {"in1_page_size": page_size, "in1_num_pages": pages, "in1_block_w": pcn,
            "in1_block_num_tiles": pcn * p.in0_block_w, "num_blocks": p.num_blocks,
            "out_block_num_tiles": p.per_core_m * pcn, "out_tensor_stride_w_bytes": pcn * out_tile,
@@ -192,9 +200,55 @@ def program_manifest(manifest: dict) -> dict:
     return {**manifest, "cbs": cbs}
 
 
-def expected_differences(plan) -> tuple[tuple[str, int, str], ...]:
-    """Op-count differences by design between TT's readers and kgen's, from the kernels' structure."""
-    return ()
+def _rectangles(plan) -> int:
+    """kgen's multicasts per K-block sent, summed over the senders: the rows above and below the sender
+    and the rest of its own row left and right, those that have cores (dram_sharded.py's _around)."""
+    nx, ny = plan.grid
+    per_shard = plan.num_blocks // plan.in0_shards
+    total = 0
+    for i in range(plan.in0_shards):
+        x, y = i % nx, i // nx
+        total += per_shard * ((y > 0) + (y < ny - 1) + (x > 0) + (x < nx - 1))
+    return total
+
+
+def expected_differences(plan, in1_pages: int) -> tuple[tuple[str, int, str], ...]:
+    """Where TT-Metal's DRAM-sharded readers and kgen's count differently by design, TT's count minus
+    kgen's, each from the two kernels' structure: C workers, S = num_blocks K-blocks sent (one per block),
+    W = per_core_M tile rows, P = in1_num_pages per K-block, R = kgen's multicast rectangles."""
+    p = plan
+    cores, blocks = p.num_cores, p.num_blocks * p.batch_ct
+    sends, rows, rects = blocks, p.per_core_m, _rectangles(p) if p.num_cores > 1 else 0
+    many = cores > 1
+    own = "TT-Metal's in0 sender multicasts a K-block straight out of the shard with loopback into its own c_0; "
+    out = [
+        ("noc_async_read", cores * blocks * (in1_pages - 1) - sends * rows,
+         own + "kgen copies it into c_0 first, one read per tile row; TT's in1 reader reads a K-block in "
+               "in1_num_pages NoC-burst pages, kgen in one read"),
+        ("noc_async_read_barrier", -sends, own + "kgen waits for that copy"),
+        ("noc_async_read_set_state", cores, "TT-Metal's in1 reader sets the bank read state once (set_async_read_state)"),
+        ("noc_async_write", cores * rows, "TT-Metal's writer copies the output block into the output tensor's shard "
+                                          "(tensor::out_shard), one write per tile row; kgen's c_4 is the shard"),
+        ("noc_async_write_barrier", 2 * cores, "TT-Metal's writer waits for its write-back, and its in0 sender ends "
+                                               "with noc.async_write_barrier(); kgen has no write-back"),
+        ("noc_async_atomic_barrier", cores, "TT-Metal's in0 sender ends with noc.async_atomic_barrier()"),
+        ("noc_cmd_buf_write_reg", cores, "TT-Metal's in1 reader restores the read command buffer's VC at its end"),
+        ("noc_async_write_multicast", sends - rects, "TT-Metal multicasts a K-block once to the whole grid with "
+                                                      "loopback; kgen to the cores around the sender, in up to four "
+                                                      "rectangles"),
+        ("noc_semaphore_set_multicast", (sends if many else 0) - rects,
+         "TT-Metal multicasts the VALID flag once to the whole grid with loopback; kgen in up to four rectangles"),
+        ("noc_semaphore_set", cores + sends - (0 if many else 2 * sends),
+         "TT-Metal sets each worker's VALID word once at the start and its receiver flag INVALID for the blocks it "
+         "sends too" + ("" if many else "; with one core kgen's sender has no handshake")),
+        ("noc_semaphore_wait", sends if many else 2 * sends,
+         "TT-Metal's sender also waits for its own VALID flag (loopback)" +
+         ("" if many else ", and for 0 receivers' credits; with one core kgen's sender has no handshake")),
+    ]
+    if many and p.arch.behaviour.flush_mcast_before_flag:
+        out.append(("noc_async_writes_flushed", -sends, "kgen also flushes the data multicast before the flag "
+                                                        "multicast on Blackhole"))
+    return tuple(out)
 
 
 def write_program(folder_manifest: dict, plan, kernels_dir, into, *, include_dirs: list[str]) -> dict:
