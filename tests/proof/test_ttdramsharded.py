@@ -16,8 +16,8 @@ import json
 from kgen.gen.build import build
 from kgen.gen.plan import plan
 from kgen.gen.spec import parse_text, resolve
-from kgen.proof.ttdramsharded import (OUT_SHARD_CB, max_page_size_and_num_pages, metal2_kernels, program_manifest,
-                                      widened_per_core_n)
+from kgen.proof.ttdramsharded import (OUT_SHARD_CB, departures, factory_workers, max_page_size_and_num_pages,
+                                      metal2_kernels, program_manifest, widened_per_core_n)
 from kgen.proof.ttmetal2 import args_header, bindings_header
 
 # The smallest DRAM-sharded matmul on Wormhole's 12 banks: Nt = 12 (one tile per bank, 12 workers on
@@ -59,6 +59,24 @@ def test_subblock_widening_is_the_factorys():
     assert widened_per_core_n(1, 29, 1, 1, True) == (4, 32)
     assert widened_per_core_n(2, 4, 2, 2, False) == (2, 4)       # a taller subblock is left alone
     assert widened_per_core_n(1, 1, 1, 1, False) == (1, 1)
+
+
+def test_workers_and_a_padded_last_shard_are_the_factorys():
+    # in1_shard_width_tiles = ceil(Nt / banks); banks holding padding only are dropped from the workers
+    assert factory_workers(344, 12) == (29, 12)          # N = 11008: the last shard 25 of 29 tiles, padded
+    assert factory_workers(348, 12) == (29, 12)
+    assert factory_workers(12, 12) == (1, 12)
+    assert factory_workers(10, 12) == (1, 10)            # two banks would hold padding only
+    assert factory_workers(64, 12) == (6, 11)            # 72 - 64 = 8 padded tiles: one whole bank dropped
+    assert factory_workers(344, 8) == (43, 8)            # Blackhole's 8 banks
+
+
+def test_the_decode_example_names_the_factorys_subblock_widening():
+    from kgen.gen.spec import load
+    from conftest import example
+
+    (d,) = departures(plan(load(example("wh_decode_dram_sharded"), None)))
+    assert "1 x 8" in d and "per_core_N_compute to 32" in d and "per_core_N 29" in d
 
 
 def test_in0_sender_named_args_are_the_factorys(tmp_path):
