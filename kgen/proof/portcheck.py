@@ -241,7 +241,11 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
             factory = ("reuse factory's" if plan.dataflow.factory == REUSE.factory else
                        "DRAM-sharded factory's Metal 2.0" if plan.dataflow.factory == DRAM_SHARDED.factory else
                        f"{'1D' if plan.is_1d else '2D'} multicast")
-            note = f"{ref.name} with TT-Metal's {factory} readers/writers from {kernels}"
+            compute = ref.name
+            if plan.dataflow.factory == DRAM_SHARDED.factory:
+                from kgen.proof.ttdramsharded import COMPUTE_KERNEL
+                compute = COMPUTE_KERNEL if (kernels.parent / "compute" / COMPUTE_KERNEL).is_file() else compute
+            note = f"{compute} with TT-Metal's {factory} readers/writers from {kernels}"
     blocking: tuple[str, ...] = ()
     if program is not None and plan.dataflow.factory == DRAM_SHARDED.factory:
         from kgen.proof.ttdramsharded import departures as dram_sharded_departures

@@ -646,7 +646,8 @@ def _with_metal2_program(folder: Path, manifest: dict, plan, kernels_dir: Path, 
             raise DataflowSwapError(f"{kernels_dir / name}: no such TT-Metal kernel (fetch the headers with: kgen headers fetch)")
     shutil.copytree(folder, into, ignore=shutil.ignore_patterns("obj", "elf", "compile.json"))
     hw_inc = ttnn_include.parents[1] / "tt_metal" / "hw" / "inc"
+    compute_dir = kernels_dir.parent / "compute"
     program = write_program(manifest, plan, kernels_dir, into,
-                            include_dirs=[str(ttnn_include.resolve()), str(hw_inc.resolve())])
+                            include_dirs=[str(ttnn_include.resolve()), str(hw_inc.resolve())], compute_dir=compute_dir)
     (into / "manifest.json").write_text(json.dumps(program, indent=2) + "\n")
     return into

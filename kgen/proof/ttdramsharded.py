@@ -16,9 +16,9 @@ every worker fills, so no core of it is idle (`worker_core_type` 0 never occurs)
 
 What port-check does not take from the factory: the blocking (per_core_N_compute, the subblocks), which
 is kgen's plan's, as for every factory; :func:`departures` names where TT's subblock widening would pad
-per_core_N_compute. TT's factory binds the Metal 2.0 compute kernel
-(bmm_large_block_zm_fused_bias_activation_metal2.cpp); port-check runs its legacy twin with kgen's
-compute args, the kernel its other factories bind.
+per_core_N_compute. The compute kernel is the one the factory binds,
+bmm_large_block_zm_fused_bias_activation_metal2.cpp, with kgen's compute args by their names
+(:func:`compute`); port-check's compute-only comparison runs its legacy twin in kgen's program.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from kgen.proof.ttmetal2 import Metal2Kernel, TensorBinding
 
 IN0_KERNEL = "reader_bmm_tile_layout_in0_sender_dram_sharded.cpp"
 IN1_KERNEL = "reader_bmm_tile_layout_in1_sender_dram_sharded.cpp"
+# The compute kernel the factory binds: the Metal 2.0 twin of the one port-check swaps into kgen's program.
+COMPUTE_KERNEL = "bmm_large_block_zm_fused_bias_activation_metal2.cpp"
 # kgen's CB that holds the output tensor's shard in TT's program: TT's out DFB is an ordinary buffer
 # and the writer copies it into the output tensor (tensor::out_shard), so the output gets a region of its own.
 OUT_SHARD_CB = {"name": "out shard (TT-Metal's tensor::out_shard)", "buffer_index": 7}
@@ -200,6 +202,22 @@ def metal2_kernels(plan, manifest: dict, noc: Mapping[str, int], page: Mapping[s
     return out
 
 
+def compute(plan, kernel: dict) -> Metal2Kernel:
+    """The factory's `compute` KernelSpec: kgen's compute args (in the legacy kernel's order, which the
+    Metal 2.0 twin reads by the same names), `last_subblock_w_valid` (out_subblock_w: kgen's blocking pads
+    no lane), the is_worker_core runtime arg, the MATMUL_DRAM_SHARDED define, and its four DFBs."""
+    names, values = kernel["compile_time_arg_names"], kernel["compile_time_args"]
+    cta = {n: v for n, v in zip(names, values) if n != "in0_transpose_tile"}
+    defines = {**kernel["defines"], "MATMUL_DRAM_SHARDED": "1",
+               **({"IN0_TRANSPOSE_TILE": "1"} if dict(zip(names, values)).get("in0_transpose_tile") else {})}
+    cta["last_subblock_w_valid"] = plan.out_subblock_w
+    cb = kernel["named_compile_time_args"]
+    return Metal2Kernel("compute", COMPUTE_KERNEL, cta, ("is_worker_core",),
+                        tuple((c, {"is_worker_core": 1}, ()) for c in cores_of(kernel["core_ranges"])),
+                        dfbs={"in0": cb["cb_in0"], "in1": cb["cb_in1"], "out": cb["cb_out"],
+                              "intermed0": cb["cb_intermed0"]}, defines=defines)
+
+
 def program_manifest(manifest: dict) -> dict:
     """kgen's CB table as TT's program has it: the output shard is the output tensor's own region
     (tensor::out_shard), written by the writer, not the compute's out CB."""
@@ -265,7 +283,8 @@ def expected_differences(plan, in1_pages: int) -> tuple[tuple[str, int, str], ..
     return tuple(out)
 
 
-def write_program(folder_manifest: dict, plan, kernels_dir, into, *, include_dirs: list[str]) -> dict:
+def write_program(folder_manifest: dict, plan, kernels_dir, into, *, include_dirs: list[str],
+                  compute_dir=None) -> dict:
     """Put TT's two Metal 2.0 readers in kgen's places in the copied build folder `into`: each kernel's
     source, its generated binding headers, its args; returns the program's manifest (not yet written)."""
     from kgen.proof.emu_build import emulator_config
@@ -275,11 +294,14 @@ def write_program(folder_manifest: dict, plan, kernels_dir, into, *, include_dir
     manifest = program_manifest(folder_manifest)
     page = {t["name"]: round_up(t["page_size"], plan.arch.dram_alignment) for t in manifest["io_tensors"]}
     bound = metal2_kernels(plan, manifest, emulator_config()["noc"], page)
+    if compute_dir is not None and (compute_dir / COMPUTE_KERNEL).is_file():
+        (k,) = [k for k in manifest["kernels"] if k["name"] == "compute"]
+        bound["compute"] = compute(plan, k)
     for k in manifest["kernels"]:
         m = bound.get(k["name"])
         if m is None:
             continue
-        source = (kernels_dir / m.source).resolve()
+        source = ((compute_dir if m.name == "compute" else kernels_dir) / m.source).resolve()
         k.update(compile_time_args=list(m.compile_time_args),
                  compile_time_arg_names=[f"tt_ct_{i}" for i in range(len(m.compile_time_args))],
                  named_compile_time_args={}, defines=dict(m.defines), runtime_args=m.runtime_args(),
@@ -288,6 +310,13 @@ def write_program(folder_manifest: dict, plan, kernels_dir, into, *, include_dir
         gen = into / "jit" / k["name"]
         (gen / "kernel_bindings_generated.h").write_text(bindings_header(m))
         (gen / "kernel_args_generated.h").write_text(args_header(m))
+        if m.name == "compute":
+            from kgen.proof.ttmetal2 import trisc_source
+            k["named_compile_time_args"] = {}
+            for role in ("unpack", "math", "pack"):
+                (gen / f"chlkc_{role}.cpp").write_text(trisc_source(role, str(source)))
+                (gen / "defines_generated.h").write_text("".join(f"#define {n} {v}\n" for n, v in m.defines.items()))
+            continue
         (gen / "kernel_includes.hpp").write_text(kernel_includes(str(source)))
         (gen / "named_ct_arg_map_generated.h").write_text("#define KERNEL_COMPILE_TIME_ARG_MAP\n")
     return manifest

@@ -119,3 +119,10 @@ def kernel_includes(source: str) -> str:
     first (brisck.cc / ncrisck.cc include it before the kernel), the generated headers, the source."""
     return ('#include "api/dataflow/dataflow_api.h"\n#include "kernel_bindings_generated.h"\n'
             f'#include "kernel_args_generated.h"\n#include "{source}"\n')
+
+
+def trisc_source(role: str, source: str) -> str:
+    """chlkc_<role>.cpp of a Metal 2.0 compute kernel: the JIT's TRISC prolog (genfiles.cpp,
+    build_trisc_prolog): the thread's define, the generated headers, the defines, the kernel."""
+    return (f"#define TRISC_{role.upper()}\n#include \"kernel_bindings_generated.h\"\n"
+            f"#include \"kernel_args_generated.h\"\n#include \"defines_generated.h\"\n#include \"{source}\"\n")

@@ -142,6 +142,23 @@ def test_generated_headers_are_spelled_as_tt_metals_jit(tmp_path):
     assert "constexpr SemaphoreBindingToken in0_mcast_receiver{1u, SemScope::LOCAL_NONATOMIC};" in sems
 
 
+def test_the_compute_kernel_is_the_factorys_metal2_one_with_its_named_args(tmp_path):
+    from kgen.proof.ttdramsharded import compute
+
+    p, _, manifest = _small(tmp_path)
+    (k,) = [k for k in manifest["kernels"] if k["name"] == "compute"]
+    c = compute(p, k)
+    assert c.source == "bmm_large_block_zm_fused_bias_activation_metal2.cpp"
+    assert dict(c.dfbs) == {"in0": 0, "in1": 1, "out": 4, "intermed0": 5}
+    assert c.rta_names == ("is_worker_core",) and {named["is_worker_core"] for _, named, _ in c.runtime} == {1}
+    assert c.defines["MATMUL_DRAM_SHARDED"] == "1" and c.defines["PACKER_L1_ACC"] == "1"   # num_blocks 4 > 1
+    # the factory's compute CTAs: one K-block of 1 tile, 4 blocks, a 1 x 1 subblock, nothing padded
+    assert {n: c.named_cta[n] for n in ("in0_block_w", "num_blocks_inner_dim", "num_blocks_w_dim", "num_blocks_h_dim",
+                                        "out_subblock_w", "last_subblock_w_valid", "batch")} == {
+        "in0_block_w": 1, "num_blocks_inner_dim": 4, "num_blocks_w_dim": 1, "num_blocks_h_dim": 1,
+        "out_subblock_w": 1, "last_subblock_w_valid": 1, "batch": 1}
+
+
 def test_the_output_shard_is_its_own_region_in_tts_program(tmp_path):
     _, _, manifest = _small(tmp_path)
     cbs = program_manifest(manifest)["cbs"]
@@ -158,6 +175,7 @@ def test_tt_metal_dram_sharded_program_is_bit_identical(host_cxx, host_toolchain
     pc = port_check(folder, p, seed=3)
     assert pc.program is not None, pc.program_note
     assert "DRAM-sharded factory's Metal 2.0" in pc.program_note
+    assert pc.program_note.startswith("bmm_large_block_zm_fused_bias_activation_metal2.cpp")   # the factory's compute
     assert pc.program.status == "ok" and not pc.program.hazards
     assert pc.program_bit_identical and pc.program.exact_match
     assert pc.passed, pc.failures
