@@ -23,7 +23,7 @@ bmm_large_block_zm_fused_bias_activation_metal2.cpp, with kgen's compute args by
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 from kgen.core.manifest import cores_of
 from kgen.gen.rules import CB_IN0, CB_IN1, CB_OUT
