@@ -216,7 +216,7 @@ def _pages(data: bytes, page: int, cols: int, r0: int, c0: int, rows: int, ncols
     return b"".join(data[((r0 + r) * cols + c0) * page:((r0 + r) * cols + c0 + ncols) * page] for r in range(rows))
 
 
-def _resolve_arg(v: Any, addresses: dict[str, int], noc: dict) -> int:
+def _resolve_arg(v: Any, addresses: dict[str, int], noc: dict, l1_shards: dict[str, int] | None = None) -> int | str:
     if isinstance(v, int) and not isinstance(v, bool):
         return v
     (kind, arg), = v.items()
@@ -226,6 +226,8 @@ def _resolve_arg(v: Any, addresses: dict[str, int], noc: dict) -> int:
         return int(arg) + noc["worker_y_offset"]
     if kind == "buffer_address":
         return addresses[arg]
+    if kind == "l1_shard_address" and l1_shards and arg in l1_shards:
+        return f"L{l1_shards[arg]}"      # a sharded tensor's L1 offset, the same on every core: the runtime adds the core's L1
     raise ValueError(f"unknown runtime arg lookup {v!r}")
 
 
@@ -259,7 +261,7 @@ def _l1_lines(manifest: dict, arch: ArchFacts, core_id: dict, layout: dict) -> t
 
 
 def _kernel_lines(manifest: dict, builds: list[KernelBuild], core_id: dict, addresses: dict[str, int],
-                  noc: dict) -> list[str]:
+                  noc: dict, l1_shards: dict[str, int]) -> list[str]:
     """The program's kernel lines and what runs where, with each core's runtime args resolved."""
     lines: list[str] = []
     kid = {}
@@ -267,8 +269,9 @@ def _kernel_lines(manifest: dict, builds: list[KernelBuild], core_id: dict, addr
         kid[(b.kernel.name, b.role)] = i
         lines.append(f"kernel {i} {b.kernel.name} {b.role} {b.target}")
     for k in manifest["kernels"]:
-        common = [_resolve_arg(v, addresses, noc) for v in k["common_runtime_args"]]
-        per_core = {tuple(r["core"]): [_resolve_arg(v, addresses, noc) for v in r["args"]] for r in k["runtime_args"]}
+        common = [_resolve_arg(v, addresses, noc, l1_shards) for v in k["common_runtime_args"]]
+        per_core = {tuple(r["core"]): [_resolve_arg(v, addresses, noc, l1_shards) for v in r["args"]]
+                    for r in k["runtime_args"]}
         roles = ("unpack", "math", "pack") if k["processor"] == "TRISC" else (
             ("brisc",) if k["processor"] == "RISCV_0" else ("ncrisc",))
         for c in cores_of(k["core_ranges"]):
@@ -341,7 +344,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
             path.write_bytes(_tensor_bytes(t, inputs))
             kind = "l1_interleaved_input" if t.name in in_l1 else "input"    # interleaved over L1 banks or DRAM's
             lines.append(f"{kind} {t.address} {t.page_size} {t.num_pages} {path}")
-    lines += _kernel_lines(manifest, builds, core_id, addresses, noc)
+    lines += _kernel_lines(manifest, builds, core_id, addresses, noc, shard_address)
     return ProgramFile("\n".join(lines) + "\n", tuple(tensors), output, tuple(out_shards))
 
 

@@ -23,7 +23,7 @@ from kgen.core.types import Placement
 from kgen.core.errors import KgenError
 from kgen.core.interrupts import scratch
 from kgen.core.manifest import load_manifest
-from kgen.gen.dataflow import REUSE
+from kgen.gen.dataflow import DRAM_SHARDED, REUSE
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
 DATAFLOW_PROCESSORS = ("brisc", "ncrisc")
@@ -83,6 +83,8 @@ class PortCheck:
     ktile_padding_barriers: int = 0
     # (op, TT-Metal's count minus kgen's, why) where the plan's placement makes the programs differ by design
     expected_differences: tuple[tuple[str, int, str], ...] = ()
+    # where TT-Metal's factory would block the plan otherwise than kgen's plan, which both programs keep
+    blocking_departures: tuple[str, ...] = ()
 
     @property
     def bit_identical(self) -> bool:
@@ -178,6 +180,7 @@ class PortCheck:
             "unexplained_differences": self.unexplained,
             "program": self._program_summary(),
             "factory_departures": list(self.departures),
+            "factory_blocking_departures": list(self.blocking_departures),
             "passed": self.passed,
             "failures": self.failures,
         }
@@ -235,17 +238,35 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                                               ttnn_include=ttnn_include_dir(tree))
             program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
                                      inputs=inputs, progress=lambda phase: progress(f"TT-Metal's program: {phase}"))
-            factory = "reuse factory's" if plan.dataflow.factory == REUSE.factory else \
-                f"{'1D' if plan.is_1d else '2D'} multicast"
-            note = f"{ref.name} with TT-Metal's {factory} readers/writers from {kernels}"
+            factory = ("reuse factory's" if plan.dataflow.factory == REUSE.factory else
+                       "DRAM-sharded factory's Metal 2.0" if plan.dataflow.factory == DRAM_SHARDED.factory else
+                       f"{'1D' if plan.is_1d else '2D'} multicast")
+            compute = ref.name
+            if plan.dataflow.factory == DRAM_SHARDED.factory:
+                from kgen.proof.ttdramsharded import COMPUTE_KERNEL
+                compute = COMPUTE_KERNEL if (kernels.parent / "compute" / COMPUTE_KERNEL).is_file() else compute
+            note = f"{compute} with TT-Metal's {factory} readers/writers from {kernels}"
+    blocking: tuple[str, ...] = ()
+    if program is not None and plan.dataflow.factory == DRAM_SHARDED.factory:
+        from kgen.proof.ttdramsharded import departures as dram_sharded_departures
+        blocking = dram_sharded_departures(plan)
     return PortCheck(ref, ours, theirs, program, note, plan.factory_departures, _ktile_padding_barriers(plan),
-                     _sharded_differences(plan) + _reuse_differences(plan))
+                     _sharded_differences(plan) + _reuse_differences(plan) + _dram_sharded_differences(plan, program),
+                     blocking)
 
 
 def _reuse_differences(plan) -> tuple[tuple[str, int, str], ...]:
     from kgen.proof.ttreuse import expected_differences
 
     return expected_differences(plan) if plan.dataflow.factory == REUSE.factory else ()
+
+
+def _dram_sharded_differences(plan, program) -> tuple[tuple[str, int, str], ...]:
+    from kgen.proof.ttdramsharded import expected_differences, in1_pages
+
+    if program is None or plan.dataflow.factory != DRAM_SHARDED.factory:
+        return ()
+    return expected_differences(plan, in1_pages(plan)[1])
 
 
 def _sharded_differences(plan) -> tuple[tuple[str, int, str], ...]:
@@ -306,6 +327,8 @@ def format_port_check(pc: PortCheck) -> str:
              f"TT-Metal {pc.theirs.status}, exact vs golden {pc.theirs.exact_match})"]
     for d in pc.departures:
         lines.append(f"  mode       TT-Metal's kernel ran in a mode its 2D factory would not compile: {d}")
+    for d in pc.blocking_departures:
+        lines.append(f"  blocking   {d}")
     ours, theirs = pc.op_counts(pc.ours), pc.op_counts(pc.theirs)
     diffs = pc.differences()
     lines.append(f"  {'compute op':<28} {'kgen':>8} {'TT-Metal':>9}")

@@ -70,10 +70,13 @@ TT_BLOCK_SHARDED_IN0 = "reader_bmm_tile_layout_in0_sender_receiver_padding_block
 
 
 def tt_kernel_file(name: str) -> str:
+    from kgen.proof.ttdramsharded import tt_kernel_file as dram_sharded_file
     from kgen.proof.ttreuse import REUSE_KERNELS
 
     if name in REUSE_KERNELS:
         return REUSE_KERNELS[name]
+    if dram_sharded_file(name):
+        return dram_sharded_file(name)
     return TT_BLOCK_SHARDED_IN0 if name.startswith("in0_sharded_") else TT_KERNELS[name]
 
 
@@ -121,6 +124,8 @@ def unsupported_reason(plan, manifest: dict) -> str | None:
     if plan.dataflow.factory == Factory.REUSE:
         from kgen.proof.ttreuse import unsupported_reason as reuse_reason
         return reuse_reason(plan)
+    if plan.dataflow.factory in METAL2_PROGRAMS:
+        return None
     names = {k["name"] for k in manifest["kernels"]}
     senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == Placement.L1_BLOCK_SHARDED else {"in0_sender"})
     missing = sorted(senders - names)
@@ -571,7 +576,10 @@ _ARGS_OF_REUSE = {"reader": _reuse_args, "writer": _reuse_args}       # kgen/pro
 # multicast factories and of the reuse factory.
 TT_PROGRAMS: Mapping[Factory, Mapping[str, Callable[[_FactoryValues, dict], TtKernelArgs]]] = {
     Factory.MCAST_2D: _ARGS_OF, Factory.MCAST_1D: _ARGS_OF_1D, Factory.REUSE: _ARGS_OF_REUSE}
-DATAFLOWS_WITH_TT_PROGRAM = tuple(d.name for d in dataflows.REGISTRY if d.factory in TT_PROGRAMS)
+# The factories whose kernels take Metal 2.0 named bindings (kgen/proof/ttmetal2.py): the DRAM-sharded one.
+METAL2_PROGRAMS = (Factory.DRAM_SHARDED,)
+DATAFLOWS_WITH_TT_PROGRAM = tuple(d.name for d in dataflows.REGISTRY
+                                  if d.factory in TT_PROGRAMS or d.factory in METAL2_PROGRAMS)
 
 
 def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
@@ -600,6 +608,8 @@ def with_tt_dataflow(folder: Path, plan, kernels_dir: Path, into: Path, *, ttnn_
     `kernels_dir`) with the factory's args. `ttnn_include` is the tree's ttnn/cpp folder, for the
     ttnn helpers those kernels include (pad_tile.hpp)."""
     manifest = json.loads((folder / "manifest.json").read_text())
+    if plan.dataflow.factory in METAL2_PROGRAMS:
+        return _with_metal2_program(folder, manifest, plan, kernels_dir, into, ttnn_include)
     args = tt_kernel_args(plan, manifest)
     for name in args:
         if not (kernels_dir / tt_kernel_file(name)).is_file():
@@ -622,4 +632,22 @@ def with_tt_dataflow(folder: Path, plan, kernels_dir: Path, into: Path, *, ttnn_
         pairs = ",".join(f'{{"{n}",{v}}}' for n, v in a.named_compile_time_args.items())
         (gen / "named_ct_arg_map_generated.h").write_text(f"#define KERNEL_COMPILE_TIME_ARG_MAP {pairs}\n")
     (into / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return into
+
+
+def _with_metal2_program(folder: Path, manifest: dict, plan, kernels_dir: Path, into: Path, ttnn_include: Path) -> Path:
+    """The DRAM-sharded factory's program (kgen/proof/ttdramsharded.py): its kernels read Metal 2.0 named
+    bindings, so the tree's tt_metal/hw/inc follows the emulator's headers on their include path (for
+    TT-Metal's own experimental/kernel_args.h and binding tokens)."""
+    from kgen.proof.ttdramsharded import IN0_KERNEL, IN1_KERNEL, write_program
+
+    for name in (IN0_KERNEL, IN1_KERNEL):
+        if not (kernels_dir / name).is_file():
+            raise DataflowSwapError(f"{kernels_dir / name}: no such TT-Metal kernel (fetch the headers with: kgen headers fetch)")
+    shutil.copytree(folder, into, ignore=shutil.ignore_patterns("obj", "elf", "compile.json"))
+    hw_inc = ttnn_include.parents[1] / "tt_metal" / "hw" / "inc"
+    compute_dir = kernels_dir.parent / "compute"
+    program = write_program(manifest, plan, kernels_dir, into,
+                            include_dirs=[str(ttnn_include.resolve()), str(hw_inc.resolve())], compute_dir=compute_dir)
+    (into / "manifest.json").write_text(json.dumps(program, indent=2) + "\n")
     return into

@@ -36,6 +36,18 @@ uint32_t common_rt_arg(uint32_t index, Where at) {
                                          p->kernel.c_str(), p->common_args.size()));
     return p->common_args[index];
 }
+// get_common_arg_addr: the common args in a slot of their own per processor, after the runtime args' slots.
+uint32_t common_rt_arg_addr(uint32_t index, Where at) {
+    Proc *p = cur(at);
+    if (index > p->common_args.size())
+        fatal("runtime arg", at, fmt_str("get_common_arg_addr(%u): kernel %s has %zu common runtime args", index,
+                                         p->kernel.c_str(), p->common_args.size()));
+    if (p->common_args.size() * 4 > RT_ARGS_SLOT)
+        fatal("runtime arg", at, "get_common_arg_addr: more common runtime args than the L1 slot holds");
+    uint32_t off = RT_ARGS_L1_BASE + uint32_t(PACK + 1 + p->kind) * RT_ARGS_SLOT;
+    std::memcpy(p->core->l1 + off, p->common_args.data(), p->common_args.size() * 4);
+    return p->core->l1_base + off + 4 * index;
+}
 uint32_t my_logical_x() { return g_cur->core->x; }
 uint32_t my_logical_y() { return g_cur->core->y; }
 uint32_t my_noc_x() { return g_cur->core->noc_x; }

@@ -99,7 +99,22 @@ struct KernelLine {
 struct RunLine {
     int core, kernel;
     std::vector<uint32_t> args, common;
+    std::vector<bool> args_l1, common_l1;   // the value is an offset into the core's L1 ("L<offset>")
 };
+// A run line's arg: a number, or "L<offset>", an L1 address on the core that runs the kernel (a
+// sharded tensor's local shard), which kernels see as the host address of that byte of the core's L1.
+static void read_run_args(std::istringstream &ls, std::vector<uint32_t> &values, std::vector<bool> &l1) {
+    size_t n;
+    ls >> n;
+    values.resize(n);
+    l1.assign(n, false);
+    for (size_t i = 0; i < n; ++i) {
+        std::string tok;
+        ls >> tok;
+        l1[i] = !tok.empty() && tok[0] == 'L';
+        values[i] = static_cast<uint32_t>(std::stoul(l1[i] ? tok.substr(1) : tok));
+    }
+}
 struct CBLine {
     int core, index, fmt;
     uint32_t page, pages, offset;
@@ -193,13 +208,9 @@ ProgramLines read_program(const std::string &program_path) {
             prog.kernels[id] = KernelLine{name, path, proc_kind(kind)};
         } else if (key == "run") {
             RunLine r{};
-            size_t n;
-            ls >> r.core >> r.kernel >> n;
-            r.args.resize(n);
-            for (auto &v : r.args) ls >> v;
-            ls >> n;
-            r.common.resize(n);
-            for (auto &v : r.common) ls >> v;
+            ls >> r.core >> r.kernel;
+            read_run_args(ls, r.args, r.args_l1);
+            read_run_args(ls, r.common, r.common_l1);
             prog.runs.push_back(r);
         } else if (key == "input" || key == "l1_interleaved_input") {
             InputLine i{};
@@ -354,6 +365,10 @@ void make_procs(const ProgramLines &prog) {
         p->entry = entries.at(r.kernel);
         p->args = r.args;
         p->common_args = r.common;
+        for (size_t i = 0; i < r.args.size(); ++i)
+            if (r.args_l1[i]) p->args[i] += p->core->l1_base;
+        for (size_t i = 0; i < r.common.size(); ++i)
+            if (r.common_l1[i]) p->common_args[i] += p->core->l1_base;
         if (p->core->procs[p->kind]) die("two kernels on one processor of a core");
         p->core->procs[p->kind] = p.get();
         for (int i = 0; i < MAX_CBS; ++i) {

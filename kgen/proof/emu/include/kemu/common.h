@@ -63,6 +63,10 @@ FORCE_INLINE T get_common_arg_val(int arg_idx, KEMU_WHERE) {
 }
 
 FORCE_INLINE uint32_t get_arg_addr(int arg_idx, KEMU_WHERE) { return kemu::rt_arg_addr(static_cast<uint32_t>(arg_idx), KEMU_AT); }
+// The common runtime args sit in L1 too (TT-Metal's crta_l1_base); Metal 2.0's CrtaArg reads them so.
+FORCE_INLINE uint32_t get_common_arg_addr(int arg_idx, KEMU_WHERE) {
+    return kemu::common_rt_arg_addr(static_cast<uint32_t>(arg_idx), KEMU_AT);
+}
 
 // Circular buffers: one API on every processor; what a call does depends on the processor running
 // it (TT-Metal: waits and pops act on TRISC0, reserves and pushes on TRISC2 of a compute kernel).

@@ -94,6 +94,9 @@ struct ReluConfig {
 };
 ALWI void pack_relu_config(ReluConfig config, KEMU_WHERE) { PACK((kemu::pack_relu(config.enabled, KEMU_AT))); (void)config; (void)kemu_file; (void)kemu_line; }
 ALWI void pack_relu_config(uint32_t config, KEMU_WHERE) { PACK((kemu::pack_relu(config != 0, KEMU_AT))); (void)config; (void)kemu_file; (void)kemu_line; }
+// The LLK calls TT-Metal's Metal 2.0 compute kernels make directly, inside PACK(( )).
+ALWI void llk_pack_reconfig_l1_acc(uint32_t l1_acc_en, KEMU_WHERE) { kemu::pack_l1_acc(l1_acc_en != 0, KEMU_AT); }
+ALWI void llk_pack_relu_config(ReluConfig config, KEMU_WHERE) { kemu::pack_relu(config.enabled, KEMU_AT); }
 
 // ---- DST ownership: math acquires and commits, pack waits and releases -----------------------
 ALWI void tile_regs_acquire(KEMU_WHERE) { MATH((kemu::dst_acquire(KEMU_AT))); (void)kemu_file; (void)kemu_line; }

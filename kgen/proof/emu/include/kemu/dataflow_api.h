@@ -81,6 +81,23 @@ struct KemuMyNocCoord {
 constexpr KemuMyNocCoord my_x{false};
 constexpr KemuMyNocCoord my_y{true};
 
+// ---- NoC command-buffer registers ----------------------------------------------------------
+// Kernels restore firmware defaults by writing a command buffer's control register (TT-Metal's
+// NOC_CMD_BUF_WRITE_REG; the command bits of noc_parameters.h). The emulator's NoC has no such
+// state, so the write is counted and has no modelled effect.
+constexpr uint32_t NOC_CMD_CPY = 0x0 << 0;
+constexpr uint32_t NOC_CMD_RD = 0x0 << 1;
+constexpr uint32_t NOC_CMD_RESP_MARKED = 0x1 << 4;
+constexpr uint32_t NOC_CMD_VC_STATIC = 0x1 << 7;
+constexpr uint32_t NOC_CMD_STATIC_VC(uint32_t vc) { return vc << 13; }
+constexpr uint32_t NCRISC_RD_CMD_BUF = 1;   // the command buffer index (noc_nonblocking_api.h)
+constexpr uint32_t NOC_CTRL = 0x1C;         // the register's offset in the buffer (noc_parameters.h)
+FORCE_INLINE void kemu_noc_cmd_buf_write_reg(uint32_t noc, uint32_t buf, uint32_t addr, uint32_t val, KEMU_WHERE) {
+    (void)noc; (void)buf; (void)addr; (void)val;
+    kemu::note_op("noc_cmd_buf_write_reg", KEMU_AT);
+}
+#define NOC_CMD_BUF_WRITE_REG(noc, buf, addr, val) kemu_noc_cmd_buf_write_reg((noc), (buf), (addr), (val))
+
 // ---- NoC transfers ---------------------------------------------------------------------------
 FORCE_INLINE void noc_async_read(uint64_t src_noc_addr, uint32_t dst_local_l1_addr, uint32_t size,
                                  uint8_t noc = noc_index, KEMU_WHERE) {

@@ -16,6 +16,13 @@
 
 #include "api/dataflow/dataflow_buffer.h"
 #include "kemu/dataflow_api.h"
+// Metal 2.0 binding tokens: TT-Metal's own headers (no hardware access in them), found when the fetched
+// tree's tt_metal/hw/inc is on the include path after this model's (port-check puts it there for
+// TT-Metal's Metal 2.0 kernels; see kgen/proof/ttmetal2.py).
+#if __has_include("api/dataflow/semaphore_binding_token.h")
+#include "api/dataflow/semaphore_binding_token.h"
+#define KEMU_METAL2_BINDINGS 1
+#endif
 
 enum class NocOptions : uint32_t {
     DEFAULT = 0,
@@ -315,6 +322,14 @@ template <ProgrammableCoreType core_type = ProgrammableCoreType::TENSIX>
 class Semaphore {
 public:
     explicit Semaphore(uint32_t semaphore_id, KEMU_WHERE) : addr_(kemu::semaphore_addr(semaphore_id, KEMU_AT)) {}
+#ifdef KEMU_METAL2_BINDINGS
+    // Metal 2.0: from the binding token the JIT emits in namespace sem (kernel_bindings_generated.h).
+    // Wormhole and Blackhole DM bindings are LOCAL_NONATOMIC, the word of get_semaphore(id).
+    explicit Semaphore(SemaphoreBindingToken token, KEMU_WHERE)
+        : addr_(kemu::semaphore_addr(token.id, KEMU_AT)) {
+        if (token.scope == SemScope::COMPUTE_ATOMIC) kemu::unsupported("a COMPUTE_ATOMIC semaphore binding", KEMU_AT);
+    }
+#endif
 
     void up(uint32_t value, KEMU_WHERE) { kemu::sem_inc(kemu::noc_local_addr(addr_), value, KEMU_AT); }
     void down(uint32_t value, KEMU_WHERE) {

@@ -41,6 +41,7 @@ struct LocalCBInterface {
 KEMU_API uint32_t rt_arg(uint32_t index, Where at);
 KEMU_API uint32_t rt_arg_addr(uint32_t index, Where at);
 KEMU_API uint32_t common_rt_arg(uint32_t index, Where at);
+KEMU_API uint32_t common_rt_arg_addr(uint32_t index, Where at);
 KEMU_API uint32_t my_logical_x();
 KEMU_API uint32_t my_logical_y();
 KEMU_API uint32_t my_noc_x();

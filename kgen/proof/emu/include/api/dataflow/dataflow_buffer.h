@@ -3,6 +3,12 @@
 #pragma once
 
 #include "kemu/common.h"
+// Metal 2.0's DFBBindingToken (`dfb::<name>`, kernel_bindings_generated.h): TT-Metal's own header, which
+// has no hardware access, found when the fetched tree's tt_metal/hw/inc is on the include path; a token
+// converts to its CB index, which is what a DataflowBuffer is on Wormhole and Blackhole.
+#if __has_include("api/dataflow/dfb_binding_token.h")
+#include "api/dataflow/dfb_binding_token.h"
+#endif
 
 class DataflowBuffer {
 public:
