@@ -86,13 +86,13 @@ def _emulation_parsers(sub) -> None:
     _target_flag(emulate)
 
     port = sub.add_parser(
-        "port-check", help="TT-Metal's compute kernel, and its whole multicast or reuse program, beside kgen's "
+        "port-check", help="TT-Metal's compute kernel, and its whole multicast, reuse or DRAM-sharded program, beside kgen's "
                            "on the same plan: outputs and op counts",
         description="Runs TT-Metal's own kernels beside kgen's on the same plan, inputs and emulated machine. "
                     "(1) compute: TT-Metal's compute kernel in place of kgen's, with kgen's data movement; "
-                    "(2) program, for mcast_2d, mcast_1d_in0, mcast_1d_in1 and reuse plans: TT-Metal's whole "
-                    "program, its compute kernel and the readers and writers with the arguments "
-                    "TT-Metal's 2D, 1D or reuse matmul factory gives them. Each reports bit-identity with kgen's "
+                    "(2) program, for mcast_2d, mcast_1d_in0, mcast_1d_in1, reuse and dram_sharded plans: "
+                    "TT-Metal's whole program, its compute kernel and the readers and writers with the arguments "
+                    "TT-Metal's 2D, 1D, reuse or DRAM-sharded matmul factory gives them. Each reports bit-identity with kgen's "
                     "output and the op counts of both.")
     port.add_argument("spec", help="path to a .kspec file")
     port.add_argument("--variant", help="check one of the spec's variants")

@@ -380,7 +380,6 @@ def _check_untilized_output(spec: MatmulSpec, out_fmt: str, partials_fmt: str, p
     # set the packer to the output format (bmm_large_block_zm_fused_bias_activation.cpp:
     # pack_reconfig_data_format(out) then pack_tile(i, untilize_mode_out = mm_partials)): the two
     # formats must agree, or the packer writes output-format tiles into partials-sized pages.
-    # Found by `kgen fuzz` (seed 1, case 47) through the emulator's format-mismatch diagnosis.
     if spec.untilize_out and spec.fuse_bias and partials_fmt != out_fmt:
         raise PlanError("with a fused bias, untilize_out needs the partials in the output format",
                         f"untilize_out with a fused bias packs the biased result into the partials CB "

@@ -42,7 +42,7 @@ MAX_KT = 16                  # K in tiles, <= 512 elements
 MAX_TILE_MACS = 512          # Mt*Nt*Kt; one tile triple is 32**3 MACs -> <= 16 Mi MACs per case
 AUTO_IN0_BLOCK_W_MAX = 8     # plan.py's bound on the auto in0_block_w search (mirrored, not imported)
 INPUT_BUFFERING_DEPTH = 2    # in0/in1 CBs are double-buffered when more than one K-block flows
-# Shares of cases drawn padded (issue #17): a last row or column of cores with fewer tiles than
+# Shares of cases drawn padded: a last row or column of cores with fewer tiles than
 # per_core (TT-Metal's padded last blocks), and M, N or K short of whole tiles (padded as ttnn tilizes).
 PADDED_BLOCKS_SHARE = 0.3
 ONE_D_SHARE = 0.25           # cases made TT-Metal's 1D multicast (mcast_1d_in0 / mcast_1d_in1)
@@ -50,7 +50,7 @@ ONE_D_SHARE = 0.25           # cases made TT-Metal's 1D multicast (mcast_1d_in0 
 # their own random stream, so that the cases of a seed that stay 2D or reuse are what they were.
 DRAWN_DATAFLOWS = dataflows.GRID_2D
 TILE_PADDING_SHARE = 0.3
-TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks along x; issue #17 item 4)
+TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks along x)
 SHARDED_SHARE = 0.3           # of the mcast_2d cases that can be: in0 and/or the output block-sharded in L1
 DRAM_SHARDED_SHARE = 0.1      # cases made TT-Metal's DRAM-sharded decode matmul (the factories taking no DRAM tensor)
 DRAM_SHARDED_MAX_MT = 4       # decode-sized M
@@ -497,7 +497,7 @@ def _transposed(rng: random.Random, c: _Choice) -> _Choice:
 
 
 def _sharded(rng: random.Random, c: _Choice) -> _Choice:
-    """Some mcast_2d cases with in0 and/or the output block-sharded in L1 (issue #17 item 3), where TT's
+    """Some mcast_2d cases with in0 and/or the output block-sharded in L1, where TT's
     2D validation and kgen's limits allow it, restated here: whole shards (tile-multiple shapes, per_core
     dividing Mt and Nt, no untilize); in0's K split evenly over the n cores along N, its shard width a
     multiple of in0_block_w (drawn, not auto: auto would pick within the shard); a sharded output needs

@@ -113,9 +113,6 @@ class TtKernelArgs:
 def unsupported_reason(plan, manifest: dict) -> str | None:
     """Why TT-Metal's 2D multicast readers cannot run this plan, or None when they can."""
     if plan.spec.dataflow not in DATAFLOWS_WITH_TT_PROGRAM:
-        gap = getattr(plan.dataflow, "tt_program_gap", None)     # the factory's own account, if it has one
-        if gap:
-            return f"dataflow {plan.spec.dataflow}: {gap}"
         return (f"dataflow {plan.spec.dataflow}: kgen runs TT-Metal's readers/writers of "
                 f"{', '.join(DATAFLOWS_WITH_TT_PROGRAM)} only")
     for t in manifest["io_tensors"]:

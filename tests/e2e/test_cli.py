@@ -267,11 +267,11 @@ def test_port_check_help_names_the_programs_it_runs_whole():
     r = run("port-check", "--help")
     assert r.returncode == 0, r.stderr
     text = " ".join(r.stdout.split())
-    for plan in ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1", "reuse"):
+    for plan in ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1", "reuse", "dram_sharded"):
         assert plan in text, text
-    assert "2D, 1D or reuse matmul factory" in text, text
+    assert "2D, 1D, reuse or DRAM-sharded matmul factory" in text, text
     listing = " ".join(run("--help").stdout.split())
-    assert "whole multicast or reuse program" in listing, listing
+    assert "whole multicast, reuse or DRAM-sharded program" in listing, listing
 
 
 def test_emulate_summarises_the_cores_and_verbose_lists_every_one(host_cxx):

@@ -50,8 +50,7 @@ class Dataflow(Protocol):
     consumer asks for them with getattr and falls back to the 2D factory's behaviour without them:
     `cb_depths(num_blocks) -> (in0, in1)` K-blocks in c_0 / c_1 (blocking, through `cb_depths` below);
     `tune_memory(spec, mt)`, `tune_per_core(spec, mt, nt)`, `tune_grid(spec)`: the placements, per_core
-    and grid tune gives its candidates (perf/tune/search.py); `tt_program_gap`: why port-check does not
-    run TT-Metal's readers for it (proof/ttdataflow.py); `pads_last_n_shard`: True when the factory
+    and grid tune gives its candidates (perf/tune/search.py); `pads_last_n_shard`: True when the factory
     shards in1 and the output in per_core_N-wide shards of which the last may hold fewer real columns
     (the planner's whole-shard rule then leaves N alone)."""
 

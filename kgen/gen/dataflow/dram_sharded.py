@@ -56,11 +56,6 @@ class DramSharded:
                                               "num_blocks > 1")
     # a worker that does not hold the K-block waits for the one that does
     paced_by: Mapping[str, str] = MappingProxyType({"in0_gather_receiver": "in0_gather"})
-    # why port-check runs TT's compute kernel in kgen's program but not TT's readers (proof/ttdataflow.py)
-    tt_program_gap = ("TT-Metal 0.81.1's DRAM-sharded readers (reader_bmm_tile_layout_in0_sender_dram_sharded.cpp, "
-                      "reader_bmm_tile_layout_in1_sender_dram_sharded.cpp) take their args through the Metal 2.0 "
-                      "named bindings (experimental/kernel_args.h: get_arg(args::...), dfb::, tensor::, sem::), "
-                      "which the emulator does not model yet")
     is_1d = False                        # no single multicast sender: each shard core sends its K-blocks
     pads_last_n_shard = True             # in1's last DRAM shard and the output's last shard may be partial
     semaphore_ids = SEMAPHORE_IDS
