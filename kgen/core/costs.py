@@ -96,6 +96,18 @@ class MulticastCosts:
 
 
 @dataclass(frozen=True)
+class NocCosts:
+    link_bytes_per_cycle: float      # one link, one direction
+    size: tuple[int, int]            # the NoC torus, columns x rows (NoC 0 coordinates)
+    worker_columns: tuple[int, ...]  # the NoC 0 x of each logical worker column, in order
+    worker_rows: tuple[int, ...]     # ... and the NoC 0 y of each logical worker row
+
+    def physical(self, core: tuple[int, int]) -> tuple[int, int]:
+        """The NoC 0 coordinate of a logical worker core (the unharvested chip)."""
+        return self.worker_columns[core[0]], self.worker_rows[core[1]]
+
+
+@dataclass(frozen=True)
 class SyncCosts:
     cb_op: float
     reconfig: float
@@ -120,6 +132,7 @@ class Costs:
     multicast: MulticastCosts
     sync: SyncCosts
     dispatch: DispatchCosts
+    noc: NocCosts
 
     def _unpack_data_bytes(self, data_format: str) -> int:
         # a BFP tile's exponents come over the unpacker's own extra read, in parallel with the mantissas
@@ -181,6 +194,13 @@ class Costs:
                  / (self.arch.clock_mhz * 1e6))
         return min(share, self.dram.read_bytes_per_cycle)
 
+    def dram_write_bytes_per_cycle(self, writers: int) -> float:
+        """One core's DRAM write rate when `writers` cores write at once: the cores of a matmul finish an
+        out block together (its K-blocks reach them in lockstep) and write it before the next one's
+        first K-block, so they share the card's usable bandwidth, never more than one core's own rate."""
+        card = self.dram.card_bytes_per_second * self.dram.card_efficiency / (self.arch.clock_mhz * 1e6)
+        return min(self.dram.write_bytes_per_cycle, card / max(writers, 1))
+
     def dram_request_floor_cycles(self, read_requests: float) -> float:
         """Cycles the card's DRAM endpoints need to accept these read requests: one per
         cycles_per_read_request per endpoint whatever the number of issuers (tt-metal #55898), an
@@ -237,4 +257,6 @@ def load_costs(arch_name: str) -> Costs:
         multicast=multicast,
         sync=SyncCosts(**raw["sync"]),
         dispatch=DispatchCosts(**raw["dispatch"]),
+        noc=NocCosts(raw["noc"]["link_bytes_per_cycle"], tuple(raw["noc"]["size"]),
+                     tuple(raw["noc"]["worker_columns"]), tuple(raw["noc"]["worker_rows"])),
     )

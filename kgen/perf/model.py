@@ -115,8 +115,11 @@ def sfpu_tile_cycles(spelling: str, fp32_dest: bool) -> float:
 class _KernelCost:
     """Busy cycles of one kernel by processor and kind, summed over its ops with their trip counts."""
 
-    def __init__(self, program: Program, kernel: Kernel, costs: Costs, placement: Mapping[str, str]):
+    def __init__(self, program: Program, kernel: Kernel, costs: Costs, placement: Mapping[str, str],
+                 write_rate: float | None = None):
         self.program, self.kernel, self.costs, self.placement = program, kernel, costs, placement
+        # one core's DRAM write rate: the writing cores share the card (Costs.dram_write_bytes_per_cycle)
+        self.write_rate = write_rate or costs.dram.write_bytes_per_cycle
         self.last_read, self.last_write = DRAM, DRAM     # where the transfers a barrier waits for went
         self.formats = {cb.index: cb.data_format for cb in program.cbs}
         self.tensors = {t.name: t for t in kernel.tensors}
@@ -339,7 +342,7 @@ class _KernelCost:
             where = self.last_write = self.placement.get(o["tensor"], DRAM)
             if where == DRAM:
                 self.dram_bytes += n * nbytes
-            rate = {DRAM: c.dram.write_bytes_per_cycle, L1: c.l1.write_bytes_per_cycle}.get(where)
+            rate = {DRAM: self.write_rate, L1: c.l1.write_bytes_per_cycle}.get(where)
             cycles = n * nbytes / rate if rate else 0.0
             self.add(processor, "dram" if where == DRAM else "noc", cycles)
             self.write_cycles += cycles
@@ -523,12 +526,19 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
 # ----------------------------------------------------------------------------------------------
 
 def _contended(t: _CoreTime, floor: float, moves_dram: bool) -> _CoreTime:
-    if not moves_dram or t.cycles >= floor:
+    if not moves_dram:
         return t
-    # the writer's backlog is part of the card's bytes, which the floor already serves
+    # the writer's backlog is part of the card's bytes, which the floor already serves: TRISC1 waits for
+    # the floor less the drain's own work, also where the core's shared-rate writes make it run longer
     drain = t.cycles - t.math_cycles - t.write_backlog
+    if t.cycles >= floor:
+        return replace(t, math_cycles=max(t.math_cycles, floor - drain))
     return replace(t, cycles=floor, math_cycles=floor - drain)
 
+
+def _writers(program: Program, cost_of: Mapping[str, _KernelCost]) -> int:
+    """The cores that write DRAM: they write each out block at the same time (Costs.dram_write_bytes_per_cycle)."""
+    return sum(_cores(k) for k in program.kernels if cost_of[k.name].dram_bytes > cost_of[k.name].dram_read_bytes)
 
 def _cores(k: Kernel) -> int:
     return (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
@@ -547,6 +557,9 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     if unknown:
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")
     cost_of = {k.name: _KernelCost(program, k, costs, placement) for k in program.kernels}
+    write_rate = costs.dram_write_bytes_per_cycle(_writers(program, cost_of))
+    if write_rate < costs.dram.write_bytes_per_cycle:
+        cost_of = {k.name: _KernelCost(program, k, costs, placement, write_rate) for k in program.kernels}
     # A relay line (a block-sharded in0): every core of the line waits for every hand-over, its own and
     # the other positions' (the lines are alike, one relay kernel per position)
     relays = [kc for kc in cost_of.values() if kc.relay]

@@ -42,6 +42,7 @@ from kgen.proof import tiles as tl
 from kgen.proof.emulate_report import emulated_op_totals, format_report  # noqa: F401 (importers read them here)
 from kgen.proof.numerics import error_figures
 from kgen.core.arch import ArchFacts, load_arch
+from kgen.core.costs import load_costs
 from kgen.core.errors import KgenError
 from kgen.core.interrupts import scratch
 from kgen.core.manifest import cores_of, load_manifest
@@ -282,6 +283,17 @@ def _kernel_lines(manifest: dict, builds: list[KernelBuild], core_id: dict, addr
     return lines
 
 
+def _cycle_table(manifest: dict, arch: ArchFacts) -> dict[str, float]:
+    """The cost table of this program: where the output is interleaved in DRAM, every compute core writes
+    its out blocks at the same time as the others and gets its share of the card (as kgen perf prices it)."""
+    table = modelled_cycles(arch)
+    out = next((t for t in manifest["io_tensors"] if t["name"] == "out"), None)
+    if out is not None and "memory" not in out:
+        writers = {c for k in manifest["kernels"] if k["processor"] == "TRISC" for c in cores_of(k["core_ranges"])}
+        table["dram_write_bytes_per_cycle"] = load_costs(arch.name).dram_write_bytes_per_cycle(len(writers))
+    return table
+
+
 def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *, numerics: str, workdir: Path,
                   inputs: Inputs) -> ProgramFile:
     """The program file (all but the schedule and trace lines, which run_program adds per run);
@@ -299,7 +311,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
              f"numerics {numerics}",
              f"dst_tiles {arch.dst_tiles(True, False)}",
              f"clock_mhz {arch.clock_mhz}",
-             "cycles " + " ".join(f"{k} {v!r}" for k, v in modelled_cycles(arch).items())]
+             "cycles " + " ".join(f"{k} {v!r}" for k, v in _cycle_table(manifest, arch).items())]
     for (x, y), i in core_id.items():
         lines.append(f"core {i} {x} {y} {x + noc['worker_x_offset']} {y + noc['worker_y_offset']}")
     l1_lines, shard_address = _l1_lines(manifest, arch, core_id, layout)
