@@ -113,9 +113,13 @@ def remove_tree(path: Path) -> None:
 def scratch(prefix: str, parent: Path | None = None) -> Iterator[Path]:
     """A temporary folder `<prefix>-p<pid>-XXXX`, removed when the block ends however it ends."""
     sweep_stale(parent)
-    with _signals_held():
-        path = Path(tempfile.mkdtemp(prefix=f"{prefix}-p{os.getpid()}-", dir=parent))
+    path: Path | None = None
     try:
+        # a signal held while the folder is made is delivered as the block ends: already inside
+        # this try, with the folder recorded, so the finally removes it
+        with _signals_held():
+            path = Path(tempfile.mkdtemp(prefix=f"{prefix}-p{os.getpid()}-", dir=parent))
         yield path
     finally:
-        remove_tree(path)
+        if path is not None:
+            remove_tree(path)

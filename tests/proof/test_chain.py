@@ -78,6 +78,28 @@ def test_scratch_folders_go_on_error_and_stale_ones_are_swept(tmp_path):
     assert not stale.exists() and mine.exists()
 
 
+def test_a_signal_that_arrives_while_the_scratch_folder_is_made_removes_it(tmp_path, monkeypatch):
+    """The signal is held while the folder is made and delivered as soon as it is: the folder must
+    go with it, however busy the machine."""
+    import tempfile
+    from kgen.core.interrupts import Terminated, terminating_as_exception
+
+    made = []
+
+    def mkdtemp_then_signalled(**kwargs):
+        made.append(Path(real_mkdtemp(**kwargs)))
+        os.kill(os.getpid(), signal.SIGTERM)          # held: delivered when the folder is recorded
+        return str(made[-1])
+
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp_then_signalled)
+    with terminating_as_exception(), pytest.raises(Terminated):
+        with scratch("kgen-test", tmp_path):
+            time.sleep(5)                             # not reached: the signal unwinds first
+    assert made and not made[0].exists()
+    assert not list(tmp_path.iterdir())
+
+
 def _kgen(args, tmpdir: Path) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmpdir))
     return subprocess.Popen([sys.executable, "-m", "kgen", *map(str, args)], cwd=ROOT, env=env,
