@@ -70,13 +70,12 @@ def widened_per_core_n(per_core_m: int, per_core_n: int, out_subblock_h: int, ou
     return best, best * count
 
 
-def factory_workers(nt: int, banks: int) -> tuple[int, int]:
-    """(in1_shard_width_tiles, workers): in1's shard width over every bank, ceil(Nt / banks) (a last shard
-    short of it is padded), and the banks left once "cores assigned to padding-only DRAM banks" are
-    removed: banks - (banks * width - Nt) // width. A padded last shard keeps its worker, which reads
-    and writes back the whole padded width (per_core_N_storage = per_core_N_in1_sender)."""
-    width = -(-nt // banks)
-    return width, banks - (width * banks - nt) // width
+def factory_workers(nt: int, banks: int, width: int) -> int:
+    """The workers of in1 sharded `width` tiles wide over every bank: the banks left once "cores assigned
+    to padding-only DRAM banks" are removed, banks - (banks * width - Nt) // width. A padded last shard
+    keeps its worker, which reads and writes back the whole padded width (per_core_N_storage =
+    per_core_N_in1_sender); each worker reads div_up(Nt, workers) tiles, which must be `width`."""
+    return banks - (width * banks - nt) // width
 
 
 def in1_pages(plan) -> tuple[int, int]:
@@ -148,11 +147,11 @@ def in1_sender_writer(plan, kernel: dict, noc: Mapping[str, int], page: Mapping[
     write-back triple per worker)."""
     p = plan
     pcn = p.per_core_n
-    width, workers = factory_workers(p.nt, len(p.arch.dram_bank_workers))
-    if (width, workers) != (pcn, p.num_cores):
+    workers = factory_workers(p.nt, len(p.arch.dram_bank_workers), pcn)
+    if (-(-p.nt // workers), workers) != (pcn, p.num_cores):
         from kgen.proof.ttdataflow import DataflowSwapError
         raise DataflowSwapError(f"kgen's DRAM-sharded plan ({p.num_cores} workers of {pcn} tiles) is not the factory's "
-                         f"({workers} workers of {width} tiles) for Nt = {p.nt}")
+                         f"({workers} workers of {-(-p.nt // workers)} tiles) for Nt = {p.nt}")
     in1_tile, out_tile = p.cb(CB_IN1).page_bytes, p.cb(CB_OUT).page_bytes
     in1_aligned = -(-in1_tile // p.arch.dram_alignment) * p.arch.dram_alignment
     page_size, pages = in1_pages(p)

@@ -62,13 +62,16 @@ def test_subblock_widening_is_the_factorys():
 
 
 def test_workers_and_a_padded_last_shard_are_the_factorys():
-    # in1_shard_width_tiles = ceil(Nt / banks); banks holding padding only are dropped from the workers
-    assert factory_workers(344, 12) == (29, 12)          # N = 11008: the last shard 25 of 29 tiles, padded
-    assert factory_workers(348, 12) == (29, 12)
-    assert factory_workers(12, 12) == (1, 12)
-    assert factory_workers(10, 12) == (1, 10)            # two banks would hold padding only
-    assert factory_workers(64, 12) == (6, 11)            # 72 - 64 = 8 padded tiles: one whole bank dropped
-    assert factory_workers(344, 8) == (43, 8)            # Blackhole's 8 banks
+    # in1 is sharded per_core_N tiles wide over every bank; banks holding padding only are dropped:
+    # workers = banks - (banks * width - Nt) // width
+    assert factory_workers(344, 12, 29) == 12           # N = 11008: the last shard 25 of 29 tiles, padded
+    assert factory_workers(344, 12, 43) == 8            # ... 43 wide: banks 8..11 hold padding only
+    assert factory_workers(348, 12, 29) == 12
+    assert factory_workers(12, 12, 1) == 12
+    assert factory_workers(10, 12, 1) == 10             # two banks would hold padding only
+    assert factory_workers(64, 12, 6) == 11             # 72 - 64 = 8 padded tiles: one whole bank dropped
+    assert factory_workers(5, 12, 2) == 3               # 24 - 5 = 19 padded tiles: nine banks dropped
+    assert factory_workers(344, 8, 43) == 8             # Blackhole's 8 banks
 
 
 def test_the_decode_example_names_the_factorys_subblock_widening():
