@@ -211,6 +211,8 @@ def compute(plan, kernel: dict) -> Metal2Kernel:
                **({"IN0_TRANSPOSE_TILE": "1"} if dict(zip(names, values)).get("in0_transpose_tile") else {})}
     cta["last_subblock_w_valid"] = plan.out_subblock_w
     cb = kernel["named_compile_time_args"]
+    # a fused SFPU activation: the twin reads activation_type and activation_param0..2 as named args too
+    cta.update({n: v for n, v in cb.items() if n.startswith("activation_")})
     return Metal2Kernel("compute", COMPUTE_KERNEL, cta, ("is_worker_core",),
                         tuple((c, {"is_worker_core": 1}, ()) for c in cores_of(kernel["core_ranges"])),
                         dfbs={"in0": cb["cb_in0"], "in1": cb["cb_in1"], "out": cb["cb_out"],
