@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import signal
 import tempfile
@@ -113,12 +114,21 @@ def remove_tree(path: Path) -> None:
 def scratch(prefix: str, parent: Path | None = None) -> Iterator[Path]:
     """A temporary folder `<prefix>-p<pid>-XXXX`, removed when the block ends however it ends."""
     sweep_stale(parent)
+    base = Path(parent or tempfile.gettempdir())
     path: Path | None = None
     try:
-        # a signal held while the folder is made is delivered as the block ends: already inside
-        # this try, with the folder recorded, so the finally removes it
-        with _signals_held():
-            path = Path(tempfile.mkdtemp(prefix=f"{prefix}-p{os.getpid()}-", dir=parent))
+        # the name is recorded before the folder is made, so that a signal raising at any point
+        # after the mkdir still finds it here (masking the signal does not hold it off in a process
+        # with other threads: one of them takes it, and the main thread raises at once)
+        for _ in range(100):
+            path = base / f"{prefix}-p{os.getpid()}-{secrets.token_hex(4)}"
+            try:
+                path.mkdir(mode=0o700)
+                break
+            except FileExistsError:
+                path = None
+        else:
+            raise FileExistsError(f"no free name for a {prefix} folder in {base}")
         yield path
     finally:
         if path is not None:

@@ -78,24 +78,24 @@ def test_scratch_folders_go_on_error_and_stale_ones_are_swept(tmp_path):
     assert not stale.exists() and mine.exists()
 
 
-def test_a_signal_that_arrives_while_the_scratch_folder_is_made_removes_it(tmp_path, monkeypatch):
-    """The signal is held while the folder is made and delivered as soon as it is: the folder must
-    go with it, however busy the machine."""
-    import tempfile
+def test_a_signal_that_arrives_as_the_scratch_folder_is_made_removes_it(tmp_path, monkeypatch):
+    """A signal right after the folder's mkdir (a busy machine's window) must take the folder with it."""
     from kgen.core.interrupts import Terminated, terminating_as_exception
 
     made = []
+    real_mkdir = os.mkdir
 
-    def mkdtemp_then_signalled(**kwargs):
-        made.append(Path(real_mkdtemp(**kwargs)))
-        os.kill(os.getpid(), signal.SIGTERM)          # held: delivered when the folder is recorded
-        return str(made[-1])
+    def mkdir_then_signalled(path, mode=0o777, **kwargs):
+        real_mkdir(path, mode, **kwargs)
+        made.append(Path(path))
+        os.kill(os.getpid(), signal.SIGTERM)          # delivered before mkdir returns to scratch
+        time.sleep(1)
 
-    real_mkdtemp = tempfile.mkdtemp
-    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp_then_signalled)
+    monkeypatch.setattr(os, "mkdir", mkdir_then_signalled)
     with terminating_as_exception(), pytest.raises(Terminated):
         with scratch("kgen-test", tmp_path):
             time.sleep(5)                             # not reached: the signal unwinds first
+    monkeypatch.undo()
     assert made and not made[0].exists()
     assert not list(tmp_path.iterdir())
 
