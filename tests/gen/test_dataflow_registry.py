@@ -136,18 +136,9 @@ def test_a_placement_no_factory_but_mcast_2d_takes_is_refused_with_the_factory_t
         assert refused.value.hint == "nearest legal values: dataflow = mcast_2d"
 
 
-DRAM_SHARDED_SPEC = """matmul t {
-    arch = wormhole_b0
-    shape = 32 x 384 x 128
-    dtype { in0 = bfloat16  in1 = bfloat8_b  out = bfloat16 }
-    dataflow = dram_sharded
-    memory { in0 = l1_width_sharded  in1 = dram_width_sharded  out = l1_width_sharded }
-    block { per_core = 1 x 1  in0_block_w = 1 }
-}"""
-
-
 def test_port_check_has_tt_args_for_every_kernel_of_the_factories_it_runs():
     from kgen.proof import ttdramsharded
+    from tests.proof.test_ttdramsharded import SMALL as DRAM_SHARDED_SPEC
     from kgen.proof.ttdataflow import DATAFLOWS_WITH_TT_PROGRAM, METAL2_PROGRAMS, TT_PROGRAMS
     assert set(DATAFLOWS_WITH_TT_PROGRAM) <= set(dataflows.NAMES)
     shapes = {"mcast_1d_in0": ("64 x 1024 x 256", "2 x 4"), "mcast_1d_in1": ("1024 x 64 x 256", "4 x 2")}
