@@ -429,21 +429,14 @@ class Problem:
     batch_ct: int
 
 
-@dataclass(frozen=True)
-class CoreBlocking:
-    """One core's blocking in tiles, named as TT-Metal's factory names it."""
+class SubblockCounts:
+    """The compute kernel's derived counts, for a blocking that has out_block_h/w and out_subblock_h/w
+    (the IR's CoreBlocking and the plan alike)."""
 
-    per_core_m: int
-    per_core_n: int
     out_block_h: int
     out_block_w: int
-    in0_block_w: int
     out_subblock_h: int
     out_subblock_w: int
-    num_blocks: int                  # K-blocks (num_blocks_inner_dim)
-    num_blocks_h_dim: int
-    num_blocks_w_dim: int
-    in0_shard_w: int                 # K tiles of a sharded in0's shard (0: in0 is not sharded by K)
 
     @property
     def in0_num_subblocks(self) -> int:
@@ -460,6 +453,23 @@ class CoreBlocking:
     @property
     def out_block_tiles(self) -> int:
         return self.out_block_h * self.out_block_w
+
+
+@dataclass(frozen=True)
+class CoreBlocking(SubblockCounts):
+    """One core's blocking in tiles, named as TT-Metal's factory names it."""
+
+    per_core_m: int
+    per_core_n: int
+    out_block_h: int
+    out_block_w: int
+    in0_block_w: int
+    out_subblock_h: int
+    out_subblock_w: int
+    num_blocks: int                  # K-blocks (num_blocks_inner_dim)
+    num_blocks_h_dim: int
+    num_blocks_w_dim: int
+    in0_shard_w: int                 # K tiles of a sharded in0's shard (0: in0 is not sharded by K)
 
 
 @dataclass(frozen=True)

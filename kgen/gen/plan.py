@@ -21,13 +21,14 @@ from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS,  # noq
                             PlanError, divisors, fmt_pair, nearest, round_up_tiles)
 from kgen.gen import activations
 from kgen.gen.activations import Activation
+from kgen.gen.ir import SubblockCounts
 from kgen.gen.spec import ComputeConfig, MatmulSpec
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
 from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
 from kgen.gen.dataflow.base import check_batched_in1
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(SubblockCounts):
     spec: MatmulSpec
     arch: ArchFacts
     compute: ComputeConfig
@@ -74,23 +75,8 @@ class Plan:
         """Where this plan runs a kernel in a mode TT-Metal's 2D factory would not compile."""
         return factory_departures(self.compute, self.dst_sync, self.dst_capacity)
 
-    # derived quantities of the compute kernel (docs/reference/matmul.md §1.1)
-    @property
-    def in0_num_subblocks(self) -> int:
-        return self.out_block_h // self.out_subblock_h
-
-    @property
-    def in1_num_subblocks(self) -> int:
-        return self.out_block_w // self.out_subblock_w
-
-    @property
-    def out_subblock_tiles(self) -> int:
-        return self.out_subblock_h * self.out_subblock_w
-
-    @property
-    def out_block_tiles(self) -> int:
-        return self.out_block_h * self.out_block_w
-
+    # derived quantities of the compute kernel (docs/reference/matmul.md §1.1; the subblock counts are
+    # SubblockCounts')
     @property
     def in0_block_tiles(self) -> int:
         return self.out_block_h * self.in0_block_w
