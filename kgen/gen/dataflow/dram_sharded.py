@@ -137,6 +137,10 @@ class DramSharded:
                           if n_compute != per_core_n else ""))
         return (per_core_m, n_compute), (sbh, sbw), n_compute
 
+    def subblock(self, per_core_m: int, per_core_n: int, fp32_dest_acc: bool) -> tuple[int, int, int]:
+        """(out_subblock_h, out_subblock_w, per_core_N_compute) the factory takes (factory_subblock)."""
+        return factory_subblock(per_core_m, per_core_n, fp32_dest_acc)
+
     def shard_widths(self, nt: int, banks: int) -> list[int]:
         """in1 shard widths (per_core_N) the factory reads right for Nt tiles over `banks` DRAM banks."""
         return shard_widths(nt, banks)
