@@ -306,3 +306,16 @@ def test_an_explicit_blocking_other_than_the_factorys_is_refused(block, rule):
 def test_the_factorys_own_subblock_may_be_written():
     p = plan(make(shape="32 x 11136 x 4096", block="per_core = 1 x 29  in0_block_w = 4  out_subblock = 1 x 8"))
     assert (p.out_subblock_w, p.per_core_n_compute) == (8, 32)
+
+
+def test_a_fused_activation_runs_over_the_padded_lanes_too():
+    # TT's kernel applies the SFPU activation to the whole subblock (apply_activation_from_pack(out_subblock_
+    # num_tiles)), padded lanes included. fp32 dest: get_matmul_subblock_params(1, 5) = 1 x 1 (1 x 5 is over
+    # 4 tiles), widened to 1 x 3 (ceil(5 / 3) = 2 < 5; 4 needs 2 as well): per_core_N_compute 6, valid 3 - 1
+    spec = make(shape="32 x 160 x 320", block="per_core = 1 x 5  in0_block_w = 10",
+                extra="fuse { activation = tanh }  compute { fp32_dest_acc = true }")
+    a = run(spec, "verified")
+    p = a.plan
+    assert (p.out_subblock_w, p.per_core_n_compute, p.last_subblock_w_valid) == (3, 6, 2)
+    compute = next(k for k in a.ir.kernels if k.name == "compute")
+    assert {int(n["tiles"]) for n, _ in walk(compute.body) if n.kind == "activation_apply"} == {3}
