@@ -55,6 +55,7 @@ SHARDED_SHARE = 0.3           # of the mcast_2d cases that can be: in0 and/or th
 DRAM_SHARDED_SHARE = 0.1      # cases made TT-Metal's DRAM-sharded decode matmul (the factories taking no DRAM tensor)
 DRAM_SHARDED_MAX_MT = 4       # decode-sized M
 DRAM_SHARDED_PADDED_SHARE = 0.5   # of those, drawn with a padded last shard (Nt not a multiple of per_core_N)
+DRAM_SHARDED_LANES_SHARE = 0.4    # of those, drawn with a shard width the factory's subblock pads (per_core_N_compute)
 BATCHED_IN1_SHARE = 0.8      # of the batched cases on a factory that takes it: one in1 per batch
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
@@ -550,6 +551,10 @@ def _dram_sharded(rng: random.Random, c: _Choice) -> _Choice:
     layouts = [(nt, w, k) for nt, w, k in layouts
                if any(k % cols == 0 and k // cols <= MAX_GRID for cols in range(1, MAX_GRID + 1))]
     padded = [x for x in layouts if x[0] % x[1]]
+    # shard widths whose one-tile-high subblock the factory widens past them (padded lanes)
+    lanes = [x for x in layouts if df.subblock(1, x[1], c.fp32_dest_acc)[2] != x[1]]
+    if lanes and rng.random() < DRAM_SHARDED_LANES_SHARE:
+        padded, layouts = [x for x in lanes if x[0] % x[1]], lanes
     nt, width, workers = rng.choice(padded if padded and rng.random() < DRAM_SHARDED_PADDED_SHARE else layouts)
     cols = max(d for d in range(1, MAX_GRID + 1) if workers % d == 0 and workers // d <= MAX_GRID)
     # the factory chooses the subblock (per_core_M x per_core_N, widened when one tile high); kgen's writer
@@ -563,9 +568,10 @@ def _dram_sharded(rng: random.Random, c: _Choice) -> _Choice:
     else:
         shards = max(d for d in _divisors(kt) if d <= workers)
         w = rng.choice(_divisors(kt // shards))
-    subblock = df.subblock(mt, width, c.fp32_dest_acc)[:2]
+    sbh, sbw, n_compute = df.subblock(mt, width, c.fp32_dest_acc)
+    subblock = (sbh, sbw)
     return dataclasses.replace(c, dataflow=df.name, batch=1, mt=mt, nt=nt, kt=kt, grid_req=(cols, workers // cols),
-                               per_core=(mt, width), out_block=(mt, width), in0_block_w=w, subblock=subblock,
+                               per_core=(mt, width), out_block=(mt, n_compute), in0_block_w=w, subblock=subblock,
                                bias=False, untilize=False, trim=(0, 0, 0), transpose_mcast=False,
                                auto=frozenset(), omit=frozenset(c.omit - {"dataflow", "out_block"}),
                                memory=(Placement.L1_WIDTH_SHARDED, Placement.L1_WIDTH_SHARDED),
