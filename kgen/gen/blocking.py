@@ -11,22 +11,10 @@ from kgen.core.types import Placement
 from kgen.gen.dataflow import get as dataflow_of
 from kgen.gen.ir import CircularBuffer, L1Region
 from kgen.gen.dataflow.base import cb_depths
-from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_L1_ARRAY, CB_OUT, CB_PARTIALS, L1_ARRAY_BYTES,
-                            PlanError, divisors, fmt_pair, nearest)
+from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_L1_ARRAY, CB_OUT, CB_OUT_SHARD, CB_PARTIALS,
+                            L1_ARRAY_BYTES, SUBBLOCK_HW_CHOICES, PlanError, divisors, fmt_pair, nearest)
 from kgen.gen.spec import ComputeConfig, MatmulSpec
 
-# SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
-# bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (docs/reference/matmul.md §3.4).
-SUBBLOCK_HW_CHOICES: tuple[tuple[int, int], ...] = (
-    (4, 2), (2, 4), (8, 1), (1, 8),
-    (7, 1), (1, 7),
-    (3, 2), (2, 3), (6, 1), (1, 6),
-    (5, 1), (1, 5),
-    (2, 2), (4, 1), (1, 4),
-    (3, 1), (1, 3),
-    (2, 1), (1, 2),
-    (1, 1),
-)
 # in0/in1 CBs are double-buffered when more than one K-block flows (MCAST_INPUT_BUFFERING_DEPTH).
 INPUT_BUFFERING_DEPTH = 2
 # Upper bound of the auto in0_block_w search: deeper K-blocks buy little once the matrix engine is
@@ -69,13 +57,17 @@ def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_nu
 def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_fmt: str, bias_fmt: str | None,
               partials_fmt: str, out_block: tuple[int, int], in0_block_w: int, num_blocks: int,
               batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int,
-              per_core: tuple[int, int] = (0, 0), in0_shard_w: int = 0
+              per_core: tuple[int, int] = (0, 0), in0_shard_w: int = 0, in1_w: int = 0, out_shard_w: int = 0
               ) -> tuple[tuple[CircularBuffer, ...], tuple[L1Region, ...], str]:
     """CB sizing of the 2D factory (docs/reference/matmul.md §2.3). With a block-sharded in0, c_2 holds the
     core's shard (per_core_M x shard width tiles, globally allocated on in0) and c_6 is the factory's
     64-byte scratch; with a sharded output c_4 holds the core's whole output shard (per_core_M x
     per_core_N tiles, globally allocated on out), and `do_not_inplace_interm0_out_CB = output_is_sharded
-    && per_core_M != out_block_h` keeps the partials apart."""
+    && per_core_M != out_block_h` keeps the partials apart. `in1_w`: the tiles of one in1 row in c_1 when
+    they are fewer than the out block's (the DRAM-sharded factory's per_core_N_in1_sender beside its padded
+    per_core_N_compute); `out_shard_w`: the output shard's width when c_4 is a buffer of its own and the
+    writer copies its real columns into the shard (c_7, globally allocated on out; that factory's
+    out_reshard)."""
     tb = arch.tile_bytes
     obh, obw = out_block
     depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
@@ -88,12 +80,13 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
                                  f"with per_core_M = {per_core[0]} != out_block_h = {obh})")
     out_region = "out+partials" if share else "out"
     out_pages = per_core[0] * per_core[1] if out_sharded else obh * obw
+    out_buffer = "out" if out_sharded and not out_shard_w else None
     cbs = [
         # a height-sharded in0: c_0 itself is globally allocated on the in0 buffer (the factory:
         # `if (in0_height_sharded) src0_cb_config.set_globally_allocated_address(*in0_buffer)`)
         CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * in0_depth, "in0",
                        buffer="in0" if spec.memory.in0 == Placement.L1_HEIGHT_SHARDED else None),
-        CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], obw * in0_block_w * in1_depth, "in1"),
+        CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], (in1_w or obw) * in0_block_w * in1_depth, "in1"),
     ]
     if spec.memory.in0 in (Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED):
         # the DRAM-sharded factory's c_2 too: `in2_CB_tiles = per_core_M * in0_shard_width_in_tiles` on in0
@@ -103,8 +96,10 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
         cbs.append(CircularBuffer(CB_L1_ARRAY, "cb_l1_array", "l1 array", "Float16_b", L1_ARRAY_BYTES, 1, "l1 array"))
     if bias_fmt is not None:
         cbs.append(CircularBuffer(CB_BIAS, "cb_bias", "bias", bias_fmt, tb[bias_fmt], obw, "bias"))
-    cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], out_pages, out_region,
-                              buffer="out" if out_sharded else None))
+    cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], out_pages, out_region, buffer=out_buffer))
+    if out_shard_w:
+        cbs.append(CircularBuffer(CB_OUT_SHARD, "cb_out_shard", "out shard", out_fmt, tb[out_fmt],
+                                  per_core[0] * out_shard_w, "out shard", buffer="out"))
     cbs.append(CircularBuffer(CB_PARTIALS, "cb_intermed0", "partials", partials_fmt, tb[partials_fmt], obh * obw,
                               out_region if share else "partials"))
     regions: dict[str, list[CircularBuffer]] = {}
@@ -135,6 +130,8 @@ class Blocking:
     mt: int
     nt: int
     in0_shard_w: int = 0             # K tiles of a block-sharded in0's shard (0: in0 is not block-sharded)
+    in1_w: int = 0                   # tiles of an in1 row in c_1 when fewer than per_core_n (cb_table)
+    out_shard_w: int = 0             # the output shard's width when c_4 is not the shard (cb_table)
 
     @property
     def out_sharded(self) -> bool:
@@ -222,17 +219,21 @@ class Blocking:
         out_blocks = self.batch_ct * (self.per_core_m // ob[0]) * (self.per_core_n // ob[1])
         return cb_table(self.spec, self.arch, self.in0_fmt, self.in1_fmt, self.out_fmt, self.bias_fmt, pf, ob, w,
                          nb, self.batch_ct, ob[1] // sb[1], out_blocks, (self.per_core_m, self.per_core_n),
-                         self.in0_shard_w)
+                         self.in0_shard_w, self.in1_w, self.out_shard_w)
 
     def fits(self, ob: tuple[int, int], w: int, sb: tuple[int, int]) -> bool:
         _, regions, _ = self.cbs_for(ob, w, sb)
         return sum(r.bytes for r in regions) <= self.arch.usable_cb_bytes
 
-    def choose(self, choices: list[str]) -> tuple[tuple[int, int], int, tuple[int, int]]:
+    def choose(self, choices: list[str], fixed: tuple[tuple[int, int], tuple[int, int]] | None = None
+               ) -> tuple[tuple[int, int], int, tuple[int, int]]:
         """(out_block, in0_block_w, out_subblock): the first candidate whose CBs fit, largest out block
-        first; if none fits, the first legal one, whose L1 overflow plan() then reports."""
+        first; if none fits, the first legal one, whose L1 overflow plan() then reports. `fixed`: the
+        (out_block, out_subblock) a factory chooses itself (the spec's were checked against them)."""
         block = self.spec.block
         given_ob, given_w, given_sb = block.out_block, block.in0_block_w, block.out_subblock
+        if fixed is not None:
+            given_ob, given_sb = fixed
         if given_ob is not None:
             self.check_out_block(given_ob)
             self.check_padding(given_ob)
@@ -278,7 +279,7 @@ class Blocking:
                                 "no out_block has a legal subblock", self.spec.span("block"))
             chosen = first_legal  # plan() reports its L1 overflow with suggestions
         (obh, obw), in0_block_w, (sbh, sbw) = chosen
-        if given_ob is None:
+        if given_ob is None and fixed is None:
             choices.append(f"out_block auto -> {obh} x {obw}: the largest block dividing per_core "
                            f"{self.per_core_m} x {self.per_core_n} whose CBs fit L1")
         if given_w is None and self.spec.memory.in0 == Placement.L1_HEIGHT_SHARDED:
@@ -291,7 +292,7 @@ class Blocking:
         if given_sb is None:
             choices.append(f"out_subblock auto -> {sbh} x {sbw}: first of TT-Metal's SUBBLOCK_HW_CHOICES (h, w) "
                            f"dividing out_block {obh} x {obw} within DST capacity {self.capacity}")
-        else:
+        elif fixed is None:
             self.check_subblock(given_sb, (obh, obw))
         return chosen
 

@@ -90,7 +90,8 @@ class RuntimeArg:
     """One runtime argument of a data-movement kernel and where its value comes from:
     `core_x`/`core_y` (this core's logical coordinate), `noc_x`/`noc_y` (the NoC coordinate of the
     logical column/row `coord`, known only on the device, so the loader translates it), or
-    `buffer_address` (the DRAM address of `tensor`, known only when the tensors are allocated)."""
+    `buffer_address` (the DRAM address of `tensor`, known only when the tensors are allocated), or
+    `value` (the constant `coord`)."""
 
     name: str
     source: str
@@ -470,6 +471,10 @@ class CoreBlocking(SubblockCounts):
     num_blocks_h_dim: int
     num_blocks_w_dim: int
     in0_shard_w: int                 # K tiles of a sharded in0's shard (0: in0 is not sharded by K)
+    # the N tiles a core computes (out block columns over all its out blocks): per_core_n, or more where the
+    # factory pads them for a wider subblock (the DRAM-sharded factory's per_core_N_compute)
+    per_core_n_compute: int
+    last_subblock_w_valid: int       # lanes of the last in1 subblock backed by in1 tiles (out_subblock_w unpadded)
 
 
 @dataclass(frozen=True)

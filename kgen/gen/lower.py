@@ -16,7 +16,7 @@ from typing import Callable, Mapping
 from kgen.gen.dataflow.kernels import out_block_loops
 from kgen.core.types import TILE_HW, Placement
 from kgen.gen.ir import (Affine, ComputeFlags, CoreBlocking, CoreRange, IoTensor, Kernel, Loop, Node, Problem, Program,
-                         ShardSpec, Sym, op)
+                         RuntimeArg, ShardSpec, Sym, op)
 from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan, round_up_tiles
 
 A = Affine.of
@@ -54,7 +54,7 @@ def compute_compile_time_args(p: Plan) -> tuple[tuple[str, int], ...]:
         ("in0_subblock_num_tiles", p.out_subblock_h * p.in0_block_w),
         ("in1_num_subblocks", p.in1_num_subblocks),
         ("in1_block_num_tiles", p.in1_block_tiles),
-        ("in1_block_w", p.out_block_w),
+        ("in1_block_w", p.in1_block_w),  # the in1 row stride: fewer than the out block's columns when padded
         ("num_blocks_inner_dim", p.num_blocks),
         ("num_blocks_w_dim", p.num_blocks_w_dim),
         ("num_blocks_h_dim", p.num_blocks_h_dim),
@@ -85,7 +85,15 @@ def compute_named_args(p: Plan) -> tuple[tuple[str, int], ...]:
     act = p.sfpu_activation
     if act is not None:
         named += act.named_args                         # activation_type, activation_param0..2
+    if _dram_sharded_compute(p):
+        named.append(("last_subblock_w_valid", p.last_subblock_w_valid))
     return tuple(named)
+
+
+def _dram_sharded_compute(p: Plan) -> bool:
+    """The kernel is built as the DRAM-sharded factory builds TT's (MATMUL_DRAM_SHARDED: the named arg
+    last_subblock_w_valid and the is_worker_core runtime arg)."""
+    return "MATMUL_DRAM_SHARDED" in dict(getattr(p.dataflow, "compute_defines", ()))
 
 
 # Every define TT-Metal's matmul compute kernel reads that kgen plans for (§1.3); the rendered kernel
@@ -106,7 +114,7 @@ def compute_defines(p: Plan) -> tuple[tuple[str, str], ...]:
         defines.append(("PACKER_L1_ACC", "1"))
     if p.compute.fp32_dest_acc:
         defines.append(("FP32_DEST_ACC_EN", "1"))
-    return tuple(defines)
+    return tuple(defines) + tuple(getattr(p.dataflow, "compute_defines", ()))
 
 
 @dataclass(frozen=True)
@@ -181,15 +189,20 @@ class _ComputeLowering:
             return not self.p.fuse_bias and block == self.last     # armed at block n-2: one reload, last block
         return block >= 1                                          # spill: every later block reloads
 
-    def subblock_ops(self, block: int) -> tuple[Node, ...]:
+    def subblock_ops(self, block: int, narrowed: bool = False) -> tuple[Node, ...]:
+        """One subblock's K-block step. `narrowed`: the last in1 subblock of a padded block, whose
+        matmul_block covers only the lanes in1 tiles back (TT's last_subblock_w_valid); the padded lanes
+        keep whatever DST held, are packed with the rest, and the writer drops them."""
         ct, sb, l1acc, bias = self.ct, self.sb, self.p.l1_acc_enabled, self.p.fuse_bias
         sbw, kt = ct["out_subblock_w"], ct["in0_block_w"]
+        mm_w = Sym(self.p.last_subblock_w_valid, "last_subblock_w_valid") if narrowed else sbw
         ops: list[Node] = [op("tile_regs_acquire")]
         if self.enable_reload(block):
             ops += self.reload_ops()
         ops.append(Loop("k", 0, kt, (
             op("matmul_block", CB_IN0, CB_IN1, A(0, in0_sb=ct["in0_subblock_num_tiles"], k=1),
-               A(0, in1_sb=sbw, k=ct["in1_block_w"]), 0, False, sbw, ct["out_subblock_h"], kt),)))
+               A(0, in1_sb=sbw, k=ct["in1_block_w"]), 0, False, mm_w, ct["out_subblock_h"], kt,
+               note="the last subblock: only the lanes in1 backs" if narrowed else ""),)))
         if block == self.last:
             mm_out = self.mm_out
             wait = op("tile_regs_wait") if bias else self.pack_wait()     # with a bias, the bias stage applies it
@@ -211,6 +224,16 @@ class _ComputeLowering:
             ops += [op("pack_block", CB_PARTIALS, 0, sb), op("tile_regs_release"), op("cb_push_back", CB_PARTIALS, sb)]
         return tuple(ops)
 
+    def in1_subblock_loops(self, block: int) -> tuple[Node, ...]:
+        """The in1 subblocks of one K-block; with padded lanes the last one is a loop of its own."""
+        n = self.p.in1_num_subblocks
+        if not self.p.padded_lanes:
+            return (Loop("in1_sb", 0, self.ct["in1_num_subblocks"], self.subblock_ops(block)),)
+        full = (Loop("in1_sb", 0, n - 1, self.subblock_ops(block)),) if n > 1 else ()
+        return full + (Loop("in1_sb", n - 1, n, self.subblock_ops(block, narrowed=True),
+                            f"{self.p.padded_lanes} padded lane(s): per_core_N_compute {self.p.per_core_n_compute} "
+                            f"> per_core_N {self.p.per_core_n}"),)
+
     def k_block_body(self, block: int) -> tuple[Node, ...]:
         p, ct, sb, last = self.p, self.ct, self.sb, self.last
         in0_tiles, in1_tiles = ct["in0_block_num_tiles"], ct["in1_block_num_tiles"]
@@ -218,8 +241,7 @@ class _ComputeLowering:
         if p.pack_relu and not p.fuse_bias and block == last:
             ops.append(op("pack_relu", "zero", note="ReLU on the final pack only"))
         ops += [op("cb_wait_front", CB_IN0, in0_tiles), op("cb_wait_front", CB_IN1, in1_tiles)]
-        ops.append(Loop("in0_sb", 0, ct["in0_num_subblocks"], (
-            Loop("in1_sb", 0, ct["in1_num_subblocks"], self.subblock_ops(block)),)))
+        ops.append(Loop("in0_sb", 0, ct["in0_num_subblocks"], self.in1_subblock_loops(block)))
         drain = (p.fuse_bias and block < last) or (not p.fuse_bias and block < last - 1)
         if p.l1_acc_enabled and drain:
             # Popping the whole block rewinds the partials FIFO, so the next block packs onto the same
@@ -373,7 +395,9 @@ def lower(p: Plan) -> Program:
     all_cores = CoreRange(0, 0, nx - 1, ny - 1)
     compute = Kernel("compute", "compute", "TRISC", None, all_cores, _compute_kernel(p),
                      compile_time_args=compute_compile_time_args(p), named_compile_time_args=compute_named_args(p),
-                     defines=compute_defines(p))
+                     defines=compute_defines(p),
+                     # TT's kernel under MATMUL_DRAM_SHARDED returns at once unless runtime arg 0 is 1
+                     runtime_args=(RuntimeArg("is_worker_core", "value", A(1)),) if _dram_sharded_compute(p) else ())
     dm, sems = p.dataflow.kernels(p, all_cores)
     flags = ComputeFlags(math_fidelity=p.compute.math_fidelity, fp32_dest_acc=p.compute.fp32_dest_acc,
                          math_approx=p.compute.math_approx, dst_full_sync=p.compute.dst_full_sync,
@@ -386,7 +410,8 @@ def lower(p: Plan) -> Program:
                    problem=Problem(s.batch, s.m, s.n, s.k, p.mt, p.nt, p.kt, p.batch_ct),
                    blocking=CoreBlocking(p.per_core_m, p.per_core_n, p.out_block_h, p.out_block_w, p.in0_block_w,
                                          p.out_subblock_h, p.out_subblock_w, p.num_blocks, p.num_blocks_h_dim,
-                                         p.num_blocks_w_dim, p.in0_shard_w),
+                                         p.num_blocks_w_dim, p.in0_shard_w, p.per_core_n_compute,
+                                         p.last_subblock_w_valid),
                    policy=p.policy, policy_reason=p.policy_reason, partials_format=p.partials_format,
                    fuse_bias=p.fuse_bias, sfpu_activation=p.sfpu_activation)
 

@@ -123,7 +123,7 @@ _ROWS: tuple[OpSpec, ...] = (
            "apply_activation_from_pack", dst=WAIT, work=lambda o: Work(sfpu_tiles=int(o["tiles"]))),
     # compute: math and pack
     _compute("matmul_block", ("in0", "in1", "in0_tile", "in1_tile", "dst", "transpose", "ct", "rt", "kt"), MATMUL,
-             MATH, "matmul.h", reads_front=(("in0", "in0_tile", 1), ("in1", "in1_tile", 1)), dst=WRITES_DST,
+             MATH, "matmul.h", reads_front=(("in0", "in0_tile", 1), ("in1", "in1_tile", "ct")), dst=WRITES_DST,
              dst_tiles=lambda o: o["ct"] * o["rt"], work=_matmul_work),
     _compute("copy_block", ("cb", "tile", "dst", "tiles"), DATACOPY, MATH, "tile_move_copy.h",   # reload partials -> DST
              reads_front=(("cb", "tile", "tiles"),), dst=WRITES_DST, dst_tiles=lambda o: o["tiles"],

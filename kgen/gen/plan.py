@@ -69,6 +69,26 @@ class Plan(SubblockCounts):
     choices: tuple[str, ...]             # how each auto value was chosen
     out_partials_sharing: str = ""       # whether c_4 and c_5 share one L1 region, and why
     in0_shards: int = 0                  # cores holding a width-sharded in0's K slices (0: not width-sharded)
+    # the N tiles a core computes: per_core_n, or more where the factory pads them for a wider subblock
+    # (the DRAM-sharded factory's per_core_N_compute; its per_core_N_in1_sender is per_core_n)
+    per_core_n_compute: int = 0
+
+    @property
+    def padded_lanes(self) -> int:
+        """Output columns a core computes past per_core_n: the last in1 subblock's lanes no in1 tile backs."""
+        return max(0, self.per_core_n_compute - self.per_core_n)
+
+    @property
+    def last_subblock_w_valid(self) -> int:
+        """Lanes of the last in1 subblock backed by in1 tiles (the DRAM-sharded factory's
+        last_subblock_w_valid = out_subblock_w - (per_core_N_compute - per_core_N_in1_sender))."""
+        return self.out_subblock_w - self.padded_lanes
+
+    @property
+    def in1_block_w(self) -> int:
+        """Tiles of one in1 row in c_1: the out block's width less the padded lanes (TT's compute arg
+        in1_block_w, the row stride of its in1 index)."""
+        return self.out_block_w - self.padded_lanes
 
     @property
     def factory_departures(self) -> tuple[str, ...]:
@@ -83,7 +103,7 @@ class Plan(SubblockCounts):
 
     @property
     def in1_block_tiles(self) -> int:
-        return self.out_block_w * self.in0_block_w
+        return self.in1_block_w * self.in0_block_w
 
     @property
     def fuse_bias(self) -> bool:
@@ -306,9 +326,18 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     dst_sync = "SyncFull" if c.dst_full_sync else "SyncHalf"
     dst_accum = "Float32" if c.fp32_dest_acc else "Float16_b"
 
-    blocking = Blocking(spec, arch, kt, per_core_m, per_core_n, capacity, dst_sync, dst_accum, batch_ct,
-                         in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt, in0_shard_w)
-    (obh, obw), in0_block_w, (sbh, sbw) = blocking.choose(choices)
+    # a factory that chooses its own subblock (and pads the N it computes for it) fixes the out block
+    factory_blocking = getattr(dataflow_of(spec.dataflow), "factory_blocking", None)
+    fixed, n_compute = None, per_core_n
+    if factory_blocking is not None:
+        ob, sb, n_compute = factory_blocking(spec, per_core_m, per_core_n, c.fp32_dest_acc, choices)
+        fixed = (ob, sb)
+    separate_shard = getattr(dataflow_of(spec.dataflow), "separate_out_shard", False)
+    blocking = Blocking(spec, arch, kt, per_core_m, n_compute, capacity, dst_sync, dst_accum, batch_ct,
+                        in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt, in0_shard_w,
+                        in1_w=per_core_n if n_compute != per_core_n else 0,
+                        out_shard_w=per_core_n if separate_shard else 0)
+    (obh, obw), in0_block_w, (sbh, sbw) = blocking.choose(choices, fixed)
 
     num_blocks = kt // in0_block_w
     l1acc, policy_reason = accumulation_policy(spec, c, num_blocks)
@@ -332,12 +361,12 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         spec=spec, arch=arch, compute=c, mt=mt, nt=nt, kt=kt, batch_ct=batch_ct, grid_requested=grid_req,
         grid=grid, per_core_m=per_core_m, per_core_n=per_core_n, out_block_h=obh, out_block_w=obw,
         in0_block_w=in0_block_w, out_subblock_h=sbh, out_subblock_w=sbw, num_blocks=num_blocks,
-        num_blocks_h_dim=per_core_m // obh, num_blocks_w_dim=per_core_n // obw, policy=policy,
+        num_blocks_h_dim=per_core_m // obh, num_blocks_w_dim=n_compute // obw, policy=policy,
         policy_reason=policy_reason, l1_acc_enabled=l1acc, partials_format=partials_fmt,
         partials_reason=partials_reason, out_format=out_fmt, in0_format=in0_fmt, in1_format=in1_fmt,
         bias_format=bias_fmt, dst_sync=dst_sync, dst_capacity=capacity, dst_accum_format=dst_accum,
         cbs=cbs, regions=regions, warnings=(), choices=tuple(choices), out_partials_sharing=sharing,
-        in0_shards=layout.in0_shards,
+        in0_shards=layout.in0_shards, per_core_n_compute=n_compute,
     )
     return replace(chosen, warnings=_warnings(chosen))
 

@@ -27,6 +27,8 @@ def plan_to_dict(p: Plan, variants: dict[str, str] | None = None) -> dict[str, A
         "num_blocks": p.num_blocks,
         "num_blocks_h_dim": p.num_blocks_h_dim,
         "num_blocks_w_dim": p.num_blocks_w_dim,
+        **({"per_core_n_compute": p.per_core_n_compute, "last_subblock_w_valid": p.last_subblock_w_valid}
+           if p.padded_lanes else {}),
         "compute_config": {
             "preset": c.preset, "math_fidelity": c.math_fidelity, "fp32_dest_acc_en": c.fp32_dest_acc,
             "packer_l1_acc": c.packer_l1_acc, "math_approx_mode": c.math_approx,
@@ -120,7 +122,10 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
                                    "top row, in1 along rows from the left column" if s.transpose_mcast else "")),
         ("grid", f"{p.grid[0]} x {p.grid[1]} cores with work (x by y, {p.num_cores} cores) of "
                  f"{p.grid_requested[0]} x {p.grid_requested[1]} requested"),
-        ("per core", f"per_core_M x per_core_N = {p.per_core_m} x {p.per_core_n} tiles"),
+        ("per core", f"per_core_M x per_core_N = {p.per_core_m} x {p.per_core_n} tiles"
+                     + (f"; computed over per_core_N_compute = {p.per_core_n_compute} (the last subblock's "
+                        f"last_subblock_w_valid = {p.last_subblock_w_valid} of {p.out_subblock_w} lanes real, "
+                        f"the padded ones dropped by the writer)" if p.padded_lanes else "")),
         ("out block", f"out_block_h x out_block_w = {p.out_block_h} x {p.out_block_w} tiles "
                       f"({p.num_blocks_h_dim} x {p.num_blocks_w_dim} per core)"),
         ("in0_block_w", f"{p.in0_block_w} tiles"),

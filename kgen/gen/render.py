@@ -290,6 +290,8 @@ def _runtime_value(arg: RuntimeArg, env: dict[str, int]) -> Any:
         return {arg.source: arg.logical(env)}
     if arg.source == "buffer_address":
         return {"buffer_address": arg.tensor}
+    if arg.source == "value":
+        return arg.logical(env)
     raise KgenBug(f"unknown runtime arg source {arg.source}")
 
 

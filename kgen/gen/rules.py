@@ -15,6 +15,35 @@ CB_IN0, CB_IN1, CB_BIAS, CB_OUT, CB_PARTIALS = 0, 1, 3, 4, 5
 # `src2_cb_config ... set_globally_allocated_address(*in0_buffer)`, `cb_for_l1_array_config(32 * 2, Float16_b)`).
 CB_IN0_SHARD, CB_L1_ARRAY = 2, 6
 L1_ARRAY_BYTES = 32 * 2
+# The output tensor's own L1 shard when the compute's out CB is a separate buffer the writer copies from
+# (the DRAM-sharded factory: `out_reshard` / tensor::out_shard, matmul_multicore_reuse_mcast_dram_sharded_
+# program_factory.cpp, tenstorrent/tt-metal@01502698)
+CB_OUT_SHARD = 7
+
+# SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
+# bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (docs/reference/matmul.md §3.4).
+SUBBLOCK_HW_CHOICES: tuple[tuple[int, int], ...] = (
+    (4, 2), (2, 4), (8, 1), (1, 8),
+    (7, 1), (1, 7),
+    (3, 2), (2, 3), (6, 1), (1, 6),
+    (5, 1), (1, 5),
+    (2, 2), (4, 1), (1, 4),
+    (3, 1), (1, 3),
+    (2, 1), (1, 2),
+    (1, 1),
+)
+
+
+def matmul_subblock_params(per_core_m: int, per_core_n: int, fp32_dest_acc: bool) -> tuple[int, int]:
+    """bmm_op_utils::get_matmul_subblock_params(per_core_M, per_core_N, false, false, fp32_dest_acc_en)
+    (matmul_program_config.cpp): the first of SUBBLOCK_HW_CHOICES, read as (h, w), dividing the block, at
+    most 4 tiles under fp32 dest accumulation; 1 x 1 divides every block."""
+    for h, w in SUBBLOCK_HW_CHOICES:
+        if fp32_dest_acc and h * w > 4:
+            continue
+        if per_core_m % h == 0 and per_core_n % w == 0:
+            return h, w
+    return 1, 1
 
 
 class PlanError(SpecError):

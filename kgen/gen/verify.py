@@ -62,10 +62,13 @@ class _State:
     regs: str = "released"      # released -> acquired -> committed -> waited -> released
     dst_used: int = 0           # tiles touched in DST by math since acquire
     l1_acc: bool = False
+    # DST lanes past dst_used the pack may take as they are: the padded lanes of a narrowed last in1
+    # subblock (the blocking's out_subblock_w - last_subblock_w_valid), whatever DST held
+    dst_padding: int = 0
 
     def key(self) -> tuple:
         return (tuple(sorted(self.waited.items())), tuple(sorted(self.reserved.items())), self.regs,
-                self.dst_used, self.l1_acc)
+                self.dst_used, self.l1_acc, self.dst_padding)
 
 
 class _Checker:
@@ -134,8 +137,8 @@ class _Checker:
                 self.fail(f"{k} while DST is {s.regs}", n)
             s.regs = after
             if row.dst == ACQUIRE:
-                s.dst_used = 0
-            if row.category == SFPU and self.value(n["tiles"], env) > s.dst_used:
+                s.dst_used, s.dst_padding = 0, 0
+            if row.category == SFPU and self.value(n["tiles"], env) > s.dst_used + s.dst_padding:
                 self.fail(f"runs the activation over {self.value(n['tiles'], env)} DST tiles, math wrote "
                           f"{s.dst_used}", n)
         elif row.dst == WRITES_DST:
@@ -145,6 +148,7 @@ class _Checker:
             for cb, first, count in row.reads_front:
                 self.need_front(n[cb], self.value(n[first], env) + (n[count] if isinstance(count, str) else count), n)
             s.dst_used = max(s.dst_used, end)
+            s.dst_padding = self.padded_lanes(n) if k == "matmul_block" else 0
             if s.dst_used > self.capacity:
                 self.fail(f"{s.dst_used} tiles in DST exceed its capacity of {self.capacity} "
                           f"({self.program.compute.dst_sync}, {self.program.compute.dst_accum_format})", n)
@@ -154,12 +158,21 @@ class _Checker:
             # an op without a `dst` argument packs from DST tile 0 (pack_untilize_dest)
             cb, tiles = n[row.writes_back], row.dst_tiles(n)
             last_dst = (self.value(n["dst"], env) if "dst" in row.args else 0) + tiles
-            if last_dst > s.dst_used:
+            if last_dst > s.dst_used + s.dst_padding:
                 self.fail(f"packs DST tile {last_dst - 1} which math never wrote", n)
             if s.reserved.get(cb, 0) < tiles:
                 self.fail(f"packs into c_{cb} without {tiles} reserved page(s)", n)
         elif row.category == L1_ACC_SWITCH:
             s.l1_acc = bool(n["enable"])
+
+    def padded_lanes(self, n: Op) -> int:
+        """The lanes a one-tile-high matmul_block leaves to padding: out_subblock_w - ct when ct is the
+        blocking's last_subblock_w_valid (the narrowed last in1 subblock), else none."""
+        b = self.program.blocking
+        ct = int(n["ct"])
+        if b is None or int(n["rt"]) != 1 or ct == b.out_subblock_w or ct != b.last_subblock_w_valid:
+            return 0
+        return b.out_subblock_w - ct
 
     def need_front(self, cb: int, upto: int, n: Op) -> None:
         if self.state.waited.get(cb, 0) < upto:
@@ -230,6 +243,7 @@ def _static_checks(program: Program, kernel: Kernel) -> None:
     cores = {"core_x": kernel.cores.x1 + 1, "core_y": kernel.cores.y1 + 1}
     tensors = {t.name: t for t in kernel.tensors}
 
+    waited: dict[int, int] = {}          # the last cb_wait_front of each CB, in program order
     for n, loops in walk(kernel.body):
         ranges = {loop.var: loop.stop for loop in loops}
         _check_uint32(kernel, n, {**ranges, **cores})
@@ -252,11 +266,18 @@ def _static_checks(program: Program, kernel: Kernel) -> None:
                 raise IRVerificationError(kernel.name, f"`copy_shard` reaches tile {hi - 1} of c_{n['src_cb']}, "
                                           f"which holds {program.cb_pages[n['src_cb']]}")
         elif n.kind == "matmul_block":
+            # the last tile each operand's unpack reaches: in0 rt rows kt apart, in1 ct tiles of a row
+            reach = {"in0_tile": (int(n["rt"]) - 1) * int(n["kt"]), "in1_tile": int(n["ct"]) - 1}
             for key, cb in (("in0_tile", n["in0"]), ("in1_tile", n["in1"])):
-                hi = n[key].max_over(ranges)
+                hi = n[key].max_over(ranges) + reach[key]
                 if hi >= program.cb_pages[cb]:
                     raise IRVerificationError(kernel.name, f"matmul_block reads tile {hi} of c_{cb} "
                                               f"beyond its {program.cb_pages[cb]} pages")
+                if cb in waited and hi >= waited[cb]:
+                    raise IRVerificationError(kernel.name, f"matmul_block reads tile {hi} of c_{cb}, beyond the "
+                                              f"{waited[cb]} tile(s) pushed for the block (cb_wait_front)")
+        if n.kind == "cb_wait_front":
+            waited[n["cb"]] = int(n["tiles"])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -71,6 +71,7 @@ from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import KgenError
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
 from kgen.gen.plan import SUBBLOCK_HW_CHOICES, round_up_tiles
+from kgen.gen.rules import matmul_subblock_params
 from kgen.gen import dataflow as dataflows
 from kgen.gen.spec import COMPUTE_FIELDS, BlockSpec, ComputeConfig, MatmulSpec
 from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, is_matmul_default, matmul_default_compute
@@ -178,12 +179,7 @@ def _out_block(arch: ArchFacts, spec: MatmulSpec, pm: int, pn: int, w: int,
 
 def _subblock_hw(obh: int, obw: int, fp32: bool) -> tuple[int, int]:
     """bmm_op_utils::get_matmul_subblock_params, no equality constraint: SUBBLOCK_HW_CHOICES as (h, w)."""
-    for h, w in SUBBLOCK_HW_CHOICES:
-        if fp32 and h * w > 4:
-            continue
-        if obh % h == 0 and obw % w == 0:
-            return h, w
-    return 1, 1
+    return matmul_subblock_params(obh, obw, fp32)
 
 
 def _subblock_wh(obh: int, obw: int, fp32: bool) -> tuple[int, int] | None:

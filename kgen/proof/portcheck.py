@@ -83,8 +83,6 @@ class PortCheck:
     ktile_padding_barriers: int = 0
     # (op, TT-Metal's count minus kgen's, why) where the plan's placement makes the programs differ by design
     expected_differences: tuple[tuple[str, int, str], ...] = ()
-    # where TT-Metal's factory would block the plan otherwise than kgen's plan, which both programs keep
-    blocking_departures: tuple[str, ...] = ()
 
     @property
     def bit_identical(self) -> bool:
@@ -180,7 +178,6 @@ class PortCheck:
             "unexplained_differences": self.unexplained,
             "program": self._program_summary(),
             "factory_departures": list(self.departures),
-            "factory_blocking_departures": list(self.blocking_departures),
             "passed": self.passed,
             "failures": self.failures,
         }
@@ -246,13 +243,8 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                 from kgen.proof.ttdramsharded import COMPUTE_KERNEL
                 compute = COMPUTE_KERNEL if (kernels.parent / "compute" / COMPUTE_KERNEL).is_file() else compute
             note = f"{compute} with TT-Metal's {factory} readers/writers from {kernels}"
-    blocking: tuple[str, ...] = ()
-    if program is not None and plan.dataflow.factory == DRAM_SHARDED.factory:
-        from kgen.proof.ttdramsharded import departures as dram_sharded_departures
-        blocking = dram_sharded_departures(plan)
     return PortCheck(ref, ours, theirs, program, note, plan.factory_departures, _ktile_padding_barriers(plan),
-                     _sharded_differences(plan) + _reuse_differences(plan) + _dram_sharded_differences(plan, program),
-                     blocking)
+                     _sharded_differences(plan) + _reuse_differences(plan) + _dram_sharded_differences(plan, program))
 
 
 def _reuse_differences(plan) -> tuple[tuple[str, int, str], ...]:
@@ -327,8 +319,6 @@ def format_port_check(pc: PortCheck) -> str:
              f"TT-Metal {pc.theirs.status}, exact vs golden {pc.theirs.exact_match})"]
     for d in pc.departures:
         lines.append(f"  mode       TT-Metal's kernel ran in a mode its 2D factory would not compile: {d}")
-    for d in pc.blocking_departures:
-        lines.append(f"  blocking   {d}")
     ours, theirs = pc.op_counts(pc.ours), pc.op_counts(pc.theirs)
     diffs = pc.differences()
     lines.append(f"  {'compute op':<28} {'kgen':>8} {'TT-Metal':>9}")

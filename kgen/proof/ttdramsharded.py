@@ -14,11 +14,13 @@ bank i (the emulator pairs them so), and the first `in0_shards` workers are in0'
 factory multicasts in0 over the device's whole compute grid; here the grid is kgen's rectangle, which
 every worker fills, so no core of it is idle (`worker_core_type` 0 never occurs).
 
-What port-check does not take from the factory: the blocking (per_core_N_compute, the subblocks), which
-is kgen's plan's, as for every factory; :func:`departures` names where TT's subblock widening would pad
-per_core_N_compute. The compute kernel is the one the factory binds,
+The blocking is the factory's own as well: kgen's planner takes its subblock and its padded
+per_core_N_compute (kgen/gen/dataflow/dram_sharded.py, factory_subblock), so both programs compute the
+padded lanes, narrow the last in1 subblock's matmul_block to last_subblock_w_valid and write back only
+the real columns. The compute kernel is the one the factory binds,
 bmm_large_block_zm_fused_bias_activation_metal2.cpp, with kgen's compute args by their names
-(:func:`compute`); port-check's compute-only comparison runs its legacy twin in kgen's program.
+(:func:`compute`); port-check's compute-only comparison runs its legacy twin in kgen's program, which
+kgen builds as the factory builds it (MATMUL_DRAM_SHARDED, last_subblock_w_valid, is_worker_core).
 """
 
 from __future__ import annotations
@@ -33,9 +35,6 @@ IN0_KERNEL = "reader_bmm_tile_layout_in0_sender_dram_sharded.cpp"
 IN1_KERNEL = "reader_bmm_tile_layout_in1_sender_dram_sharded.cpp"
 # The compute kernel the factory binds: the Metal 2.0 twin of the one port-check swaps into kgen's program.
 COMPUTE_KERNEL = "bmm_large_block_zm_fused_bias_activation_metal2.cpp"
-# kgen's CB that holds the output tensor's shard in TT's program: TT's out DFB is an ordinary buffer
-# and the writer copies it into the output tensor (tensor::out_shard), so the output gets a region of its own.
-OUT_SHARD_CB = {"name": "out shard (TT-Metal's tensor::out_shard)", "buffer_index": 7}
 # The factory's semaphores the in0 sender binds (SemaphoreSpec order: sender 0, receiver 1, valid 2).
 SEMAPHORES = {"in0_mcast_sender": 0, "in0_mcast_receiver": 1}
 WORKER_CORE_TYPE = {"storage_and_worker": 2, "worker": 3}     # 1: storage only, 0: idle
@@ -57,19 +56,6 @@ def max_page_size_and_num_pages(num_tiles: int, tile_size: int, noc_max_page_siz
     return page, total // page
 
 
-def widened_per_core_n(per_core_m: int, per_core_n: int, out_subblock_h: int, out_subblock_w: int,
-                       fp32_dest_acc: bool) -> tuple[int, int]:
-    """The factory's subblock widening on a one-tile-high subblock: (out_subblock_w, per_core_N_compute)."""
-    max_w = 4 if fp32_dest_acc else 8
-    if out_subblock_h != 1 or out_subblock_w >= max_w:
-        return out_subblock_w, per_core_n
-    count, best = per_core_n // out_subblock_w, out_subblock_w
-    for w in range(out_subblock_w + 1, max_w + 1):
-        if -(-per_core_n // w) < count:
-            count, best = -(-per_core_n // w), w
-    return best, best * count
-
-
 def factory_workers(nt: int, banks: int, width: int) -> int:
     """The workers of in1 sharded `width` tiles wide over every bank: the banks left once "cores assigned
     to padding-only DRAM banks" are removed, banks - (banks * width - Nt) // width. A padded last shard
@@ -84,17 +70,6 @@ def in1_pages(plan) -> tuple[int, int]:
     p = plan
     aligned = -(-p.cb(CB_IN1).page_bytes // p.arch.dram_alignment) * p.arch.dram_alignment
     return max_page_size_and_num_pages(p.per_core_n * p.in0_block_w, aligned, p.arch.noc_max_burst_bytes)
-
-
-def departures(plan) -> tuple[str, ...]:
-    p = plan
-    w, n = widened_per_core_n(p.per_core_m, p.per_core_n, p.out_subblock_h, p.out_subblock_w,
-                              p.compute.fp32_dest_acc)
-    if n == p.per_core_n:
-        return ()
-    return (f"TT-Metal's factory would widen the subblock to 1 x {w} and pad per_core_N_compute to {n}; port-check "
-            f"keeps kgen's blocking ({p.out_subblock_h} x {p.out_subblock_w}, per_core_N {p.per_core_n}) for both "
-            f"programs",)
 
 
 def _worker_index(plan, core: tuple[int, int]) -> int:
@@ -144,9 +119,10 @@ def in0_sender(plan, kernels: list[dict], noc: Mapping[str, int], page: Mapping[
 def in1_sender_writer(plan, kernel: dict, noc: Mapping[str, int], page: Mapping[str, int]) -> Metal2Kernel:
     """The in1 sender/writer on every core (`in1_sender_writer` KernelSpec): worker i reads DRAM bank i and
     writes its output block back into output shard i (per_core_N_storage = per_core_N_in1_sender: one
-    write-back triple per worker)."""
+    write-back triple per worker): per_core_M rows of per_core_N_storage tiles out of c_4, whose rows are
+    per_core_N_compute tiles (out_tensor_stride_w_bytes), the padded columns left behind."""
     p = plan
-    pcn = p.per_core_n
+    pcn, n_compute = p.per_core_n, p.per_core_n_compute
     workers = factory_workers(p.nt, len(p.arch.dram_bank_workers), pcn)
     if (-(-p.nt // workers), workers) != (pcn, p.num_cores):
         from kgen.proof.ttdataflow import DataflowSwapError
@@ -157,7 +133,7 @@ def in1_sender_writer(plan, kernel: dict, noc: Mapping[str, int], page: Mapping[
     page_size, pages = in1_pages(p)
     cta = {"in1_page_size": page_size, "in1_num_pages": pages, "in1_block_w": pcn,
            "in1_block_num_tiles": pcn * p.in0_block_w, "num_blocks": p.num_blocks,
-           "out_block_num_tiles": p.per_core_m * pcn, "out_tensor_stride_w_bytes": pcn * out_tile,
+           "out_block_num_tiles": p.per_core_m * n_compute, "out_tensor_stride_w_bytes": n_compute * out_tile,
            "out_reshard_tensor_stride_w_bytes": pcn * out_tile, "per_core_M": p.per_core_m,
            "workers_per_bank": 1, "bank_row_stride_tiles": pcn, "reader_width_tiles": pcn}
     cores = sorted(cores_of(kernel["core_ranges"]), key=lambda c: _worker_index(p, c))
@@ -203,13 +179,14 @@ def metal2_kernels(plan, manifest: dict, noc: Mapping[str, int], page: Mapping[s
 
 def compute(plan, kernel: dict) -> Metal2Kernel:
     """The factory's `compute` KernelSpec: kgen's compute args (in the legacy kernel's order, which the
-    Metal 2.0 twin reads by the same names), `last_subblock_w_valid` (out_subblock_w: kgen's blocking pads
-    no lane), the is_worker_core runtime arg, the MATMUL_DRAM_SHARDED define, and its four DFBs."""
+    Metal 2.0 twin reads by the same names), `last_subblock_w_valid` (out_subblock_w - (per_core_N_compute
+    - per_core_N_in1_sender)), the is_worker_core runtime arg, the MATMUL_DRAM_SHARDED define, and its four
+    DFBs."""
     names, values = kernel["compile_time_arg_names"], kernel["compile_time_args"]
     cta = {n: v for n, v in zip(names, values) if n != "in0_transpose_tile"}
     defines = {**kernel["defines"], "MATMUL_DRAM_SHARDED": "1",
                **({"IN0_TRANSPOSE_TILE": "1"} if dict(zip(names, values)).get("in0_transpose_tile") else {})}
-    cta["last_subblock_w_valid"] = plan.out_subblock_w
+    cta["last_subblock_w_valid"] = plan.last_subblock_w_valid
     cb = kernel["named_compile_time_args"]
     # a fused SFPU activation: the twin reads activation_type and activation_param0..2 as named args too
     cta.update({n: v for n, v in cb.items() if n.startswith("activation_")})
@@ -217,20 +194,6 @@ def compute(plan, kernel: dict) -> Metal2Kernel:
                         tuple((c, {"is_worker_core": 1}, ()) for c in cores_of(kernel["core_ranges"])),
                         dfbs={"in0": cb["cb_in0"], "in1": cb["cb_in1"], "out": cb["cb_out"],
                               "intermed0": cb["cb_intermed0"]}, defines=defines)
-
-
-def program_manifest(manifest: dict) -> dict:
-    """kgen's CB table as TT's program has it: the output shard is the output tensor's own region
-    (tensor::out_shard), written by the writer, not the compute's out CB."""
-    cbs = []
-    for cb in manifest["cbs"]:
-        if cb.get("globally_allocated") == "out":
-            shard = {**cb, "name": OUT_SHARD_CB["name"],
-                     "format_descriptors": [{**cb["format_descriptors"][0], "buffer_index": OUT_SHARD_CB["buffer_index"]}]}
-            cbs += [{k: v for k, v in cb.items() if k != "globally_allocated"}, shard]
-        else:
-            cbs.append(cb)
-    return {**manifest, "cbs": cbs}
 
 
 def _rectangles(plan) -> int:
@@ -255,15 +218,16 @@ def expected_differences(plan, in1_pages: int) -> tuple[tuple[str, int, str], ..
     many = cores > 1
     own = "TT-Metal's in0 sender multicasts a K-block straight out of the shard with loopback into its own c_0; "
     out = [
-        ("noc_async_read", cores * blocks * (in1_pages - 1) - sends * rows,
+        ("noc_async_read", cores * blocks * (in1_pages - 1) - sends * rows - cores * rows,
          own + "kgen copies it into c_0 first, one read per tile row; TT's in1 reader reads a K-block in "
-               "in1_num_pages NoC-burst pages, kgen in one read"),
-        ("noc_async_read_barrier", -sends, own + "kgen waits for that copy"),
+               "in1_num_pages NoC-burst pages, kgen in one read; kgen's writer copies the output block into "
+               "the output shard with local reads, TT's with writes (one per tile row)"),
+        ("noc_async_read_barrier", -sends - cores, own + "kgen waits for that copy, and for its write-back copy"),
         ("noc_async_read_set_state", cores, "TT-Metal's in1 reader sets the bank read state once (set_async_read_state)"),
         ("noc_async_write", cores * rows, "TT-Metal's writer copies the output block into the output tensor's shard "
-                                          "(tensor::out_shard), one write per tile row; kgen's c_4 is the shard"),
-        ("noc_async_write_barrier", 2 * cores, "TT-Metal's writer waits for its write-back, and its in0 sender ends "
-                                               "with noc.async_write_barrier(); kgen has no write-back"),
+                                          "(tensor::out_shard) with one write per tile row; kgen's with local reads"),
+        ("noc_async_write_barrier", 2 * cores, "TT-Metal's writer waits for its write-back writes, and its in0 sender "
+                                               "ends with noc.async_write_barrier(); kgen's copy waits on reads"),
         ("noc_async_atomic_barrier", cores, "TT-Metal's in0 sender ends with noc.async_atomic_barrier()"),
         ("noc_cmd_buf_write_reg", cores, "TT-Metal's in1 reader restores the read command buffer's VC at its end"),
         ("noc_async_write_multicast", sends - rects, "TT-Metal multicasts a K-block once to the whole grid with "
@@ -292,7 +256,7 @@ def write_program(folder_manifest: dict, plan, kernels_dir, into, *, include_dir
     from kgen.proof.emulate import round_up
     from kgen.proof.ttmetal2 import args_header, bindings_header, kernel_includes
 
-    manifest = program_manifest(folder_manifest)
+    manifest = folder_manifest          # kgen's CB table is TT's: c_4 its own buffer, c_7 the output shard
     page = {t["name"]: round_up(t["page_size"], plan.arch.dram_alignment) for t in manifest["io_tensors"]}
     bound = metal2_kernels(plan, manifest, emulator_config()["noc"], page)
     if compute_dir is not None and (compute_dir / COMPUTE_KERNEL).is_file():

@@ -18,7 +18,7 @@ from kgen.gen.dataflow.dram_sharded import SEMAPHORE_IDS, bank_assignment
 from kgen.gen.ir import INVALID, VALID, walk
 from kgen.gen.pipeline import run
 from kgen.gen.plan import PlanError, plan
-from kgen.gen.rules import CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT
+from kgen.gen.rules import CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, CB_PARTIALS
 from kgen.gen.spec import load, load_file, parse_text, resolve
 
 MEMORY = "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  out = l1_width_sharded }"
@@ -65,8 +65,18 @@ def test_example_plans_as_the_factory():
     # in2_CB_tiles = per_core_M * in0_shard_width_in_tiles, on the in0 buffer: Kt over 8 shards
     # (the most workers dividing Kt = 128)
     assert p.cb(CB_IN0_SHARD).pages == mt * (kt // 8) and p.cb(CB_IN0_SHARD).buffer == "in0"
-    # the output shard: per_core_M x per_core_N on the output buffer
-    assert p.cb(CB_OUT).pages == mt * per_core_n and p.cb(CB_OUT).buffer == "out"
+    # get_matmul_subblock_params(1, 29) = 1 x 1 (29 is prime); one tile high and narrower than
+    # max_subblock_w = 8: w grows while ceil(29 / w) falls: 8 (4 subblocks), per_core_N_compute = 8 x 4 = 32
+    n_compute, sbw = 32, 8
+    assert (p.out_subblock_h, p.out_subblock_w, p.per_core_n_compute) == (1, sbw, n_compute)
+    assert (p.out_block_h, p.out_block_w, p.num_blocks_w_dim) == (mt, n_compute, 1)
+    # last_subblock_w_valid = out_subblock_w - (per_core_N_compute - per_core_N_in1_sender) = 8 - 3
+    assert p.last_subblock_w_valid == sbw - (n_compute - per_core_n) == 5
+    # out_block_tiles = per_core_M * per_core_N_compute, an ordinary buffer; the output shard
+    # (out_reshard, per_core_M x per_core_N_storage) on the output buffer
+    assert p.cb(CB_OUT).pages == mt * n_compute and p.cb(CB_OUT).buffer is None
+    assert p.cb(CB_OUT_SHARD).pages == mt * per_core_n and p.cb(CB_OUT_SHARD).buffer == "out"
+    assert p.cb(CB_PARTIALS).pages == mt * n_compute                # interm0: out_num_entries
     # packer_l1_acc_en = packer_l1_acc && num_blocks > 1
     assert p.l1_acc_enabled is (p.compute.packer_l1_acc and num_blocks > 1)
     # in1 is width-sharded over every bank: shard i is columns i * per_core_N ..
@@ -187,7 +197,10 @@ def test_llama_11008_plans_as_the_factory_pads_it():
     assert p.cb(CB_IN1).pages == per_core_n * w * 3                  # in1_block_tiles x 3 (triple buffer)
     assert p.cb(CB_IN1).pages * p.cb(CB_IN1).page_bytes == 29 * 4 * 3 * 1088      # bfloat8_b tile: 1088 B
     assert p.cb(CB_IN0).pages == 1 * w * 2                           # in0 double-buffered
-    assert p.cb(CB_OUT).pages == 1 * per_core_n and p.cb(CB_OUT).buffer == "out"   # the padded out shard
+    assert p.cb(CB_OUT_SHARD).pages == 1 * per_core_n and p.cb(CB_OUT_SHARD).buffer == "out"   # the padded out shard
+    # per_core_N_compute = 32 (1 x 8 subblocks, as for 29 above), last_subblock_w_valid = 8 - (32 - 29)
+    assert (p.out_subblock_w, p.per_core_n_compute, p.last_subblock_w_valid) == (8, 32, 5)
+    assert p.cb(CB_OUT).pages == 32
     # in1: 29-tile shards of all K, one per bank, 12 of them (the last padded by ttnn); the output:
     # num_blocks_x = ((344 - 1) / 29) + 1 = 12 shards of 1 x 29 tiles
     assert p.shard_specs["in1"]["shape"] == (kt * TILE_HW, 29 * TILE_HW)
@@ -216,6 +229,9 @@ def test_llama_11008_on_8_banks_drops_4_padding_only_banks():
     workers = _tt_workers(nt, width, banks)
     assert workers == 8 and -(-nt // workers) == width
     assert (p.per_core_n, p.num_cores, p.padded_n) == (width, workers, False)
+    # get_matmul_subblock_params(1, 43) = 1 x 1; widened: ceil(43 / w) = 22, 15, 11, 9, 8, 7, 6 for w = 2..8:
+    # 1 x 8, per_core_N_compute = 8 x 6 = 48, last_subblock_w_valid = 8 - (48 - 43) = 3
+    assert (p.out_subblock_h, p.out_subblock_w, p.per_core_n_compute, p.last_subblock_w_valid) == (1, 8, 48, 3)
     assert p.shard_specs["in1"]["grid"] == (0, 0, 7, 0)
     assert any("DRAM banks 8..11 hold padding only" in n for n in p.padding_notes)
 
@@ -229,3 +245,77 @@ def test_auto_width_is_ttns_shard_and_every_bank_works(nt, banks):
     assert shard_widths(nt, banks)[0] == width
     for w in shard_widths(nt, banks):                # every width kgen takes reads right under TT's rules
         assert -(-nt // _tt_workers(nt, w, banks)) == w
+
+
+# TT's rule, written out: (per_core_M, per_core_N, fp32_dest_acc) -> (out_subblock_h, out_subblock_w,
+# per_core_N_compute). get_matmul_subblock_params(M, N, false, false, fp32) takes the first (h, w) of
+# SUBBLOCK_HW_CHOICES dividing M x N (at most 4 tiles with fp32); then, when h == 1 and w < max_subblock_w
+# (4 with fp32, else 8), w grows while ceil(N / w) gets strictly smaller, and N_compute = w x ceil(N / w).
+@pytest.mark.parametrize("m,n,fp32,expected", [
+    (1, 29, False, (1, 8, 32)),          # 29 prime: 1 x 1, widened to 8 over 4 subblocks
+    (1, 43, False, (1, 8, 48)),          # 6 subblocks of 8
+    (1, 29, True, (1, 4, 32)),           # fp32 dest: max 4, ceil(29 / 4) = 8 subblocks
+    (1, 84, False, (1, 8, 88)),          # 84: 1 x 7 (12 subblocks), 8 needs 11
+    (1, 5, False, (1, 5, 5)),            # 1 x 5 then ceil(5 / w) = 1 for every wider w: not fewer
+    (1, 16, False, (1, 8, 16)),          # already 1 x 8: nothing to widen
+    (2, 4, False, (2, 4, 4)),            # a taller subblock is left alone
+    (1, 1, False, (1, 1, 1)),
+])
+def test_the_subblock_is_the_factorys(m, n, fp32, expected):
+    from kgen.gen.dataflow.dram_sharded import factory_subblock
+
+    assert factory_subblock(m, n, fp32) == expected
+
+
+def test_fp32_dest_takes_at_most_4_wide_subblocks():
+    p = plan(make(shape="32 x 11136 x 4096", block="per_core = 1 x 29  in0_block_w = 4",
+                  extra="compute { fp32_dest_acc = true }"))
+    # max_subblock_w = 4: 29 -> 1 x 4 over ceil(29 / 4) = 8 subblocks, 32 tiles, the last 4 - 3 = 1 lane real
+    assert (p.out_subblock_w, p.per_core_n_compute, p.last_subblock_w_valid) == (4, 32, 1)
+
+
+def test_the_compute_kernel_narrows_the_last_subblock_and_the_writer_drops_the_padding():
+    program = run(load(example("wh_decode_dram_sharded")), until="ir").ir
+    compute = next(k for k in program.kernels if k.name == "compute")
+    args = dict(compute.compile_time_args)
+    # the factory's compute args: in1_block_w = per_core_N_in1_sender (in1's row stride), in1_num_subblocks
+    # = per_core_N_compute / out_subblock_w, out_block_num_tiles = per_core_M * per_core_N_compute
+    assert (args["in1_block_w"], args["in1_num_subblocks"], args["out_block_num_tiles"]) == (29, 32 // 8, 32)
+    assert args["in1_block_num_tiles"] == 29 * 4
+    assert dict(compute.named_compile_time_args)["last_subblock_w_valid"] == 5
+    assert ("MATMUL_DRAM_SHARDED", "1") in compute.defines
+    assert [a.name for a in compute.runtime_args] == ["is_worker_core"]
+    widths = {int(n["ct"]) for n, _ in walk(compute.body) if n.kind == "matmul_block"}
+    assert widths == {8, 5}                      # full subblocks and the narrowed last one
+    assert all(int(n["tiles"]) == 8 for n, _ in walk(compute.body) if n.kind == "pack_block")   # packed whole
+    writer = next(k for k in program.kernels if k.name == "in1_reader_writer")
+    (copy,) = [n for n, _ in walk(writer.body) if n.kind == "copy_shard"]
+    # per_core_M rows of per_core_N_storage tiles out of rows per_core_N_compute wide into the shard
+    assert (copy["cb"], copy["src_cb"], copy["rows"], copy["cols"], copy["row_stride"]) == (CB_OUT_SHARD, CB_OUT, 1, 29, 32)
+
+
+@pytest.mark.parametrize("block,rule", [
+    ("in0_block_w = 4  out_subblock = 1 x 1", "chooses the subblock itself"),
+    ("in0_block_w = 4  out_block = 1 x 16", "out_block = per_core"),
+])
+def test_an_explicit_blocking_other_than_the_factorys_is_refused(block, rule):
+    with pytest.raises(PlanError, match=rule):
+        plan(make(shape="32 x 11136 x 4096", block=f"per_core = 1 x 29  {block}"))
+
+
+def test_the_factorys_own_subblock_may_be_written():
+    p = plan(make(shape="32 x 11136 x 4096", block="per_core = 1 x 29  in0_block_w = 4  out_subblock = 1 x 8"))
+    assert (p.out_subblock_w, p.per_core_n_compute) == (8, 32)
+
+
+def test_a_fused_activation_runs_over_the_padded_lanes_too():
+    # TT's kernel applies the SFPU activation to the whole subblock (apply_activation_from_pack(out_subblock_
+    # num_tiles)), padded lanes included. fp32 dest: get_matmul_subblock_params(1, 5) = 1 x 1 (1 x 5 is over
+    # 4 tiles), widened to 1 x 3 (ceil(5 / 3) = 2 < 5; 4 needs 2 as well): per_core_N_compute 6, valid 3 - 1
+    spec = make(shape="32 x 160 x 320", block="per_core = 1 x 5  in0_block_w = 10",
+                extra="fuse { activation = tanh }  compute { fp32_dest_acc = true }")
+    a = run(spec, "verified")
+    p = a.plan
+    assert (p.out_subblock_w, p.per_core_n_compute, p.last_subblock_w_valid) == (3, 6, 2)
+    compute = next(k for k in a.ir.kernels if k.name == "compute")
+    assert {int(n["tiles"]) for n, _ in walk(compute.body) if n.kind == "activation_apply"} == {3}

@@ -234,3 +234,31 @@ def test_activation_programs_verify(bias):
 def test_broken_activation_is_caught(mutation, message):
     with pytest.raises(IRVerificationError, match=re.escape(message)):
         verify(break_kernel(_activation_program(), "compute", mutation))
+
+
+def test_dram_sharded_examples_verify():
+    for name, variant in (("wh_decode_dram_sharded", None), ("wh_decode_dram_sharded_11008", None),
+                          ("wh_decode_dram_sharded_11008", "banks8")):
+        verify(program(name, variant))
+
+
+def test_matmul_past_the_pushed_in1_tiles_is_caught():
+    # TT's DRAM-sharded factory pads per_core_N_compute to 32 for 29 real columns: the reader pushes 29 x 4
+    # in1 tiles per K-block; a last 1 x 8 subblock not narrowed to last_subblock_w_valid = 5 reads in1
+    # tiles 24 + 3 x 29 + 7 = 118 >= 116 at its last K step
+    narrowed = lambda o: o.kind == "matmul_block" and int(o["ct"]) == 5       # noqa: E731
+    prog = break_kernel(program("wh_decode_dram_sharded"), "compute",
+                        lambda o: with_args(o, ct=8) if narrowed(o) else [o])
+    with pytest.raises(IRVerificationError, match=r"matmul_block reads tile \d+ of c_1, beyond the 116 tile\(s\) "
+                                                  r"pushed for the block"):
+        verify(prog)
+
+
+def test_pack_of_lanes_no_matmul_wrote_outside_the_padding_is_caught():
+    # a narrowed last subblock leaves 8 - 5 padded lanes, which the pack may take as DST holds them; a
+    # matmul narrower than last_subblock_w_valid leaves more than the padding unwritten
+    narrowed = lambda o: o.kind == "matmul_block" and int(o["ct"]) == 5       # noqa: E731
+    prog = break_kernel(program("wh_decode_dram_sharded"), "compute",
+                        lambda o: with_args(o, ct=4) if narrowed(o) else [o])
+    with pytest.raises(IRVerificationError, match=r"packs DST tile 7 which math never wrote"):
+        verify(prog)

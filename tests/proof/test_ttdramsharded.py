@@ -16,8 +16,7 @@ import json
 from kgen.gen.build import build
 from kgen.gen.plan import plan
 from kgen.gen.spec import parse_text, resolve
-from kgen.proof.ttdramsharded import (OUT_SHARD_CB, departures, factory_workers, max_page_size_and_num_pages,
-                                      metal2_kernels, program_manifest, widened_per_core_n)
+from kgen.proof.ttdramsharded import factory_workers, max_page_size_and_num_pages, metal2_kernels
 from kgen.proof.ttmetal2 import args_header, bindings_header
 
 # The smallest DRAM-sharded matmul on Wormhole's 12 banks: Nt = 12 (one tile per bank, 12 workers on
@@ -52,15 +51,6 @@ def test_in1_page_is_the_largest_tile_multiple_within_a_burst():
     assert max_page_size_and_num_pages(8, BF16, 8192) == (4 * BF16, 2)
 
 
-def test_subblock_widening_is_the_factorys():
-    # out_subblock_h == 1 and out_subblock_w < 8 (4 with fp32 dest): the widest w that needs fewer subblocks
-    assert widened_per_core_n(1, 29, 1, 1, False) == (8, 32)
-    assert widened_per_core_n(1, 84, 1, 7, False) == (8, 88)     # 84 tiles a worker padded to 88, ct_dim 8
-    assert widened_per_core_n(1, 29, 1, 1, True) == (4, 32)
-    assert widened_per_core_n(2, 4, 2, 2, False) == (2, 4)       # a taller subblock is left alone
-    assert widened_per_core_n(1, 1, 1, 1, False) == (1, 1)
-
-
 def test_workers_and_a_padded_last_shard_are_the_factorys():
     # in1 is sharded per_core_N tiles wide over every bank; banks holding padding only are dropped:
     # workers = banks - (banks * width - Nt) // width
@@ -74,12 +64,21 @@ def test_workers_and_a_padded_last_shard_are_the_factorys():
     assert factory_workers(344, 8, 43) == 8             # Blackhole's 8 banks
 
 
-def test_the_decode_example_names_the_factorys_subblock_widening():
+def test_the_decode_example_writes_back_over_per_core_n_compute(tmp_path):
     from kgen.gen.spec import load
     from conftest import example
 
-    (d,) = departures(plan(load(example("wh_decode_dram_sharded"), None)))
-    assert "1 x 8" in d and "per_core_N_compute to 32" in d and "per_core_N 29" in d
+    p = plan(load(example("wh_decode_dram_sharded")))
+    folder = build(load(example("wh_decode_dram_sharded")), tmp_path / "build").path
+    manifest = json.loads((folder / "manifest.json").read_text())
+    k = metal2_kernels(p, manifest, NOC, {"in0": BFP8, "in1": BFP8, "out": BFP8})["in1_reader_writer"]
+    # per_core_N_in1_sender = 29, widened to per_core_N_compute = 32 (1 x 8 subblocks): the out block is
+    # per_core_M x 32 tiles, its rows 32 tiles apart; the shard's rows and the write-back 29 tiles
+    cta = dict(k.named_cta)
+    assert (cta["in1_block_w"], cta["in1_block_num_tiles"]) == (29, 29 * 4)
+    assert (cta["out_block_num_tiles"], cta["out_tensor_stride_w_bytes"]) == (32, 32 * BFP8)
+    assert cta["out_reshard_tensor_stride_w_bytes"] == 29 * BFP8
+    assert {varargs[0] for _, _, varargs in k.runtime} == {29 * BFP8}
 
 
 def test_in0_sender_named_args_are_the_factorys(tmp_path):
@@ -162,13 +161,14 @@ def test_the_compute_kernel_is_the_factorys_metal2_one_with_its_named_args(tmp_p
         "out_subblock_w": 1, "last_subblock_w_valid": 1, "batch": 1}
 
 
-def test_the_output_shard_is_its_own_region_in_tts_program(tmp_path):
+def test_the_output_shard_is_its_own_region(tmp_path):
+    # the factory's out DFB is an ordinary buffer; out_reshard (tensor::out_shard) is the output's own L1
     _, _, manifest = _small(tmp_path)
-    cbs = program_manifest(manifest)["cbs"]
+    cbs = manifest["cbs"]
     out = [cb for cb in cbs if any(fd["buffer_index"] == 4 for fd in cb["format_descriptors"])]
     assert len(out) == 1 and "globally_allocated" not in out[0]
     shard = [cb for cb in cbs if cb.get("globally_allocated") == "out"]
-    assert [fd["buffer_index"] for cb in shard for fd in cb["format_descriptors"]] == [OUT_SHARD_CB["buffer_index"]]
+    assert [fd["buffer_index"] for cb in shard for fd in cb["format_descriptors"]] == [7]
 
 
 def test_tt_metal_dram_sharded_program_is_bit_identical(host_cxx, host_toolchain, tmp_path):
@@ -183,9 +183,25 @@ def test_tt_metal_dram_sharded_program_is_bit_identical(host_cxx, host_toolchain
     assert pc.program_bit_identical and pc.program.exact_match
     assert pc.passed, pc.failures
     diffs = pc.dataflow_differences()
-    # TT's write-back into the output shard: one write per worker (per_core_M = 1), none in kgen
+    # TT's write-back into the output shard: one write per worker (per_core_M = 1); kgen's copies with reads
     assert diffs["noc_async_write"] == {"kgen": 0, "tt_metal": 12, "explanation": diffs["noc_async_write"]["explanation"]}
     # one multicast per K-block in TT's; kgen's 4 senders at (0..3, 0) reach the 6 x 2 rectangle in
     # 2 + 3 + 3 + 3 rectangles (below; left; right)
     assert (diffs["noc_async_write_multicast"]["kgen"], diffs["noc_async_write_multicast"]["tt_metal"]) == (11, 4)
 
+
+
+def test_tt_metal_program_with_padded_lanes_is_bit_identical(host_cxx, host_toolchain, tmp_path):
+    from kgen.proof.portcheck import port_check
+
+    # Nt = 132 over 12 banks: per_core_N_in1_sender = 11; get_matmul_subblock_params(1, 11) = 1 x 1, widened
+    # while ceil(11 / w) falls (6, 4, 3, 3, 2, 2, 2 for w = 2..8): 1 x 6, per_core_N_compute = 12,
+    # last_subblock_w_valid = 6 - (12 - 11) = 5
+    spec = resolve(parse_text(SMALL.replace("32 x 384 x 128", "32 x 4224 x 128"), "ds_padded.kspec"))
+    p = plan(spec)
+    assert (p.per_core_n, p.out_subblock_w, p.per_core_n_compute, p.last_subblock_w_valid) == (11, 6, 12, 5)
+    folder = build(spec, tmp_path / "build").path
+    pc = port_check(folder, p, seed=5)
+    assert pc.program is not None, pc.program_note
+    assert pc.bit_identical and pc.program_bit_identical and pc.program.exact_match
+    assert pc.passed, pc.failures

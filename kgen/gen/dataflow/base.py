@@ -52,7 +52,11 @@ class Dataflow(Protocol):
     `tune_memory(spec, mt)`, `tune_per_core(spec, mt, nt)`, `tune_grid(spec)`: the placements, per_core
     and grid tune gives its candidates (perf/tune/search.py); `pads_last_n_shard`: True when the factory
     shards in1 and the output in per_core_N-wide shards of which the last may hold fewer real columns
-    (the planner's whole-shard rule then leaves N alone)."""
+    (the planner's whole-shard rule then leaves N alone); `factory_blocking(spec, per_core_m, per_core_n,
+    fp32_dest_acc, choices) -> (out_block, out_subblock, per_core_n_compute)`: a factory that chooses its
+    own subblock and may pad the N a core computes for it; `separate_out_shard`: c_4 is a buffer of its
+    own and the writer copies the real columns into the output shard (c_7); `compute_defines`: defines
+    the factory adds to the compute kernel."""
 
     name: str                        # the spelling in a spec's `dataflow =` line
     factory: Factory

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Mapping
 from kgen.core.arch import load_arch
 from kgen.core.types import Placement
 from kgen.gen.dataflow.base import Factory, Layout
-from kgen.gen.dataflow.kernels import A, dm_kernel, out_block_loops, receiver_block, sharded_out_tail, tensors_of
+from kgen.gen.dataflow.kernels import A, dm_kernel, out_block_loops, receiver_block, tensors_of
 from kgen.gen.ir import INVALID, VALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
-from kgen.gen.rules import CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, PlanError, ceil_div, divisors, nearest
+from kgen.gen.rules import (CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, PlanError, ceil_div, divisors,
+                            matmul_subblock_params, nearest)
 
 if TYPE_CHECKING:
     from kgen.gen.plan import Plan
@@ -59,6 +60,11 @@ class DramSharded:
     is_1d = False                        # no single multicast sender: each shard core sends its K-blocks
     pads_last_n_shard = True             # in1's last DRAM shard and the output's last shard may be partial
     semaphore_ids = SEMAPHORE_IDS
+    # the compute packs into an out CB of per_core_M x per_core_N_compute tiles and the writer copies the
+    # real columns into the output tensor's shard (the factory's out DFB and its out_reshard / out_shard)
+    separate_out_shard = True
+    # the factory's compute define: TT's kernel then reads last_subblock_w_valid and is_worker_core
+    compute_defines: tuple[tuple[str, str], ...] = (("MATMUL_DRAM_SHARDED", "1"),)
 
     def __repr__(self) -> str:
         return f"<dataflow {self.name}>"
@@ -105,6 +111,36 @@ class DramSharded:
                          f"shards x {banks} banks > Nt = {p.nt}): the factory gives them no worker")
         return tuple(notes)
 
+    def factory_blocking(self, spec: MatmulSpec, per_core_m: int, per_core_n: int, fp32_dest_acc: bool,
+                         choices: list[str]) -> tuple[tuple[int, int], tuple[int, int], int]:
+        """(out_block, out_subblock, per_core_N_compute): the factory's own, which its program config has no
+        field for; a spec's explicit out_block / out_subblock must be them (see factory_subblock)."""
+        sbh, sbw, n_compute = factory_subblock(per_core_m, per_core_n, fp32_dest_acc)
+        block = spec.block
+        rule = (f"{RULE} chooses the subblock itself: get_matmul_subblock_params(per_core_M, per_core_N, false, "
+                f"false, fp32_dest_acc_en), then on a one-tile-high subblock widens out_subblock_w up to "
+                f"{4 if fp32_dest_acc else 8} while ceil(per_core_N / w) falls, padding per_core_N_compute")
+        if block.out_subblock not in (None, (sbh, sbw)):
+            raise PlanError(rule, f"out_subblock = {block.out_subblock[0]} x {block.out_subblock[1]} with dataflow = "
+                            f"dram_sharded: the factory runs {sbh} x {sbw} for per_core = {per_core_m} x {per_core_n}"
+                            + (f" (per_core_N_compute = {n_compute})" if n_compute != per_core_n else ""),
+                            spec.span("block.out_subblock"), f"out_subblock = {sbh} x {sbw}, or leave it out")
+        if block.out_block not in (None, (per_core_m, per_core_n), (per_core_m, n_compute)):
+            raise PlanError(f"{RULE}: one output block per worker, out_block = per_core",
+                            f"out_block = {block.out_block[0]} x {block.out_block[1]} with dataflow = dram_sharded and "
+                            f"per_core = {per_core_m} x {per_core_n}", spec.span("block.out_block"),
+                            f"out_block = {per_core_m} x {per_core_n}, or leave it out")
+        choices.append(f"out_subblock -> {sbh} x {sbw}, out_block {per_core_m} x {n_compute}: {RULE}'s own "
+                       f"(get_matmul_subblock_params({per_core_m}, {per_core_n}) widened on a one-tile-high "
+                       f"subblock); per_core_N_compute = {n_compute}"
+                       + (f", the last subblock's {sbw - (n_compute - per_core_n)} of {sbw} lanes real"
+                          if n_compute != per_core_n else ""))
+        return (per_core_m, n_compute), (sbh, sbw), n_compute
+
+    def subblock(self, per_core_m: int, per_core_n: int, fp32_dest_acc: bool) -> tuple[int, int, int]:
+        """(out_subblock_h, out_subblock_w, per_core_N_compute) the factory takes (factory_subblock)."""
+        return factory_subblock(per_core_m, per_core_n, fp32_dest_acc)
+
     def shard_widths(self, nt: int, banks: int) -> list[int]:
         """in1 shard widths (per_core_N) the factory reads right for Nt tiles over `banks` DRAM banks."""
         return shard_widths(nt, banks)
@@ -148,6 +184,24 @@ DRAM_SHARDED = DramSharded()
 def bank_assignment(arch_name: str) -> tuple[tuple[int, int], ...]:
     """TT's optimal DRAM-bank-to-worker assignment: the NoC-0 worker that reads bank i, in bank order."""
     return load_arch(arch_name).dram_bank_workers
+
+
+def factory_subblock(per_core_m: int, per_core_n: int, fp32_dest_acc: bool) -> tuple[int, int, int]:
+    """(out_subblock_h, out_subblock_w, per_core_N_compute) as the factory takes them: per_core_N_compute
+    starts as per_core_N_in1_sender = div_up(N, workers); the subblock is
+    get_matmul_subblock_params(per_core_M, per_core_N_compute, false, false, fp32_dest_acc_en); when it is one
+    tile high and narrower than max_subblock_w (4 with fp32 dest accumulation, else 8), w grows while
+    ceil(per_core_N_compute / w) gets strictly smaller, and per_core_N_compute = w x that count (29 tiles:
+    1 x 8 over 32)."""
+    sbh, sbw = matmul_subblock_params(per_core_m, per_core_n, fp32_dest_acc)
+    max_w = 4 if fp32_dest_acc else 8
+    if sbh != 1 or sbw >= max_w:
+        return sbh, sbw, per_core_n
+    count, best = per_core_n // sbw, sbw
+    for w in range(sbw + 1, max_w + 1):
+        if ceil_div(per_core_n, w) < count:
+            count, best = ceil_div(per_core_n, w), w
+    return 1, best, best * count
 
 
 def shard_workers(nt: int, shard_w: int, banks: int) -> int:
@@ -341,5 +395,17 @@ def _in1_reader_writer(p: Plan, all_cores: CoreRange) -> Kernel:
         "bank-local: this worker's own DRAM bank's shard")
     tensors = tensors_of(p)
     return dm_kernel("in1_reader_writer", "BRISC", 0, all_cores,
-                     out_block_loops(p, lambda first: (k_blocks,)) + tuple(sharded_out_tail(p)),
-                     (tensors["in1"],), (("cb_in1", CB_IN1), ("cb_out", CB_OUT)))
+                     out_block_loops(p, lambda first: (k_blocks,)) + _write_back(p),
+                     (tensors["in1"],), (("cb_in1", CB_IN1), ("cb_out", CB_OUT), ("cb_out_shard", CB_OUT_SHARD)))
+
+
+def _write_back(p: Plan) -> tuple[Node, ...]:
+    """The factory's writer: once the whole output block is in c_4 (per_core_M rows of per_core_N_compute
+    tiles), copy each row's real per_core_N tiles into the output tensor's shard (c_7) and free c_4; the
+    padded columns are dropped (out_tensor_stride_w_bytes = per_core_N_compute tiles, the shard's row
+    per_core_N tiles)."""
+    tiles = p.per_core_m * p.per_core_n_compute
+    return (op("cb_wait_front", CB_OUT, tiles, note="the whole output block is packed"),
+            op("copy_shard", CB_OUT_SHARD, CB_OUT, A(0), p.per_core_m, p.per_core_n, p.per_core_n_compute,
+               p.cb(CB_OUT).page_bytes, note="the real columns into the output shard, the padded ones dropped"),
+            op("noc_read_barrier"), op("cb_pop_front", CB_OUT, tiles))
