@@ -303,6 +303,15 @@ def test_an_explicit_blocking_other_than_the_factorys_is_refused(block, rule):
         plan(make(shape="32 x 11136 x 4096", block=f"per_core = 1 x 29  {block}"))
 
 
+def test_a_taller_subblock_that_splits_the_row_is_refused():
+    # per_core 2 x 6: get_matmul_subblock_params(2, 6) = 2 x 3 (the first of SUBBLOCK_HW_CHOICES dividing
+    # both, at most 8 tiles), two subblocks per row. The compute kernel packs c_4 subblock by subblock; the
+    # factory's writer copies it into the output shard one tile row of per_core_N_compute tiles at a time
+    # (out_tensor_stride_w_bytes), which is the same order only for h = 1 or w = per_core_N_compute.
+    with pytest.raises(PlanError, match="output copy: out_subblock_h == 1 .. out_subblock_w == per_core_N_compute"):
+        plan(make(shape="64 x 2304 x 1024", block="per_core = 2 x 6  in0_block_w = 4"))
+
+
 def test_the_factorys_own_subblock_may_be_written():
     p = plan(make(shape="32 x 11136 x 4096", block="per_core = 1 x 29  in0_block_w = 4  out_subblock = 1 x 8"))
     assert (p.out_subblock_w, p.per_core_n_compute) == (8, 32)

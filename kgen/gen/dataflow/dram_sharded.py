@@ -125,6 +125,17 @@ class DramSharded:
                             f"dram_sharded: the factory runs {sbh} x {sbw} for per_core = {per_core_m} x {per_core_n}"
                             + (f" (per_core_N_compute = {n_compute})" if n_compute != per_core_n else ""),
                             spec.span("block.out_subblock"), f"out_subblock = {sbh} x {sbw}, or leave it out")
+        if sbh > 1 and sbw != n_compute:
+            # The compute kernel packs c_4 subblock by subblock; the factory's writer copies it into the
+            # output shard one tile row at a time (out_tensor_stride_w_bytes), which is the same order only
+            # for one-tile-high subblocks or one subblock per row.
+            raise PlanError(f"{RULE}'s output copy: out_subblock_h == 1 || out_subblock_w == per_core_N_compute",
+                            f"per_core = {per_core_m} x {per_core_n}: the factory takes subblock {sbh} x {sbw} "
+                            f"(get_matmul_subblock_params), and its writer "
+                            f"(reader_bmm_tile_layout_in1_sender_dram_sharded.cpp) copies the output block row by "
+                            f"row while the compute kernel packs it subblock by subblock, so the output shard "
+                            f"would be out of order", spec.span("block.per_core"),
+                            "M = 32, a one-tile-row activation (per_core_M = 1), the decode shape")
         if block.out_block not in (None, (per_core_m, per_core_n), (per_core_m, n_compute)):
             raise PlanError(f"{RULE}: one output block per worker, out_block = per_core",
                             f"out_block = {block.out_block[0]} x {block.out_block[1]} with dataflow = dram_sharded and "
