@@ -209,13 +209,15 @@ def _in0_shard_send(p: Plan, line: tuple[RuntimeArg, ...]) -> list[Node]:
     n, sw, obh, ibw = p.n_blocks, p.in0_shard_w, p.out_block_h, p.in0_block_w
     tiles, page = p.in0_block_tiles, p.cb(CB_IN0).page_bytes
     start = A(0, bh=obh * sw, kb=ibw)                   # the block's first tile in the shard (c_2)
-    copy = [op("copy_shard", CB_IN0, CB_IN0_SHARD, start, obh, ibw, sw, page,
-               note="this core's K slice: its rows lie apart in the shard"), op("noc_read_barrier")]
+
+    def copy(note: str) -> list[Node]:
+        return [op("copy_shard", CB_IN0, CB_IN0_SHARD, start, obh, ibw, sw, page, note=note), op("noc_read_barrier")]
     if n == 1:
-        return [op("cb_reserve_back", CB_IN0, tiles), *copy, op("cb_push_back", CB_IN0, tiles)]
+        return [op("cb_reserve_back", CB_IN0, tiles), *copy("this core's K slice: the block comes out of its own shard"),
+                op("cb_push_back", CB_IN0, tiles)]
     send: list[Node] = [op("cb_reserve_back", CB_IN0, tiles), op("sem_set", "in0_receiver", INVALID)]
     if in0_shard_is_copied(p):
-        send += copy
+        send += copy("this core's K slice: its rows lie apart in the shard")
     send += [op("sem_wait", "in0_sender", n - 1, note="every other core of the line has reserved space"),
              op("sem_set", "in0_sender", 0)]
     if in0_shard_is_copied(p):
