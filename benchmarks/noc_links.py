@@ -62,7 +62,7 @@ def _mcast_routes(kernel: Kernel, core: Coord, noc: NocCosts) -> Iterable[tuple[
     """Each multicast of the kernel on this core: the links of its tree and the bytes it sends."""
     src = noc.physical(core)
     for o, n in counted(kernel.body):
-        if o.kind != "mcast_cb":
+        if o.kind not in ("mcast_cb", "mcast_shard"):
             continue
         xs = sorted((_value(o["start_x"], core), _value(o["end_x"], core)))
         ys = sorted((_value(o["start_y"], core), _value(o["end_y"], core)))

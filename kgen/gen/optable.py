@@ -179,6 +179,15 @@ _ROWS: tuple[OpSpec, ...] = (
     # copies this core's word of `sem` (set to `value` just before) to the same semaphore on the rectangle
     _dataflow("mcast_sem_set", ("sem", "value", "start_x", "start_y", "end_x", "end_y", "num_dests"), MULTICAST,
               "noc_semaphore_set_multicast", work=lambda o: Work(multicasts=1, semaphore_ops=1)),
+    # Loopback multicasts (TT-Metal's MCAST_INCL_SRC): the rectangle's cores *including this one*, and
+    # num_dests counts it. `mcast_shard` sends `tiles` tiles of this core's L1 shard (CB `src_cb` from
+    # tile `start`, contiguous there) into `cb`'s reserved pages, its own included.
+    _dataflow("mcast_shard", ("cb", "src_cb", "start", "page_bytes", "tiles", "bytes", "start_x", "start_y", "end_x",
+                              "end_y", "num_dests"), MULTICAST, "noc_async_write_multicast_loopback_src",
+              writes_back="cb", work=lambda o: Work(multicasts=1)),
+    _dataflow("mcast_sem_set_loopback", ("sem", "value", "start_x", "start_y", "end_x", "end_y", "num_dests"),
+              MULTICAST, "noc_semaphore_set_multicast_loopback_src",
+              work=lambda o: Work(multicasts=1, semaphore_ops=1)),
 )
 
 OPS: Mapping[str, OpSpec] = {row.kind: row for row in _ROWS}

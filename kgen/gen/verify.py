@@ -265,6 +265,12 @@ def _static_checks(program: Program, kernel: Kernel) -> None:
             if hi > program.cb_pages[n["src_cb"]] or n["cols"] > n["row_stride"]:
                 raise IRVerificationError(kernel.name, f"`copy_shard` reaches tile {hi - 1} of c_{n['src_cb']}, "
                                           f"which holds {program.cb_pages[n['src_cb']]}")
+        elif n.kind == "mcast_shard":
+            # the block multicast straight out of the shard lies inside the shard CB
+            hi = n["start"].max_over({**ranges, **cores}) + n["tiles"]
+            if hi > program.cb_pages[n["src_cb"]] or n["bytes"] != n["tiles"] * n["page_bytes"]:
+                raise IRVerificationError(kernel.name, f"`mcast_shard` sends tiles up to {hi - 1} of c_{n['src_cb']}, "
+                                          f"which holds {program.cb_pages[n['src_cb']]} ({n['bytes']} bytes)")
         elif n.kind == "matmul_block":
             # the last tile each operand's unpack reaches: in0 rt rows kt apart, in1 ct tiles of a row
             reach = {"in0_tile": (int(n["rt"]) - 1) * int(n["kt"]), "in1_tile": int(n["ct"]) - 1}
@@ -410,7 +416,7 @@ class _RegionWalker:
             self.write(cb, n["rows"] * n["cols"], n)
         elif k == "read_bank_tiles":
             self.write(cb, n["tiles"], n)
-        elif k == "mcast_cb":
+        elif k in ("mcast_cb", "mcast_shard"):
             self.fail(f"multicasts into c_{cb}, which shares an L1 region: not modelled, so not provably safe", n)
 
 
@@ -473,16 +479,21 @@ def _check_semaphores(program: Program) -> None:
             if n.kind == "sem_inc":
                 tx, ty = n["noc_x"].logical(env), n["noc_y"].logical(env)
                 arriving[(n["sem"], tx, ty)] += mult * n["value"]
-            elif n.kind == "mcast_sem_set":
+            elif n.kind in ("mcast_sem_set", "mcast_sem_set_loopback"):
                 # start/end are in NoC order (swapped on NOC 1): the rectangle is their bounding box
                 sx, sy, ex, ey = (n[k].logical(env) for k in ("start_x", "start_y", "end_x", "end_y"))
                 x0, x1, y0, y1 = min(sx, ex), max(sx, ex), min(sy, ey), max(sy, ey)
                 # a multicast without loopback skips its own core when the rectangle holds it (TT-Metal's 1D
-                # factory multicasts to the bounding box of all cores, sender included): num_dests excludes it
-                targets = [(xx, yy) for yy in range(y0, y1 + 1) for xx in range(x0, x1 + 1) if (xx, yy) != core]
-                if len(targets) != n["num_dests"]:
+                # factory multicasts to the bounding box of all cores, sender included): num_dests excludes it;
+                # with loopback it reaches every core of the rectangle, its own included
+                loopback = n.kind == "mcast_sem_set_loopback"
+                targets = [(xx, yy) for yy in range(y0, y1 + 1) for xx in range(x0, x1 + 1)
+                           if loopback or (xx, yy) != core]
+                if len(targets) != n["num_dests"] or (loopback and core not in targets):
                     raise IRVerificationError(kernel.name, f"multicast rectangle ({x0},{y0})-({x1},{y1}) "
-                                              f"holds {len(targets)} cores besides its own, not {n['num_dests']}")
+                                              f"holds {len(targets)} cores{'' if loopback else ' besides its own'}"
+                                              f"{', not its own' if loopback and core not in targets else ''}, "
+                                              f"num_dests = {n['num_dests']}")
                 for target in targets:
                     arriving[(n["sem"], *target)] += mult
             elif n.kind == "sem_wait":

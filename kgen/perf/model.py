@@ -56,6 +56,10 @@ PACED_BY = dataflows.PACED_BY
 # Ops that (re)configure a TRISC thread, and the CB and DST handshakes, from the op table.
 _RECONFIG_OPS = optable.kinds_in(*optable.CONFIGURING)
 _CB_OPS = optable.kinds_in(optable.CB_PROTOCOL, optable.DST_PROTOCOL)
+# a relay's ops that take a K-block out of this core's shard, and those a hand-over is priced by
+_FROM_SHARD = frozenset({"copy_shard", "mcast_shard"})
+_HAND_OVER_OPS = _FROM_SHARD | {"noc_read_barrier", "sem_wait", "mcast_cb", "mcast_sem_set", "mcast_sem_set_loopback",
+                                "noc_writes_flushed"}
 _THREAD = {optable.UNPACK: UNPACK, optable.MATH: MATH, optable.PACK: PACK}
 
 
@@ -144,15 +148,17 @@ class _KernelCost:
         self.epilogue: dict[str, float] = defaultdict(float)
         self.epilogue_sections = 0    # DST sections of the untilize stage
         self.bias_stage = False       # between the bias stage's init and the next matmul init
-        # A relay: a kernel that both hands K-blocks out of its own L1 shard and receives the others'
-        # (kgen's in0_sharded_<i>, TT's block-sharded in0 reader). The line of cores hands each K-block
-        # over in turn and a core cannot copy its next block before the previous one arrived, so the
-        # hand-over's latencies (copy, semaphore round trip, multicast landing) are paid per block by every
-        # core of the line, not once per fill.
+        # A relay: a kernel that both hands K-blocks out of its own L1 shard (a copy, or a multicast
+        # straight out of it) and receives the others' (kgen's in0_sharded_<i>, TT's block-sharded in0
+        # reader). The line of cores hands each K-block over in turn and a core cannot send its next block
+        # before the previous one arrived, so the hand-over's latencies (copy, semaphore round trip,
+        # multicast landing) are paid per block by every core of the line, not once per fill. A hand-over
+        # is the block (reserve to push) that takes from the shard.
         kinds = {o.kind for o, _ in counted(kernel.body)}
-        self.relay = "copy_shard" in kinds and "sem_inc" in kinds
+        self.relay = bool(kinds & _FROM_SHARD) and "sem_inc" in kinds
         self.relay_sends, self.relay_receives, self.relay_send_cycles = 0, 0, 0.0
-        self._first_mcast = self._in_send = False
+        self._first_mcast = self._from_shard = False
+        self._block_cycles = 0.0
         previous: Op | None = None
         l1_acc = untilizing = False
         for o, n in counted(kernel.body):
@@ -182,9 +188,8 @@ class _KernelCost:
             else:
                 before = self.total(kernel.processor)
                 self._dataflow_op(o, n, kernel.processor)
-                if self.relay and o.kind in ("copy_shard", "noc_read_barrier", "sem_wait", "mcast_cb", "mcast_sem_set",
-                                             "noc_writes_flushed") and self._in_send:
-                    self.relay_send_cycles += self.total(kernel.processor) - before
+                if self.relay and o.kind in _HAND_OVER_OPS:
+                    self._block_cycles += self.total(kernel.processor) - before
                 if self.relay and o.kind == "sem_inc":
                     self.relay_receives += n
 
@@ -262,15 +267,18 @@ class _KernelCost:
     def _dataflow_op(self, o: Op, n: int, processor: str) -> None:
         c = self.costs
         k = o.kind
-        if k in ("read_tiles", "read_bank_tiles", "copy_shard", "mcast_cb", "sem_wait", "sem_inc"):
+        if k in ("read_tiles", "read_bank_tiles", "copy_shard", "mcast_cb", "mcast_shard", "sem_wait", "sem_inc"):
             self.feeds_inputs = True
-        if k == "cb_push_back":
-            self._in_send = False           # a relay's hand-over ends with its push
+        if self.relay and k == "cb_reserve_back":
+            self._block_cycles, self._from_shard = 0.0, False       # a block starts: a hand-over or a receive
+        if self.relay and k == "cb_push_back" and self._from_shard:
+            self.relay_send_cycles += self._block_cycles            # a relay's hand-over ends with its push
+            self._from_shard = False
         if k in ("copy_shard", "read_tiles", "read_bank_tiles", "noc_read_barrier"):
             self._read_op(o, n, processor)
         elif k in ("write_tiles", "write_rows", "noc_write_barrier"):
             self._write_op(o, n, processor)
-        elif k in ("mcast_cb", "mcast_sem_set"):
+        elif k in ("mcast_cb", "mcast_shard", "mcast_sem_set", "mcast_sem_set_loopback"):
             self._mcast_op(o, n, processor)
         elif k in ("sem_wait", "sem_inc"):
             # In steady state the double-buffered CBs let the handshake of block b+1 overlap block b:
@@ -292,8 +300,7 @@ class _KernelCost:
             self.add(processor, "noc", n * nbytes / c.l1.read_bytes_per_cycle)
             self.last_read_cb = o["cb"]
             if self.relay:      # a hand-over starts (the receivers' increments arrive meanwhile)
-                self.relay_sends += n
-                self._in_send, self._first_mcast = True, True
+                self._start_hand_over(n)
         elif k == "read_tiles":
             tiles = optable.work_of(o).noc_read_tiles
             page = tensors[o["tensor"]].page_bytes
@@ -354,11 +361,18 @@ class _KernelCost:
             self.add(processor, "dram" if self.last_write == DRAM else "noc", n * latency)
             self.write_cycles += n * latency
 
+    def _start_hand_over(self, n: int) -> None:
+        self.relay_sends += n
+        self._from_shard, self._first_mcast = True, True
+
     def _mcast_op(self, o: Op, n: int, processor: str) -> None:
-        """A multicast of a CB's block, or of a semaphore's value."""
+        """A multicast of a CB's block (from the CB, or straight out of this core's shard with loopback),
+        or of a semaphore's value."""
         c = self.costs
         k = o.kind
-        if k == "mcast_cb":
+        if k == "mcast_shard" and self.relay:
+            self._start_hand_over(n)
+        if k in ("mcast_cb", "mcast_shard"):
             # the sender goes on once the data is issued; its landing (the flag follows the data on the
             # same path) delays the receivers once per fill (per block in a relay)
             dests = int(o["num_dests"])
@@ -373,7 +387,7 @@ class _KernelCost:
             if o["cb"] == CB_BIAS:
                 self.tail_cycles += n * c.multicast_cycles(int(o["bytes"]), dests)
             self.fill_latency = max(self.fill_latency, c.multicast_landing(dests))
-        elif k == "mcast_sem_set":
+        elif k in ("mcast_sem_set", "mcast_sem_set_loopback"):
             self.add(processor, "noc", n * c.multicast_issue(int(o["num_dests"])))
 
     def total(self, processor: str) -> float:
@@ -550,7 +564,7 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     do where kgen cannot yet generate that dataflow; the ops stay the program's."""
     costs = costs or load_costs(program.arch.name)
     # where the plan itself puts a tensor (`memory { in1 = l1 }`); a sharded in0 or output needs nothing
-    # here: its program reads no DRAM for it (copy_shard) and writes none
+    # here: its program reads no DRAM for it (copy_shard, mcast_shard) and writes none
     placement = {**({"in1": L1} if program.placement("in1") == Placement.L1 else {}),
                  **({"in1": BANK} if program.placement("in1") == Placement.DRAM_WIDTH_SHARDED else {}), **(placement or {})}
     unknown = {v for v in placement.values()} - {DRAM, L1, SHARDED, BANK}

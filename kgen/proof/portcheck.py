@@ -264,41 +264,37 @@ def _dram_sharded_differences(plan, program) -> tuple[tuple[str, int, str], ...]
 def _sharded_differences(plan) -> tuple[tuple[str, int, str], ...]:
     """Where TT-Metal's block-sharded in0 reader (reader_bmm_tile_layout_in0_sender_receiver_padding_block_
     sharded.cpp) and kgen's in0_sharded_<i> kernels count differently by design, with the counts the
-    kernels' structure gives: S K-blocks sent in all (one per K-block per line of cores per out block)."""
+    kernels' structure gives: S K-blocks sent in all (one per K-block per line of cores per out block).
+    With several cores on the line both hand a block over alike (one multicast to the whole line, from
+    the shard with loopback or from a copy in c_0, the flag with loopback, the sender waiting for its own
+    VALID); with one core kgen's kernel keeps only the copy into c_0."""
     if plan.memory.in0 != Placement.L1_BLOCK_SHARDED:
         return ()
     n, cores = plan.n_blocks, plan.num_cores
     sends = plan.m_blocks * plan.batch_ct * plan.num_blocks_h_dim * plan.num_blocks_w_dim * plan.num_blocks
-    inner = sends * max(n - 2, 0) // n          # sends by a core inside its line: kgen multicasts before and after it
     out = [("cb_reserve_back", cores, "TT-Metal's block-sharded reader reserves and pushes its shard CB c_2 once, "
                                       "to take the shard's address; kgen reads c_2's read pointer"),
            ("cb_push_back", cores, "TT-Metal's block-sharded reader reserves and pushes its shard CB c_2 once, "
-                                   "to take the shard's address; kgen reads c_2's read pointer"),
-           ("noc_semaphore_wait", sends if n > 1 else 2 * sends,
-            "TT-Metal's block-sharded sender multicasts with loopback and waits for its own VALID flag too, once per "
-            "K-block it sends" + ("" if n > 1 else ", and for 0 receivers' increments: with one core on the line "
-                                                   "kgen's kernel has no handshake"))]
-    if n == 1:
-        out.append(("noc_semaphore_set", 3 * sends + cores,
-                    "with one core on the line TT-Metal's reader still sets its flags (INVALID, 0, VALID) per K-block and "
-                    "VALID once at the start; kgen's kernel has no handshake"))
-    if not (plan.per_core_m > 1 and plan.in0_shard_w // plan.in0_block_w > 1):
-        # TT's reader copies a block out of the shard (extract_shard_sub_blocks) only when the shard is
-        # more than one tile high and holds several K-blocks; otherwise it multicasts straight from the shard
-        why = ("TT-Metal's block-sharded reader multicasts a K-block straight out of the shard when it is contiguous "
-               "there (one tile row, or one K-block per shard); kgen always copies it into c_0 first, one read per "
-               "tile row and a barrier")
-        out += [("noc_async_read", -sends * plan.out_block_h, why), ("noc_async_read_barrier", -sends, why)]
+                                   "to take the shard's address; kgen reads c_2's read pointer")]
     if n > 1:
-        why = ("kgen multicasts a K-block to the cores before and after the sender on its line, two multicasts where "
-               "the sender is inside the line; TT-Metal multicasts once to the whole line with loopback")
-        out += [("noc_async_write_multicast", -inner, why), ("noc_semaphore_set_multicast", -inner, why)]
         if plan.arch.behaviour.flush_mcast_before_flag:
             out.append(("noc_async_writes_flushed", -sends, "kgen also flushes the data multicast before the flag "
                                                             "multicast on Blackhole, as its other senders do"))
-    else:
-        out.append(("noc_async_write", sends, "with one core on the line TT-Metal's reader copies each K-block to "
-                                              "itself with a NoC write; kgen's copy lands in c_0 directly"))
+        return tuple(out)
+    out += [("noc_semaphore_wait", 2 * sends,
+             "with one core on the line TT-Metal's reader still waits for 0 receivers' increments and for its own "
+             "VALID flag per K-block; kgen's kernel has no handshake"),
+            ("noc_semaphore_set", 3 * sends + cores,
+             "with one core on the line TT-Metal's reader still sets its flags (INVALID, 0, VALID) per K-block and "
+             "VALID once at the start; kgen's kernel has no handshake")]
+    if not (plan.per_core_m > 1 and plan.in0_shard_w // plan.in0_block_w > 1):
+        # TT's reader copies a block out of the shard (extract_shard_sub_blocks) only when the shard is
+        # more than one tile high and holds several K-blocks; otherwise, alone on its line, it copies the
+        # block into c_0 with one NoC write to itself
+        why = ("with one core on the line TT-Metal's reader copies a K-block that is contiguous in the shard into "
+               "c_0 with one NoC write to itself; kgen copies it with one local read per tile row and a barrier")
+        out += [("noc_async_read", -sends * plan.out_block_h, why), ("noc_async_read_barrier", -sends, why),
+                ("noc_async_write", sends, why)]
     return tuple(out)
 
 

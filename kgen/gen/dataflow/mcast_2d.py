@@ -159,58 +159,78 @@ def _in0_block_sharded_kernels(p: Plan, noc: int, sems: tuple[tuple[str, int], .
     """A block-sharded in0 (docs/reference/matmul.md §2.4; TT-Metal's
     reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp): every core holds per_core_M x
     (Kt / n) tiles of in0, its K slice of its M block, for the n cores along its in0 multicast. K-block k
-    comes from the core at position k / (blocks per shard) along that line: it copies the block out of
-    its shard (c_2) into c_0 and multicasts it to the others, which receive it as from any in0 sender.
-    TT-Metal runs one kernel everywhere and branches on its sender id; kgen emits one kernel per
-    position, so that whose turn it is is a loop bound, not a runtime branch."""
-    n, sw, obh, ibw = p.n_blocks, p.in0_shard_w, p.out_block_h, p.in0_block_w
-    per_shard = sw // ibw
-    tiles, page = p.in0_block_tiles, p.cb(CB_IN0).page_bytes
+    comes from the core at position k / (blocks per shard) along that line, which multicasts it once to
+    the whole line, itself included (see _in0_shard_send). TT-Metal runs one kernel everywhere and branches
+    on its sender id; kgen emits one kernel per position, so that whose turn it is is a loop bound, not a
+    runtime branch."""
+    n = p.n_blocks
+    per_shard = p.in0_shard_w // p.in0_block_w
+    tiles = p.in0_block_tiles
 
     # the line of cores an in0 block travels: this core's row, or its column under transpose_mcast
     def at(pos: int) -> tuple[Affine, Affine]:          # (x, y) of position `pos` on this core's line
         return (A(0, core_x=1), A(pos)) if p.transpose_mcast else (A(pos), A(0, core_y=1))
 
-    def rect(tag: str, lo: int, hi: int) -> tuple[RuntimeArg, ...]:
-        (x0, y0), (x1, y1) = at(lo), at(hi)
-        if noc == 1:
-            x0, y0, x1, y1 = x1, y1, x0, y0
-        return (RuntimeArg(f"{tag}_start_x", "noc_x", x0), RuntimeArg(f"{tag}_start_y", "noc_y", y0),
-                RuntimeArg(f"{tag}_end_x", "noc_x", x1), RuntimeArg(f"{tag}_end_y", "noc_y", y1))
-
+    (x0, y0), (x1, y1) = at(0), at(n - 1)
+    line = noc_rect(noc, x0, y0, x1, y1) if n > 1 else ()
     kernels = []
     for i in range(n):
-        # the cores before and after this one on its line: two multicasts that never include the sender
-        parts = ([(rect("before", 0, i - 1), i)] if i > 0 else []) + \
-                ([(rect("after", i + 1, n - 1), n - 1 - i)] if i < n - 1 else [])
         senders = {j: (RuntimeArg(f"sender{j}_noc_x", "noc_x", at(j)[0]),
                        RuntimeArg(f"sender{j}_noc_y", "noc_y", at(j)[1])) for j in range(n) if j != i}
-        copy = op("copy_shard", CB_IN0, CB_IN0_SHARD, A(0, bh=obh * sw, kb=ibw), obh, ibw, sw, page,
-                  note="this core's K slice: the block comes out of its own shard")
-        send: list[Node] = [op("cb_reserve_back", CB_IN0, tiles), copy, op("noc_read_barrier")]
-        if n > 1:
-            send += [op("sem_wait", "in0_sender", n - 1, note="every other core of the line has reserved space"),
-                     op("sem_set", "in0_sender", 0)]
-            send += [op("mcast_cb", CB_IN0, tiles, tiles * page, *r, count) for r, count in parts]
-            if p.arch.behaviour.flush_mcast_before_flag:
-                send.append(op("noc_writes_flushed"))
-            send.append(op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"))
-            send += [op("mcast_sem_set", "in0_receiver", VALID, *r, count) for r, count in parts]
-            # the flag multicast reads this core's VALID word: flush before the word can turn INVALID again
-            # when this core receives the next K-block (TT-Metal's block-sharded reader flushes here too)
-            send.append(op("noc_writes_flushed"))
-        send.append(op("cb_push_back", CB_IN0, tiles))
+        send = tuple(_in0_shard_send(p, line))
         k_loops = tuple(
-            Loop("kb", 0, per_shard, tuple(send) if j == i else
+            Loop("kb", 0, per_shard, send if j == i else
                  tuple(receiver_block(CB_IN0, tiles, "in0_sender", "in0_receiver", senders[j])),
                  f"K-blocks {j * per_shard}..{(j + 1) * per_shard - 1}: " + ("this core's shard" if j == i
                                                                           else f"from position {j}"))
             for j in range(n))
         cores = CoreRange(0, i, p.grid[0] - 1, i) if p.transpose_mcast else CoreRange(i, 0, i, p.grid[1] - 1)
-        coords = tuple(a for r, _ in parts for a in r) + tuple(a for j in sorted(senders) for a in senders[j])
+        coords = line + tuple(a for j in sorted(senders) for a in senders[j])
         kernels.append(dm_kernel(f"in0_sharded_{i}", "NCRISC", noc, cores,
                                   out_block_loops(p, lambda first: k_loops), (),
                                   (("cb_in0", CB_IN0), ("cb_in0_sharded", CB_IN0_SHARD)), sems, coords))
     return kernels
 
 
+def in0_shard_is_copied(p: Plan) -> bool:
+    """TT's block-sharded reader copies a K-block out of the shard first (`extract_shard_sub_blocks`)
+    only when the shard is more than one tile high and holds several K-blocks: only then are the
+    block's rows apart in the shard."""
+    return p.per_core_m > 1 and p.in0_shard_w // p.in0_block_w > 1
+
+
+def _in0_shard_send(p: Plan, line: tuple[RuntimeArg, ...]) -> list[Node]:
+    """One K-block handed over from this core's shard as TT's block-sharded reader does it: a single
+    multicast to the whole line, this core included. Straight out of the shard with loopback where the
+    block is contiguous there; else copied into c_0 first and multicast from there to the others (the
+    rectangle holds this core, a multicast without loopback skips it). The flag goes to every core of the
+    line with loopback, and the sender waits for its own VALID like any receiver. With one core on the
+    line the block is only copied into c_0 (no handshake)."""
+    n, sw, obh, ibw = p.n_blocks, p.in0_shard_w, p.out_block_h, p.in0_block_w
+    tiles, page = p.in0_block_tiles, p.cb(CB_IN0).page_bytes
+    start = A(0, bh=obh * sw, kb=ibw)                   # the block's first tile in the shard (c_2)
+
+    def copy(note: str) -> list[Node]:
+        return [op("copy_shard", CB_IN0, CB_IN0_SHARD, start, obh, ibw, sw, page, note=note), op("noc_read_barrier")]
+    if n == 1:
+        return [op("cb_reserve_back", CB_IN0, tiles), *copy("this core's K slice: the block comes out of its own shard"),
+                op("cb_push_back", CB_IN0, tiles)]
+    send: list[Node] = [op("cb_reserve_back", CB_IN0, tiles), op("sem_set", "in0_receiver", INVALID)]
+    if in0_shard_is_copied(p):
+        send += copy("this core's K slice: its rows lie apart in the shard")
+    send += [op("sem_wait", "in0_sender", n - 1, note="every other core of the line has reserved space"),
+             op("sem_set", "in0_sender", 0)]
+    if in0_shard_is_copied(p):
+        send.append(op("mcast_cb", CB_IN0, tiles, tiles * page, *line, n - 1))
+    else:
+        send.append(op("mcast_shard", CB_IN0, CB_IN0_SHARD, start, page, tiles, tiles * page, *line, n,
+                       note="this core's K slice, straight out of its shard"))
+    if p.arch.behaviour.flush_mcast_before_flag:
+        send.append(op("noc_writes_flushed"))
+    send += [op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"),
+             op("mcast_sem_set_loopback", "in0_receiver", VALID, *line, n),
+             # the flag multicast reads this core's VALID word: flush before the word can turn INVALID again
+             # at the next K-block (TT-Metal's block-sharded reader flushes here too)
+             op("noc_writes_flushed"),
+             op("sem_wait", "in0_receiver", VALID), op("cb_push_back", CB_IN0, tiles)]
+    return send

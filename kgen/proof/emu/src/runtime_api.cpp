@@ -216,6 +216,9 @@ void sem_set_mcast(uint32_t src_l1, uint64_t mcast_addr, uint32_t num_dests, boo
     double landing = cost("mcast_landing." + std::to_string(num_dests));
     uint64_t lands = p->clock + static_cast<uint64_t>(std::llround(landing));
     for (Core *c : dests) {
+        // a loopback copy of the sender's own word onto itself changes nothing there: a wait on that
+        // word holds from the local set on, not from the copy's landing
+        if (c->l1 + off == src) continue;
         std::memcpy(c->l1 + off, src, 4);
         note_landed(c, off, lands);
     }
