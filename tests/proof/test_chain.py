@@ -100,10 +100,19 @@ def test_a_signal_that_arrives_as_the_scratch_folder_is_made_removes_it(tmp_path
     assert not list(tmp_path.iterdir())
 
 
+def _as_in_a_terminal() -> None:
+    """Give the child the signal dispositions of a command typed at a terminal. A test runner started
+    in the background (`cmd &`, nohup) ignores SIGINT, its children inherit that, and Python then
+    installs no KeyboardInterrupt handler: kgen would rightly ignore the Ctrl-C these tests send."""
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _kgen(args, tmpdir: Path) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmpdir))
     return subprocess.Popen([sys.executable, "-m", "kgen", *map(str, args)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_as_in_a_terminal)
 
 
 def _wait_for(tmpdir: Path, pattern: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
@@ -156,7 +165,8 @@ def test_ctrl_c_during_a_parallel_tune_prints_one_line_not_a_traceback_per_worke
     proc = subprocess.Popen([sys.executable, "-m", "kgen", "tune", example("wh_mlp_11008"), "--space", "all",
                              "--allow-precision", "-j", "2", "--no-db", "--top", "256"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_as_in_a_terminal)
     try:
         time.sleep(4)
         assert proc.poll() is None, "the search ended before the interrupt"
