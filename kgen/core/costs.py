@@ -201,6 +201,18 @@ class Costs:
         card = self.dram.card_bytes_per_second * self.dram.card_efficiency / (self.arch.clock_mhz * 1e6)
         return min(self.dram.write_bytes_per_cycle, card / max(writers, 1))
 
+    def dram_read_bytes_per_cycle(self, own_bytes: float, readers: list[tuple[float, int]]) -> float:
+        """One core's interleaved DRAM read rate while the other readers read too. TT's multicast
+        senders read their K-blocks in lockstep (each block waits for the whole line's handshake), so
+        the card's DRAM serves them at once: max-min fair, a core reading B bytes gets
+        B x card / sum over the readers j of cores_j x min(B_j, B), never more than one core's own rate.
+        `readers` is (bytes each core reads, cores) per reading kernel, this core's among them."""
+        card = self.dram.card_bytes_per_second * self.dram.card_efficiency / (self.arch.clock_mhz * 1e6)
+        shared = sum(cores * min(nbytes, own_bytes) for nbytes, cores in readers)
+        if own_bytes <= 0 or shared <= 0:
+            return self.dram.read_bytes_per_cycle
+        return min(self.dram.read_bytes_per_cycle, own_bytes * card / shared)
+
     def dram_request_floor_cycles(self, read_requests: float) -> float:
         """Cycles the card's DRAM endpoints need to accept these read requests: one per
         cycles_per_read_request per endpoint whatever the number of issuers (tt-metal #55898), an

@@ -120,10 +120,12 @@ class _KernelCost:
     """Busy cycles of one kernel by processor and kind, summed over its ops with their trip counts."""
 
     def __init__(self, program: Program, kernel: Kernel, costs: Costs, placement: Mapping[str, str],
-                 write_rate: float | None = None):
+                 write_rate: float | None = None, read_rate: float | None = None):
         self.program, self.kernel, self.costs, self.placement = program, kernel, costs, placement
-        # one core's DRAM write rate: the writing cores share the card (Costs.dram_write_bytes_per_cycle)
+        # one core's DRAM write and interleaved read rates: the cores that write, and those that read,
+        # share the card (Costs.dram_write_bytes_per_cycle, Costs.dram_read_bytes_per_cycle)
         self.write_rate = write_rate or costs.dram.write_bytes_per_cycle
+        self.read_rate = read_rate or costs.dram.read_bytes_per_cycle
         self.last_read, self.last_write = DRAM, DRAM     # where the transfers a barrier waits for went
         self.formats = {cb.index: cb.data_format for cb in program.cbs}
         self.tensors = {t.name: t for t in kernel.tensors}
@@ -133,6 +135,7 @@ class _KernelCost:
         self.dram_bytes = 0           # bytes this kernel moves to or from DRAM on one core
         self.dram_read_bytes = 0      # ... of which it reads
         self.dram_read_requests = 0   # ... in this many read requests (one per tile)
+        self.interleaved_read_bytes = 0   # ... of which it reads from interleaved tensors (every bank)
         self.blocks = 0               # K-block steps: in0 blocks the compute kernel waited for
         self.fill_latency = 0.0       # latency a pipeline fill waits for once: a multicast landing, a flag
         self.write_cycles = 0.0       # the share of the busy cycles spent writing the output
@@ -308,10 +311,12 @@ class _KernelCost:
             if where in (DRAM, BANK):
                 # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile);
                 # a bank-local read at its own bank's share of the card
-                rate = c.dram.read_bytes_per_cycle if where == DRAM else c.dram_bank_read_bytes_per_cycle()
+                rate = self.read_rate if where == DRAM else c.dram_bank_read_bytes_per_cycle()
                 per_tile = max(page / rate, c.dram.cycles_per_read_request)
                 self.dram_bytes += n * tiles * page
                 self.dram_read_bytes += n * tiles * page
+                if where == DRAM:
+                    self.interleaved_read_bytes += n * tiles * page
                 self.dram_read_requests += n * tiles
             else:
                 per_tile = page / c.l1.read_bytes_per_cycle if where == L1 else 0.0   # sharded: already in the CB
@@ -554,6 +559,16 @@ def _writers(program: Program, cost_of: Mapping[str, _KernelCost]) -> int:
     """The cores that write DRAM: they write each out block at the same time (Costs.dram_write_bytes_per_cycle)."""
     return sum(_cores(k) for k in program.kernels if cost_of[k.name].dram_bytes > cost_of[k.name].dram_read_bytes)
 
+def _read_rates(program: Program, cost_of: Mapping[str, _KernelCost], costs: Costs) -> dict[str, float]:
+    """The interleaved DRAM read rate of each kernel that reads below one core's own rate, the readers
+    sharing the card (Costs.dram_read_bytes_per_cycle)."""
+    readers = [(cost_of[k.name].interleaved_read_bytes, _cores(k)) for k in program.kernels
+               if cost_of[k.name].interleaved_read_bytes]
+    rates = {k.name: costs.dram_read_bytes_per_cycle(cost_of[k.name].interleaved_read_bytes, readers)
+             for k in program.kernels if cost_of[k.name].interleaved_read_bytes}
+    return {name: rate for name, rate in rates.items() if rate < costs.dram.read_bytes_per_cycle}
+
+
 def _cores(k: Kernel) -> int:
     return (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
 
@@ -572,8 +587,10 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")
     cost_of = {k.name: _KernelCost(program, k, costs, placement) for k in program.kernels}
     write_rate = costs.dram_write_bytes_per_cycle(_writers(program, cost_of))
-    if write_rate < costs.dram.write_bytes_per_cycle:
-        cost_of = {k.name: _KernelCost(program, k, costs, placement, write_rate) for k in program.kernels}
+    read_rates = _read_rates(program, cost_of, costs)
+    if write_rate < costs.dram.write_bytes_per_cycle or read_rates:
+        cost_of = {k.name: _KernelCost(program, k, costs, placement, write_rate, read_rates.get(k.name))
+                   for k in program.kernels}
     # A relay line (a block-sharded in0): every core of the line waits for every hand-over, its own and
     # the other positions' (the lines are alike, one relay kernel per position)
     relays = [kc for kc in cost_of.values() if kc.relay]

@@ -121,18 +121,8 @@ def test_no_dtype_and_fidelity_group_is_biased(cases, card):
     assert all(abs(b) <= 0.05 for b in bias.values()), bias
 
 
-# The >= 90 % target is met on both p150 tables, not on n150 (docs/perf-model.md, "Known gaps"): there
-# the model misorders the smallest shapes, whose automatic DRAM programs it under-prices (and 512^3's
-# hand-tuned sharded program it still over-prices), and an automatic 4 x 2 program that splits the output
-# into several out blocks, whose K-loop readers silicon runs at about half the modelled rate. Each card is
-# its own case, so a table that starts to pass fails the strict xfail.
-_PAIRWISE_GAP = pytest.mark.xfail(strict=True, reason="missing effect named in docs/perf-model.md: known gaps")
-_PAIRWISE_MET = ("p150", "p150_11x10")
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("card", [card if card in _PAIRWISE_MET else pytest.param(card, marks=_PAIRWISE_GAP)
-                                  for card in gemm_rows.CARDS])
+@pytest.mark.parametrize("card", gemm_rows.CARDS)
 def test_pairwise_config_ranking_beats_a_sort_without_a_model(cases, oob_cases, card):
     # Where TT published two programs for one shape, dtype, fidelity and trace setting (hand-tuned vs
     # its library's choice), the model orders them as silicon did on >= 90 % of the pairs apart by more
@@ -148,8 +138,7 @@ def test_pairwise_config_ranking_beats_the_sort_without_a_model_on_every_table(c
     # The part of the ranking target that holds: on every card table the model orders more of TT's
     # (hand-tuned, automatic) pairs as silicon did than a sort on fidelity and tile bytes, which ties on
     # every such pair and scores a coin flip, and by more than chance: a coin flip would order that
-    # many or more with a probability under 1 % (one-sided binomial test). The >= 90 % target stays
-    # the strict xfail above.
+    # many or more with a probability under 1 % (one-sided binomial test).
     from math import comb
     pw = perf_model.pairwise(cases[card], oob_cases[card])
     assert pw.pairs >= 30
