@@ -519,6 +519,21 @@ class Program:
         """Where tensor `name` lives (interleaved in DRAM when the program has no such tensor)."""
         return next((t.placement for t in self.io_tensors if t.name == name), Placement.DRAM)
 
+    def dram_readers(self, elsewhere: frozenset[str] = frozenset()) -> tuple[tuple[Kernel, int], ...]:
+        """Each kernel that reads tensors interleaved in DRAM (its read_tiles ops), with the bytes one of
+        its cores reads: what the readers share the card's DRAM by (kgen.core.costs
+        Costs.dram_read_bytes_per_cycle, for the model and the emulator alike). `elsewhere`: tensors
+        to count as not in DRAM."""
+        readers = []
+        for k in self.kernels:
+            pages = {t.name: t.page_bytes for t in k.tensors}
+            nbytes = sum(n * OPS[o.kind].work(o).noc_read_tiles * pages[o["tensor"]] for o, n in counted(k.body)
+                         if o.kind == "read_tiles" and o["tensor"] not in elsewhere
+                         and self.placement(o["tensor"]) == Placement.DRAM)
+            if nbytes:
+                readers.append((k, nbytes))
+        return tuple(readers)
+
 
 VALID, INVALID = 1, 0   # semaphore values of the multicast handshake
 

@@ -135,7 +135,6 @@ class _KernelCost:
         self.dram_bytes = 0           # bytes this kernel moves to or from DRAM on one core
         self.dram_read_bytes = 0      # ... of which it reads
         self.dram_read_requests = 0   # ... in this many read requests (one per tile)
-        self.interleaved_read_bytes = 0   # ... of which it reads from interleaved tensors (every bank)
         self.blocks = 0               # K-block steps: in0 blocks the compute kernel waited for
         self.fill_latency = 0.0       # latency a pipeline fill waits for once: a multicast landing, a flag
         self.write_cycles = 0.0       # the share of the busy cycles spent writing the output
@@ -315,8 +314,6 @@ class _KernelCost:
                 per_tile = max(page / rate, c.dram.cycles_per_read_request)
                 self.dram_bytes += n * tiles * page
                 self.dram_read_bytes += n * tiles * page
-                if where == DRAM:
-                    self.interleaved_read_bytes += n * tiles * page
                 self.dram_read_requests += n * tiles
             else:
                 per_tile = page / c.l1.read_bytes_per_cycle if where == L1 else 0.0   # sharded: already in the CB
@@ -559,13 +556,12 @@ def _writers(program: Program, cost_of: Mapping[str, _KernelCost]) -> int:
     """The cores that write DRAM: they write each out block at the same time (Costs.dram_write_bytes_per_cycle)."""
     return sum(_cores(k) for k in program.kernels if cost_of[k.name].dram_bytes > cost_of[k.name].dram_read_bytes)
 
-def _read_rates(program: Program, cost_of: Mapping[str, _KernelCost], costs: Costs) -> dict[str, float]:
+def _read_rates(program: Program, costs: Costs, placement: Mapping[str, str]) -> dict[str, float]:
     """The interleaved DRAM read rate of each kernel that reads below one core's own rate, the readers
     sharing the card (Costs.dram_read_bytes_per_cycle)."""
-    readers = [(cost_of[k.name].interleaved_read_bytes, _cores(k)) for k in program.kernels
-               if cost_of[k.name].interleaved_read_bytes]
-    rates = {k.name: costs.dram_read_bytes_per_cycle(cost_of[k.name].interleaved_read_bytes, readers)
-             for k in program.kernels if cost_of[k.name].interleaved_read_bytes}
+    readers = program.dram_readers(frozenset(t for t, where in placement.items() if where != DRAM))
+    loads = [(nbytes, _cores(k)) for k, nbytes in readers]
+    rates = {k.name: costs.dram_read_bytes_per_cycle(nbytes, loads) for k, nbytes in readers}
     return {name: rate for name, rate in rates.items() if rate < costs.dram.read_bytes_per_cycle}
 
 
@@ -587,7 +583,7 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")
     cost_of = {k.name: _KernelCost(program, k, costs, placement) for k in program.kernels}
     write_rate = costs.dram_write_bytes_per_cycle(_writers(program, cost_of))
-    read_rates = _read_rates(program, cost_of, costs)
+    read_rates = _read_rates(program, costs, placement)
     if write_rate < costs.dram.write_bytes_per_cycle or read_rates:
         cost_of = {k.name: _KernelCost(program, k, costs, placement, write_rate, read_rates.get(k.name))
                    for k in program.kernels}

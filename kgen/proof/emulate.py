@@ -283,19 +283,31 @@ def _kernel_lines(manifest: dict, builds: list[KernelBuild], core_id: dict, addr
     return lines
 
 
-def _cycle_table(manifest: dict, arch: ArchFacts) -> dict[str, float]:
-    """The cost table of this program: where the output is interleaved in DRAM, every compute core writes
-    its out blocks at the same time as the others and gets its share of the card (as kgen perf prices it)."""
+def _cycle_table(manifest: dict, arch: ArchFacts, core_id: dict, plan) -> dict[str, float]:
+    """The cost table of this program, with the card's DRAM shared as kgen perf shares it: where the
+    output is interleaved in DRAM, every compute core writes its out blocks at the same time as the
+    others; the kernels that read interleaved DRAM tensors (the plan's, lowered: TT's kernels for it read
+    the same blocks) share it max-min fair, each processor's rate under `...core<id>.<processor>`."""
     table = modelled_cycles(arch)
+    costs = load_costs(arch.name)
     out = next((t for t in manifest["io_tensors"] if t["name"] == "out"), None)
     if out is not None and "memory" not in out:
         writers = {c for k in manifest["kernels"] if k["processor"] == "TRISC" for c in cores_of(k["core_ranges"])}
-        table["dram_write_bytes_per_cycle"] = load_costs(arch.name).dram_write_bytes_per_cycle(len(writers))
+        table["dram_write_bytes_per_cycle"] = costs.dram_write_bytes_per_cycle(len(writers))
+    from kgen.gen.lower import lower
+
+    readers = lower(plan).dram_readers()
+    loads = [(nbytes, sum(1 for _ in k.cores.cores())) for k, nbytes in readers]
+    for k, nbytes in readers:
+        rate = costs.dram_read_bytes_per_cycle(nbytes, loads)
+        for c in k.cores.cores():
+            if c in core_id:
+                table[f"dram_read_bytes_per_cycle.core{core_id[c]}.{k.processor.lower()}"] = rate
     return table
 
 
 def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *, numerics: str, workdir: Path,
-                  inputs: Inputs) -> ProgramFile:
+                  inputs: Inputs, plan) -> ProgramFile:
     """The program file (all but the schedule and trace lines, which run_program adds per run);
     writes the input tensors into `workdir`. The math configuration (fidelity, fp32 Dst, sync mode)
     is not in it: each core takes it from its compiled compute kernel (chlkc_descriptors.h, as
@@ -311,7 +323,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
              f"numerics {numerics}",
              f"dst_tiles {arch.dst_tiles(True, False)}",
              f"clock_mhz {arch.clock_mhz}",
-             "cycles " + " ".join(f"{k} {v!r}" for k, v in _cycle_table(manifest, arch).items())]
+             "cycles " + " ".join(f"{k} {v!r}" for k, v in _cycle_table(manifest, arch, core_id, plan).items())]
     for (x, y), i in core_id.items():
         lines.append(f"core {i} {x} {y} {x + noc['worker_x_offset']} {y + noc['worker_y_offset']}")
     l1_lines, shard_address = _l1_lines(manifest, arch, core_id, layout)
@@ -577,7 +589,7 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     runs: list[RunResult] = []
     with scratch("kgen-emulate") as tmp:
         work = Path(tmp)
-        program = build_program(manifest, arch, builds, numerics=numerics, workdir=work, inputs=inputs)
+        program = build_program(manifest, arch, builds, numerics=numerics, workdir=work, inputs=inputs, plan=plan)
         if program_hook is not None:        # an export target's L1 layout and NoC coordinates (kgen.proof.bhpy)
             program = program_hook(program)
         for i in range(schedules + 1):

@@ -482,6 +482,33 @@ def test_the_two_unpackers_run_in_parallel_within_their_shared_l1_rate(arch):
     assert c.unpack_matmul("Bfp8_b", 2, "Bfp8_b", 8) >= 10 * 1024 / 80
 
 
+def test_the_dram_readers_share_the_card_max_min_fair():
+    # Wormhole: 12 GDDR6 channels, 288 GB/s, 92 % usable (TT's "Saturating DRAM bandwidth" study) at
+    # 1 GHz = 264.96 B/cycle; one core reads interleaved DRAM at 22 B/cycle (ideal_performance.md).
+    c = load_costs("wormhole_b0")
+    card = 288e9 * 0.92 / 1e9
+    assert c.dram_read_bytes_per_cycle(1e6, [(1e6, 8)]) == 22                       # 8 x 22 < the card
+    assert c.dram_read_bytes_per_cycle(1e6, [(1e6, 16)]) == pytest.approx(card / 16)
+    # max-min fair: all 48 readers share the card until the small ones are done, then the 16 large
+    # ones share it alone; a large reader is done after every reader's bytes up to its own
+    readers = [(1e3, 32), (1e6, 16)]
+    assert c.dram_read_bytes_per_cycle(1e3, readers) == pytest.approx(card / 48)
+    assert c.dram_read_bytes_per_cycle(1e6, readers) == pytest.approx(1e6 * card / (32 * 1e3 + 16 * 1e6))
+
+
+def test_tt_automatic_1024_cubed_program_reads_in0_and_in1_on_sixteen_cores_at_once():
+    # TT's 2D factory on an 8 x 8 grid: the first column's cores read in0 (per_core_M x Kt tiles each)
+    # and the first row's read in1 (Kt x per_core_N): 16 readers of 4 x 32 bfloat16 tiles, each at the
+    # card's 264.96 B/cycle over 16, below one core's 22 B/cycle.
+    program = verified(spec("wormhole_b0", "1024 x 1024 x 1024", "8 x 8", "HiFi2"))
+    readers = program.dram_readers()
+    assert sorted((k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1) for k, _ in readers) == [8, 8]
+    assert {nbytes for _, nbytes in readers} == {4 * 32 * 2048}
+    shared_read = 4 * 32 * 2048 / (288e9 * 0.92 / 1e9 / 16)
+    dram = [t.work["dram"] for t in predict(program).processors if t.work.get("dram")]
+    assert len(dram) == 2 and min(dram) >= shared_read > 4 * 32 * 2048 / 22
+
+
 def test_a_wide_program_waits_for_the_cards_dram_bandwidth_in_its_trisc1_span():
     # 8192 x 64 x 8192 bfloat16 on Blackhole writes a 128 MiB output; the card's DRAM serves at most
     # 500 GB/s (98 % of 512 GB/s, its banks the limit: TT's "Saturating DRAM bandwidth" study for

@@ -426,7 +426,7 @@ def test_a_sharded_in0_and_output_live_in_l1_only(host_cxx, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     prog = build_program(manifest, p.arch, kernel_builds(folder, p.arch, require_host_compiler()), numerics="exact",
-                         workdir=work, inputs=make_inputs(manifest, 0))
+                         workdir=work, inputs=make_inputs(manifest, 0), plan=p)
     lines = prog.text.splitlines()
     assert [ln for ln in lines if ln.startswith("input ")] and not any("in0.bin" in ln for ln in lines)
     assert not any(ln.startswith("output ") for ln in lines)

@@ -266,7 +266,7 @@ void noc_read(uint64_t src, uint32_t dst_l1, uint32_t bytes, Where at) {
         // a read of the bank this core pairs with (its DRAM-sharded shard) runs at that bank's own bandwidth
         bool local = s.dram_bank >= 0 && size_t(s.dram_bank) < M.bank_worker.size() &&
                      M.bank_worker[size_t(s.dram_bank)] == p->core->id;
-        double rate = cost(local ? "dram_bank_read_bytes_per_cycle" : "dram_read_bytes_per_cycle");
+        double rate = local ? cost("dram_bank_read_bytes_per_cycle") : p->dram_read_rate;
         work_at("noc_async_read", at, std::max(bytes / rate, cost("dram_read_request")), bytes);
     }
 }

@@ -362,6 +362,9 @@ void make_procs(const ProgramLines &prog) {
         p->core = M.cores.at(r.core).get();
         p->kind = k.kind;
         p->kernel = k.name;
+        auto shared = M.cycles.find("dram_read_bytes_per_cycle.core" + std::to_string(r.core) + "." +
+                                    PROC_NAMES[p->kind]);
+        p->dram_read_rate = shared != M.cycles.end() ? shared->second : cost("dram_read_bytes_per_cycle");
         p->entry = entries.at(r.kernel);
         p->args = r.args;
         p->common_args = r.common;

@@ -115,6 +115,7 @@ struct Proc {
     int recent_next = 0, recent_count = 0;
     // what the next barrier waits for: the latency of the last read / write (DRAM or another core's L1)
     const char *last_read = "dram_read_latency", *last_write = "dram_write_latency";
+    double dram_read_rate = 0;   // B/cycle of its interleaved DRAM reads: its share of the card's DRAM
 };
 
 struct SrcItem {
