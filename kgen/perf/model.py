@@ -556,6 +556,7 @@ def _writers(program: Program, cost_of: Mapping[str, _KernelCost]) -> int:
     """The cores that write DRAM: they write each out block at the same time (Costs.dram_write_bytes_per_cycle)."""
     return sum(_cores(k) for k in program.kernels if cost_of[k.name].dram_bytes > cost_of[k.name].dram_read_bytes)
 
+
 def _read_rates(program: Program, costs: Costs, placement: Mapping[str, str]) -> dict[str, float]:
     """The interleaved DRAM read rate of each kernel that reads below one core's own rate, the readers
     sharing the card (Costs.dram_read_bytes_per_cycle)."""
