@@ -32,20 +32,25 @@ def test_bank_local_rate_is_the_banks_share(arch, banks, share):
     assert c.dram_bank_read_bytes_per_cycle() == pytest.approx(min(share, c.dram.read_bytes_per_cycle))
 
 
-def test_in1_shards_live_in_their_banks_and_emulate_bit_exact(host_cxx, tmp_path):
-    from kgen.proof.emulate import build_program, emulate_folder, kernel_builds, make_inputs, require_host_compiler
+def _program_lines(spec, tmp_path):
+    """The spec's build folder and the emulator's program file for it, line by line."""
+    from kgen.proof.emulate import build_program, kernel_builds, make_inputs, require_host_compiler
 
-    nt, banks = 24, 12                                   # 2 tiles per bank, 12 workers
-    spec = resolve(parse_text(SPEC % ("wormhole_b0", nt * 32), "t.kspec"))
     p = plan(spec)
     folder = build(spec, tmp_path).path
     manifest = json.loads((folder / "manifest.json").read_text())
     work = tmp_path / "work"
     work.mkdir()
-    inputs = make_inputs(manifest, 0)
     prog = build_program(manifest, p.arch, kernel_builds(folder, p.arch, require_host_compiler()), numerics="exact",
-                         workdir=work, inputs=inputs, plan=p)
-    lines = prog.text.splitlines()
+                         workdir=work, inputs=make_inputs(manifest, 0), plan=p)
+    return p, folder, prog.text.splitlines()
+
+
+def test_in1_shards_live_in_their_banks_and_emulate_bit_exact(host_cxx, tmp_path):
+    from kgen.proof.emulate import emulate_folder
+
+    nt, banks = 24, 12                                   # 2 tiles per bank, 12 workers
+    p, folder, lines = _program_lines(resolve(parse_text(SPEC % ("wormhole_b0", nt * 32), "t.kspec")), tmp_path)
     shards = [ln.split() for ln in lines if ln.startswith("dram_shard_input ")]
     # one shard per bank: Kt = 16 rows of 2 bfloat8_b tiles (1088 B), at the same address in every bank
     assert [int(s[1]) for s in shards] == list(range(banks))
@@ -64,22 +69,15 @@ def test_a_padded_last_shard_lives_whole_in_its_bank_and_emulates_bit_exact(host
     # tiles of padding hold 10 // 3 = 3 whole banks, which the factory drops ("padding-only DRAM banks"):
     # 9 workers, each reading div_up(26, 9) = 3 tiles a K row; bank 8's shard holds 26 - 8 x 3 = 2 real
     # columns and one of padding, laid out at the full shard shape (rows of 3 tiles), as ttnn allocates it
-    from kgen.proof.emulate import build_program, emulate_folder, kernel_builds, make_inputs, require_host_compiler
+    from kgen.proof.emulate import emulate_folder
 
     nt, kt, width, workers, page = 26, 16, 3, 9, 1088
-    spec = resolve(parse_text(SPEC % ("wormhole_b0", nt * 32), "t.kspec"))
-    p = plan(spec)
+    p, folder, lines = _program_lines(resolve(parse_text(SPEC % ("wormhole_b0", nt * 32), "t.kspec")), tmp_path)
     assert (p.per_core_n, p.num_cores, p.last_per_core_n) == (width, workers, 2)
-    folder = build(spec, tmp_path).path
-    manifest = json.loads((folder / "manifest.json").read_text())
-    work = tmp_path / "work"
-    work.mkdir()
-    prog = build_program(manifest, p.arch, kernel_builds(folder, p.arch, require_host_compiler()), numerics="exact",
-                         workdir=work, inputs=make_inputs(manifest, 0), plan=p)
-    shards = [ln.split() for ln in prog.text.splitlines() if ln.startswith("dram_shard_input ")]
+    shards = [ln.split() for ln in lines if ln.startswith("dram_shard_input ")]
     assert [int(s[1]) for s in shards] == list(range(workers))
     assert {int(s[3]) for s in shards} == {kt * width * page}           # every shard whole, the last too
-    last = (work / "in1_bank8.bin").read_bytes()
+    last = (tmp_path / "work" / "in1_bank8.bin").read_bytes()
     rows = [last[r * width * page:(r + 1) * width * page] for r in range(kt)]
     assert all(r[2 * page:] == bytes(page) for r in rows)               # its third column: padding
     assert any(r[:2 * page] != bytes(2 * page) for r in rows)           # its first two: in1's data
@@ -92,8 +90,6 @@ def test_the_emulator_shares_the_card_among_the_interleaved_readers_as_the_model
     # row's 8 read in1 (8 tiles each), 16 readers at once against the card's 288 GB/s x 92 %: each
     # reading processor of each reading core runs at a 16th of it, in the emulator's cost table as
     # in kgen perf (Costs.dram_read_bytes_per_cycle, the IR's Program.dram_readers).
-    from kgen.proof.emulate import build_program, kernel_builds, make_inputs, require_host_compiler
-
     spec = resolve(parse_text("""matmul t {
     arch = wormhole_b0
     shape = 256 x 256 x 256
@@ -101,14 +97,8 @@ def test_the_emulator_shares_the_card_among_the_interleaved_readers_as_the_model
     grid = 8 x 8
     dataflow = mcast_2d
 }""", "t.kspec"))
-    p = plan(spec)
-    folder = build(spec, tmp_path).path
-    manifest = json.loads((folder / "manifest.json").read_text())
-    work = tmp_path / "work"
-    work.mkdir()
-    prog = build_program(manifest, p.arch, kernel_builds(folder, p.arch, require_host_compiler()), numerics="exact",
-                         workdir=work, inputs=make_inputs(manifest, 0), plan=p)
-    cycles = next(ln.split()[1:] for ln in prog.text.splitlines() if ln.startswith("cycles "))
+    _, _, lines = _program_lines(spec, tmp_path)
+    cycles = next(ln.split()[1:] for ln in lines if ln.startswith("cycles "))
     table = dict(zip(cycles[::2], map(float, cycles[1::2])))
     shared = {k: v for k, v in table.items() if k.startswith("dram_read_bytes_per_cycle.")}
     assert len(shared) == 16 and {k.rsplit(".", 1)[1] for k in shared} == {"brisc", "ncrisc"}
