@@ -235,7 +235,7 @@ def _emulated(s: _State) -> Step:
     if not e.ok:
         return Step.failed("emulated", format_report(e, per_processor=False), e)
     word = "bit-exact" if e.exact_match else "within the fast-mode tolerance"
-    return Step.ok("emulated", f"{e.numerics} numerics, {word}", e)
+    return Step.ok("emulated", f"{e.numerics} numerics, {word}; {e.float64.line()}", e)
 
 
 def _portchecked(s: _State) -> Step:

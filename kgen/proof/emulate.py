@@ -41,6 +41,7 @@ import numpy as np
 from kgen.proof import tiles as tl
 from kgen.proof.emulate_report import emulated_op_totals, format_report  # noqa: F401 (importers read them here)
 from kgen.proof.numerics import error_figures
+from kgen.proof.oracle import Float64Check
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.costs import load_costs
 from kgen.core.errors import KgenError
@@ -75,6 +76,10 @@ class Inputs:
     # Shapes that are not tile multiples: the arrays above are ttnn's padded tensors (zeros past the
     # logical shape, as tilize pads), and these say which output elements are real: (batch, M, N).
     logical: tuple[int, int, int] | None = None
+
+    def logical_bias(self) -> np.ndarray:
+        """The real (N,) part of the padded bias row."""
+        return self.bias if self.logical is None else self.bias[: self.logical[2]]
 
     def logical_output(self, values: np.ndarray) -> np.ndarray:
         """The real (batch*M, N) part of a padded (batch*Mp, Np) output: the output sliced back."""
@@ -446,21 +451,36 @@ def reference_product(inputs: Inputs) -> np.ndarray:
     return a @ b
 
 
-def error_stats(values: np.ndarray, inputs: Inputs, relu) -> ErrorStats:
-    """Error of the output against numpy float64 of the same (quantised) inputs, then `relu` (a bool,
-    or the plan's Activation, applied in float64 as torch defines it). max_rel_err is
-    taken as numerics.error_figures takes it (relative error near zero is noise)."""
-    ref = reference_product(inputs)
+def error_stats(values: np.ndarray, inputs: Inputs, activation: str, product: np.ndarray | None = None) -> ErrorStats:
+    """Error of the output against numpy float64 of the same (quantised) inputs, then the spec's
+    `fuse.activation` text (the packer's ReLU or an SFPU activation) as the float64 oracle defines
+    it. max_rel_err is taken as numerics.error_figures takes it (relative error near zero is noise).
+    `product`: reference_product(inputs), when the caller has it."""
+    from kgen.proof.oracle import fused
+
+    ref = reference_product(inputs) if product is None else product
     if inputs.bias is not None:
         ref = ref + inputs.bias.astype(np.float64)[None, :]
-    if not isinstance(relu, bool):      # the plan's activation: the packer's ReLU or an SFPU one, torch-style
-        from kgen.gen.activations import reference_f64
-        ref = reference_f64(relu, ref)
-    elif relu:
-        ref = np.maximum(ref, 0.0)
+    ref = fused(activation)(ref)
     # the padding is no output: compare the logical part only (the output sliced back)
     ref, values = inputs.logical_output(ref), inputs.logical_output(values)
     return ErrorStats(*error_figures(values, ref))
+
+
+def float64_check(values: np.ndarray, inputs: Inputs, plan, numerics: str, golden_values: np.ndarray,
+                  product: np.ndarray, *, slack: float = 0.0) -> Float64Check:
+    """The output against float64 of the math (kgen.proof.oracle), for values decoded from the
+    output; `golden_values` the golden model's output of the same plan (reused as the plain
+    matmul's when nothing is fused); `product` reference_product(inputs)."""
+    from kgen.proof.golden import golden_from_plan
+    from kgen.proof.oracle import Datapath, check
+
+    n = Datapath.of_plan(plan)
+    plain = golden_values
+    if n.fused_bias or n.activation != "none":
+        plain = golden_from_plan(plan, inputs.in0, inputs.in1, mode=numerics, plain=True).values
+    return check(inputs.logical_output(values), inputs.logical_output(product), inputs.logical_output(plain),
+                 None if inputs.bias is None else inputs.logical_bias(), n, golden_slack=slack)
 
 
 @dataclass(frozen=True)
@@ -487,17 +507,20 @@ class Emulation:
     out_bytes: bytes = field(repr=False, default=b"")
 
     golden_close: bool = False       # fast numerics: within FAST_TOLERANCE of the fast golden model
+    float64: Float64Check | None = None   # the output against float64 of the math (kgen.proof.oracle)
 
     @property
     def ok(self) -> bool:
         agrees = self.exact_match if self.numerics == "exact" else self.golden_close
-        return self.status == "ok" and not self.hazards and agrees and self.schedules_identical
+        return (self.status == "ok" and not self.hazards and agrees and self.schedules_identical
+                and self.float64 is not None and self.float64.within)
 
     def summary(self) -> dict:
         return {
             "kernel_id": self.kernel_id, "numerics": self.numerics, "seed": self.seed, "status": self.status,
             "exact_match": self.exact_match, "mismatched_elements": self.mismatched, "ok": self.ok,
             "max_abs_err": self.errors.max_abs_err, "max_rel_err": self.errors.max_rel_err, "pcc": self.errors.pcc,
+            "float64": None if self.float64 is None else self.float64.summary(),
             "seconds": round(self.seconds, 4), "emulate_seconds": round(self.emulate_seconds, 4),
             "macs": self.macs, "mac_per_second": round(self.macs / self.emulate_seconds) if self.emulate_seconds else None,
             "schedules": self.schedules, "schedules_identical": self.schedules_identical,
@@ -608,12 +631,14 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
         values = decode_output(out, first.out_bytes)
         gv = decode_output(out, want)
         mismatched = 0 if exact else int(np.count_nonzero(~((values == gv) | (np.isnan(values) & np.isnan(gv)))))
-        errors = error_stats(values, inputs, plan.activation)
+        product = reference_product(inputs)
+        errors = error_stats(values, inputs, plan.spec.activation, product)
+        slack = FAST_TOLERANCE[out.data_format] * max(float(np.abs(gv).max(initial=0.0)), 1e-30)
         with np.errstate(invalid="ignore", over="ignore"):
-            close = bool(np.abs(values.astype(np.float64) - gv).max(initial=0.0)
-                         <= FAST_TOLERANCE[out.data_format] * max(float(np.abs(gv).max(initial=0.0)), 1e-30))
+            close = bool(np.abs(values.astype(np.float64) - gv).max(initial=0.0) <= slack)
+        float64 = float64_check(values, inputs, plan, numerics, gv, product, slack=0.0 if numerics == "exact" else slack)
     else:
-        exact, mismatched, close = False, -1, False
+        exact, mismatched, close, float64 = False, -1, False, None
         errors = ErrorStats(float("nan"), float("nan"), float("nan"))
     hazards = tuple({**h, "file": _source_path(h["file"], folder)} for r in runs for h in r.raw["hazards"])
     deadlock = next((r.raw["deadlock"] for r in runs if r.raw["deadlock"]), "")
@@ -622,4 +647,4 @@ def emulate_folder(folder: Path, plan, *, seed: int = 0, numerics: str = "exact"
     return Emulation(manifest["kernel_id"], folder, numerics, seed, next((r.status for r in runs if r.status != "ok"), "ok"),
                      exact, mismatched, errors, time.perf_counter() - start, first.seconds, len(runs) - 1, identical,
                      hazards, deadlock,
-                     tuple(first.raw["processors"]), int(first.raw["cycles"]), macs, first.out_bytes, close)
+                     tuple(first.raw["processors"]), int(first.raw["cycles"]), macs, first.out_bytes, close, float64)

@@ -34,6 +34,9 @@ def format_report(e: Emulation, *, per_processor: bool = True, verbose: bool = F
         if e.numerics == "fast" and not e.exact_match:
             golden += " (within the fast-mode tolerance)" if e.golden_close else " (BEYOND the fast-mode tolerance)"
         lines.append(f"  golden     {golden} against the {e.numerics} golden model")
+        if e.float64 is not None:
+            lines += textwrap.wrap(e.float64.line(), width=WIDTH, initial_indent="  float64    ",
+                                   subsequent_indent=" " * 13, break_on_hyphens=False)
         lines.append(f"  vs float64 max_abs_err {e.errors.max_abs_err:.4g}  max_rel_err {e.errors.max_rel_err:.4g}  "
                      f"pcc {e.errors.pcc:.6f}")
     if e.schedules:

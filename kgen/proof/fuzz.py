@@ -757,7 +757,7 @@ def _run_cases(seed: int, indices: range, keep_dir, kept: bool, typecheck: bool,
                   f"{time.perf_counter() - t0:5.2f} s\n")
         out.flush()
     count = len(indices)
-    ran = ["built"] + (["emulated bit-exact"] if "emulated" not in not_run else [])
+    ran = ["built"] + (["emulated bit-exact and within the float64 bound"] if "emulated" not in not_run else [])
     tc_note = (f", {checked} type-checked against the TT-Metal headers" if typecheck and "typechecked" not in not_run
                else ", type-check not asked for (--no-typecheck)" if not typecheck else "")
     if port_check and "portchecked" not in not_run:

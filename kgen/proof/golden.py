@@ -184,23 +184,28 @@ def golden_matmul(in0, in1, *, fidelity: str, fp32_dest_acc: bool, packer_l1_acc
     return GoldenResult(data, mode)
 
 
-def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", **overrides) -> GoldenResult:
+def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", plain: bool = False,
+                     **overrides) -> GoldenResult:
     """:func:`golden_matmul` with everything taken from a :class:`kgen.gen.plan.Plan`.
 
     ``in0``: (batch*M, K) or (batch, M, K) (batch is fused into M, as the plan does); ``in1``
     (K, N), or (batch, K, N) for one in1 per batch: then each batch is its own matmul (np.matmul's
     semantics), the outputs stacked as (batch*M, N); ``bias`` (N,) when the plan fuses a bias.
-    ``overrides`` replace any keyword."""
+    ``plain``: the plan's matmul alone, through the same flow, with a zero bias row in place of the
+    bias (a fused bias changes how the last K-block reaches the partials), without ReLU or
+    activation: the float64 oracle's measure of the matmul's own error. ``overrides`` replace any
+    keyword."""
     a = np.asarray(in0, dtype=np.float32)
     b = np.asarray(in1, dtype=np.float32)
     if b.ndim == 3:
         rows = a.reshape(b.shape[0], -1, a.shape[-1])
-        parts = [golden_from_plan(plan, rows[i], b[i], bias, mode=mode, **overrides).data for i in range(b.shape[0])]
+        parts = [golden_from_plan(plan, rows[i], b[i], bias, mode=mode, plain=plain, **overrides).data
+                 for i in range(b.shape[0])]
         exps = None if parts[0].exps is None else np.concatenate([d.exps for d in parts])
         return GoldenResult(nx.L1Data(parts[0].format, np.concatenate([d.bits for d in parts]), exps), mode)
     if a.ndim == 3:
         a = a.reshape(-1, a.shape[-1])
-    if plan.fuse_bias and bias is None:
+    if plan.fuse_bias and bias is None and not plain:
         raise ValueError("the plan fuses a bias: pass bias")
     kw = dict(
         fidelity=plan.compute.math_fidelity, fp32_dest_acc=plan.compute.fp32_dest_acc,
@@ -210,6 +215,8 @@ def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", **overri
         bias=bias if plan.fuse_bias else None, bias_format=plan.bias_format, relu=plan.pack_relu,
         untilize_out=plan.untilize_out, arch=plan.arch.name, mode=mode, math_approx=plan.compute.math_approx,
         activation=_activation_of(plan))
+    if plain:
+        kw.update(bias=np.zeros(b.shape[-1], np.float32) if plan.fuse_bias else None, relu=False, activation=None)
     kw.update(overrides)
     return golden_matmul(a, b, **kw)
 

@@ -107,6 +107,8 @@ class PortCheck:
                 out.append(f"{name} did not finish ({e.status})")
             elif not (e.exact_match if e.numerics == "exact" else e.golden_close):
                 out.append(f"{name} is not the golden model's result ({e.mismatched} element(s) differ)")
+            elif e.float64 is not None and not e.float64.within:
+                out.append(f"{name}'s output is {e.float64.line()}")
             if e.hazards:
                 out.append(f"{name} shows {len(e.hazards)} hazard(s)")
             if not e.schedules_identical:
@@ -342,8 +344,9 @@ def format_port_check(pc: PortCheck) -> str:
     if pc.passed:
         agreement = ("bit-exact against the golden model" if pc.ours.numerics == "exact" else
                      "within the fast-numerics tolerance of the fast golden model (not a bit-exact check)")
-        lines.append(f"  verdict    PASS: every program finished {agreement}, without a hazard, "
-                     "and TT-Metal's output is kgen's bit for bit")
+        lines.append(f"  float64    {pc.ours.float64.line()}")
+        lines.append(f"  verdict    PASS: every program finished {agreement} and within its float64 bound, "
+                     "without a hazard, and TT-Metal's output is kgen's bit for bit")
     else:
         lines += ["  verdict    FAIL:"] + [f"             - {f}" for f in pc.failures]
     return "\n".join(lines)
