@@ -8,11 +8,12 @@ ttnn/cpp/ttnn/operations/matmul/shared_with_host/activation_type.hpp) and `activ
 which `bmm_fused_activation.hpp` (ttnn/cpp/ttnn/operations/matmul/device/kernels/compute/) reads.
 
 The parameters are encoded as TT's factory encodes a `UnaryWithParam` (`get_activation_params`,
-ttnn/cpp/ttnn/operations/matmul/device/utilities/matmul_utilities.hpp, tenstorrent/tt-metal@fcff0cab,
-the stored version nearest the targeted commit 001cea9a): fast flags as 0/1, float parameters as
-their float32 bit patterns, softplus's 1/beta (a float32 division) in param2, TT's defaults where a
+ttnn/cpp/ttnn/operations/matmul/device/utilities/matmul_utilities.hpp, read from its machine code in
+the ttnn 0.81.1 wheel's `_ttnncpp.so`; tests/gen/test_activation_wheel.py checks every default bit
+pattern below occurs there): fast flags as 0/1, sigmoid's vector mode, float parameters as their
+float32 bit patterns, softplus's 1/beta (a float32 division) in param2, TT's defaults where a
 parameter is left out. The spec checker, the lowering, the renderer, the golden model, the
-performance model and the fuzzer read this table; nothing else spells an activation's name.
+performance model and the fuzzer read this table; the float64 oracle (kgen.proof.oracle) does not.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from typing import Callable
 KERNEL_ACTIVATIONS = ("none", "gelu", "gelu_tanh", "tanh", "silu", "relu6", "sigmoid", "hardsigmoid",
                       "hardtanh", "selu", "softplus")
 NONE, PACKER_RELU = "none", "relu"
-_ONE, _TWENTY, _SIX = 0x3F800000, 0x41A00000, 0x40C00000
+_ONE, _SIX = 0x3F800000, 0x40C00000
+# get_activation_params' SELU defaults in the 0.81.1 wheel: param0 the scale, param1 alpha
+# (float32 nearest the published 1.0507009873554805 and 1.6732632423543772)
+_SELU_SCALE, _SELU_ALPHA = 0x3F867D5F, 0x3FD62D7D
+# sigmoid's VectorMode as bmm_fused_activation.hpp reads param0: 1 rows (faces 0, 1), 2 columns
+# (faces 0, 2), any other value the whole tile; TT's string "sigmoid" passes 4
+_SIGMOID_WHOLE_TILE = 4
 
 
 class ActivationError(ValueError):
@@ -71,6 +78,10 @@ class Row:
     llk: str = ""                                     # the LLK function (ckernel_sfpu_*.h) it runs
     init: str = ""                                    # the compute API's init on the pack thread
     apply: str = ""                                   # the compute API's call on the pack thread
+    # the spelling keeps the bare name when no parameter is written (TT's string form)
+    bare_default: bool = False
+    # what TT accepts but computes other than asked: (parameters -> a warning or "")
+    caution: Callable[[tuple[float, ...]], str] = lambda ps: ""
 
 
 def _softplus(ps: tuple[float, ...]) -> tuple[int, int, int]:
@@ -80,6 +91,38 @@ def _softplus(ps: tuple[float, ...]) -> tuple[int, int, int]:
                               "\"SOFTPLUS activation beta parameter cannot be zero\"; the kernel divides by it)")
     reciprocal = bits_f32(_ONE) / bits_f32(f32_bits(beta))       # 1.0f / beta, in float32
     return f32_bits(beta), f32_bits(threshold), f32_bits(reciprocal)
+
+
+def _relu6(ps: tuple[float, ...]) -> tuple[int, int, int]:
+    (top,) = ps
+    if f32_bits(top) == 0:
+        raise ActivationError("relu6: a maximum of 0 is not what TT-Metal computes: bmm_fused_activation.hpp "
+                              "passes relu_max_tile_pack `PARAM0 ? PARAM0 : 6.0f`, so its kernel clamps at 6; "
+                              "write relu6 for 6, or a non-zero maximum")
+    return f32_bits(top), 0, 0
+
+
+def _sigmoid(fast: int) -> Callable[[tuple[float, ...]], tuple[int, int, int]]:
+    def encode(ps: tuple[float, ...]) -> tuple[int, int, int]:
+        (mode,) = ps
+        if mode != int(mode) or not 0 <= mode <= 4:
+            raise ActivationError(f"sigmoid: the vector mode is a whole number from 0 to 4, not {format_f32(mode)} "
+                                  "(TT-Metal's get_activation_params requires at most 4; bmm_fused_activation.hpp "
+                                  "applies 1 to faces 0 and 1 (the top 16 rows of each tile), 2 to faces 0 and 2 "
+                                  "(the left 16 columns), any other to the whole tile)")
+        return int(mode), fast, 0
+    return encode
+
+
+def _clamp_caution(name: str) -> Callable[[tuple[float, ...]], str]:
+    def caution(ps: tuple[float, ...]) -> str:
+        lo, hi = (0.0, ps[0]) if len(ps) == 1 else ps
+        if lo <= hi:
+            return ""
+        return (f"{name}: the minimum {format_f32(lo)} is above the maximum {format_f32(hi)}; TT-Metal 0.81.1 "
+                f"accepts it (get_activation_params checks nothing) and its kernel's clamp returns "
+                f"{'0' if name == 'relu6' else 'the maximum'} for every element: a constant output")
+    return caution
 
 
 _ROWS: tuple[Row, ...] = (
@@ -98,24 +141,25 @@ _ROWS: tuple[Row, ...] = (
         apply="tanh_tile_pack"),
     Row("tanh_fast", "tanh", encode=lambda ps: (1, 0, 0), llk="calculate_tanh", init="tanh_tile_init_pack",
         apply="tanh_tile_pack"),
-    # param0 is the vector mode (0: all of the tile, VectorMode::RC), param1 the fast flag
-    Row("sigmoid", "sigmoid", encode=lambda ps: (0, 0, 0), llk="calculate_sigmoid", init="sigmoid_tile_init_pack",
-        apply="sigmoid_tile_pack"),
-    Row("sigmoid_fast", "sigmoid", encode=lambda ps: (0, 1, 0), llk="calculate_sigmoid",
-        init="sigmoid_tile_init_pack", apply="sigmoid_tile_pack"),
+    # param0 is the vector mode (4 as TT's string form passes it: the whole tile), param1 the fast flag
+    Row("sigmoid", "sigmoid", ("vector_mode",), (_SIGMOID_WHOLE_TILE,), encode=_sigmoid(0), llk="calculate_sigmoid",
+        init="sigmoid_tile_init_pack", apply="sigmoid_tile_pack", bare_default=True),
+    Row("sigmoid_fast", "sigmoid", ("vector_mode",), (_SIGMOID_WHOLE_TILE,), encode=_sigmoid(1),
+        llk="calculate_sigmoid", init="sigmoid_tile_init_pack", apply="sigmoid_tile_pack", bare_default=True),
     # param0: the clamp's maximum, 6.0f (the factory's default when no parameter is given)
-    Row("relu6", "relu6", encode=lambda ps: (_SIX, 0, 0), llk="_relu_max_", init="relu_max_tile_init_pack",
-        apply="relu_max_tile_pack"),
+    Row("relu6", "relu6", ("max",), (bits_f32(_SIX),), encode=_relu6, llk="_relu_max_",
+        init="relu_max_tile_init_pack", apply="relu_max_tile_pack", bare_default=True,
+        caution=_clamp_caution("relu6")),
     Row("hardsigmoid", "hardsigmoid", llk="calculate_activation<Hardsigmoid>", init="hardsigmoid_tile_init_pack",
         apply="hardsigmoid_tile_pack"),
     Row("hardtanh", "hardtanh", ("min", "max"), (-1.0, 1.0),
         encode=lambda ps: (f32_bits(ps[0]), f32_bits(ps[1]), 0), llk="calculate_hardtanh",
-        init="hardtanh_tile_init_pack", apply="hardtanh_tile_pack"),
-    # The factory's defaults: param0 = 0x3fd637bd (1.67326, its comment says alpha), param1 =
-    # 0x3f8674f5 (1.0507, lambda); the kernel passes param0 as selu_tile_pack's `scale` and param1
-    # as its `alpha`. kgen passes the factory's bits, so it computes what TT's matmul computes.
-    Row("selu", "selu", encode=lambda ps: (0x3FD637BD, 0x3F8674F5, 0), llk="calculate_selu",
-        init="selu_tile_init_pack", apply="selu_tile_pack"),
+        init="hardtanh_tile_init_pack", apply="hardtanh_tile_pack", caution=_clamp_caution("hardtanh")),
+    # param0 the scale, param1 alpha: bmm_fused_activation.hpp calls selu_tile_pack(i, PARAM0, PARAM1),
+    # "PARAM0 is the scale, PARAM1 is alpha"
+    Row("selu", "selu", ("scale", "alpha"), (bits_f32(_SELU_SCALE), bits_f32(_SELU_ALPHA)),
+        encode=lambda ps: (f32_bits(ps[0]), f32_bits(ps[1]), 0), llk="calculate_selu",
+        init="selu_tile_init_pack", apply="selu_tile_pack", bare_default=True),
     Row("softplus", "softplus", ("beta", "threshold"), (1.0, 20.0), encode=_softplus, llk="calculate_softplus",
         init="softplus_tile_init_pack", apply="softplus_tile_pack"),
 )
@@ -186,8 +230,17 @@ def parse(text: str) -> Activation:
                                   f"found {len(parts)}")
         values = tuple(_number(name, pname, part) for pname, part in zip(row.params, parts))
     p0, p1, p2 = row.encode(values)
-    spelling = name if not row.params else f"{name}({', '.join(format_f32(v) for v in values)})"
+    bare = not row.params or (args is None and row.bare_default)
+    spelling = name if bare else f"{name}({', '.join(format_f32(v) for v in values)})"
     return Activation(spelling, row.kind, p0, p1, p2)
+
+
+def caution(spelling: str) -> str:
+    """What TT-Metal accepts in this (checked) spelling but computes other than the name says, or ""."""
+    act = parse(spelling)
+    m = _CALL.match(spelling)
+    values = (tuple(float(v) for v in m.group(2).split(",")) if m and m.group(2) else act.row.defaults)
+    return act.row.caution(values)
 
 
 def _number(name: str, pname: str, text: str) -> float:

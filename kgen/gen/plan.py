@@ -522,6 +522,8 @@ def _warnings(p: Plan) -> tuple[str, ...]:
         warnings.append(f"spill/reload without fp32 dest: partials round-trip through {p.partials_format} "
                         f"{p.num_blocks - 1} time(s); precision loss grows with K (tt-metal#5729, #8449)")
     warnings += factory_departures(c, p.dst_sync, p.dst_capacity)
+    if caution := activations.caution(spec.activation):
+        warnings.append(f"fuse.activation = {spec.activation} ({spec.span('fuse.activation')}): {caution}")
     if "dtype.bias" in spec.spans and not spec.fuse_bias:
         warnings.append(f"dtype bias = {spec.dtype_bias} ({spec.span('dtype.bias')}) has no effect: there is no "
                         f"bias without fuse {{ bias = true }}")

@@ -236,13 +236,24 @@ def _activate(dst, cfg: MatmulConfig):
     from kgen.proof.sfpu_golden import apply_activation     # NumPy-heavy: only activation specs load it
 
     bits = np.asarray(dst, dtype=np.uint32)
+    kind, p0, p1, p2 = cfg.activation
+
+    def run(tiles):
+        return apply_activation(tl.bits_f32(tiles), kind, p0, p1, p2, arch=cfg.arch, fp32_dest=cfg.fp32_dest_acc,
+                                approx=cfg.math_approx)
+
+    if bits.ndim == 2 and bits.shape[0] % tl.TILE == 0 and bits.shape[1] % tl.TILE == 0:
+        # DST order: row-major tiles, each tile's datums face by face (sigmoid's vector modes pick faces)
+        faces = tl.tilize(tl.to_tiles(bits))
+        out = run(faces.reshape(-1, tl.TILE, tl.TILE)).reshape(faces.shape)
+        return tl.f32_bits(tl.from_tiles(tl.untilize(np.asarray(out, np.float32))))
+    if kind == "sigmoid" and p0 in (1, 2):
+        raise ValueError(f"sigmoid's vector mode {p0} needs whole tiles of DST, not shape {bits.shape}")
     flat = bits.reshape(-1)
     tiles = -(-flat.size // (tl.TILE * tl.TILE))
     padded = np.zeros(tiles * tl.TILE * tl.TILE, dtype=np.uint32)
     padded[:flat.size] = flat
-    kind, p0, p1, p2 = cfg.activation
-    out = apply_activation(tl.bits_f32(padded).reshape(tiles, tl.TILE, tl.TILE), kind, p0, p1, p2,
-                           arch=cfg.arch, fp32_dest=cfg.fp32_dest_acc, approx=cfg.math_approx)
+    out = run(padded.reshape(tiles, tl.TILE, tl.TILE))
     return tl.f32_bits(np.asarray(out, dtype=np.float32)).reshape(-1)[:flat.size].reshape(bits.shape)
 
 

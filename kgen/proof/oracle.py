@@ -67,6 +67,8 @@ class Function:
     # sup |f'| over the reals (for the parameterised ones, a function of the parameters); a
     # test checks each against a float64 derivative on a fine grid
     lipschitz: Callable[..., float] = lambda *ps: 1.0
+    # the elements it applies to, by their (row, column) inside their 32 x 32 tile; None: all
+    covers: Callable[..., Callable[[np.ndarray, np.ndarray], np.ndarray]] | None = None
 
 
 def _softplus(x, beta, threshold):
@@ -77,6 +79,14 @@ def _softplus(x, beta, threshold):
 
 def _selu(x, scale, alpha):
     return scale * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0)))
+
+
+def _sigmoid_faces(mode: float) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    if mode == 1:
+        return lambda r, c: r < 16
+    if mode == 2:
+        return lambda r, c: c < 16
+    return lambda r, c: np.ones(np.broadcast(r, c).shape, bool)
 
 
 def _gelu(x):
@@ -94,8 +104,13 @@ _FUNCTIONS = (
     Function("gelu", _gelu, lipschitz=lambda: 1.1289),
     Function("gelu_tanh", _gelu_tanh, lipschitz=lambda: 1.1290),
     Function("tanh", np.tanh),
-    Function("sigmoid", _sigmoid, lipschitz=lambda: 0.25),
-    Function("relu6", lambda x, top: np.clip(x, 0.0, top), (6.0,)),
+    # ttnn's sigmoid with a vector mode (UnaryWithParam(SIGMOID, mode)): 1 the rows of faces 0 and 1
+    # (the top 16 rows of each tile), 2 the columns of faces 0 and 2 (the left 16), else every element;
+    # the others keep their value
+    Function("sigmoid", lambda x, mode: _sigmoid(x), (4.0,),
+             lipschitz=lambda mode: 0.25 if mode not in (1, 2) else 1.0, covers=_sigmoid_faces),
+    # ttnn's relu_max(x, upper) = max(0, min(x, upper)); relu6 is upper = 6
+    Function("relu6", lambda x, top: np.maximum(np.minimum(x, top), 0.0), (6.0,)),
     Function("hardsigmoid", lambda x: np.clip(x / 6.0 + 0.5, 0.0, 1.0), lipschitz=lambda: 1.0 / 6.0),
     Function("hardtanh", lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), (-1.0, 1.0)),
     Function("selu", _selu, (SELU_SCALE, SELU_ALPHA),
@@ -124,11 +139,23 @@ class Fused:
     def packer_relu(self) -> bool:
         return self.name == "relu"
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
+    def __call__(self, x: np.ndarray, tile_rows: np.ndarray | None = None,
+                 tile_cols: np.ndarray | None = None) -> np.ndarray:
+        """f(x); where the function covers only some elements of a tile, the element's (row,
+        column) inside its tile say which (the others keep x)."""
         if self.function is None:
             return x
         with np.errstate(over="ignore", invalid="ignore"):
-            return self.function.formula(x, *self.params)
+            y = self.function.formula(x, *self.params)
+        covered = self.covered(tile_rows, tile_cols)
+        return y if covered is None else np.where(covered, y, x)
+
+    def covered(self, tile_rows, tile_cols) -> np.ndarray | None:
+        if self.function is None or self.function.covers is None:
+            return None
+        if tile_rows is None or tile_cols is None:
+            raise ValueError(f"{self.spelling} covers part of each tile: give the elements' places in their tiles")
+        return self.function.covers(*self.params)(tile_rows, tile_cols)
 
     def lipschitz(self) -> float:
         return 1.0 if self.function is None else self.function.lipschitz(*self.params)
@@ -216,11 +243,12 @@ class Datapath:
     fused_bias: bool
     bias_format: str | None
     activation: str                   # the spec's `fuse.activation` text
+    rows_per_batch: int               # the logical M: an output row's place in its tile is (row % M) % 32
 
     @classmethod
     def of_plan(cls, plan) -> Datapath:
         return cls(plan.out_format, plan.partials_format, plan.compute.fp32_dest_acc, plan.fuse_bias,
-                   plan.bias_format, plan.spec.activation)
+                   plan.bias_format, plan.spec.activation, plan.spec.m)
 
 
 @dataclass(frozen=True)
@@ -273,10 +301,14 @@ def check(out: np.ndarray, product: np.ndarray, plain: np.ndarray, bias: np.ndar
             pre = pre + row
             err = err + ulp(pre, dst) + (ulp(row, "Tf32") if n.bias_format == "Float32" else 0.0)
             stages.append("bias")
-        ref = act(pre)
+        rows, cols = np.indices(pre.shape)
+        tile_rows, tile_cols = (rows % n.rows_per_batch) % 32, cols % 32
+        ref = act(pre, tile_rows, tile_cols)
         if act.function is not None:
             acc = accuracy(act.name, fp32_dest=n.fp32_dest_acc)
-            err = act.lipschitz() * err + acc.ulps * ulp(ref, dst) + acc.abs
+            applied = act.lipschitz() * err + acc.ulps * ulp(ref, dst) + acc.abs
+            covered = act.covered(tile_rows, tile_cols)
+            err = applied if covered is None else np.where(covered, applied, err)
             stages.append(act.spelling)
         bound = err + ulp(out64, n.out_format)
         diff = np.abs(out64 - ref)

@@ -166,7 +166,11 @@ def _extract(wheel_path: Path, into: Path, log: Callable[[str], None]) -> dict:
         hashes = _record_hashes(wheel)
         digest = hashlib.sha256()
         count = size = 0
+        library = toolchain_config()["headers"]["facts_library"]
         for info in wheel.infolist():
+            if info.filename == library:
+                _keep_facts(wheel, info, hashes, into, log)
+                continue
             rel = _selected(info.filename)
             if rel is None:
                 continue
@@ -190,6 +194,21 @@ def _extract(wheel_path: Path, into: Path, log: Callable[[str], None]) -> dict:
             size += len(data)
     log(f"extracted {count} files ({size / 1e6:.1f} MB), each checked against the wheel's RECORD")
     return {"files": count, "bytes": size, "tree_sha256": digest.hexdigest()}
+
+
+def _keep_facts(wheel: zipfile.ZipFile, info: zipfile.ZipInfo, hashes: dict[str, str], into: Path,
+                log: Callable[[str], None]) -> None:
+    """Cut the functions configs/toolchain.toml names out of the wheel's compiled library
+    (kgen.toolchain.wheelfacts), after checking the library against the wheel's RECORD."""
+    from kgen.toolchain.wheelfacts import FACTS, cut_functions, write_facts
+
+    data = wheel.read(info)
+    if hashes.get(info.filename) != hashlib.sha256(data).hexdigest():
+        raise HeadersError(f"{info.filename} does not match the wheel's RECORD hash; the wheel is corrupt or "
+                           f"was altered. Download it again.")
+    cut = cut_functions(data, toolchain_config()["headers"]["facts_functions"])
+    write_facts(cut, into / FACTS, info.filename)
+    log(f"kept the machine code of {', '.join(cut) or 'no function'} from {info.filename}")
 
 
 def sha256_file(path: Path) -> str:

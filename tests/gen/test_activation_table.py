@@ -43,11 +43,16 @@ def test_every_kernel_activation_has_a_spelling_and_the_issue_spellings_exist():
     # fast flags: param0 for gelu, gelu_tanh and tanh; sigmoid's vector mode (0: RC) in param0, fast in param1
     ("gelu", (1, 0, 0, 0)), ("gelu_fast", (1, 1, 0, 0)), ("gelu_tanh", (2, 0, 0, 0)), ("gelu_tanh_fast", (2, 1, 0, 0)),
     ("tanh", (3, 0, 0, 0)), ("tanh_fast", (3, 1, 0, 0)), ("silu", (4, 0, 0, 0)),
-    ("sigmoid", (6, 0, 0, 0)), ("sigmoid_fast", (6, 0, 1, 0)), ("hardsigmoid", (7, 0, 0, 0)),
-    # the factory's literal defaults
+    # sigmoid: the vector mode in param0 (4, TT's string form: the whole tile), the fast flag in param1
+    ("sigmoid", (6, 4, 0, 0)), ("sigmoid_fast", (6, 4, 1, 0)), ("hardsigmoid", (7, 0, 0, 0)),
+    ("sigmoid(1)", (6, 1, 0, 0)), ("sigmoid_fast(2)", (6, 2, 1, 0)), ("sigmoid(0)", (6, 0, 0, 0)),
+    # the factory's literal defaults (0.81.1's _ttnncpp.so: tests/gen/test_activation_wheel.py)
     ("relu6", (5, 0x40C00000, 0, 0)),
     ("hardtanh", (8, 0xBF800000, 0x3F800000, 0)),
-    ("selu", (9, 0x3FD637BD, 0x3F8674F5, 0)),
+    # SELU: param0 the scale, param1 alpha, float32 nearest the published constants
+    ("selu", (9, 0x3F867D5F, 0x3FD62D7D, 0)),
+    ("selu(1.5, 2)", (9, bits(1.5), bits(2.0), 0)),
+    ("relu6(3)", (5, bits(3.0), 0, 0)),
     ("softplus", (10, 0x3F800000, 0x41A00000, 0x3F800000)),
     # float parameters as float32 bit patterns; softplus's 1.0f / beta in param2
     ("hardtanh(-2, 0.5)", (8, bits(-2.0), bits(0.5), 0)),
@@ -76,6 +81,11 @@ def test_relu_is_the_packer_and_none_is_nothing():
     ("gelu(1)", "takes no parameters"),
     ("hardtanh(1000000000000000000000000000000000000000, 1)", "does not fit a float32"),
     ("swish", "unknown activation"),
+    # bmm_fused_activation.hpp passes `PARAM0 ? PARAM0 : 6.0f`: TT's kernel would clamp at 6
+    ("relu6(0)", "clamps at 6"),
+    # get_activation_params: the vector mode is at most 4
+    ("sigmoid(5)", "from 0 to 4"), ("sigmoid(-1)", "from 0 to 4"), ("sigmoid(1.5)", "from 0 to 4"),
+    ("selu(1)", "takes 2 parameters"),
 ])
 def test_bad_activations_name_the_rule(text, needle):
     with pytest.raises(A.ActivationError, match=re.escape(needle)):
@@ -92,6 +102,19 @@ def test_format_f32_reads_back_to_the_same_float32(value):
 def test_canonical_spelling_is_what_the_spec_keeps():
     assert A.parse("hardtanh").spelling == "hardtanh(-1, 1)"
     assert A.parse("softplus( 1.0 ,20.000)").spelling == "softplus(1, 20)"
+    # TT's string forms stay bare; a written parameter is kept
+    assert [A.parse(t).spelling for t in ("selu", "relu6", "sigmoid")] == ["selu", "relu6", "sigmoid"]
+    assert A.parse("selu(1.5, 2.0)").spelling == "selu(1.5, 2)"
+
+
+@pytest.mark.parametrize("text, warned", [
+    # TT 0.81.1 accepts a minimum above the maximum (get_activation_params checks nothing); its
+    # clamp returns the maximum (hardtanh) or 0 (relu_max: max(0, min(x, top))) everywhere
+    ("hardtanh(2, -2)", True), ("hardtanh(-2, 2)", False), ("hardtanh(1, 1)", False),
+    ("relu6(-1)", True), ("relu6(3)", False), ("selu", False),
+])
+def test_what_tt_accepts_but_computes_other_than_named_is_a_caution(text, warned):
+    assert bool(A.caution(A.parse(text).spelling)) == warned
 
 
 SPEC = """
