@@ -158,11 +158,11 @@ def _auto_in0_block_w(kt: int) -> int:
     return max(d for d in _divisors(kt) if d <= AUTO_IN0_BLOCK_W_MAX)
 
 
-def _l1_acc(packer_l1_acc: bool, bias: bool, num_blocks: int, dataflow: str = dataflows.DEFAULT.name) -> bool:
-    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2), and
-    packer_l1_acc && num_blocks > 1 for the 1D factory's mcast_in0. A deliberate independent
-    restatement of plan._policy's rule (TT-Metal's 2D and 1D factories), as the fuzzer's oracle."""
-    return packer_l1_acc and num_blocks > (1 if bias or dataflows.get(dataflow).l1_acc_rule else 2)
+def _l1_acc(packer_l1_acc: bool, num_blocks: int) -> bool:
+    """packer_l1_acc_en = packer_l1_acc && num_blocks > 1: every factory of TT-Metal 0.81.1's
+    ttnn.matmul, bias or not (docs/reference/provenance.md, R7). A deliberate independent restatement
+    of the planner's rule (blocking.packer_l1_acc_en), as the fuzzer's oracle."""
+    return packer_l1_acc and num_blocks > 1
 
 
 def _partials_format(fp32_dest_acc: bool, l1acc: bool, out_fmt: str) -> str:
@@ -182,7 +182,7 @@ def _cb_bytes(arch: ArchFacts, c: _Choice) -> int:
     bias_fmt = DTYPE_TO_FORMAT[c.dtypes[3] or c.dtypes[2]]
     obh, obw = c.out_block
     depth = INPUT_BUFFERING_DEPTH if c.batch_ct * c.num_blocks > 1 else 1
-    pf = _partials_format(c.fp32_dest_acc, _l1_acc(c.packer_l1_acc, c.bias, c.num_blocks, c.dataflow), out_fmt)
+    pf = _partials_format(c.fp32_dest_acc, _l1_acc(c.packer_l1_acc, c.num_blocks), out_fmt)
     out, partials = obh * obw * tb[out_fmt], obh * obw * tb[pf]
     # An independent mirror of plan.out_partials_share: TT-Metal's in-place rule, and kgen's split
     # when several output blocks per core pass through a region partials are packed into first.
@@ -284,7 +284,7 @@ def _draw(rng: random.Random) -> _Choice:
 
     # untilize_out with a fused bias needs partials in the output format (plan.py rule).
     out_fmt = DTYPE_TO_FORMAT[out]
-    if untilize and bias and _partials_format(fp32_dest_acc, _l1_acc(packer_l1_acc, bias, kt // w), out_fmt) != out_fmt:
+    if untilize and bias and _partials_format(fp32_dest_acc, _l1_acc(packer_l1_acc, kt // w), out_fmt) != out_fmt:
         untilize = False
 
     return _Choice(arch, dataflow, batch, mt, nt, kt, grid_req, (pm, pn), ob, w, sb,
@@ -304,10 +304,25 @@ def _draw_activation(rng: random.Random, relu: bool) -> str:
     row = activations.ROWS[name]
     if not row.params or rng.random() < 0.3:
         return activations.parse(name).spelling
-    low = round(rng.uniform(-4.0, 0.0), 2)
-    values = (low, round(low + rng.uniform(0.25, 8.0), 2)) if row.kind == "hardtanh" else \
-        (rng.choice((-1, 1)) * round(rng.uniform(0.25, 4.0), 2), round(rng.uniform(1.0, 30.0), 1))
+    values = _PARAMETER_DRAWS[row.params](rng)
     return activations.parse(f"{name}({', '.join(activations.format_f32(v) for v in values)})").spelling
+
+
+def _clamp(rng: random.Random) -> tuple[float, float]:
+    low = round(rng.uniform(-4.0, 0.0), 2)
+    return low, round(low + rng.uniform(0.25, 8.0), 2)
+
+
+# A parameterised row's parameters, by their names (kgen.gen.activations): values TT accepts and
+# that compute what the name says
+_PARAMETER_DRAWS = {
+    ("min", "max"): _clamp,
+    ("beta", "threshold"): lambda rng: (rng.choice((-1, 1)) * round(rng.uniform(0.25, 4.0), 2),
+                                        round(rng.uniform(1.0, 30.0), 1)),
+    ("max",): lambda rng: (round(rng.uniform(0.25, 8.0), 2),),
+    ("scale", "alpha"): lambda rng: (round(rng.uniform(0.5, 2.0), 2), round(rng.uniform(0.5, 2.0), 2)),
+    ("vector_mode",): lambda rng: (float(rng.randrange(5)),),
+}
 
 
 def _auto_subblock(ob: tuple[int, int], capacity: int) -> tuple[int, int]:
@@ -453,7 +468,7 @@ def _one_d(rng: random.Random, c: _Choice) -> _Choice:
     one_d = dataclasses.replace(c, dataflow=dataflow, mt=mt, nt=nt, batch=batch, grid_req=(gx, gy),
                                 auto=frozenset(c.auto - {"per_core"}),       # 1D's auto per_core is its own
                                 omit=frozenset(c.omit - {"dataflow"}))
-    # mcast_in0 turns L1 accumulation on from 2 K-blocks, which can change the partials and so the L1
+    # the 1D case keeps the drawn per-core blocking; it is taken only while its CBs still fit L1
     arch = load_arch(c.arch)
     return one_d if _cb_bytes(arch, one_d) <= arch.usable_cb_bytes else c
 
