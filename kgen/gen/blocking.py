@@ -298,34 +298,39 @@ class Blocking:
 
 
 
+def packer_l1_acc_en(packer_l1_acc: bool, num_blocks: int) -> bool:
+    """TT-Metal 0.81.1's `packer_l1_acc_en = packer_l1_acc && num_blocks > 1`, the one rule of every factory
+    ttnn.matmul reaches, bias or not: the 2D builder (create_program_mcast_in0_in1_spec), the optimized
+    reuse factory (MatmulMultiCoreReuseOptimizedProgramFactory), both 1D builders (mcast_in0 and mcast_in1,
+    spec and legacy) and the DRAM-sharded builder, read in the machine code of the wheel's _ttnncpp.so
+    (docs/reference/provenance.md, R7). It guards the PACKER_L1_ACC define and the Float16_b partials
+    (partials_format). The older rule (num_blocks > 2, or > 1 with a fused bias; tt-metal@0000d49e) is
+    only ccl_fusion_mcast_2d.cpp's at 0.81.1, which ttnn.matmul does not reach."""
+    return packer_l1_acc and num_blocks > 1
+
+
 def accumulation_policy(spec: MatmulSpec, c: ComputeConfig, num_blocks: int) -> tuple[bool, str]:
-    """packer_l1_acc_en = packer_l1_acc && ((bias && num_blocks > 1) || num_blocks > 2) (2D factory, and the
-    1D factory's mcast_in1 path); packer_l1_acc && num_blocks > 1 (the 1D factory's mcast_in0 path,
-    process_mcast_in0_program_and_create_override_variables)."""
-    threshold, why_threshold = dataflow_of(spec.dataflow).l1_acc_rule or (
-        (1, "TT-Metal turns L1 accumulation on only when num_blocks > 1 with a fused bias "
-            "(the last block stays in the partials for the bias add)") if spec.fuse_bias else
-        (2, "TT-Metal turns L1 accumulation on only when num_blocks > 2, or > 1 with a fused bias "
-            "(the last K-block is always a spill/reload, so 2 blocks gain nothing)"))
-    fallback = "spill/reload" if num_blocks > 1 else "no spill: one K-block accumulates in DST"
+    """The decision (packer_l1_acc_en, the same for every dataflow) and why, for `kgen check`."""
     if not c.packer_l1_acc:
         if num_blocks > 1:
             return False, f"packer_l1_acc = false -> spill/reload: each of the {num_blocks} K-blocks after the " \
                           "first reloads the partials into DST"
         return False, "packer_l1_acc = false, num_blocks = 1 -> no spill: one K-block accumulates in DST"
-    if num_blocks > threshold:
+    if packer_l1_acc_en(c.packer_l1_acc, num_blocks):
         extra = ("; the last K-block packs into the partials with L1 acc and the bias stage consumes them"
                  if spec.fuse_bias else
-                 "; with 2 K-blocks the packer never accumulates (block 0 packs the partials with L1 acc off, "
-                 "the last block reloads them): TT-Metal's kernel under its 1D mcast_in0 factory"
+                 "; with 2 K-blocks the packer never accumulates: TT-Metal's kernel under PACKER_L1_ACC packs "
+                 "block 0's partials with L1 acc off, and the last block reloads them and packs to out"
                  if num_blocks == 2 else
                  "; blocks 0..n-2 accumulate in L1, the last block reloads once and packs to out with L1 acc off")
-        return True, f"packer_l1_acc requested and num_blocks = {num_blocks} > {threshold} -> packer L1 accumulation" + extra
-    return False, f"packer_l1_acc requested, but num_blocks = {num_blocks}: {why_threshold} -> {fallback}"
+        return True, f"packer_l1_acc requested and num_blocks = {num_blocks} > 1 -> packer L1 accumulation" + extra
+    return False, ("packer_l1_acc requested, but num_blocks = 1: TT-Metal turns L1 accumulation on only when "
+                   "num_blocks > 1, bias or not -> no spill: one K-block accumulates in DST")
 
 
 def partials_format(c: ComputeConfig, l1acc: bool, out_fmt: str) -> tuple[str, str]:
-    """interm0_data_format (2D factory): Float32 with fp32 dest, else Float16_b with L1 acc, else out."""
+    """interm0_data_format (every 0.81.1 matmul factory): Float32 with fp32 dest, else Float16_b with L1 acc
+    (`l1acc` = packer_l1_acc_en), else out."""
     if c.fp32_dest_acc:
         return "Float32", "fp32_dest_acc = true -> partials in Float32"
     if l1acc:

@@ -260,7 +260,7 @@ class _ComputeLowering:
         if self.p.l1_acc_enabled:
             if start == 0:
                 names.append("L1 acc off, overwrite partials")
-            elif start == 1:
+            elif start == 1 and (bias or last > 1):      # two K-blocks without a bias: never on
                 names.append("L1 acc on")
             if not bias and start == last - 1 and stop == last:
                 names.append("partials left for the one reload")

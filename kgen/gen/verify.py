@@ -526,7 +526,8 @@ def _check_compute_flags(program: Program) -> None:
                                       f"{'not ' if on else ''}defined")
     sets_l1_acc = any(n.kind == "pack_l1_acc" and n["enable"] for n, _ in walk(compute.body))
     # With two K-blocks and no bias TT-Metal's kernel never turns accumulation on even under PACKER_L1_ACC
-    # (block 0 packs with it off, the last block reloads): the 1D factory's mcast_in0 path defines it there.
+    # (block 0 packs with it off, the last block reloads), and every 0.81.1 factory defines it there
+    # (packer_l1_acc && num_blocks > 1): the kernel's behaviour, not the factory's rule, decides this.
     accumulates = flags.l1_acc_enabled and (program.blocking.num_blocks > 2 or program.fuse_bias)
     if sets_l1_acc != accumulates:
         raise IRVerificationError(compute.name, f"l1_acc_enabled = {flags.l1_acc_enabled} but the compute kernel "

@@ -79,8 +79,8 @@ def test_check_says_what_was_padded():
 
 def test_check_reports_the_policy_reason_for_two_blocks():
     r = run("check", "examples/l1acc_two_blocks.kspec")
-    assert "packer_l1_acc requested, but num_blocks = 2: TT-Metal turns L1 accumulation on only when " \
-           "num_blocks > 2, or > 1 with a fused bias" in r.stdout
+    assert "packer_l1_acc requested and num_blocks = 2 > 1 -> packer L1 accumulation" in r.stdout
+    assert "never accumulates" in r.stdout
 
 
 def test_ir_prints_every_kernel():

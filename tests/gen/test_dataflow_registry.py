@@ -4,8 +4,8 @@ Facts checked: the spec grammar admits exactly the registered spellings; TT-Meta
 factory creates four semaphores (in0 and in1 sender/receiver) and its 1D factory two (for the operand
 it multicasts), matmul_multicore_reuse_mcast_{2d,1d}_program_factory.cpp, and its DRAM-sharded factory
 three (in0 sender, receiver, sender-valid), matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp;
-the 1D factory turns packer L1 accumulation on at num_blocks > 1 on its mcast_in0 path only, the
-DRAM-sharded factory at num_blocks > 1 always; only the 2D config has transpose_mcast
+no factory carries a packer L1 accumulation rule of its own (0.81.1's are all packer_l1_acc &&
+num_blocks > 1: tests/gen/test_l1_acc_rule.py); only the 2D config has transpose_mcast
 (MatmulMultiCoreReuseMultiCastProgramConfig); and port-check has TT-Metal's args for every
 data-movement kernel kgen lowers for a factory it claims to port-check.
 """
@@ -103,15 +103,14 @@ def test_the_factories_semaphores_are_tt_metals():
             assert receiver not in roles or sender in roles
 
 
-def test_the_l1_accumulation_threshold_and_transpose_mcast_owners():
+def test_no_factory_owns_an_l1_accumulation_rule_and_the_transpose_mcast_owners():
     for d in REGISTRY:
-        assert (d.l1_acc_rule is not None) == (d.name in ("mcast_1d_in0", "dram_sharded"))
+        assert not hasattr(d, "l1_acc_rule")          # one rule for every factory (blocking.packer_l1_acc_en)
         assert d.transpose_mcast == (d.factory is Factory.MCAST_2D)
         assert d.is_1d == (d.factory is Factory.MCAST_1D)
         # a shared axis: the 1D factories' multicast operand, the DRAM-sharded factory's all of M
         assert (d.shared_axis is not None) == (d.factory in (Factory.MCAST_1D, Factory.DRAM_SHARDED))
-    assert dataflows.get("mcast_1d_in0").l1_acc_rule[0] == 1
-    assert dataflows.get("dram_sharded").l1_acc_rule[0] == 1 and dataflows.get("dram_sharded").shared_axis == 0
+    assert dataflows.get("dram_sharded").shared_axis == 0
     assert dataflows.ONE_D == {"mcast_1d_in0": 0, "mcast_1d_in1": 1}
 
 

@@ -12,7 +12,8 @@ validation of matmul_device_operation.cpp (@9f46ee6b); README "The 1D multicast 
 - CBs: in0 = out_block_h * in0_block_w tiles, in1 = out_block_w * in0_block_w, each x2 when
   B * num_blocks > 1; out and partials out_block_h * out_block_w (one region when their formats match);
   bias out_block_w;
-- packer_l1_acc_en = packer_l1_acc && num_blocks > 1 (mcast_in0), the 2D rule for mcast_in1.
+- packer_l1_acc_en = packer_l1_acc && num_blocks > 1 on both paths, bias or not (the 0.81.1 wheel's
+  builders, docs/reference/provenance.md R7).
 
 Every expected value is worked out from those rules in the test, not read back from kgen.
 """
@@ -70,11 +71,13 @@ def test_mcast_in1_example_plans_as_the_factory():
 
 
 @pytest.mark.parametrize("dataflow,blocks,on", [
-    ("mcast_1d_in0", 2, True),        # mcast_in0: packer_l1_acc && num_blocks > 1
+    ("mcast_1d_in0", 2, True),        # 0.81.1, every factory: packer_l1_acc && num_blocks > 1
     ("mcast_1d_in0", 1, False),
-    ("mcast_1d_in1", 2, False),       # mcast_in1: ... || num_blocks > 2 (the 2D factory's rule)
+    ("mcast_1d_in1", 2, True),
+    ("mcast_1d_in1", 1, False),
     ("mcast_1d_in1", 3, True),
-    ("mcast_2d", 2, False),
+    ("mcast_2d", 2, True),
+    ("mcast_2d", 1, False),
 ])
 def test_l1_accumulation_threshold_of_each_factory(dataflow, blocks, on):
     shape, per_core, grid = {"mcast_1d_in0": ("64 x 256 x {k}", "2 x 2", "4 x 1"),
@@ -82,7 +85,7 @@ def test_l1_accumulation_threshold_of_each_factory(dataflow, blocks, on):
                              "mcast_2d": ("64 x 64 x {k}", "1 x 1", "2 x 2")}[dataflow]
     p = plan(make(dataflow, shape.format(k=64 * blocks), grid, per_core))      # in0_block_w 2 -> `blocks` K-blocks
     assert p.num_blocks == blocks and p.l1_acc_enabled == on
-    if dataflow == "mcast_1d_in0" and blocks == 2:
+    if blocks == 2:
         # TT-Metal's kernel then defines PACKER_L1_ACC but never accumulates: block 0 packs with it off,
         # the last block reloads the partials (bmm_large_block_zm_fused_bias_activation.cpp)
         v = run(make(dataflow, shape.format(k=128), grid, per_core), "verified").verified

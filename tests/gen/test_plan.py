@@ -97,10 +97,10 @@ def test_bfp8_spill_partials_take_output_format():
 
 @pytest.mark.parametrize("name, variant, policy, reason_part", [
     ("l1acc_one_block", None, "dst_only", "num_blocks = 1"),
-    ("l1acc_two_blocks", None, "spill_reload", "num_blocks = 2"),
+    ("l1acc_two_blocks", None, "packer_l1_acc", "num_blocks = 2 > 1"),
     ("l1acc_two_blocks", "bias", "packer_l1_acc", "num_blocks = 2 > 1"),
     ("l1acc_two_blocks_bias", None, "packer_l1_acc", "num_blocks = 2 > 1"),
-    ("peak_small", None, "packer_l1_acc", "num_blocks = 8 > 2"),
+    ("peak_small", None, "packer_l1_acc", "num_blocks = 8 > 1"),
 ])
 def test_policy_follows_tt_metal(name, variant, policy, reason_part):
     p = plan(load(example(name), variant))
@@ -109,9 +109,13 @@ def test_policy_follows_tt_metal(name, variant, policy, reason_part):
 
 
 def test_policy_reason_names_the_rule():
+    # TT-Metal 0.81.1: packer_l1_acc && num_blocks > 1, bias or not (docs/reference/provenance.md R7); with
+    # two K-blocks and no bias its kernel defines PACKER_L1_ACC but never turns accumulation on
     p = plan(load(example("l1acc_two_blocks")))
-    assert p.policy_reason.startswith("packer_l1_acc requested, but num_blocks = 2")
-    assert "num_blocks > 2" in p.policy_reason and "spill/reload" in p.policy_reason
+    assert p.policy_reason.startswith("packer_l1_acc requested and num_blocks = 2 > 1")
+    assert "never accumulates" in p.policy_reason
+    one = plan(load(example("l1acc_one_block")))
+    assert "num_blocks > 1, bias or not" in one.policy_reason and "num_blocks > 2" not in one.policy_reason
 
 
 def test_single_k_block_is_not_double_buffered():

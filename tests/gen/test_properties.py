@@ -85,7 +85,8 @@ def test_plans_obey_tt_metal_rules_and_ir_verifies(text):
     # the 2D factory's decisions (§2.2, §2.3)
     nb = p.kt // p.in0_block_w
     assert p.num_blocks == nb
-    assert p.l1_acc_enabled == (c.packer_l1_acc and ((p.fuse_bias and nb > 1) or nb > 2))
+    # TT-Metal 0.81.1, every factory: packer_l1_acc && num_blocks > 1, bias or not (provenance.md R7)
+    assert p.l1_acc_enabled == (c.packer_l1_acc and nb > 1)
     expected_partials = "Float32" if c.fp32_dest_acc else ("Float16_b" if p.l1_acc_enabled else p.out_format)
     assert p.partials_format == expected_partials
     shared = p.cb(4).region == p.cb(5).region

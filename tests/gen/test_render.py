@@ -148,7 +148,8 @@ def descriptor_arrays(header: str) -> dict[str, list[int]]:
 # ----------------------------------------------------------------------------------------------
 
 ACCEPTANCE = [("peak_small", "spill"), ("peak_small", None), ("bh_fp32_bias", None),
-              ("l1acc_two_blocks_bias", None), ("untilize_relu_reuse", None)]
+              ("l1acc_two_blocks_bias", None), ("untilize_relu_reuse", None),
+              ("l1acc_two_blocks", None)]     # two K-blocks, no bias: PACKER_L1_ACC at 0.81.1
 
 
 def tt_ct_args(p, bias: bool) -> list[int]:
@@ -190,7 +191,7 @@ def test_compute_ct_args_are_tt_metals(name, variant):
 
 def tt_l1acc_enabled(spec, in0_block_w: int) -> bool:
     nb = (spec.k // 32) // in0_block_w
-    return spec.compute.packer_l1_acc and ((spec.fuse_bias and nb > 1) or nb > 2)     # §2.2
+    return spec.compute.packer_l1_acc and nb > 1     # §2.2: 0.81.1, every factory, bias or not
 
 
 @pytest.mark.parametrize("name,variant", ACCEPTANCE)

@@ -147,11 +147,13 @@ def test_coverage(results, cases):
     assert set(s["policy"]) == {"packer_l1_acc", "spill_reload", "dst_only"}
     assert s["bias"][True] and s["relu"][True] and s["untilize_out"][True]
     assert any(b > 1 for b in s["batch"])
-    # packer_l1_acc requested with 1, 2 and > 2 K-blocks, and L1 accumulation actually on with > 2
-    # blocks, and with 2 blocks plus a bias (the bias threshold).
+    # packer_l1_acc requested with 1, 2 and > 2 K-blocks; TT-Metal 0.81.1 turns it on from 2 blocks,
+    # bias or not (packer_l1_acc && num_blocks > 1), and its kernel accumulates from 3, or 2 with a bias
     assert {min(p.num_blocks, 3) for p in plans if p.compute.packer_l1_acc} == {1, 2, 3}
+    assert all(p.l1_acc_enabled == (p.compute.packer_l1_acc and p.num_blocks > 1) for p in plans)
     assert sum(p.policy == "packer_l1_acc" and p.num_blocks > 2 for p in plans) >= 10
     assert any(p.policy == "packer_l1_acc" and p.num_blocks == 2 and p.fuse_bias for p in plans)
+    assert any(p.policy == "packer_l1_acc" and p.num_blocks == 2 and not p.fuse_bias for p in plans)
     assert any(p.policy == "spill_reload" and p.num_blocks == 2 for p in plans)
     # dtypes: every dtype on every operand, bfp8 and float32 among them; every partials format
     for attr in ("dtype_in0", "dtype_in1", "dtype_out"):

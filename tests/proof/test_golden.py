@@ -11,7 +11,7 @@ from kgen.proof import numerics as nx
 from kgen.proof import tiles as tl
 from kgen.proof.golden import default_partials_format, golden_from_plan, golden_matmul
 from kgen.gen.plan import plan
-from kgen.gen.spec import load
+from kgen.gen.spec import load, parse_text, resolve
 
 RNG = np.random.default_rng(2024)
 
@@ -181,6 +181,38 @@ def test_l1_acc_with_two_blocks_is_spill_reload(fp32):
               partials_format="Float32" if fp32 else "Float16_b")
     assert np.array_equal(golden_matmul(a, b, packer_l1_acc=True, **kw).bits,
                           golden_matmul(a, b, packer_l1_acc=False, **kw).bits)
+
+
+def test_two_blocks_with_l1_acc_and_no_bias_run_as_tt_metals_kernel():
+    """TT-Metal 0.81.1 defines PACKER_L1_ACC from two K-blocks, bias or not, and packs Float16_b partials
+    (docs/reference/provenance.md R7). Its kernel (bmm_large_block_zm_fused_bias_activation.cpp) then
+    packs block 0's partials with pack_reconfig_l1_acc(0), arms the reload at block == num_blocks - 2,
+    and the last block reloads them and packs to out with accumulation off: a spill/reload through
+    Float16_b partials. With a block-float output that differs from the spill/reload TT compiles
+    without the request, whose partials are in the output format."""
+    a, b = randn((64, 128), spread=4), randn((128, 64), spread=4)          # Kt = 4, in0_block_w 2: two blocks
+    kw = dict(fidelity="HiFi2", fp32_dest_acc=False, in0_block_w=2, out_format="Bfp8_b")
+    l1acc = golden_matmul(a, b, packer_l1_acc=True, **kw)
+    assert default_partials_format("Bfp8_b", False, True) == "Float16_b"
+    assert np.array_equal(l1acc.bits, golden_matmul(a, b, packer_l1_acc=False, partials_format="Float16_b",
+                                                    **kw).bits)
+    assert not np.array_equal(l1acc.bits, golden_matmul(a, b, packer_l1_acc=False, **kw).bits)
+    # and the plan hands the golden model that flow: reuse, two K-blocks, no bias, a bfloat8_b output
+    p = plan(resolve(parse_text("""matmul t {
+    arch = wormhole_b0
+    shape = 64 x 64 x 128
+    dtype { in0 = bfloat16  in1 = bfloat8_b  out = bfloat8_b }
+    grid = 1 x 1
+    dataflow = reuse
+    block { per_core = 2 x 2  in0_block_w = 2 }
+    compute { math_fidelity = HiFi2  packer_l1_acc = true }
+}""", "t.kspec")))
+    assert p.l1_acc_enabled and p.partials_format == "Float16_b" and not p.fuse_bias
+    a, b = randn((64, 128)), randn((128, 64), "Bfp8_b")
+    assert np.array_equal(golden_from_plan(p, a, b).bits,
+                          golden_matmul(a, b, fidelity="HiFi2", fp32_dest_acc=False, packer_l1_acc=False,
+                                        in1_format="Bfp8_b", out_format="Bfp8_b", partials_format="Float16_b",
+                                        in0_block_w=2).bits)
 
 
 def test_fp32_spill_reload_loses_to_tf32_unless_unpacked_to_dest():

@@ -65,9 +65,6 @@ class Dataflow(Protocol):
     # tune: the per_core axis (0 M, 1 N) that must cover all of its tiles (a 1D multicast's shared
     # operand), or None when the cores form the 2D grid of blocks
     shared_axis: int | None
-    # K-blocks above which a requested packer L1 accumulation turns on, and why, or None for the 2D
-    # factory's rule (num_blocks > 2, or > 1 with a fused bias)
-    l1_acc_rule: tuple[int, str] | None
     paced_by: Mapping[str, str]      # the model: a receiver kernel role -> the sender role it waits on
     is_1d: bool                      # a 1D multicast: one row-major run of cores, one operand shared
     # takes one in1 matrix per batch (TT's bcast_batch = false); a factory without the attribute refuses it

@@ -52,9 +52,6 @@ class DramSharded:
         "out": frozenset({Placement.L1_WIDTH_SHARDED})})
     transpose_mcast = False
     shared_axis: int | None = 0          # every worker holds all of M
-    # `packer_l1_acc_en = packer_l1_acc && num_blocks > 1` (the factory)
-    l1_acc_rule: tuple[int, str] | None = (1, "TT-Metal's DRAM-sharded factory turns L1 accumulation on when "
-                                              "num_blocks > 1")
     # a worker that does not hold the K-block waits for the one that does
     paced_by: Mapping[str, str] = MappingProxyType({"in0_gather_receiver": "in0_gather"})
     is_1d = False                        # no single multicast sender: each shard core sends its K-blocks

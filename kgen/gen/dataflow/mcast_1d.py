@@ -38,11 +38,6 @@ class Mcast1D:
         self.name, self.mcast_in0 = name, mcast_in0
         # the per_core axis that covers all of its tiles: M for mcast_in0 (one M-block), N for mcast_in1
         self.shared_axis: int | None = 0 if mcast_in0 else 1
-        # packer_l1_acc && num_blocks > 1 on the mcast_in0 path
-        # (process_mcast_in0_program_and_create_override_variables); the 2D factory's rule on mcast_in1
-        self.l1_acc_rule: tuple[int, str] | None = (
-            (1, "TT-Metal's 1D factory turns L1 accumulation on for mcast_in0 when num_blocks > 1")
-            if mcast_in0 else None)
         # the factory creates two semaphores, sender then receiver, for the operand it multicasts
         operand = "in0" if mcast_in0 else "in1"
         self.semaphore_ids: Mapping[str, int] = MappingProxyType({f"{operand}_sender": 0, f"{operand}_receiver": 1})

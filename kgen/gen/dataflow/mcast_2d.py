@@ -32,7 +32,6 @@ class Mcast2D(GridOfBlocks):
         "out": frozenset({Placement.DRAM, Placement.L1_BLOCK_SHARDED})})
     transpose_mcast = True
     shared_axis: int | None = None
-    l1_acc_rule: tuple[int, str] | None = None
     # A multicast receiver waits for its sender: it runs at the sender's pace.
     paced_by: Mapping[str, str] = MappingProxyType({"in0_receiver": "in0_sender",
                                                     "in1_receiver_writer": "in1_sender_writer"})

@@ -39,7 +39,6 @@ class Reuse(GridOfBlocks):
     placements: Mapping[str, frozenset[Placement]] = DRAM_ONLY
     transpose_mcast = False
     shared_axis: int | None = None
-    l1_acc_rule: tuple[int, str] | None = None
     paced_by: Mapping[str, str] = MappingProxyType({})
     is_1d = False
     batched_in1 = True
