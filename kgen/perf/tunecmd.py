@@ -314,7 +314,10 @@ def _steps_text(steps: Mapping) -> str:
     if isinstance(emu, str):
         parts.append(f"emulate {emu}")
     elif isinstance(emu, Mapping):
-        ok = ("bit-exact" if emu.get("exact_match") else "ok") if emu.get("ok") else f"failed ({emu.get('status')})"
+        f64 = emu.get("float64") or {}
+        ok = (("bit-exact" if emu.get("exact_match") else "ok") + " and within its float64 bound" if emu.get("ok")
+              else f"BEYOND its float64 bound in {f64.get('culprit')}" if f64 and not f64.get("within")
+              else f"failed ({emu.get('status')})")
         parts.append(f"emulate {emu.get('numerics')} {ok}"
                      + (f" in {emu['seconds']:.1f} s" if isinstance(emu.get("seconds"), (int, float)) else ""))
     pc = steps.get("port_check")

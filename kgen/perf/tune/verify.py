@@ -68,6 +68,7 @@ def _step_summaries(chain, mode: str) -> dict[str, object]:
             emu = step.value
             out["emulate"] = {"numerics": mode, "ok": emu.ok, "status": emu.status, "exact_match": emu.exact_match,
                               "max_abs_err": emu.errors.max_abs_err, "pcc": emu.errors.pcc,
+                              "float64": None if emu.float64 is None else emu.float64.summary(),
                               "seconds": round(emu.seconds, 3)}
         else:
             out["port_check"] = {"passed": step.value.passed, "failures": list(step.value.failures)}
