@@ -46,7 +46,7 @@ def header_tree():
     tree, note = find_headers()
     if tree is None:
         raise _missing(f"the SFPU activations need TT-Metal's LLK SFPU headers and none were found ({note}); "
-                       "fetch them with `kgen fetch-headers` or point --headers / $TT_METAL_HOME at a tree")
+                       "fetch them with `kgen headers fetch` or point --headers / $TT_METAL_HOME at a tree")
     return tree
 
 
