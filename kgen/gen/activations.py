@@ -260,34 +260,3 @@ def _number(name: str, pname: str, text: str) -> float:
 def planned(spelling: str) -> Activation:
     """The planned activation of a spec's (already checked) spelling."""
     return parse(spelling)
-
-
-def reference_f64(act: Activation, x):
-    """The activation in float64 as torch defines it (erf-based GELU, exact sigmoid, torch's SELU
-    constants), the error reference of `kgen ab` and `kgen emulate`; `x` a float64 array."""
-    import numpy as np
-
-    x = np.asarray(x, dtype=np.float64)
-    if act.kind == NONE:
-        return x
-    if act.kind == PACKER_RELU:
-        return np.maximum(x, 0.0)
-    erf = np.vectorize(math.erf, otypes=[np.float64])
-    with np.errstate(over="ignore", invalid="ignore"):
-        sigmoid = lambda v: 1.0 / (1.0 + np.exp(-v))                      # noqa: E731
-        if act.kind == "softplus":
-            beta, threshold = bits_f32(act.p0), bits_f32(act.p1)
-            return np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)
-        formulas = {
-            "silu": lambda: x * sigmoid(x),
-            "sigmoid": lambda: sigmoid(x),
-            "tanh": lambda: np.tanh(x),
-            "gelu": lambda: 0.5 * x * (1.0 + erf(x / math.sqrt(2.0))),
-            "gelu_tanh": lambda: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3))),
-            "relu6": lambda: np.clip(x, 0.0, 6.0),
-            "hardsigmoid": lambda: np.clip(x / 6.0 + 0.5, 0.0, 1.0),
-            "hardtanh": lambda: np.clip(x, bits_f32(act.p0), bits_f32(act.p1)),
-            # torch.nn.SELU: scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))
-            "selu": lambda: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(x)),
-        }
-        return formulas[act.kind]()

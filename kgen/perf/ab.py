@@ -42,6 +42,7 @@ from kgen.perf.model import Prediction, predict
 from kgen.perf.abverdict import (RESOLUTION, Difference, Effect, Verdict, effects,  # noqa: F401
                                   pairwise_differences, verdict)
 from kgen.proof.numerics import ULP_BINS, REL_ERR_FLOOR, error_figures, pcc, ulp_distance, ulp_histogram  # noqa: F401
+from kgen.proof.oracle import Float64Check
 
 DISTRIBUTIONS = ("random", "mixed", "all_ones", "positive")
 PROXY_ROWS = PROXY_COLS = TILE_HW          # outputs per distribution of the K-faithful proxy
@@ -151,6 +152,10 @@ class Numerics:
     ulp_format: str                   # the grid ULPs are counted on
     note: str
     errors: tuple[ErrorStats, ...]
+    # every proxy output against float64 of the math within its bound (kgen.proof.oracle): the
+    # numerics verdict; None only for a Numerics built by hand
+    float64: Float64Check | None = None
+    float64_at: str = ""              # the input distribution of its worst output, e.g. "random [3, 5]"
 
     def of(self, distribution: str) -> ErrorStats:
         return next(e for e in self.errors if e.distribution == distribution)
@@ -166,6 +171,7 @@ class Emulated:
     max_abs: float
     pcc: float
     seconds: float
+    float64: Float64Check | None = None      # the emulated output against float64 of the math (kgen.proof.oracle)
 
 
 @dataclass(frozen=True)
@@ -442,7 +448,8 @@ def _numerics_key(p: Plan) -> tuple:
     s = p.spec
     return (p.compute.math_fidelity, p.compute.fp32_dest_acc, p.l1_acc_enabled, p.in0_format, p.in1_format,
             p.out_format, p.partials_format, p.bias_format, p.in0_block_w, p.num_blocks, p.fuse_bias, p.pack_relu,
-            p.untilize_out, p.arch.name, s.k, p.activation, p.compute.math_approx)
+            p.untilize_out, p.arch.name, s.k, p.activation, p.compute.math_approx,
+            s.activation)                     # the text the float64 oracle reads its parameters from
 
 
 class _Golden:
@@ -461,17 +468,26 @@ class _Golden:
         return self.cache[key]
 
     def _run(self, p: Plan) -> tuple[Numerics, Mapping[str, np.ndarray]]:
-        from kgen.gen.activations import reference_f64
+        from dataclasses import replace
+
         from kgen.proof.golden import golden_from_plan
+        from kgen.proof.oracle import Datapath, check, fused
 
         k = p.spec.k
         in0, in1, bias = proxy_inputs(k, self.seed, (p.in0_format, p.in1_format, p.bias_format or p.out_format),
                                       padded_k=p.kt * TILE_HW)
         values = golden_from_plan(p, in0, in1, bias if p.fuse_bias else None, mode="exact").values
-        ref = in0.astype(np.float64) @ in1.astype(np.float64)
-        if p.fuse_bias:
-            ref = ref + bias.astype(np.float64)[None, :]
-        ref = reference_f64(p.activation, ref)       # the packer's ReLU or an SFPU activation, torch-style
+        product = in0.astype(np.float64) @ in1.astype(np.float64)
+        pre = product + bias.astype(np.float64)[None, :] if p.fuse_bias else product
+        # the float64 oracle: the spec's activation text as its own definition gives it, never kgen's
+        # activation table (the packer's ReLU too). The proxy is one 32 x 32 tile, so an output's
+        # place in its tile is its place in the proxy (sigmoid's vector modes cover part of a tile)
+        ref = fused(p.spec.activation)(pre, *np.indices(pre.shape))
+        datapath = replace(Datapath.of_plan(p), rows_per_batch=PROXY_ROWS)
+        plain = values
+        if datapath.fused_bias or datapath.activation != "none":     # the plan's matmul alone, same flow
+            plain = golden_from_plan(p, in0, in1, mode="exact", plain=True).values
+        f64 = check(values, product, plain, bias if p.fuse_bias else None, datapath)
         grid = "Float32" if p.out_format == "Float32" else "Float16_b"
         outputs = {d: values[rows, cols] for d, (rows, cols) in PROXY_LAYOUT.items()}
         errors = tuple(_error_stats(d, outputs[d], ref[rows, cols], grid) for d, (rows, cols) in PROXY_LAYOUT.items())
@@ -485,7 +501,21 @@ class _Golden:
                 f"the sequence of accumulations an output element sees") if proxy else \
             f"the spec's full shape ({s.m} x {s.n} x {k})"
         ulp_name = "float32" if grid == "Float32" else "bfloat16"
-        return Numerics("exact", PROXY_ROWS, PROXY_COLS, k, proxy, ulp_name, note, errors), ulps
+        return Numerics("exact", PROXY_ROWS, PROXY_COLS, k, proxy, ulp_name, note, errors, f64,
+                        proxy_place(*f64.worst)), ulps
+
+
+def proxy_place(row: int, col: int) -> str:
+    """Where an output of the proxy sits: its input distribution and the position in it, e.g.
+    `random [3, 5]`; a cell outside PROXY_LAYOUT by its in0 rows and in1 columns, e.g. `positive
+    in0 x normal in1 [1, 3]` (in1's first 16 columns are normal, its last 16 all ones)."""
+    for name, (rows, cols) in PROXY_LAYOUT.items():
+        if rows.start <= row < rows.stop and cols.start <= col < cols.stop:
+            return f"{name} [{row - rows.start}, {col - cols.start}]"
+    rows_of = next((name, rows) for name, (rows, _) in PROXY_LAYOUT.items() if rows.start <= row < rows.stop)
+    half = PROXY_COLS // 2
+    in1 = "normal" if col < half else "ones"
+    return f"{rows_of[0]} in0 x {in1} in1 [{row - rows_of[1].start}, {col % half}]"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -602,7 +632,7 @@ def _run_jobs(rows: list[Row], jobs, emulate: EmulateFn | None, measure: Measure
             done_cpu += time.perf_counter() - t0
             word = "bit-exact" if em.exact_match else "within tolerance" if em.ok else "FAILED"
             log(f"emulate {r.label}: {em.status}, {word} "
-                f"in {time.perf_counter() - t0:.1f} s")
+                f"in {time.perf_counter() - t0:.1f} s" + _float64_words(em.float64))
             r = rows[i] = _with(r, emulated=em)
         if measure is not None:
             progress(f"on the card: {r.label} ({n + 1} of {len(jobs)})")
@@ -616,6 +646,13 @@ def _run_jobs(rows: list[Row], jobs, emulate: EmulateFn | None, measure: Measure
     by_kernel = {(r.sweep, r.kernel_id): r for r in rows if r.illegal is None and r.same_as is None}
     return [_with(r, emulated=by_kernel[(r.sweep, r.kernel_id)].emulated,
                   measured=by_kernel[(r.sweep, r.kernel_id)].measured) if r.same_as is not None else r for r in rows]
+
+
+def _float64_words(check: Float64Check | None) -> str:
+    """`; float64 within 0.41` or `; float64 BEYOND x3.2 (selu)` for an emulation's log line."""
+    from kgen.perf.abreport import float64_short
+
+    return "" if check is None else f"; float64 {float64_short(check)}"
 
 
 def _pace(taken: float, estimated: float) -> float:
@@ -672,7 +709,7 @@ def emulate_with(numerics: str, seed: int, parallel: int) -> EmulateFn:
                           options=ChainOptions(seed=seed, numerics=numerics, parallel=parallel))
         e = chain.require_complete("kgen ab --emulate").value("emulated")
         return Emulated(numerics, e.status, e.ok, e.exact_match, e.mismatched, e.errors.max_abs_err,
-                        e.errors.pcc, e.seconds)
+                        e.errors.pcc, e.seconds, e.float64)
     return run_one
 
 

@@ -38,8 +38,18 @@ def row_to_dict(r: Row) -> dict[str, Any]:
                           for e in r.numerics.errors}
     for e in numerics["errors"].values():
         del e["distribution"]
-    d.update(plan=plan, ops=dict(r.ops), speed=speed, numerics=numerics,
-             emulated=asdict(r.emulated) if r.emulated else None,
+    f64 = r.numerics.float64
+    numerics["float64"] = None if f64 is None else {**f64.summary(), "at": r.numerics.float64_at,
+                                                    "short": float64_short(f64),
+                                                    "text": float64_sentence(f64, r.numerics.float64_at)}
+    del numerics["float64_at"]
+    emulated = None
+    if r.emulated:
+        emulated = asdict(r.emulated)
+        e64 = r.emulated.float64
+        emulated["float64"] = None if e64 is None else {**e64.summary(), "short": float64_short(e64),
+                                                        "text": float64_sentence(e64, _output_place(e64))}
+    d.update(plan=plan, ops=dict(r.ops), speed=speed, numerics=numerics, emulated=emulated,
              measured=asdict(r.measured) if r.measured else None)
     return d
 
@@ -67,10 +77,113 @@ def comparison_to_dict(c: Comparison) -> dict[str, Any]:
         "variants": {r.kernel_id: row_to_dict(r) for r in c.legal if r.same_as is None},
         "same_kernel": [{"variant": r.variant, "sweep": r.sweep, "kernel_id": r.kernel_id, "same_kernel_as": r.same_as}
                         for r in c.legal if r.same_as is not None],
-        "notes": {"utilization": UTILIZATION_NOTE, "ulp": ulp_note(c), "max_rel_and_pcc": rel_note()},
+        "notes": {"utilization": UTILIZATION_NOTE, "ulp": ulp_note(c), "max_rel_and_pcc": rel_note(),
+                  "float64": FLOAT64_NOTE},
+        # the numerics verdict: every variant's golden-model output against float64 of the math
+        "float64": {"within": all_within(c), "sentences": float64_sentences(c)},
         "illegal": [row_to_dict(r) for r in c.rows if r.illegal is not None],
         "differences": [{**asdict(d), "ulp_histogram": dict(d.ulp_histogram)} for d in c.differences],
     }
+
+
+# ----------------------------------------------------------------------------------------------
+# the numerics verdict: the output against float64 of the math, within its bound (kgen.proof.oracle)
+# ----------------------------------------------------------------------------------------------
+
+FLOAT64_NOTE = (
+    "float64: each output of the proxy against float64 of the math on the same (quantised) inputs "
+    "(kgen/proof/oracle.py: the bias and the activation from their own definitions, not kgen's "
+    "activation table), within a bound summed stage by stage: the matmul's own error (the golden "
+    "model's output without bias, ReLU or activation, against float64), one ULP per rounding, the "
+    "activation's Lipschitz constant times its input's error plus the accuracy of TT's SFPU code for "
+    "it. 'within R': the worst output came to R of its bound (near 1 is usual: the matmul's error is "
+    "most of it); 'BEYOND xR (stage)': R times it, in that stage. The matmul's own error is part of "
+    "the bound, not judged by it: a plain matmul is within by construction")
+
+
+def _stage(check) -> str:
+    """The stage a check names beyond its bound, short: `selu`, `hardtanh`, `bias`, `matmul`."""
+    name = check.culprit.split("(")[0].strip()
+    return name[len("the "):] if name.startswith("the ") else name
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.1f}" if ratio < 100 else f"{ratio:,.0f}"
+
+
+def _share(ratio: float) -> str:
+    """A share of the bound, rounded down: a worst output within it never shows as 1.00 unless it
+    is exactly at it."""
+    import math
+
+    return f"{math.floor(ratio * 100 + 1e-9) / 100:.2f}"
+
+
+def float64_short(check) -> str:
+    """A cell: `within 0.41` (the worst output came to 0.41 of its bound) or `BEYOND x3.2 (selu)`."""
+    import math
+
+    if check is None:
+        return "-"
+    if check.within:
+        return f"within {_share(check.worst_ratio)}"
+    if not math.isfinite(check.worst_ratio):
+        return f"BEYOND: NaN ({_stage(check)})"
+    return f"BEYOND x{_times(check.worst_ratio)} ({_stage(check)})"
+
+
+def _word(check) -> str:
+    return "-" if check is None else "within" if check.within else f"BEYOND ({_stage(check)})"
+
+
+def _output_place(check) -> str:
+    r, c = check.worst
+    return f"output [{r}, {c}]"
+
+
+def float64_sentence(check, at: str) -> str:
+    """The verdict in words: within, and how close the worst output came; or beyond, in which
+    stage, by how much, at which output, with both values. `at`: where that output is."""
+    if check.within:
+        return (f"within its float64 bound: the worst output ({at}) came to {_share(check.worst_ratio)} of it, "
+                f"max |err| {check.max_abs_err:.3g} ({check.what})")
+    return (f"BEYOND its float64 bound in {_stage(check)}, {_times(check.worst_ratio)} times it: at {at} "
+            f"kgen {check.worst_out:.6g}, float64 {check.worst_ref:.6g}, |err| "
+            f"{abs(check.worst_out - check.worst_ref):.3g} > bound {check.worst_bound:.3g} ({check.what})")
+
+
+def all_within(c: Comparison) -> bool:
+    return all(r.numerics.float64 is None or r.numerics.float64.within for r in c.legal)
+
+
+def float64_verdict(c: Comparison) -> list[tuple[str, list[str]]]:
+    """The numerics verdict of the whole comparison: (headline, details) for the golden model's
+    outputs, then for the emulated ones when there are any. Within: every variant within its bound,
+    and the one that came closest; beyond: which variants, by how much, in which stage, and per
+    variant its worst output with both values."""
+    out: list[tuple[str, list[str]]] = []
+    for what, checks in (("", [(r, r.numerics.float64, r.numerics.float64_at) for r in c.legal]),
+                         (" in emulation", [(r, r.emulated.float64, "") for r in c.legal if r.emulated is not None])):
+        checks = [(r, f, at) for r, f, at in checks if f is not None]
+        if not checks:
+            continue
+        beyond = [(r, f, at) for r, f, at in checks if not f.within]
+        if not beyond:
+            r, f, _ = max(checks, key=lambda t: t[1].worst_ratio)
+            every = f"every variant{what} is" if len(checks) > 1 else f"{r.label}{what} is"
+            out.append((f"{every} within its bound (d); the closest, {r.label}, came to "
+                        f"{_share(f.worst_ratio)} of it", []))
+            continue
+        within = [r.label for r, f, _ in checks if f.within]
+        out.append((f"BEYOND the bound (d){what}: "
+                    + ", ".join(f"{r.label} x{_times(f.worst_ratio)} in {_stage(f)}" for r, f, _ in beyond)
+                    + (f"; within it: {', '.join(within)}" if within else ""),
+                    [f"{r.label}: {float64_sentence(f, at or _output_place(f))}" for r, f, at in beyond]))
+    return out
+
+
+def float64_sentences(c: Comparison) -> list[str]:
+    return [line for head, details in float64_verdict(c) for line in (head, *details)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -115,10 +228,21 @@ def table_lines(r: Row) -> list[tuple[str, str, str | None, Any]]:
         if d == "all_ones":      # the exact sum is K (tt-metal #8449)
             out.append((f"numerics {d}", "value (exact sum: K)", f"numerics/errors/{d}/first_value",
                         f"{e.first_value:g}"))
+    f64 = n.float64
+    if f64 is not None:
+        out += [("float64 (d)", "verdict", None, float64_short(f64)),
+                ("float64 (d)", "worst |err| / bound", None, _share(f64.worst_ratio)),     # rounded down
+                ("float64 (d)", "worst output", None, n.float64_at),
+                ("float64 (d)", "kgen / float64 there", None, f"{f64.worst_out:.6g} / {f64.worst_ref:.6g}"),
+                ("float64 (d)", "its bound", "numerics/float64/worst_bound", f"{f64.worst_bound:.3g}"),
+                ("float64 (d)", "max |err|", "numerics/float64/max_abs_err", f"{f64.max_abs_err:.3g}"),
+                ("float64 (d)", "stages", None, f64.what)]
     if r.emulated is not None:
         em = r.emulated
         word = "bit-exact" if em.exact_match else ("close" if em.ok else "DIFFERS")
         out.append(("emulation", f"{em.numerics}", None, f"{em.status}, {word}"))
+        if em.float64 is not None:
+            out.append(("emulation", "float64 (d)", None, float64_short(em.float64)))
         out.append(("emulation", "seconds", "emulated/seconds", f"{em.seconds:.2f}"))
     if r.measured is not None:
         out.append(("device", "device us (median)", "measured/microseconds", f"{r.measured.microseconds:,.1f}"))
@@ -183,6 +307,22 @@ def _tables(title: str, keys: list[tuple[str, list[str]]], columns: list[tuple[s
             width: int) -> list[str]:
     """Rows per variant (`keys`: header and cells of the leading columns), one column per figure,
     split into as many tables as it takes to fit `width`; numbers right-aligned."""
+    from rich.console import Console
+
+    make, chunks = _chunks(keys, columns, width)
+    out = []
+    for i, chunk in enumerate(chunks):
+        # the title over the terminal's width, not the table's (rich would wrap it at the table's)
+        out += _wrap(title + (f" ({i + 1} of {len(chunks)})" if len(chunks) > 1 else ""), width, "", "  ")
+        table = make(chunk)
+        buf = io.StringIO()
+        Console(file=buf, width=width, force_terminal=False, color_system=None, soft_wrap=False).print(table)
+        out += [line.rstrip() for line in buf.getvalue().rstrip().splitlines()]
+    return out
+
+
+def _chunks(keys: list[tuple[str, list[str]]], columns: list[tuple[str, list[str], bool]], width: int):
+    """(a maker of one table from some columns, the columns split into tables that fit `width`)."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -190,8 +330,8 @@ def _tables(title: str, keys: list[tuple[str, list[str]]], columns: list[tuple[s
     def need(header: str, cells: list[str]) -> int:
         return max([len(c) for c in cells] + [len(w) for w in header.split()] + [1])
 
-    def make(chunk: list[tuple[str, list[str], bool]], title_text: str) -> Table:
-        table = Table(title=title_text, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, show_edge=False)
+    def make(chunk: list[tuple[str, list[str], bool]]) -> Table:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
         for h, cells in keys:
             table.add_column(h, no_wrap=True, min_width=need(h, cells))
         for h, cells, numeric in chunk:
@@ -203,16 +343,10 @@ def _tables(title: str, keys: list[tuple[str, list[str]]], columns: list[tuple[s
     measure = Console(width=10_000, color_system=None)
     chunks: list[list[tuple[str, list[str], bool]]] = [[]]
     for col in columns:       # each table takes columns while their unwrapped layout fits
-        if chunks[-1] and measure.measure(make(chunks[-1] + [col], "")).maximum > width:
+        if chunks[-1] and measure.measure(make(chunks[-1] + [col])).maximum > width:
             chunks.append([])
         chunks[-1].append(col)
-    out = []
-    for i, chunk in enumerate(chunks):
-        table = make(chunk, title + (f" ({i + 1} of {len(chunks)})" if len(chunks) > 1 else ""))
-        buf = io.StringIO()
-        Console(file=buf, width=width, force_terminal=False, color_system=None, soft_wrap=False).print(table)
-        out += [line.rstrip() for line in buf.getvalue().rstrip().splitlines()]
-    return out
+    return make, chunks
 
 
 def summary_columns(c: Comparison) -> list[tuple[str, list[str], bool]]:
@@ -233,6 +367,7 @@ def summary_columns(c: Comparison) -> list[tuple[str, list[str], bool]]:
         ("TFLOPS", [f"{r.speed.tflops:,.1f}" for r in legal], True),
         ("util %(a)", [f"{100 * r.speed.utilization:.1f}" for r in legal], True),
         ("max ULP(b)", [f"{r.numerics.of('random').max_ulp:,}" for r in legal], True),
+        ("float64(d)", [float64_short(r.numerics.float64) for r in legal], False),
         ("policy", [r.plan.policy for r in legal], False),
     ]
     if "compute.math_fidelity" not in dict(c.vary) and len({r.plan.math_fidelity for r in legal}) > 1:
@@ -272,14 +407,24 @@ def detail_sections(c: Comparison) -> list[tuple[str, list[tuple[str, list[str],
     pccs = [(f"{d}", [_opt(r.numerics.of(d).pcc, ".6f") for r in legal], True) for d in DISTRIBUTIONS]
     hist = [(f"{label} ULP", [f"{dict(r.numerics.of('random').ulp_histogram)[label]:,}" for r in legal], True)
             for label, _ in legal[0].numerics.of("random").ulp_histogram]
+    f64 = [r.numerics.float64 for r in legal]
+    oracle = [("verdict", [_word(f) for f in f64], False),
+              ("of bound", [_share(f.worst_ratio) if f else "-" for f in f64], True),
+              ("worst output", [r.numerics.float64_at or "-" for r in legal], False),
+              ("kgen", [_opt(f and f.worst_out, ".6g") for f in f64], True),
+              ("float64", [_opt(f and f.worst_ref, ".6g") for f in f64], True),
+              ("bound", [_opt(f and f.worst_bound, ".3g") for f in f64], True)]
     out = [("plan", plan), ("speed", speed), ("op counts (whole program, from the verified IR)", ops),
            ("max ULP (b), per input distribution", ulp), ("max rel (c), per input distribution", rel),
            ("PCC (c), per input distribution", pccs), ("outputs per ULP error (b), random inputs", hist)]
+    if any(f is not None for f in f64):
+        out.append(("against float64 of the math (d): the worst output and its bound", oracle))
     if any(r.emulated for r in legal):
         out.append(("emulation", [
             ("numerics", [r.emulated.numerics if r.emulated else "-" for r in legal], False),
             ("result", [(r.emulated.status + (", bit-exact" if r.emulated.exact_match else ", close" if r.emulated.ok
                          else ", DIFFERS")) if r.emulated else "-" for r in legal], False),
+            ("float64 (d)", [float64_short(r.emulated.float64) if r.emulated else "-" for r in legal], False),
             ("seconds", [f"{r.emulated.seconds:.2f}" if r.emulated else "-" for r in legal], True)]))
     if any(r.measured for r in legal):
         out.append(("on the card (measured)", [
@@ -307,13 +452,20 @@ def format_text(c: Comparison, width: int | None = None) -> str:
         name = r.label
         lines += _wrap(f"{name}: {r.kernel_id}" + (f" (same kernel as {r.same_as}: not run twice)" if r.same_as else ""),
                        width)
-    lines += [""] + _tables("summary, predicted by kgen's model (* fastest)", keys,
-                            summary_columns(c), width)
+    summary = summary_columns(c)
+    plain = [col for col in summary if col[0] != "float64(d)"]
+    split = len(_chunks(keys, summary, width)[1]) > len(_chunks(keys, plain, width)[1])
+    # the verdict's column would split the summary: it goes under it, one line for every row
+    lines += [""] + _tables("summary, predicted by kgen's model (* fastest)", keys, plain if split else summary, width)
+    if split:
+        lines += _wrap("float64 (d): " + ", ".join(f"{r.label} {float64_short(r.numerics.float64)}" for r in legal),
+                       width)
     note = legal[0].numerics.note + (" (in a sweep, each row at its own K)" if c.sweep_field else "")
     lines += _wrap(f"vs base: the predicted speed-up against {legal[0].variant}"
                    + (f" at the same {c.sweep_field}" if c.sweep_field else ""), width)
     lines += _wrap(f"(a) {UTILIZATION_NOTE}", width) + _wrap(f"(b) {ulp_note(c)}", width)
-    lines += _wrap(f"(c) {rel_note()}", width) + _wrap(f"numerics: {note}", width)
+    lines += _wrap(f"(c) {rel_note()}", width) + _wrap(f"(d) {FLOAT64_NOTE}", width)
+    lines += _wrap(f"numerics: {note}", width)
     for d in c.differences:
         lines += _wrap(f"{d.b} vs {d.a}" + (f" at {c.sweep_field} = {d.sweep}" if d.sweep is not None else "")
                        + f": {d.differing} of {d.elements} outputs differ (random inputs), by at most {d.max_ulp} ULP (b)"
@@ -334,6 +486,10 @@ def format_text(c: Comparison, width: int | None = None) -> str:
                 lines += _wrap(e.sentence, width, "    ", "      ")
         if v.emulation:
             lines += _wrap(f"emulation: {v.emulation}", width)
+    for head, details in float64_verdict(c):      # the numerics verdict, last: are the numerics fine?
+        lines += _wrap(f"float64: {head}", width, "", "    ")
+        for line in details:
+            lines += _wrap(line, width)
     return "\n".join(lines) + "\n"
 
 
@@ -361,7 +517,7 @@ def csv_text(c: Comparison) -> str:
               *[f"ops:{k}" for k in OP_KINDS]]
     for d in DISTRIBUTIONS:
         header += [f"{d}:max_abs", f"{d}:max_rel", f"{d}:pcc", f"{d}:max_ulp"]
-    header += ["emulated", "device_us", "device_pcc"]
+    header += ["emulated", "device_us", "device_pcc", "float64", "float64_worst_ratio", "emulated_float64"]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
@@ -385,6 +541,10 @@ def csv_text(c: Comparison) -> str:
         line += ["" if r.emulated is None else ("bit-exact" if r.emulated.exact_match else r.emulated.status),
                  "" if r.measured is None else r.measured.microseconds,
                  "" if r.measured is None else _blank(r.measured.pcc)]
+        f64, e64 = r.numerics.float64, r.emulated.float64 if r.emulated is not None else None
+        line += ["" if f64 is None else ("within" if f64.within else "beyond"),
+                 "" if f64 is None else f64.worst_ratio,
+                 "" if e64 is None else ("within" if e64.within else "beyond")]
         w.writerow(line)
     return buf.getvalue()
 
@@ -681,7 +841,9 @@ def html_text(c: Comparison) -> str:
         line = []
         for r, col in zip(legal, cells):
             path, text = col.get((sec, label), (None, "-"))
-            line.append({"text": text, "path": f"variants/{r.kernel_id}/{path}" if path else None})
+            # a figure without a JSON path (a rounded share, a pair) still aligns as a number
+            line.append({"text": text, "path": f"variants/{r.kernel_id}/{path}" if path else None,
+                         "num": bool(re.fullmatch(r"-?[\d.,]+(e[-+]\d+)?( / -?[\d.,]+(e[-+]\d+)?)?", text))})
         rows.append({"label": label, "cells": line})
     note = legal[0].numerics.note + (" (in a sweep, each row at its own K)" if c.sweep_field else "")
     keys = _keys(c)
@@ -693,5 +855,6 @@ def html_text(c: Comparison) -> str:
                         for i in range(len(legal))]}
     return env.get_template("report/ab.html.j2").render(
         c=c, legal=legal, rows=rows, charts=charts(c), note=note, summary=summary,
-        notes={"utilization": UTILIZATION_NOTE, "ulp": ulp_note(c), "rel": rel_note()},
+        notes={"utilization": UTILIZATION_NOTE, "ulp": ulp_note(c), "rel": rel_note(), "float64": FLOAT64_NOTE},
+        float64={"verdict": float64_verdict(c)},
         illegal=[r for r in c.rows if r.illegal is not None])

@@ -182,7 +182,21 @@ def verdict(rows: Sequence[Row], sweep_field: str | None = None, point: int | No
         if all(r.emulated.ok for r in emulated):
             emulation = f"{'both' if len(emulated) == 2 else emulated[0].variant} {word} in emulation"
         else:
-            emulation = f"NOT {word} in emulation: " + ", ".join(r.variant for r in emulated if not r.emulated.ok)
+            emulation = "NOT ok in emulation: " + ", ".join(f"{r.variant} ({_emulation_failure(r.emulated, word)})"
+                                                            for r in emulated if not r.emulated.ok)
         sentence += f"; {emulation}"
     return Verdict(point, fast.variant, slow.variant, ratio, same, cause, uf, us, uf - us, found, emulation, head, err,
                    sentence)
+
+
+def _emulation_failure(em, word: str) -> str:
+    """Why an emulation is not ok, in words: not its golden model's bits, beyond its float64 bound
+    (a bit-exact emulation can be: the golden model shares the activation table), or its status."""
+    why = []
+    if em.status != "ok":
+        why.append(em.status)
+    if em.numerics == "exact" and not em.exact_match:
+        why.append("not bit-exact")
+    if em.float64 is not None and not em.float64.within:
+        why.append("beyond its float64 bound")
+    return ", ".join(why) or f"not {word}"

@@ -463,3 +463,76 @@ def test_pcc_and_max_rel_only_where_defined():
     rel, floor, n = relative_error(out, ref)
     assert floor == REL_FLOOR * 100.0 and n == 2 and rel == pytest.approx(1 / 50)
     assert relative_error(np.zeros(3), np.zeros(3))[0] is None
+
+
+# ----------------------------------------------------------------------------------------------
+# the numerics verdict: the float64 oracle (kgen/proof/oracle.py) on the proxy
+
+ACTIVATION_SPEC = """
+matmul act_small {
+    arch     = wormhole_b0
+    shape    = 64 x 64 x 256
+    dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+    grid     = 2 x 2
+    dataflow = mcast_2d
+    block { in0_block_w = 2  out_subblock = 1 x 1  per_core = 1 x 1 }
+    fuse { bias = true  activation = gelu }
+    variants {
+        selu { fuse.activation = selu }
+        plain { fuse.bias = false  fuse.activation = none }
+    }
+}
+"""
+
+
+def test_the_numerics_verdict_is_the_oracles_check_of_the_golden_model_on_the_proxy():
+    """Each variant's verdict is kgen.proof.oracle.check of its golden-model output on the proxy,
+    with the plain matmul (zero bias row, no activation) through the same flow; the ULP figures are
+    taken against the oracle's float64 reference, not kgen's activation table."""
+    from kgen.core.types import TILE_HW
+    from kgen.gen.spec import parse_text, resolve
+    from kgen.perf.ab import PROXY_LAYOUT, proxy_inputs
+    from kgen.proof.golden import golden_from_plan
+    from kgen.proof.oracle import Datapath, check, fused
+
+    sf = parse_text(ACTIVATION_SPEC, "act_small.kspec")
+    c = compare(sf, ACTIVATION_SPEC)
+    for variant in ("base", "selu", "plain"):
+        p = plan(resolve(sf, None if variant == "base" else variant))
+        in0, in1, bias = proxy_inputs(p.spec.k, 0, (p.in0_format, p.in1_format, p.bias_format or p.out_format),
+                                      padded_k=p.kt * TILE_HW)
+        row_bias = bias if p.fuse_bias else None
+        values = golden_from_plan(p, in0, in1, row_bias, mode="exact").values
+        plain = golden_from_plan(p, in0, in1, mode="exact", plain=True).values
+        product = in0.astype(np.float64) @ in1.astype(np.float64)
+        n = _row(c, variant).numerics
+        assert n.float64 == check(values, product, plain, row_bias, Datapath.of_plan(p)), variant
+        assert n.float64.within, n.float64.line()
+        ref = fused(p.spec.activation)(product + (bias.astype(np.float64)[None, :] if p.fuse_bias else 0.0))
+        rows, cols = PROXY_LAYOUT["random"]
+        assert n.of("random").max_abs == np.abs(values[rows, cols] - ref[rows, cols]).max(), variant
+        assert n.float64_at.split(" [")[0] in ("random", "mixed", "all_ones", "positive") or " in0 x " in n.float64_at
+    assert _row(c, "base").numerics.float64.what == "matmul + bias + gelu"
+    assert _row(c, "plain").numerics.float64.what == "matmul"
+
+
+def test_a_doctored_activation_constant_is_beyond_the_bound_in_that_stage(monkeypatch):
+    """kgen's table doubles SELU's scale (the kernels and the golden model both read it): the golden
+    model agrees with itself, the float64 oracle does not, and names the activation."""
+    import dataclasses
+
+    from kgen.gen import activations as A
+    from kgen.gen.spec import parse_text
+
+    row = A.ROWS["selu"]
+
+    def doubled_scale(ps, encode=row.encode):
+        p0, p1, p2 = encode(ps)
+        return A.f32_bits(2 * A.bits_f32(p0)), p1, p2
+
+    monkeypatch.setitem(A.ROWS, "selu", dataclasses.replace(row, encode=doubled_scale))
+    c = compare(parse_text(ACTIVATION_SPEC, "act_small.kspec"), ACTIVATION_SPEC)
+    bad = _row(c, "selu").numerics.float64
+    assert not bad.within and bad.culprit == "selu" and bad.worst_ratio > 2
+    assert abs(bad.worst_out - bad.worst_ref) > bad.worst_bound
+    assert _row(c, "base").numerics.float64.within and _row(c, "plain").numerics.float64.within

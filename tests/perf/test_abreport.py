@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 
@@ -90,3 +91,122 @@ def test_html_holds_four_charts_the_spec_and_the_command():
         < html.index('id="ab-table"')
     assert "kgen ab examples/peak_small.kspec --vary block.in0_block_w=3,4,8" in html
     assert "matmul peak_small" in html and "illegal: <b>in0_block_w=3</b>" in html
+
+
+# ----------------------------------------------------------------------------------------------
+# the numerics verdict (float64 oracle) in the text, the JSON, the CSV and the HTML
+
+ACTIVATION_SPEC = """
+matmul act_small {
+    arch     = wormhole_b0
+    shape    = 64 x 64 x 256
+    dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+    grid     = 2 x 2
+    dataflow = mcast_2d
+    block { in0_block_w = 2  out_subblock = 1 x 1  per_core = 1 x 1 }
+    fuse { bias = true  activation = gelu }
+    variants {
+        selu { fuse.activation = selu }
+    }
+}
+"""
+
+
+def _activation_comparison():
+    from kgen.gen.spec import parse_text
+
+    return compare(parse_text(ACTIVATION_SPEC, "act_small.kspec"), ACTIVATION_SPEC, command="kgen ab act_small.kspec")
+
+
+def _outputs(c):
+    return (abreport.format_text(c, width=100), json.loads(json.dumps(abreport.comparison_to_dict(c))),
+            abreport.html_text(c), list(csv.DictReader(io.StringIO(abreport.csv_text(c)))))
+
+
+def _summary_cell(text: str, variant: str) -> str:
+    """The summary's float64(d) cell of a variant, or where the column would split the summary (at
+    100 columns), its entry in the line under the table."""
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("summary"))
+    end = next(i for i in range(head, len(lines)) if lines[i].startswith("  vs base"))
+    header = next((line for line in lines[head:end] if "float64(d)" in line), None)
+    if header is None:
+        under = next(line for line in lines[head:end] if line.startswith("  float64 (d): "))
+        return re.search(rf"(?: |, ){variant} (within [\d.]+|BEYOND x[\d.,]+ \(\w+\))", under).group(1)
+    row = next(line for line in lines[head:end] if line.startswith(variant + " "))
+    start = header.index("float64(d)")
+    return row[start:].split("   ")[0].strip()
+
+
+def test_variants_within_their_float64_bound_say_so_everywhere():
+    c = _activation_comparison()
+    text, data, html, lines = _outputs(c)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    for r in c.legal:
+        f = r.numerics.float64
+        assert f.within
+        assert _summary_cell(text, r.variant) == f"within {abreport._share(f.worst_ratio)}"
+        row = data["variants"][r.kernel_id]["numerics"]["float64"]
+        assert row["within"] is True and row["culprit"] is None and row["worst_ratio"] == f.worst_ratio
+        assert row["at"] == r.numerics.float64_at and row["short"].startswith("within ")
+        assert row["what"] == {"base": "matmul + bias + gelu", "selu": "matmul + bias + selu"}[r.variant]
+    assert text.splitlines()[-1].startswith("float64: every variant is within its bound (d); the closest,")
+    assert "(d) float64: each output of the proxy against float64 of the math" in text
+    assert data["float64"]["within"] is True and "float64" in data["notes"]
+    assert [line["float64"] for line in lines] == ["within", "within"]
+    assert 'class="verdict" id="float64-verdict-1"><b>float64:</b> every variant is within its bound' in html
+    assert not re.search(r"BEYOND x\d", html) and 'class="bad"' not in html and "<th>float64(d)</th>" in html
+
+
+def test_a_variant_beyond_its_float64_bound_says_beyond_and_names_the_activation(monkeypatch):
+    import dataclasses
+
+    from kgen.gen import activations as A
+
+    # kgen's table doubles SELU's scale: the kernels and the golden model read it, the oracle does not
+    row = A.ROWS["selu"]
+    monkeypatch.setitem(A.ROWS, "selu", dataclasses.replace(
+        row, encode=lambda ps, encode=row.encode: (A.f32_bits(2 * A.bits_f32(encode(ps)[0])), *encode(ps)[1:])))
+    c = _activation_comparison()
+    text, data, html, lines = _outputs(c)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    bad = next(r for r in c.legal if r.variant == "selu").numerics.float64
+    times = f"{bad.worst_ratio:.1f}" if bad.worst_ratio < 100 else f"{bad.worst_ratio:,.0f}"
+    assert _summary_cell(text, "selu") == f"BEYOND x{times} (selu)"
+    assert _summary_cell(text, "base").startswith("within ")
+    verdict = " ".join(text.split("\nfloat64: ")[1].split())
+    assert verdict.startswith(f"BEYOND the bound (d): selu x{times} in selu; within it: base selu: BEYOND its "
+                              f"float64 bound in selu, {times} times it: at "), verdict
+    assert f"kgen {bad.worst_out:.6g}, float64 {bad.worst_ref:.6g}" in verdict
+    kid = next(r.kernel_id for r in c.legal if r.variant == "selu")
+    f64 = data["variants"][kid]["numerics"]["float64"]
+    assert f64["within"] is False and f64["culprit"] == "selu" and f64["short"] == f"BEYOND x{times} (selu)"
+    assert data["float64"]["within"] is False and data["float64"]["sentences"][0].startswith("BEYOND the bound (d)")
+    assert [line["float64"] for line in lines] == ["within", "beyond"]
+    assert 'class="beyond" id="float64-verdict-1"><b>float64:</b> BEYOND the bound (d): selu x' in html
+    assert f'<td class="bad">BEYOND x{times} (selu)</td>' in html
+
+
+def test_an_emulation_beyond_its_bound_says_so_and_why_it_failed():
+    from dataclasses import replace
+
+    from kgen.perf.ab import Emulated
+    from kgen.perf.abverdict import verdict
+
+    c = _activation_comparison()
+    base, selu = c.legal
+    good = replace(base.numerics.float64)
+    bad = replace(selu.numerics.float64, within=False, worst_ratio=3.24, culprit="selu")
+    rows = (replace(base, emulated=Emulated("exact", "ok", True, True, 0, 0.0, 1.0, 1.0, good)),
+            replace(selu, emulated=Emulated("exact", "ok", False, True, 0, 0.0, 1.0, 1.0, bad)))
+    c = replace(c, rows=rows, verdict_facts=(verdict(list(rows), None, None, []),))
+    text, data, html, lines = _outputs(c)
+    assert "NOT ok in emulation: selu (beyond its float64 bound)" in " ".join(text.split())
+    assert "float64: BEYOND the bound (d) in emulation: selu x3.2 in selu; within it: base" in text
+    emulation = text[text.index("\nemulation\n"):]
+    assert "BEYOND x3.2 (selu)" in emulation.split("\n\n")[0]
+    assert data["variants"][selu.kernel_id]["emulated"]["float64"]["within"] is False
+    assert [line["emulated_float64"] for line in lines] == ["within", "beyond"]
+    assert [line["Disposition"] for line in lines] == ["passed", "failed"]
+    assert 'class="verdict" id="float64-verdict-1"><b>float64:</b> every variant is within' in html
+    assert 'class="beyond" id="float64-verdict-2"><b>float64:</b> BEYOND the bound (d) in emulation: selu' in html
