@@ -1,8 +1,8 @@
 """The accuracy of TT-Metal 0.81.1's fused SFPU activations against the float64 oracle, by hand:
 `python3 benchmarks/activation_accuracy.py [SPELLING...]` (default: every SFPU spelling).
 
-Runs TT's own LLK code unchanged (bmm_fused_activation.hpp and ckernel_sfpu_*.h from the 0.81.1
-wheel, on kgen's host SFPU model: kgen.proof.sfpu_host) on every finite bfloat16 input with
+Runs TT's own LLK code unchanged (bmm_fused_activation.hpp and hw/ckernels/<arch>/metal/llk_api/
+llk_sfpu/ckernel_sfpu_*.h from the 0.81.1 wheel, on kgen's host SFPU model: kgen.proof.sfpu_host) on every finite bfloat16 input with
 2^-120 <= |x| <= 2^16 (and zero), plus, with an FP32 DST, 2^16 log-uniform float32 inputs, on both
 archs and both DST modes. The parameters are the oracle's own (kgen.proof.oracle: the published
 constants, TT's defaults), encoded here as TT 0.81.1's get_activation_params encodes them, not
