@@ -70,13 +70,18 @@ def specs(draw) -> MatmulSpec:
 
 @st.composite
 def activation_spellings(draw) -> str:
-    """Any activation the table accepts; a call's parameters any finite float32 (softplus's beta non-zero)."""
+    """Any activation the table accepts; a call's parameters any finite float32 the table accepts
+    (softplus's beta non-zero, relu6's maximum non-zero, sigmoid's vector mode 0 to 4)."""
     name = draw(st.sampled_from(activations.SPELLINGS))
     row = activations.ROWS[name]
     if not row.params or draw(st.booleans()):
         return activations.parse(name).spelling
-    values = [draw(st.floats(width=32, allow_nan=False, allow_infinity=False)) for _ in row.params]
+    if row.params == ("vector_mode",):
+        values = [float(draw(st.integers(0, 4)))]
+    else:
+        values = [draw(st.floats(width=32, allow_nan=False, allow_infinity=False)) for _ in row.params]
     assume(row.kind != "softplus" or values[0] != 0)
+    assume(row.kind != "relu6" or values[0] != 0)
     return activations.parse(f"{name}({', '.join(activations.format_f32(v) for v in values)})").spelling
 
 
