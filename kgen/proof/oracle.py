@@ -301,8 +301,9 @@ def check(out: np.ndarray, product: np.ndarray, plain: np.ndarray, bias: np.ndar
     output of the plan without bias, ReLU or activation), all (rows, N) and sliced to the logical
     output; `bias` (N,) or None. `golden_slack`: an absolute term for fast numerics, whose golden
     model is itself only within a tolerance of the exact one."""
-    out64 = np.asarray(out, np.float64)
-    plain64 = np.asarray(plain, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out64 = np.asarray(out, np.float64)
+        plain64 = np.asarray(plain, np.float64)
     act = fused(n.activation)
     dst = "Float32" if n.fp32_dest_acc else "Float16_b"
     stages = ["matmul"]
