@@ -77,13 +77,18 @@ def edge_inputs(act: str, fp32: bool) -> tuple[np.ndarray, np.ndarray]:
     return bf16.reshape(64, 64), np.eye(64, dtype=np.float32)
 
 
-SFPU = [s for s in A.SFPU_SPELLINGS]
+# every spelling of the table but none, the packer's ReLU with them
+EVERY = [s for s in A.SPELLINGS if s != A.NONE]
+# the parameter forms, on two of the four arch x DST combinations
+FORMS = [("sigmoid(1)", "wormhole_b0", False), ("sigmoid_fast(2)", "blackhole", True),
+         ("selu(1.5, 2)", "blackhole", False), ("relu6(3)", "wormhole_b0", True),
+         ("hardtanh(-2, 0.5)", "blackhole", True), ("softplus(2, 10)", "wormhole_b0", False),
+         ("softplus(-0.5, 5)", "blackhole", True)]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arch", ["wormhole_b0", "blackhole"])
-@pytest.mark.parametrize("fp32", [False, True])
-@pytest.mark.parametrize("act", SFPU)
+@pytest.mark.parametrize("act, arch, fp32", [(a, arch, fp32) for a in EVERY for arch in ("wormhole_b0", "blackhole")
+                                             for fp32 in (False, True)] + FORMS)
 def test_every_activation_is_within_its_float64_bound(host_cxx, host_toolchain, write_spec, tmp_path, act, arch,
                                                       fp32):
     from kgen.gen.build import build
