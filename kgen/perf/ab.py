@@ -650,7 +650,7 @@ def _run_jobs(rows: list[Row], jobs, emulate: EmulateFn | None, measure: Measure
 
 def _float64_words(check: Float64Check | None) -> str:
     """`; float64 within 0.41` or `; float64 BEYOND x3.2 (selu)` for an emulation's log line."""
-    from kgen.perf.abreport import float64_short
+    from kgen.perf.abfloat64 import float64_short
 
     return "" if check is None else f"; float64 {float64_short(check)}"
 

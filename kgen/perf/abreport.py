@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kgen.perf.ab import DISTRIBUTIONS, OP_KINDS, Comparison, Row
+from kgen.perf.abfloat64 import (FLOAT64_NOTE, all_within, float64_sentence, float64_sentences,  # noqa: F401
+                                 float64_short, float64_verdict, output_place, share_of_bound, verdict_word)
 
 PROCESSOR_SHORT = {"TRISC0 unpack": "unpack", "TRISC1 math": "math", "TRISC2 pack": "pack", "BRISC": "BRISC",
                    "NCRISC": "NCRISC"}
@@ -48,7 +50,7 @@ def row_to_dict(r: Row) -> dict[str, Any]:
         emulated = asdict(r.emulated)
         e64 = r.emulated.float64
         emulated["float64"] = None if e64 is None else {**e64.summary(), "short": float64_short(e64),
-                                                        "text": float64_sentence(e64, _output_place(e64))}
+                                                        "text": float64_sentence(e64, output_place(e64))}
     d.update(plan=plan, ops=dict(r.ops), speed=speed, numerics=numerics, emulated=emulated,
              measured=asdict(r.measured) if r.measured else None)
     return d
@@ -84,106 +86,6 @@ def comparison_to_dict(c: Comparison) -> dict[str, Any]:
         "illegal": [row_to_dict(r) for r in c.rows if r.illegal is not None],
         "differences": [{**asdict(d), "ulp_histogram": dict(d.ulp_histogram)} for d in c.differences],
     }
-
-
-# ----------------------------------------------------------------------------------------------
-# the numerics verdict: the output against float64 of the math, within its bound (kgen.proof.oracle)
-# ----------------------------------------------------------------------------------------------
-
-FLOAT64_NOTE = (
-    "float64: each output of the proxy against float64 of the math on the same (quantised) inputs "
-    "(kgen/proof/oracle.py: the bias and the activation from their own definitions, not kgen's "
-    "activation table), within a bound summed stage by stage: the matmul's own error (the golden "
-    "model's output without bias, ReLU or activation, against float64), one ULP per rounding, the "
-    "activation's Lipschitz constant times its input's error plus the accuracy of TT's SFPU code for "
-    "it. 'within R': the worst output came to R of its bound (near 1 is usual: the matmul's error is "
-    "most of it); 'BEYOND xR (stage)': R times it, in that stage. The matmul's own error is part of "
-    "the bound, not judged by it: a plain matmul is within by construction")
-
-
-def _stage(check) -> str:
-    """The stage a check names beyond its bound, short: `selu`, `hardtanh`, `bias`, `matmul`."""
-    name = check.culprit.split("(")[0].strip()
-    return name[len("the "):] if name.startswith("the ") else name
-
-
-def _times(ratio: float) -> str:
-    return f"{ratio:.1f}" if ratio < 100 else f"{ratio:,.0f}"
-
-
-def _share(ratio: float) -> str:
-    """A share of the bound, rounded down: a worst output within it never shows as 1.00 unless it
-    is exactly at it."""
-    import math
-
-    return f"{math.floor(ratio * 100 + 1e-9) / 100:.2f}"
-
-
-def float64_short(check) -> str:
-    """A cell: `within 0.41` (the worst output came to 0.41 of its bound) or `BEYOND x3.2 (selu)`."""
-    import math
-
-    if check is None:
-        return "-"
-    if check.within:
-        return f"within {_share(check.worst_ratio)}"
-    if not math.isfinite(check.worst_ratio):
-        return f"BEYOND: NaN ({_stage(check)})"
-    return f"BEYOND x{_times(check.worst_ratio)} ({_stage(check)})"
-
-
-def _word(check) -> str:
-    return "-" if check is None else "within" if check.within else f"BEYOND ({_stage(check)})"
-
-
-def _output_place(check) -> str:
-    r, c = check.worst
-    return f"output [{r}, {c}]"
-
-
-def float64_sentence(check, at: str) -> str:
-    """The verdict in words: within, and how close the worst output came; or beyond, in which
-    stage, by how much, at which output, with both values. `at`: where that output is."""
-    if check.within:
-        return (f"within its float64 bound: the worst output ({at}) came to {_share(check.worst_ratio)} of it, "
-                f"max |err| {check.max_abs_err:.3g} ({check.what})")
-    return (f"BEYOND its float64 bound in {_stage(check)}, {_times(check.worst_ratio)} times it: at {at} "
-            f"kgen {check.worst_out:.6g}, float64 {check.worst_ref:.6g}, |err| "
-            f"{abs(check.worst_out - check.worst_ref):.3g} > bound {check.worst_bound:.3g} ({check.what})")
-
-
-def all_within(c: Comparison) -> bool:
-    return all(r.numerics.float64 is None or r.numerics.float64.within for r in c.legal)
-
-
-def float64_verdict(c: Comparison) -> list[tuple[str, list[str]]]:
-    """The numerics verdict of the whole comparison: (headline, details) for the golden model's
-    outputs, then for the emulated ones when there are any. Within: every variant within its bound,
-    and the one that came closest; beyond: which variants, by how much, in which stage, and per
-    variant its worst output with both values."""
-    out: list[tuple[str, list[str]]] = []
-    for what, checks in (("", [(r, r.numerics.float64, r.numerics.float64_at) for r in c.legal]),
-                         (" in emulation", [(r, r.emulated.float64, "") for r in c.legal if r.emulated is not None])):
-        checks = [(r, f, at) for r, f, at in checks if f is not None]
-        if not checks:
-            continue
-        beyond = [(r, f, at) for r, f, at in checks if not f.within]
-        if not beyond:
-            r, f, _ = max(checks, key=lambda t: t[1].worst_ratio)
-            every = f"every variant{what} is" if len(checks) > 1 else f"{r.label}{what} is"
-            out.append((f"{every} within its bound (d); the closest, {r.label}, came to "
-                        f"{_share(f.worst_ratio)} of it", []))
-            continue
-        within = [r.label for r, f, _ in checks if f.within]
-        out.append((f"BEYOND the bound (d){what}: "
-                    + ", ".join(f"{r.label} x{_times(f.worst_ratio)} in {_stage(f)}" for r, f, _ in beyond)
-                    + (f"; within it: {', '.join(within)}" if within else ""),
-                    [f"{r.label}: {float64_sentence(f, at or _output_place(f))}" for r, f, at in beyond]))
-    return out
-
-
-def float64_sentences(c: Comparison) -> list[str]:
-    return [line for head, details in float64_verdict(c) for line in (head, *details)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -231,7 +133,7 @@ def table_lines(r: Row) -> list[tuple[str, str, str | None, Any]]:
     f64 = n.float64
     if f64 is not None:
         out += [("float64 (d)", "verdict", None, float64_short(f64)),
-                ("float64 (d)", "worst |err| / bound", None, _share(f64.worst_ratio)),     # rounded down
+                ("float64 (d)", "worst |err| / bound", None, share_of_bound(f64.worst_ratio)),     # rounded down
                 ("float64 (d)", "worst output", None, n.float64_at),
                 ("float64 (d)", "kgen / float64 there", None, f"{f64.worst_out:.6g} / {f64.worst_ref:.6g}"),
                 ("float64 (d)", "its bound", "numerics/float64/worst_bound", f"{f64.worst_bound:.3g}"),
@@ -408,8 +310,8 @@ def detail_sections(c: Comparison) -> list[tuple[str, list[tuple[str, list[str],
     hist = [(f"{label} ULP", [f"{dict(r.numerics.of('random').ulp_histogram)[label]:,}" for r in legal], True)
             for label, _ in legal[0].numerics.of("random").ulp_histogram]
     f64 = [r.numerics.float64 for r in legal]
-    oracle = [("verdict", [_word(f) for f in f64], False),
-              ("of bound", [_share(f.worst_ratio) if f else "-" for f in f64], True),
+    oracle = [("verdict", [verdict_word(f) for f in f64], False),
+              ("of bound", [share_of_bound(f.worst_ratio) if f else "-" for f in f64], True),
               ("worst output", [r.numerics.float64_at or "-" for r in legal], False),
               ("kgen", [_opt(f and f.worst_out, ".6g") for f in f64], True),
               ("float64", [_opt(f and f.worst_ref, ".6g") for f in f64], True),

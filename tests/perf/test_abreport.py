@@ -145,7 +145,7 @@ def test_variants_within_their_float64_bound_say_so_everywhere():
     for r in c.legal:
         f = r.numerics.float64
         assert f.within
-        assert _summary_cell(text, r.variant) == f"within {abreport._share(f.worst_ratio)}"
+        assert _summary_cell(text, r.variant) == f"within {abreport.share_of_bound(f.worst_ratio)}"
         row = data["variants"][r.kernel_id]["numerics"]["float64"]
         assert row["within"] is True and row["culprit"] is None and row["worst_ratio"] == f.worst_ratio
         assert row["at"] == r.numerics.float64_at and row["short"].startswith("within ")
