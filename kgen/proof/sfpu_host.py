@@ -22,10 +22,10 @@ from kgen.core.arch import load_arch
 from kgen.core.errors import KgenError
 from kgen.core.interrupts import scratch
 from kgen.core.resources import cache_root, writable_dir
+from kgen.gen.activations import KERNEL_ACTIVATIONS
 
-# ttnn::operations::matmul::KernelActivation (shared_with_host/activation_type.hpp, 0.81.1), in order.
-KINDS = ("none", "gelu", "gelu_tanh", "tanh", "silu", "relu6", "sigmoid", "hardsigmoid", "hardtanh", "selu",
-         "softplus")
+# ttnn::operations::matmul::KernelActivation, in order (the activation table keeps it)
+KINDS = KERNEL_ACTIVATIONS
 HARNESS = Path(__file__).resolve().parent / "emu" / "harness" / "sfpu_harness.cpp"
 HARNESS_FLAGS = ("-std=c++17", "-O1", "-fno-strict-aliasing")
 # Where TT's fused-activation header and the activation enum live in the header tree.

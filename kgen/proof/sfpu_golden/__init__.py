@@ -18,11 +18,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from kgen.gen.activations import KERNEL_ACTIVATIONS
 from kgen.proof.sfpu_golden import isa, llk, llk_gelu
 from kgen.proof.sfpu_golden.coefficients import coefficient
 
-KINDS = ("silu", "tanh", "gelu", "gelu_tanh", "relu6", "sigmoid", "hardsigmoid", "hardtanh",
-         "selu", "softplus")
+KINDS = KERNEL_ACTIVATIONS[1:]          # every SFPU kind of the activation table (none is not one)
 ARCHS = (isa.WORMHOLE, isa.BLACKHOLE)
 FACE = 256
 Lanes = np.ndarray | tuple[np.ndarray, np.ndarray]
