@@ -147,7 +147,8 @@ def _setup_parsers(sub) -> None:
     _toolchain_flags(doctor)
 
     headers = sub.add_parser("headers", help="the TT-Metal kernel headers kgen compiles against")
-    headers_sub = headers.add_subparsers(dest="headers_command", required=True, parser_class=_Parser)
+    headers_sub = headers.add_subparsers(dest="headers_command", metavar="{fetch,path}", required=True,
+                                         parser_class=_Parser)
     fetch = headers_sub.add_parser("fetch", help="get the TT-Metal kernel headers from the ttnn wheel")
     fetch.add_argument("--version", dest="tt_version", metavar="V", help="ttnn version (default: 0.81.1)")
     fetch.add_argument("--from-wheel", metavar="PATH", help="use this wheel instead of downloading one (offline)")
@@ -332,6 +333,11 @@ def _run(args: argparse.Namespace) -> int:
     from kgen.gen.spec import load_file, resolve
 
     _resolve_user_paths(args)
+    if os.environ.get("KGEN_CACHE_DIR") and args.command != "doctor":
+        # a cache folder the user names and kgen cannot use is bad input, whatever the command needs
+        # of it (headers, builds, the template cache): one error now, not an INCOMPLETE later
+        from kgen.core.resources import cache_root, writable_dir
+        writable_dir(cache_root())
     if args.command in ("doctor", "headers"):
         return _run_toolchain(args)
     if args.command == "tune":
@@ -608,7 +614,11 @@ def _run_toolchain(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     from kgen.core.interrupts import EXIT_INTERRUPTED, Terminated, terminating_as_exception
 
-    args = _build_parser().parse_args(argv)
+    parser = _build_parser()
+    if not (sys.argv[1:] if argv is None else list(argv)):
+        parser.print_help()                   # bare `kgen`: what it can do, not an error
+        return 0
+    args = parser.parse_args(argv)
     try:
         # SIGTERM and SIGHUP unwind the stack as Ctrl-C does: every temporary folder is removed
         with terminating_as_exception():

@@ -1090,6 +1090,28 @@ def test_cache_dir_that_is_a_file_names_kgen_cache_dir(capsys, tmp_path, monkeyp
     assert rc == 2 and "KGEN_CACHE_DIR" in err and "FAIL" not in out and "Traceback" not in err, (out, err)
 
 
+@pytest.mark.parametrize("argv", [["build", "SPEC", "-o", "OUT"], ["check", "SPEC"], ["emulate", "SPEC"],
+                                  ["headers", "path"]])
+def test_a_cache_dir_that_cannot_be_created_is_bad_input(capsys, tmp_path, monkeypatch, argv):
+    # /proc refuses new folders, even to root: the variable names a cache kgen can never use
+    monkeypatch.setenv("KGEN_CACHE_DIR", "/proc/kgen-cache")
+    (tmp_path / "t.kspec").write_text(BASE)
+    argv = [str(tmp_path / "t.kspec") if a == "SPEC" else str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    rc, out, err = run_cli(capsys, *argv)
+    assert rc == 2 and "KGEN_CACHE_DIR" in err and "/proc/kgen-cache" in err and "Traceback" not in err, (out, err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_bare_kgen_prints_its_help(capsys):
+    rc, out, err = run_cli(capsys)
+    assert rc == 0 and "usage: kgen" in out and "check" in out and not err
+
+
+def test_headers_without_a_subcommand_names_the_choices(capsys):
+    rc, out, err = run_cli(capsys, "headers")
+    assert rc == 2 and "{fetch,path}" in err and "headers_command" not in err
+
+
 def test_relative_cache_dir_is_taken_from_the_current_folder(tmp_path, monkeypatch):
     from kgen.core.resources import cache_root
 
