@@ -43,7 +43,9 @@ def format_report(e: Emulation, *, per_processor: bool = True, verbose: bool = F
         lines.append(f"  schedules  {e.schedules} random interleaving(s): "
                      f"{'identical output' if e.schedules_identical else 'OUTPUT DIFFERS between schedules'}")
     rate = f", {e.macs / max(e.emulate_seconds, 1e-9) / 1e6:.1f} M MAC/s" if e.status == "ok" else ""
-    lines.append(f"  time       {e.seconds:.2f} s ({e.emulate_seconds:.2f} s emulating{rate})")
+    lines += textwrap.wrap(f"{e.seconds:.2f} s: {e.emulate_seconds:.2f} s emulating{rate}; the rest compiling "
+                           "the kernels for the host (cached) and computing the golden models", width=WIDTH,
+                           initial_indent="  time       ", subsequent_indent=" " * 13)
     if e.deadlock:
         lines += ["", e.deadlock.rstrip()]
     for h in e.hazards:
