@@ -1,6 +1,8 @@
 """TT-Metal's reuse program for a kgen `reuse` plan: the reader and writer TT-Metal's reuse factory binds,
 with the args it computes (matmul_multicore_reuse_program_factory.cpp, tenstorrent/tt-metal@1e768b71
-and @be663def, which compute the same args; the kernels are the 0.81.1 wheel's own):
+and @be663def, which compute the same args; the kernels are the 0.81.1 wheel's own). A pass shows that
+kgen's args mean what these wheel kernels read; ttnn.matmul 0.81.1 itself runs the optimized reuse
+factory's kernels instead (docs/reference/provenance.md, F11):
 
     reader   reader_bmm_tile_layout.cpp    in0 and in1 of the core's output block, NCRISC
     writer   writer_bmm_tile_layout.cpp    the output block, subblock by subblock, BRISC

@@ -2,7 +2,9 @@
 (matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp, read at tenstorrent/tt-metal@01502698 and
 in the file's later Metal 2.0 versions, whose kernel args (workers_per_bank, shards_per_block) the 0.81.1
 wheel's readers take; kgen targets tenstorrent/tt-metal@001cea9a, whose index holds no copy of this file;
-the lines on padding-only banks and div_up(N, num_workers) are the same in each):
+the lines on padding-only banks and div_up(N, num_workers) are the same in each; its semaphores, buffer
+depths and L1-accumulation rule checked in the 0.81.1 wheel's create_program_dram_sharded_spec,
+docs/reference/provenance.md F14, R19, R7):
 the decode matmul. in1 is width-sharded over the DRAM banks, one worker per bank reading its own
 bank's shard; in0 is width-sharded in L1 (each storage core holds a K slice of all of M) and gathered:
 K-block k is multicast by the core holding it to every worker; the output is width-sharded in L1, one

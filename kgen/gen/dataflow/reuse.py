@@ -1,8 +1,11 @@
 """The reuse dataflow, TT-Metal's reuse factory (matmul_multicore_reuse_program_factory.cpp,
-tenstorrent/tt-metal@1e768b71 and @be663def, which compute the same args; its version at 001cea9a,
-the commit kgen targets for 0.81.1, was not available to read; its kernels, the wheel's own,
+tenstorrent/tt-metal@1e768b71 and @be663def, which compute the same args; its kernels, the wheel's own,
 reader_bmm_tile_layout.cpp and writer_bmm_tile_layout.cpp it binds): a 2D grid of blocks in which every
 core reads its own in0 rows and in1 columns from DRAM, without multicast, and writes its own output block.
+Checked against the 0.81.1 wheel (docs/reference/provenance.md, F11): the args match those two kernels'
+reads, but no 0.81.1 code binds them; for a MatmulMultiCoreReuseProgramConfig, ttnn.matmul 0.81.1 runs
+MatmulMultiCoreReuseOptimizedProgramFactory (reader_bmm_tile_layout_in0.cpp and
+reader_writer_bmm_tile_layout_in1.cpp, with named args), which kgen does not port yet.
 
 The factory's work split: `num_blocks_y = Mt / per_core_M` by `num_blocks_x = Nt / per_core_N` output
 blocks, one per core, and every core loops over the B batches of its block (the reader's `batch` loop),
