@@ -1,7 +1,8 @@
 """Stage 2, plan: `MatmulSpec` + arch facts -> `Plan`.
 
 Fills every `auto`, checks every rule TT-Metal's matmul validation checks
-(matmul_device_operation.cpp; docs/reference/matmul.md §2.2, §2.8, §3.3) plus the L1 budget, and takes
+(matmul_device_operation.cpp; docs/reference/matmul.md §2.2, §2.8, §3.3) plus the L1 budget (but for
+the DST bound under dst_full_sync, which kgen warns of: `factory_departures`), and takes
 the accumulation-policy and CB decisions exactly as the 2D multicast factory does
 (matmul_multicore_reuse_mcast_2d_program_factory.cpp). What differs by factory (the layout of the
 cores, the L1-accumulation threshold, the placements taken) is the dataflow module's
@@ -25,7 +26,7 @@ from kgen.gen.ir import SubblockCounts
 from kgen.gen.spec import ComputeConfig, MatmulSpec
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
 from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
-from kgen.gen.dataflow.base import check_batched_in1
+from kgen.gen.dataflow.base import Factory, check_batched_in1
 
 @dataclass(frozen=True)
 class Plan(SubblockCounts):
@@ -92,8 +93,9 @@ class Plan(SubblockCounts):
 
     @property
     def factory_departures(self) -> tuple[str, ...]:
-        """Where this plan runs a kernel in a mode TT-Metal's 2D factory would not compile."""
-        return factory_departures(self.compute, self.dst_sync, self.dst_capacity)
+        """Where this plan runs a kernel as ttnn.matmul 0.81.1 would not: in a sync mode its factory does
+        not compile, or with a subblock its validation refuses (`factory_departures`)."""
+        return factory_departures(self)
 
     # derived quantities of the compute kernel (docs/reference/matmul.md §1.1; the subblock counts are
     # SubblockCounts')
@@ -521,7 +523,7 @@ def _warnings(p: Plan) -> tuple[str, ...]:
     if p.policy == POLICY_SPILL and not c.fp32_dest_acc:
         warnings.append(f"spill/reload without fp32 dest: partials round-trip through {p.partials_format} "
                         f"{p.num_blocks - 1} time(s); precision loss grows with K (tt-metal#5729, #8449)")
-    warnings += factory_departures(c, p.dst_sync, p.dst_capacity)
+    warnings += factory_departures(p)
     if caution := activations.caution(spec.activation):
         warnings.append(f"fuse.activation = {spec.activation} ({spec.span('fuse.activation')}): {caution}")
     if "dtype.bias" in spec.spans and not spec.fuse_bias:
@@ -533,12 +535,49 @@ def _warnings(p: Plan) -> tuple[str, ...]:
     return tuple(warnings)
 
 
-def factory_departures(c: ComputeConfig, dst_sync: str, capacity: int) -> tuple[str, ...]:
-    """The modes kgen emits as asked that TT-Metal's 2D factory would not compile. `kgen check` warns
-    of them; port-check says that TT-Metal's kernel ran in them."""
-    if c.dst_full_sync:
-        return ("dst_full_sync = true: TT-Metal's 2D factory drops dst_full_sync_en and compiles SyncHalf; "
-                f"kgen emits {dst_sync} as asked and limits subblocks to its {capacity}-tile DST",)
-    return ()
+# What TT-Metal 0.81.1 does with dst_full_sync_en (docs/reference/matmul.md §3.3 and
+# docs/reference/provenance.md R10, read in the wheel's machine code). Every matmul factory turns the
+# compute config into a hardware config with to_compute_hardware_config (double_buffer_dest =
+# !dst_full_sync_en), libtt_metal.so lowers it back (dst_full_sync_en = !double_buffer_dest) and the JIT
+# writes DST_SYNC_MODE SyncFull or SyncHalf from it. The 2D, reuse and DRAM-sharded builders hand the
+# hardware config to the compute kernel as it is: their kernel compiles SyncFull when asked. The 1D
+# builders (create_program_mcast_in0/in1_artifacts) set double_buffer_dest right after the conversion:
+# their kernel compiles SyncHalf whatever is asked.
+FULL_SYNC_DROPPED = frozenset({Factory.MCAST_1D})
+# ttnn.matmul's validation (MatmulDeviceOperation::validate_on_program_cache_miss) bounds
+# out_subblock_h x out_subblock_w by get_dest_reg_count of the compute config with dst_full_sync_en
+# cleared, i.e. by the half-sync DST, for the reuse, 2D and 1D program configs (1D with gather_in0, which
+# kgen does not generate, keeps it). The DRAM-sharded config is not checked; its factory picks the
+# subblock itself, within the half-sync DST either way.
+SUBBLOCK_BOUND_HALF_SYNC = frozenset({Factory.REUSE, Factory.MCAST_2D, Factory.MCAST_1D})
+_FACTORY_NAMES = {Factory.REUSE: "reuse", Factory.MCAST_2D: "2D multicast", Factory.MCAST_1D: "1D multicast",
+                  Factory.DRAM_SHARDED: "DRAM-sharded"}
+
+
+def factory_departures(p: Plan) -> tuple[str, ...]:
+    """Where kgen emits, as the spec asks, what ttnn.matmul 0.81.1 would not run: SyncFull on a factory
+    that compiles SyncHalf whatever is asked, or a subblock larger than the half-sync DST TT's validation
+    bounds it by under dst_full_sync = true. `kgen check` warns of them; port-check says that TT-Metal's
+    kernel ran so. Without dst_full_sync there is none: kgen's DST rule is then TT's."""
+    c = p.compute
+    if not c.dst_full_sync:
+        return ()
+    factory = p.dataflow.factory
+    name = _FACTORY_NAMES[factory]
+    out = []
+    if factory in FULL_SYNC_DROPPED:
+        out.append(f"dst_full_sync = true: TT-Metal's {name} factory compiles SyncHalf whatever is asked (its "
+                   f"builders set double_buffer_dest in the compute kernel's hardware config); kgen emits "
+                   f"{p.dst_sync} as asked and limits subblocks to its {p.dst_capacity}-tile DST")
+    half = p.arch.dst_tiles(False, c.fp32_dest_acc)
+    if factory in SUBBLOCK_BOUND_HALF_SYNC and p.out_subblock_tiles > half:
+        compiled = ("" if factory in FULL_SYNC_DROPPED
+                    else f" (TT-Metal's {name} factory itself compiles SyncFull)")
+        out.append(f"dst_full_sync = true with out_subblock {p.out_subblock_h} x {p.out_subblock_w} = "
+                   f"{p.out_subblock_tiles} tiles: ttnn.matmul's validation bounds a subblock by the DST with "
+                   f"dst_full_sync_en cleared, {half} tiles with {p.dst_accum_format} accumulation, and would "
+                   f"refuse this program config{compiled}; kgen emits it as asked within its "
+                   f"{p.dst_capacity}-tile {p.dst_sync} DST")
+    return tuple(out)
 
 

@@ -76,7 +76,7 @@ class PortCheck:
     theirs: Emulation                        # TT-Metal's compute kernel, kgen's data movement
     program: Emulation | None                # TT-Metal's compute and data-movement kernels
     program_note: str                        # where they come from, or why the program check did not run
-    departures: tuple[str, ...] = ()         # modes TT-Metal's factory would not compile its kernel in
+    departures: tuple[str, ...] = ()         # how TT's kernel ran where ttnn.matmul 0.81.1 would not run it
     # read barriers TT-Metal's in0 sender adds where K is not a tile multiple: one before zeroing the
     # tail of each row's last K tile (pad_last_ktile, when in0_last_ktile_w > 0); kgen's inputs are
     # zero-padded by the host as ttnn's tilize pads, so its reader has nothing to zero
@@ -316,7 +316,7 @@ def format_port_check(pc: PortCheck) -> str:
              f"(kgen {pc.ours.status}, exact vs golden {pc.ours.exact_match}; "
              f"TT-Metal {pc.theirs.status}, exact vs golden {pc.theirs.exact_match})"]
     for d in pc.departures:
-        lines.append(f"  mode       TT-Metal's kernel ran in a mode its 2D factory would not compile: {d}")
+        lines.append(f"  departs    TT-Metal's kernel ran as ttnn.matmul 0.81.1 would not run it: {d}")
     ours, theirs = pc.op_counts(pc.ours), pc.op_counts(pc.theirs)
     diffs = pc.differences()
     lines.append(f"  {'compute op':<28} {'kgen':>8} {'TT-Metal':>9}")

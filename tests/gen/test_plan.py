@@ -5,12 +5,14 @@ Each expected value is worked out in the comment beside it; none is read back fr
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import example
 from kgen.core.arch import load_arch
 from kgen.gen.plan import PlanError, plan
-from kgen.gen.spec import load, parse_text, resolve
+from kgen.gen.spec import MatmulSpec, load, parse_text, resolve
 
 BF16, BFP8, FP32 = 2048, 1088, 4096   # 32x32 tile bytes (tile.cpp)
 WH_USABLE = 1499136 - 105824           # MEM_L1_SIZE - round_up(MEM_MAP_END 35168 + 69 KiB, 32)
@@ -162,6 +164,9 @@ def test_wormhole_hifi4_fp32_warns():
     assert not any("38306" in w for w in plan(load(example("wh_fp32_hifi4"), "hifi3")).warnings)
     full = plan(load(example("wh_fp32_hifi4"), "full_sync"))
     assert full.dst_capacity == 8 and full.dst_sync == "SyncFull"     # full sync, fp32
+    # its auto 4 x 2 subblock fills the 8-tile SyncFull DST, which TT's 2D factory compiles, but ttnn.matmul's
+    # validation bounds it by the half-sync fp32 DST, 4 tiles
+    assert [d for d in full.factory_departures if "cleared, 4 tiles with Float32" in d and "refuse" in d]
 
 
 BASE = """
@@ -227,10 +232,58 @@ def test_l1_overflow_names_bytes_and_suggests():
     assert auto.out_block_h * auto.out_block_w < 32 * 32
 
 
-def test_full_sync_allows_16_tile_subblocks():
+# TT-Metal 0.81.1 and dst_full_sync_en (docs/reference/matmul.md §3.3, docs/reference/provenance.md R10,
+# read in the wheel's machine code): to_compute_hardware_config sets double_buffer_dest = !dst_full_sync_en
+# (_ttnncpp.so 0xc9fc39); the 2D, reuse and DRAM-sharded builders hand that hardware config to the compute
+# kernel as it is (2D: 0x1244172), libtt_metal.so's LowerKernel turns it back (0xb2a7be) and the JIT writes
+# DST_SYNC_MODE SyncFull from it (0xd6a77f): those factories compile SyncFull when asked. The 1D builders set
+# double_buffer_dest after the conversion (0x1211ef8, 0x1226628): SyncHalf whatever is asked. ttnn.matmul's
+# validation bounds the subblock by get_dest_reg_count with dst_full_sync_en cleared (2D 0x11d2ffb, reuse
+# 0x11d2d1c, 1D 0x11d2f6b): the half-sync DST.
+def _full_sync(name: str) -> MatmulSpec:
+    text = example(name).read_text()
+    at = re.search(r"^( *)compute *=.*$", text, re.M) or re.search(r"^( *)arch *=.*$", text, re.M)
+    return resolve(parse_text(f"{text[:at.end()]}\n{at.group(1)}compute {{ dst_full_sync = true }}"
+                              f"{text[at.end():]}", f"{name}.kspec"))
+
+
+@pytest.mark.parametrize("name, departs", [
+    ("peak_small", ()),                   # 2D, 4 x 2 subblock: TT compiles SyncFull and accepts the subblock
+    ("transpose_mcast_small", ()),
+    ("untilize_relu_reuse", ()),          # reuse: the same
+    ("attention_qk_batched", ()),         # reuse with a batched in1
+    ("wh_decode_dram_sharded", ()),       # DRAM-sharded: SyncFull, no subblock validation
+    ("mcast_1d_in0_small", ("1D multicast factory compiles SyncHalf",)),
+    ("mcast_1d_in1_small", ("1D multicast factory compiles SyncHalf",)),
+])
+def test_full_sync_departs_only_where_tt_metal_would_not_run_it(name, departs):
+    p = plan(_full_sync(name))
+    assert p.dst_sync == "SyncFull" and p.dst_capacity == 16 and p.out_subblock_tiles <= 8
+    assert len(p.factory_departures) == len(departs)
+    assert all(d in w for d, w in zip(departs, p.factory_departures)), p.factory_departures
+    assert set(p.factory_departures) <= set(p.warnings)            # kgen check warns of each
+    assert plan(load(example(name))).factory_departures == ()      # half sync: kgen's DST rule is TT's
+
+
+def test_full_sync_allows_16_tile_subblocks_that_ttnn_validation_refuses():
     p = plan(make(shape="512 x 512 x 256", grid="2 x 2", pc="8 x 8", sb="4 x 4", full="true"))
-    assert p.out_subblock_tiles == 16 and p.dst_capacity == 16
-    assert any("SyncHalf" in w for w in p.warnings)                 # TT's 2D factory drops full sync
+    assert p.out_subblock_tiles == 16 and p.dst_capacity == 16 and p.dst_sync == "SyncFull"
+    (d,) = p.factory_departures                                     # 16 > 8, the half-sync bf16 DST
+    assert "16 tiles" in d and "cleared, 8 tiles with Float16_b" in d and "refuse" in d
+    assert "2D multicast factory itself compiles SyncFull" in d and "SyncHalf" not in d
+    within = plan(make(shape="512 x 512 x 256", grid="2 x 2", pc="8 x 8", sb="4 x 2", full="true"))
+    assert within.factory_departures == ()                         # 8 tiles: TT accepts and compiles it
+
+
+def test_full_sync_on_1d_departs_twice_past_the_half_sync_dst():
+    spec = resolve(parse_text(example("mcast_1d_in0_small").read_text().replace(
+        "per_core     = 2 x 4", "per_core     = 2 x 8").replace("grid     = 4 x 2", "grid     = 2 x 2").replace(
+        "out_subblock = auto", "out_subblock = 2 x 8").replace(
+        "compute = peak_hifi2", "compute = peak_hifi2\n    compute { dst_full_sync = true }"), "t.kspec"))
+    p = plan(spec)
+    assert p.out_subblock_tiles == 16
+    syncs, bound = p.factory_departures                             # SyncHalf compiled; 16 > 8 refused
+    assert "compiles SyncHalf" in syncs and "refuse" in bound and "compiles SyncFull" not in bound
 
 
 def test_untilize_blockfloat_is_rejected():
