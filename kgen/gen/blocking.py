@@ -10,7 +10,7 @@ from kgen.core.arch import ArchFacts
 from kgen.core.types import Placement
 from kgen.gen.dataflow import get as dataflow_of
 from kgen.gen.ir import CircularBuffer, L1Region
-from kgen.gen.dataflow.base import cb_depths
+from kgen.gen.dataflow.base import Factory, cb_depths
 from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_L1_ARRAY, CB_OUT, CB_OUT_SHARD, CB_PARTIALS,
                             L1_ARRAY_BYTES, SUBBLOCK_HW_CHOICES, PlanError, divisors, fmt_pair, nearest)
 from kgen.gen.spec import ComputeConfig, MatmulSpec
@@ -27,6 +27,30 @@ POLICY_SPILL = "spill_reload"
 POLICY_DST = "dst_only"
 
 
+
+
+# The factories whose builder keeps the partials out of a sharded output's region
+# (`do_not_inplace_interm0_out_CB`), read in TT-Metal 0.81.1's _ttnncpp.so (docs/reference/provenance.md
+# R9): the 2D builder ttnn.matmul reaches (create_program_mcast_in0_in1_spec, 0x1234b8e-0x1234ba8:
+# out BLOCK_SHARDED && (per_core_M != out_block_h || per_core_N != out_block_w)) and both 1D builders
+# (create_program_mcast_in0_artifacts 0x120ac22-0x120ac3b, create_program_mcast_in1_artifacts
+# 0x121d330-0x121d349: output_is_sharded && the same two inequalities). The reuse factory's program config
+# has no out block (its out CB is per_core_M x per_core_N) and the DRAM-sharded builder shares c_4 and c_5
+# on formats and untilize alone (0x124f47e-0x124f4b0): neither has the test.
+DO_NOT_INPLACE_FACTORIES = frozenset({Factory.MCAST_2D, Factory.MCAST_1D})
+
+
+def do_not_inplace_interm0_out(spec: MatmulSpec, per_core: tuple[int, int], out_block: tuple[int, int]) -> str | None:
+    """Why TT-Metal's factory keeps out (c_4) and partials (c_5) apart, `do_not_inplace_interm0_out_CB`:
+    a sharded output whose c_4 holds more than one output block, i.e. per_core_M != out_block_h or
+    per_core_N != out_block_w, on the factories that test it (DO_NOT_INPLACE_FACTORIES); None when
+    it does not fire."""
+    if spec.memory.out == Placement.DRAM or dataflow_of(spec.dataflow).factory not in DO_NOT_INPLACE_FACTORIES:
+        return None
+    if per_core == out_block:
+        return None
+    return (f"separate: do_not_inplace_interm0_out_CB (TT-Metal's factory: a sharded output with per_core = "
+            f"{fmt_pair(per_core)} != out_block = {fmt_pair(out_block)})")
 
 
 def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_num_subblocks: int,
@@ -62,8 +86,8 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
     """CB sizing of the 2D factory (docs/reference/matmul.md §2.3). With a block-sharded in0, c_2 holds the
     core's shard (per_core_M x shard width tiles, globally allocated on in0) and c_6 is the factory's
     64-byte scratch; with a sharded output c_4 holds the core's whole output shard (per_core_M x
-    per_core_N tiles, globally allocated on out), and `do_not_inplace_interm0_out_CB = output_is_sharded
-    && per_core_M != out_block_h` keeps the partials apart. `in1_w`: the tiles of one in1 row in c_1 when
+    per_core_N tiles, globally allocated on out), and `do_not_inplace_interm0_out_CB` (per_core != out_block
+    on the factories that test it, do_not_inplace_interm0_out) keeps the partials apart. `in1_w`: the tiles of one in1 row in c_1 when
     they are fewer than the out block's (the DRAM-sharded factory's per_core_N_in1_sender beside its padded
     per_core_N_compute); `out_shard_w`: the output shard's width when c_4 is a buffer of its own and the
     writer copies its real columns into the shard (c_7, globally allocated on out; that factory's
@@ -75,9 +99,9 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
     out_sharded = spec.memory.out != Placement.DRAM
     share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
                                         out_blocks_per_core)
-    if out_sharded and per_core[0] != obh:       # TT's own rule first, whatever kgen's says
-        share, sharing = False, (f"separate: do_not_inplace_interm0_out_CB (TT-Metal's factory: a sharded output "
-                                 f"with per_core_M = {per_core[0]} != out_block_h = {obh})")
+    tt_split = do_not_inplace_interm0_out(spec, per_core, out_block)
+    if tt_split:                                 # TT's own rule first, whatever kgen's says
+        share, sharing = False, tt_split
     out_region = "out+partials" if share else "out"
     out_pages = per_core[0] * per_core[1] if out_sharded else obh * obw
     out_buffer = "out" if out_sharded and not out_shard_w else None

@@ -451,9 +451,10 @@ def test_block_sharded_cb_table_is_the_factorys():
 
 
 def test_do_not_inplace_interm0_out_cb():
-    # do_not_inplace_interm0_out_CB = output_is_sharded && per_core_M != out_block_h: per_core 4 x 2 with
+    # do_not_inplace_interm0_out_CB = output_is_sharded && (per_core_M != out_block_h || per_core_N !=
+    # out_block_w) (0.81.1's 2D builder; the N half: tests/gen/test_factory_cbs.py): per_core 4 x 2 with
     # out_block 2 x 2 (and subblock 1 x 2, TT's sharded-output rule) keeps c_4 and c_5 apart; with
-    # out_block_h == per_core_M they share
+    # out_block == per_core they share
     split = plan(sharded(ob="2 x 2", sb="1 x 2"))
     assert split.cb(4).region != split.cb(5).region and split.cb(4).pages == 4 * 2
     assert "do_not_inplace_interm0_out_CB" in split.out_partials_sharing
