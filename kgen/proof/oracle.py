@@ -251,7 +251,6 @@ class Datapath:
     """What decides the bound: the formats a value passes through and the DST mode."""
 
     out_format: str
-    partials_format: str
     fp32_dest_acc: bool
     fused_bias: bool
     bias_format: str | None
@@ -260,8 +259,8 @@ class Datapath:
 
     @classmethod
     def of_plan(cls, plan) -> Datapath:
-        return cls(plan.out_format, plan.partials_format, plan.compute.fp32_dest_acc, plan.fuse_bias,
-                   plan.bias_format, plan.spec.activation, plan.spec.m)
+        return cls(plan.out_format, plan.compute.fp32_dest_acc, plan.fuse_bias, plan.bias_format,
+                   plan.spec.activation, plan.spec.m)
 
 
 @dataclass(frozen=True)
@@ -298,7 +297,8 @@ class Float64Check:
 def check(out: np.ndarray, product: np.ndarray, plain: np.ndarray, bias: np.ndarray | None, n: Datapath, *,
           golden_slack: float = 0.0) -> Float64Check:
     """`out` (the kernels' output values), `product` (float64 a @ b), `plain` (the golden model's
-    output of the plan without bias, ReLU or activation), all (rows, N) and sliced to the logical
+    output of the plan through the same flow with a zero bias row and no ReLU or activation:
+    golden_from_plan(..., plain=True)), all (rows, N) and sliced to the logical
     output; `bias` (N,) or None. `golden_slack`: an absolute term for fast numerics, whose golden
     model is itself only within a tolerance of the exact one."""
     with np.errstate(invalid="ignore", over="ignore"):
