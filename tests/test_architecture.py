@@ -20,6 +20,10 @@ SOURCES = sorted(ROOT.rglob("*.py"))
 ALL_SOURCES = sorted(p for p in ROOT.rglob("*") if p.suffix in (".py", ".cpp", ".h", ".hpp") and p.is_file())
 # The stages after lowering read the IR alone: the IR module, and what renders, verifies and predicts it.
 IR_READERS = ("gen/ir.py", "gen/render.py", "gen/verify.py", "gen/descriptors.py", "perf/model.py")
+# The modules that name no op kind: they loop over the op table and dispatch on its columns (the CB, DST,
+# semaphore and fill effects, the index-bound rule, the cost term), so a kind is spelled only in
+# gen/optable.py (its OpKind) and by what builds ops (gen/lower.py, gen/dataflow/).
+KIND_FREE = ("gen/ir.py", "gen/render.py", "gen/verify.py", "gen/descriptors.py")
 # The templates render.py prints a Program with (ab's HTML report and the toolchain stand-ins are not).
 IR_TEMPLATES = ("compute", "dataflow", "common", "jit", "report/README.md.j2")
 
@@ -81,6 +85,21 @@ def test_only_the_placement_enum_spells_a_sharded_placement():
     sharded = {p.value for p in Placement if p.value.startswith("l1_")}
     found = [f"{_rel(p)}:{line} {value!r}" for p in SOURCES if _rel(p) != "core/types.py"
              for line, value in _string_constants(p) if value in sharded]
+    assert found == []
+
+
+@pytest.mark.parametrize("rel", KIND_FREE)
+def test_only_the_op_table_names_an_op_kind(rel):
+    """No string literal of these modules is an op kind, and none names an OpKind member: what an op
+    does to the CBs, DST and semaphores, the bounds it keeps and what it costs are its row's columns."""
+    from kgen.gen.optable import OpKind
+
+    kinds = {k.value for k in OpKind}
+    found = [f"{rel}:{line} {value!r}" for line, value in _string_constants(ROOT / rel) if value in kinds]
+    tree = ast.parse((ROOT / rel).read_text())
+    found += [f"{rel}:{node.lineno} {node.value.id}.{node.attr}" for node in ast.walk(tree)
+              if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.value.id in ("OpKind", "K") and node.attr in OpKind.__members__]
     assert found == []
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Union
 
 from kgen.core.types import Placement
-from kgen.gen.optable import OPS
+from kgen.gen.optable import OPS, ROW_NEST, TILE_NEST, Cost
 
 if TYPE_CHECKING:      # annotations only
     from kgen.core.arch import ArchFacts
@@ -194,7 +194,7 @@ class TileNest:
 
     @staticmethod
     def of(o: "Op") -> "TileNest":
-        if o.kind not in ("read_tiles", "write_tiles"):
+        if o.kind not in OPS or OPS[o.kind].bounds != TILE_NEST:
             raise TypeError(f"{o.kind} has no tile loop nest")
         return TileNest(o["start"], o["rows"], o["cols"], o["row_stride"], o.get("row_extent"), o.get("col_extent"))
 
@@ -251,7 +251,7 @@ class RowNest:
 
     @staticmethod
     def of(o: "Op") -> "RowNest":
-        if o.kind != "write_rows":
+        if o.kind not in OPS or OPS[o.kind].bounds != ROW_NEST:
             raise TypeError(f"{o.kind} has no row loop")
         return RowNest(o["start_row"], o["rows"], o["row_bytes"], o["offset_bytes"])
 
@@ -528,7 +528,7 @@ class Program:
         for k in self.kernels:
             pages = {t.name: t.page_bytes for t in k.tensors}
             nbytes = sum(n * OPS[o.kind].work(o).noc_read_tiles * pages[o["tensor"]] for o, n in counted(k.body)
-                         if o.kind == "read_tiles" and o["tensor"] not in elsewhere
+                         if OPS[o.kind].cost == Cost.TILE_READ and o["tensor"] not in elsewhere
                          and self.placement(o["tensor"]) == Placement.DRAM)
             if nbytes:
                 readers.append((k, nbytes))

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from kgen.core.errors import KgenBug
 from kgen.gen.ir import Affine, Extent, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, counted, walk
 from kgen.gen import activations
-from kgen.gen.optable import (ACQUIRE, CB_PROTOCOL, COMMIT, L1_ACC_SWITCH, OPS, READS_DST, RELEASE, SFPU, WAIT,
-                              WRITES_DST)
+from kgen.gen.optable import (ACQUIRE, ACTIVATION_APPLY, ACTIVATION_INIT, CB_POP, CB_PROTOCOL, CB_PUSH, CB_RESERVE,
+                              CB_WAIT, COMMIT, FILLS_PAGES, FILLS_RESERVED, FILLS_UNMODELLED, L1_ACC_SWITCH,
+                              MATMUL_OPERANDS, OPS, READS_DST, RELEASE, ROW_NEST, SEM_INCREMENTS, SEM_MULTICASTS,
+                              SEM_WAITS, SFPU, SHARD_BLOCK, SHARD_MCAST, TILE_NEST, WAIT, WRITES_DST)
 from kgen.gen.plan import CB_OUT, CB_PARTIALS
 
 # The DST handshake between math and pack: the state each tile_regs_* call needs and leaves.
@@ -114,19 +116,19 @@ class _Checker:
         s = self.state
         k = n.kind
         row = OPS[k]
-        if row.cb == "wait":
+        if row.cb == CB_WAIT:
             cb, t = self.cb_step(n)
             # wait_front(t) asks for t pages at the front, counted from the last pop.
             s.waited[cb] = max(s.waited.get(cb, 0), t)
-        elif row.cb == "pop":
+        elif row.cb == CB_POP:
             cb, t = self.cb_step(n)
             if s.waited.get(cb, 0) < t:
                 self.fail(f"pops {t} pages of c_{cb} but only {s.waited.get(cb, 0)} were waited for", n)
             s.waited[cb] -= t
-        elif row.cb == "reserve":
+        elif row.cb == CB_RESERVE:
             cb, t = self.cb_step(n)
             s.reserved[cb] = max(s.reserved.get(cb, 0), t)
-        elif row.cb == "push":
+        elif row.cb == CB_PUSH:
             cb, t = self.cb_step(n)
             if s.reserved.get(cb, 0) < t:
                 self.fail(f"pushes {t} pages of c_{cb} but only {s.reserved.get(cb, 0)} were reserved", n)
@@ -148,7 +150,7 @@ class _Checker:
             for cb, first, count in row.reads_front:
                 self.need_front(n[cb], self.value(n[first], env) + (n[count] if isinstance(count, str) else count), n)
             s.dst_used = max(s.dst_used, end)
-            s.dst_padding = self.padded_lanes(n) if k == "matmul_block" else 0
+            s.dst_padding = self.padded_lanes(n) if row.pads_dst else 0
             if s.dst_used > self.capacity:
                 self.fail(f"{s.dst_used} tiles in DST exceed its capacity of {self.capacity} "
                           f"({self.program.compute.dst_sync}, {self.program.compute.dst_accum_format})", n)
@@ -236,63 +238,91 @@ def _check_uint32(kernel: Kernel, n: Op, ranges: dict[str, int]) -> None:
                                       f"beyond the 32-bit (uint32_t) arithmetic kernels index with")
 
 
+@dataclass(frozen=True)
+class _Site:
+    """One op of a kernel with the loops around it, for its row's index-bound rule."""
+
+    program: Program
+    kernel: Kernel
+    n: Op
+    ranges: dict[str, int]            # the enclosing loops' ranges
+    everywhere: dict[str, int]        # ... and the cores'
+    waited: dict[int, int]            # the last cb_wait_front of each CB before the op
+
+    def fail(self, message: str) -> None:
+        raise IRVerificationError(self.kernel.name, message)
+
+
+def _tile_nest_bound(site: _Site) -> None:
+    n, pages = site.n, _tensor_pages(site.program)
+    last = TileNest.of(n).last_page(site.everywhere)
+    if last >= pages[n["tensor"]]:
+        site.fail(f"`{n.kind}` touches page {last} of {n['tensor']}, which has {pages[n['tensor']]}")
+
+
+def _row_nest_bound(site: _Site) -> None:
+    n, pages = site.n, _tensor_pages(site.program)
+    tensors = {t.name: t for t in site.kernel.tensors}
+    nest = RowNest.of(n)
+    last, end = nest.last_page(site.everywhere), nest.end_byte(site.everywhere)
+    if last >= pages[n["tensor"]] or end > tensors[n["tensor"]].page_bytes:
+        site.fail(f"`{n.kind}` reaches row {last} / byte {end} of {n['tensor']} ({pages[n['tensor']]} rows of "
+                  f"{tensors[n['tensor']].page_bytes} bytes)")
+
+
+def _shard_block_bound(site: _Site) -> None:
+    # the block's last tile must lie inside the shard CB, and a row inside a shard row
+    n, cb_pages = site.n, site.program.cb_pages
+    hi = n["start"].max_over(site.everywhere) + (n["rows"] - 1) * n["row_stride"] + n["cols"]
+    if hi > cb_pages[n["src_cb"]] or n["cols"] > n["row_stride"]:
+        site.fail(f"`{n.kind}` reaches tile {hi - 1} of c_{n['src_cb']}, which holds {cb_pages[n['src_cb']]}")
+
+
+def _shard_mcast_bound(site: _Site) -> None:
+    # the block multicast straight out of the shard lies inside the shard CB
+    n, cb_pages = site.n, site.program.cb_pages
+    hi = n["start"].max_over(site.everywhere) + n["tiles"]
+    if hi > cb_pages[n["src_cb"]] or n["bytes"] != n["tiles"] * n["page_bytes"]:
+        site.fail(f"`{n.kind}` sends tiles up to {hi - 1} of c_{n['src_cb']}, "
+                  f"which holds {cb_pages[n['src_cb']]} ({n['bytes']} bytes)")
+
+
+def _matmul_operands_bound(site: _Site) -> None:
+    # the last tile each operand's unpack reaches: in0 rt rows kt apart, in1 ct tiles of a row
+    n, cb_pages, waited = site.n, site.program.cb_pages, site.waited
+    reach = {"in0_tile": (int(n["rt"]) - 1) * int(n["kt"]), "in1_tile": int(n["ct"]) - 1}
+    for key, cb in (("in0_tile", n["in0"]), ("in1_tile", n["in1"])):
+        hi = n[key].max_over(site.ranges) + reach[key]
+        if hi >= cb_pages[cb]:
+            site.fail(f"{n.kind} reads tile {hi} of c_{cb} beyond its {cb_pages[cb]} pages")
+        if cb in waited and hi >= waited[cb]:
+            site.fail(f"{n.kind} reads tile {hi} of c_{cb}, beyond the {waited[cb]} tile(s) pushed for the block "
+                      f"(cb_wait_front)")
+
+
+# the op table's index-bound rules (its `bounds` column)
+_BOUNDS = {TILE_NEST: _tile_nest_bound, ROW_NEST: _row_nest_bound, SHARD_BLOCK: _shard_block_bound,
+           SHARD_MCAST: _shard_mcast_bound, MATMUL_OPERANDS: _matmul_operands_bound}
+
+
 def _static_checks(program: Program, kernel: Kernel) -> None:
     """Index bounds over every loop iteration and every core (the sequential pass may skip repeated
     iterations): matmul tiles inside the CB, DRAM pages inside the tensor."""
-    pages = _tensor_pages(program)
     cores = {"core_x": kernel.cores.x1 + 1, "core_y": kernel.cores.y1 + 1}
-    tensors = {t.name: t for t in kernel.tensors}
-
     waited: dict[int, int] = {}          # the last cb_wait_front of each CB, in program order
     for n, loops in walk(kernel.body):
         ranges = {loop.var: loop.stop for loop in loops}
         _check_uint32(kernel, n, {**ranges, **cores})
-        if n.kind in ("read_tiles", "write_tiles"):
-            last = TileNest.of(n).last_page({**ranges, **cores})
-            if last >= pages[n["tensor"]]:
-                raise IRVerificationError(kernel.name, f"`{n.kind}` touches page {last} of {n['tensor']}, "
-                                          f"which has {pages[n['tensor']]}")
-        elif n.kind == "write_rows":
-            nest = RowNest.of(n)
-            last, end = nest.last_page({**ranges, **cores}), nest.end_byte({**ranges, **cores})
-            if last >= pages[n["tensor"]] or end > tensors[n["tensor"]].page_bytes:
-                raise IRVerificationError(kernel.name, f"`write_rows` reaches row {last} / byte {end} of "
-                                          f"{n['tensor']} ({pages[n['tensor']]} rows of "
-                                          f"{tensors[n['tensor']].page_bytes} bytes)")
-        elif n.kind == "copy_shard":
-            # the block's last tile must lie inside the shard CB, and a row inside a shard row
-            hi = n["start"].max_over({**ranges, **cores}) + (n["rows"] - 1) * n["row_stride"] + n["cols"]
-            if hi > program.cb_pages[n["src_cb"]] or n["cols"] > n["row_stride"]:
-                raise IRVerificationError(kernel.name, f"`copy_shard` reaches tile {hi - 1} of c_{n['src_cb']}, "
-                                          f"which holds {program.cb_pages[n['src_cb']]}")
-        elif n.kind == "mcast_shard":
-            # the block multicast straight out of the shard lies inside the shard CB
-            hi = n["start"].max_over({**ranges, **cores}) + n["tiles"]
-            if hi > program.cb_pages[n["src_cb"]] or n["bytes"] != n["tiles"] * n["page_bytes"]:
-                raise IRVerificationError(kernel.name, f"`mcast_shard` sends tiles up to {hi - 1} of c_{n['src_cb']}, "
-                                          f"which holds {program.cb_pages[n['src_cb']]} ({n['bytes']} bytes)")
-        elif n.kind == "matmul_block":
-            # the last tile each operand's unpack reaches: in0 rt rows kt apart, in1 ct tiles of a row
-            reach = {"in0_tile": (int(n["rt"]) - 1) * int(n["kt"]), "in1_tile": int(n["ct"]) - 1}
-            for key, cb in (("in0_tile", n["in0"]), ("in1_tile", n["in1"])):
-                hi = n[key].max_over(ranges) + reach[key]
-                if hi >= program.cb_pages[cb]:
-                    raise IRVerificationError(kernel.name, f"matmul_block reads tile {hi} of c_{cb} "
-                                              f"beyond its {program.cb_pages[cb]} pages")
-                if cb in waited and hi >= waited[cb]:
-                    raise IRVerificationError(kernel.name, f"matmul_block reads tile {hi} of c_{cb}, beyond the "
-                                              f"{waited[cb]} tile(s) pushed for the block (cb_wait_front)")
-        if n.kind == "cb_wait_front":
+        row = OPS[n.kind]
+        if row.bounds:
+            _BOUNDS[row.bounds](_Site(program, kernel, n, ranges, {**ranges, **cores}, waited))
+        if row.cb == CB_WAIT:
             waited[n["cb"]] = int(n["tiles"])
 
 
 # ----------------------------------------------------------------------------------------------
 # Shared L1 regions: no producer writes pages another CB of the region may still hold
 # ----------------------------------------------------------------------------------------------
-
-_READS = {"copy_block": ("cb", "tile", "tiles"), "copy_tile": ("cb", "tile", None),
-          "add_bcast_rows": ("a", "a_tile", None)}
-
 
 class _RegionWalker:
     """Abstract execution of one producing kernel over the CBs of one shared L1 region.
@@ -379,44 +409,43 @@ class _RegionWalker:
         return v.eval(env) if isinstance(v, Affine) else int(v)
 
     def step(self, n: Op, env: dict[str, int]) -> None:
-        k = n.kind
+        row = OPS[n.kind]
         cb = n.get("cb")
-        if k in _READS:
-            arg, tile_arg, count_arg = _READS[k]
-            cb = n[arg]
-            if cb in self.local:
-                count = n[count_arg] if count_arg else 1
-                read = set(self.pages(cb, self.rd[cb] + self.value(n[tile_arg], env), count))
-                self.held[cb] = self.held[cb] - read
+        if row.consumes:
+            # pages this kernel reads itself are known consumed (the CBs of the row's `consumes`)
+            for arg, tile_arg, count in row.reads_front:
+                cb = n[arg]
+                if arg in row.consumes and cb in self.local:
+                    count = n[count] if isinstance(count, str) else count
+                    read = set(self.pages(cb, self.rd[cb] + self.value(n[tile_arg], env), count))
+                    self.held[cb] = self.held[cb] - read
             return
         if cb not in self.cbs:
             return
-        if k == "cb_reserve_back":
+        if row.cb == CB_RESERVE:
             self.reserved[cb] = max(self.reserved[cb], n["tiles"])
             self.held[cb] = self.held[cb] - set(self.pages(cb, self.wr[cb], n["tiles"]))
-        elif k == "cb_push_back":
+        elif row.cb == CB_PUSH:
             pushed = self.pages(cb, self.wr[cb], n["tiles"])
             self.held[cb] = self.held[cb] | frozenset(pushed)
             self.wr[cb] = (self.wr[cb] + n["tiles"]) % self.cbs[cb].pages
             self.written[cb] = max(0, self.written[cb] - n["tiles"])
             self.reserved[cb] = max(0, self.reserved[cb] - n["tiles"])
-        elif k == "cb_pop_front":
+        elif row.cb == CB_POP:
             if cb in self.local:
                 self.held[cb] = self.held[cb] - set(self.pages(cb, self.rd[cb], n["tiles"]))
             self.rd[cb] = (self.rd[cb] + n["tiles"]) % self.cbs[cb].pages
-        elif k in ("pack_block", "pack_tile"):
-            self.write(cb, n["tiles"] if k == "pack_block" else 1, n)
-        elif k == "pack_untilize_dest":
+        elif row.fills == FILLS_PAGES:
+            # the pages it packs or reads, at the write pointer
+            work = row.work(n)
+            self.write(cb, work.pack_tiles + work.noc_read_tiles, n)
+        elif row.fills == FILLS_RESERVED:
             # Rows of a row-major block land across the whole reserved area: all of it is written.
             saved = self.written[cb]
             self.written[cb] = 0
             self.write(cb, max(self.reserved[cb], 1), n)
             self.written[cb] = saved
-        elif k in ("read_tiles",):
-            self.write(cb, n["rows"] * n["cols"], n)
-        elif k == "read_bank_tiles":
-            self.write(cb, n["tiles"], n)
-        elif k in ("mcast_cb", "mcast_shard"):
+        elif row.fills == FILLS_UNMODELLED:
             self.fail(f"multicasts into c_{cb}, which shares an L1 region: not modelled, so not provably safe", n)
 
 
@@ -425,9 +454,9 @@ def _check_shared_regions(program: Program) -> None:
     producers: dict[int, set[str]] = {}
     for kernel in program.kernels:
         for n, _ in walk(kernel.body):
-            if n.kind == "cb_pop_front":
+            if OPS[n.kind].cb == CB_POP:
                 consumers.setdefault(n["cb"], set()).add(kernel.name)
-            elif n.kind == "cb_push_back":
+            elif OPS[n.kind].cb == CB_PUSH:
                 producers.setdefault(n["cb"], set()).add(kernel.name)
     for region in program.regions:
         if len(region.cb_indices) < 2:
@@ -456,9 +485,9 @@ def _check_balance(program: Program, totals: dict[str, Counter]) -> None:
         popped: Counter = Counter()
         for name in names:
             for (kind, cb), pages in totals[name].items():
-                if kind == "cb_push_back":
+                if OPS[kind].cb == CB_PUSH:
                     pushed[cb] += pages
-                elif kind == "cb_pop_front":
+                elif OPS[kind].cb == CB_POP:
                     popped[cb] += pages
         for cb in sorted(set(pushed) | set(popped)):
             if pushed[cb] != popped[cb]:
@@ -476,17 +505,18 @@ def _check_semaphores(program: Program) -> None:
     def count(kernel: Kernel, core: tuple[int, int]) -> None:
         env = {"core_x": core[0], "core_y": core[1]}
         for n, mult in counted(kernel.body):
-            if n.kind == "sem_inc":
+            row = OPS[n.kind]
+            if row.sem == SEM_INCREMENTS:
                 tx, ty = n["noc_x"].logical(env), n["noc_y"].logical(env)
                 arriving[(n["sem"], tx, ty)] += mult * n["value"]
-            elif n.kind in ("mcast_sem_set", "mcast_sem_set_loopback"):
+            elif row.sem == SEM_MULTICASTS:
                 # start/end are in NoC order (swapped on NOC 1): the rectangle is their bounding box
                 sx, sy, ex, ey = (n[k].logical(env) for k in ("start_x", "start_y", "end_x", "end_y"))
                 x0, x1, y0, y1 = min(sx, ex), max(sx, ex), min(sy, ey), max(sy, ey)
                 # a multicast without loopback skips its own core when the rectangle holds it (TT-Metal's 1D
                 # factory multicasts to the bounding box of all cores, sender included): num_dests excludes it;
                 # with loopback it reaches every core of the rectangle, its own included
-                loopback = n.kind == "mcast_sem_set_loopback"
+                loopback = row.loopback
                 targets = [(xx, yy) for yy in range(y0, y1 + 1) for xx in range(x0, x1 + 1)
                            if loopback or (xx, yy) != core]
                 if len(targets) != n["num_dests"] or (loopback and core not in targets):
@@ -496,7 +526,7 @@ def _check_semaphores(program: Program) -> None:
                                               f"num_dests = {n['num_dests']}")
                 for target in targets:
                     arriving[(n["sem"], *target)] += mult
-            elif n.kind == "sem_wait":
+            elif row.sem == SEM_WAITS:
                 # A sender waits for `value` increments; a receiver waits for one VALID set.
                 weight = n["value"] if n["sem"].endswith("_sender") else 1
                 waited[(n["sem"], *core)] += mult * weight
@@ -524,7 +554,7 @@ def _check_compute_flags(program: Program) -> None:
         if (define in defines) != on:
             raise IRVerificationError(compute.name, f"{what} = {on} but {define} is "
                                       f"{'not ' if on else ''}defined")
-    sets_l1_acc = any(n.kind == "pack_l1_acc" and n["enable"] for n, _ in walk(compute.body))
+    sets_l1_acc = any(OPS[n.kind].category == L1_ACC_SWITCH and n["enable"] for n, _ in walk(compute.body))
     # With two K-blocks and no bias TT-Metal's kernel never turns accumulation on even under PACKER_L1_ACC
     # (block 0 packs with it off, the last block reloads), and every 0.81.1 factory defines it there
     # (packer_l1_acc && num_blocks > 1): the kernel's behaviour, not the factory's rule, decides this.
@@ -543,7 +573,7 @@ def _check_activation(program: Program, kernel: Kernel) -> None:
     and the table's named args exactly when the kernel has activation ops, one init before
     everything else, and every apply of that activation over one output subblock."""
     act = program.sfpu_activation
-    ops = [n for n, _ in walk(kernel.body) if n.kind.startswith("activation_")]
+    ops = [n for n, _ in walk(kernel.body) if OPS[n.kind].activation]
     defined = "SFPU_ACTIVATION" in dict(kernel.defines)
     named = tuple((k, v) for k, v in kernel.named_compile_time_args if k.startswith("activation_"))
     if act is None:
@@ -554,12 +584,13 @@ def _check_activation(program: Program, kernel: Kernel) -> None:
         raise IRVerificationError(kernel.name, f"{act.spelling}: SFPU_ACTIVATION and the named args "
                                   f"{act.named_args} are what TT's kernel reads; the kernel has {named}")
     first = next((n for n, _ in walk(kernel.body)), None)
-    if first is None or first.kind != "activation_init" or sum(n.kind == "activation_init" for n in ops) != 1:
+    inits = sum(OPS[n.kind].activation == ACTIVATION_INIT for n in ops)
+    if first is None or OPS[first.kind].activation != ACTIVATION_INIT or inits != 1:
         raise IRVerificationError(kernel.name, "the activation's init must run once, first (as TT's kernel)")
     for n in ops:
         if activations.planned(str(n["activation"])) != act:
             raise IRVerificationError(kernel.name, f"`{n.kind}` runs {n['activation']}, the plan fuses {act.spelling}")
-        if n.kind == "activation_apply" and int(n["tiles"]) != program.blocking.out_subblock_tiles:
+        if OPS[n.kind].activation == ACTIVATION_APPLY and int(n["tiles"]) != program.blocking.out_subblock_tiles:
             raise IRVerificationError(kernel.name, f"apply_activation_from_pack over {n['tiles']} tiles, TT's kernel "
                                       f"passes out_subblock_num_tiles = {program.blocking.out_subblock_tiles}")
 
