@@ -11,8 +11,8 @@ from kgen.core.types import Placement
 from kgen.gen.dataflow import get as dataflow_of
 from kgen.gen.ir import CircularBuffer, L1Region
 from kgen.gen.dataflow.base import Factory, cb_depths
-from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_L1_ARRAY, CB_OUT, CB_OUT_SHARD, CB_PARTIALS,
-                            L1_ARRAY_BYTES, SUBBLOCK_HW_CHOICES, PlanError, divisors, fmt_pair, nearest)
+from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, CB_PARTIALS,
+                            SUBBLOCK_HW_CHOICES, PlanError, divisors, fmt_pair, nearest)
 from kgen.gen.spec import ComputeConfig, MatmulSpec
 
 # in0/in1 CBs are double-buffered when more than one K-block flows (MCAST_INPUT_BUFFERING_DEPTH).
@@ -84,14 +84,14 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
               per_core: tuple[int, int] = (0, 0), in0_shard_w: int = 0, in1_w: int = 0, out_shard_w: int = 0
               ) -> tuple[tuple[CircularBuffer, ...], tuple[L1Region, ...], str]:
     """CB sizing of the 2D factory (docs/reference/matmul.md §2.3). With a block-sharded in0, c_2 holds the
-    core's shard (per_core_M x shard width tiles, globally allocated on in0) and c_6 is the factory's
-    64-byte scratch; with a sharded output c_4 holds the core's whole output shard (per_core_M x
+    core's shard (per_core_M x shard width tiles, globally allocated on in0; no 64-byte c_6 beside it, as
+    in 0.81.1's 2D builder); with a sharded output c_4 holds the core's whole output shard (per_core_M x
     per_core_N tiles, globally allocated on out), and `do_not_inplace_interm0_out_CB` (per_core != out_block
-    on the factories that test it, do_not_inplace_interm0_out) keeps the partials apart. `in1_w`: the tiles of one in1 row in c_1 when
-    they are fewer than the out block's (the DRAM-sharded factory's per_core_N_in1_sender beside its padded
-    per_core_N_compute); `out_shard_w`: the output shard's width when c_4 is a buffer of its own and the
-    writer copies its real columns into the shard (c_7, globally allocated on out; that factory's
-    out_reshard)."""
+    on the factories that test it, do_not_inplace_interm0_out) keeps the partials apart. `in1_w`: the tiles
+    of one in1 row in c_1 when they are fewer than the out block's (the DRAM-sharded factory's
+    per_core_N_in1_sender beside its padded per_core_N_compute); `out_shard_w`: the output shard's width
+    when c_4 is a buffer of its own and the writer copies its real columns into the shard (c_7, globally
+    allocated on out; that factory's out_reshard)."""
     tb = arch.tile_bytes
     obh, obw = out_block
     depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
@@ -116,8 +116,6 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
         # the DRAM-sharded factory's c_2 too: `in2_CB_tiles = per_core_M * in0_shard_width_in_tiles` on in0
         cbs.append(CircularBuffer(CB_IN0_SHARD, "cb_in0_sharded", "in0 shard", in0_fmt, tb[in0_fmt],
                                   per_core[0] * in0_shard_w, "in0 shard", buffer="in0"))
-    if spec.memory.in0 == Placement.L1_BLOCK_SHARDED:
-        cbs.append(CircularBuffer(CB_L1_ARRAY, "cb_l1_array", "l1 array", "Float16_b", L1_ARRAY_BYTES, 1, "l1 array"))
     if bias_fmt is not None:
         cbs.append(CircularBuffer(CB_BIAS, "cb_bias", "bias", bias_fmt, tb[bias_fmt], obw, "bias"))
     cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], out_pages, out_region, buffer=out_buffer))

@@ -10,11 +10,12 @@ from kgen.core.types import TILE_HW
 
 # TT-Metal CB indices and named compile-time args of the matmul compute kernel (docs/reference/matmul.md §1.2).
 CB_IN0, CB_IN1, CB_BIAS, CB_OUT, CB_PARTIALS = 0, 1, 3, 4, 5
-# The block-sharded in0 shard (globally allocated on the in0 buffer) and the 64-byte L1 scratch array
-# the 2D factory creates beside it (matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e:
-# `src2_cb_config ... set_globally_allocated_address(*in0_buffer)`, `cb_for_l1_array_config(32 * 2, Float16_b)`).
-CB_IN0_SHARD, CB_L1_ARRAY = 2, 6
-L1_ARRAY_BYTES = 32 * 2
+# The block-sharded in0 shard, globally allocated on the in0 buffer (matmul_multicore_reuse_mcast_2d_program_
+# factory.cpp @0000d49e: `src2_cb_config ... set_globally_allocated_address(*in0_buffer)`). That factory also
+# made a 64-byte c_6 `cb_for_l1_array_config(32 * 2, Float16_b)` beside it; the 2D builder ttnn.matmul 0.81.1
+# reaches allocates none (only the legacy ccl_fusion builder still does) and no kernel reads it, so kgen
+# makes none (docs/reference/provenance.md R3).
+CB_IN0_SHARD = 2
 # The output tensor's own L1 shard when the compute's out CB is a separate buffer the writer copies from
 # (the DRAM-sharded factory: `out_reshard` / tensor::out_shard, matmul_multicore_reuse_mcast_dram_sharded_
 # program_factory.cpp, tenstorrent/tt-metal@01502698)

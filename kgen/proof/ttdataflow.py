@@ -529,7 +529,9 @@ def _in0_block_sharded(f: _FactoryValues, k: dict) -> TtKernelArgs:
     output work; in0_mcast_num_dests = in0_mcast_num_cores = num_blocks_x; num_x (num_y under
     transpose_mcast) = the cores along the shard grid's width, here the grid with work. Runtime args:
     sender_id (core.x, core.y under transpose_mcast), the line's multicast rectangle (its far ends
-    swapped on NOC 1), then the NoC x list then the NoC y list of the line's cores."""
+    swapped on NOC 1), then the NoC x list then the NoC y list of the line's cores. Named args: cb_in0 and
+    cb_in0_sharded, the two the kernel reads; not @0000d49e's cb_l1_array = c_6, which no kernel reads and
+    whose 64-byte CB ttnn.matmul 0.81.1's 2D builder no longer allocates (provenance R3)."""
     p = f.plan
     n, tile = p.n_blocks, p.cb(0).page_bytes
     num_x, num_y = (1, n) if p.transpose_mcast else (n, 1)
@@ -552,7 +554,7 @@ def _in0_block_sharded(f: _FactoryValues, k: dict) -> TtKernelArgs:
          int(p.transpose_mcast), p.in0_shard_w, p.per_core_m, p.in0_block_w, p.out_block_h, f.batch,
          0,                                     # fuse_op
          INTERLEAVED_L1, f.page["in0"], 0, 0),  # TensorAccessorArgs(in0) (see INTERLEAVED_L1), placeholder
-        {"cb_in0": 0, "cb_in0_sharded": 2, "cb_l1_array": 6}, {}, tuple(rt))
+        {"cb_in0": 0, "cb_in0_sharded": 2}, {}, tuple(rt))
 
 
 # kgen kernel -> the factory's args for TT-Metal's kernel in its place, per program factory.

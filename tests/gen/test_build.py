@@ -50,12 +50,8 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
         for f in cb["format_descriptors"]:
             row = next(c for c in plan_json["cbs"] if c["index"] == f["buffer_index"])
             assert f["data_format"] == row["data_format"]
-            if row["role"] == "l1 array":
-                # the 2D factory's scratch beside a block-sharded in0: CircularBufferConfig(32 * 2, Float16_b)
-                # with a 32 * 2-byte page, not a tile
-                assert f["page_size"] == row["page_bytes"] == 64 and f["buffer_index"] == 6
-            else:
-                assert f["page_size"] == TILE_BYTES[row["data_format"]] == row["page_bytes"]
+            # every CB's page is a tile (no 64-byte c_6: provenance R3)
+            assert f["page_size"] == TILE_BYTES[row["data_format"]] == row["page_bytes"]
             assert f["tile"] == {"height": 32, "width": 32, "transpose": False}
             sizes.add(row["total_bytes"])
         assert cb["total_size"] == max(sizes)

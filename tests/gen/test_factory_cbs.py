@@ -102,3 +102,18 @@ def test_split_n_port_checks(host_cxx, host_toolchain, tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert rc == 0 and data["passed"] is True, data["failures"]
     assert data["kgen"]["exact_match"] and data["tt_metal"]["exact_match"]
+
+
+def test_block_sharded_in0_has_no_l1_array_cb(tmp_path):
+    # create_program_mcast_in0_in1_spec (so 0x12348f0), the 2D builder ttnn.matmul 0.81.1 reaches, declares the
+    # buffers in0, in1, bias, out, intermed0, in0_sharded, intermed0_reload_alias and in0_transposed: no 64-byte
+    # L1 array (only the legacy ccl_fusion create_program_mcast_in0_in1, 0x1989b34, still makes
+    # CircularBufferConfig(0x40, {6: Float16_b})), and neither block-sharded reader in the wheel reads one.
+    # sharded_small (in0 block-sharded): c_0, c_1, c_2 on the in0 shard, c_4 on the out shard, c_5; nothing else.
+    from kgen.gen.build import build
+
+    p = plan(load(example("sharded_small")))
+    assert sorted(c.index for c in p.cbs) == [0, 1, 2, 4, 5]
+    manifest = json.loads((build(p.spec, tmp_path).path / "manifest.json").read_text())
+    indices = sorted(f["buffer_index"] for cb in manifest["cbs"] for f in cb["format_descriptors"])
+    assert indices == [0, 1, 2, 4, 5]

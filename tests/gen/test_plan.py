@@ -432,13 +432,14 @@ def sharded(arch="wormhole_b0", shape="256 x 256 x 512", grid="4 x 2", memory="i
 
 def test_block_sharded_cb_table_is_the_factorys():
     # matmul_multicore_reuse_mcast_2d_program_factory.cpp @0000d49e: c_2 = per_core_M * in0_shard_width_in_tiles
-    # in0 tiles globally allocated on in0; c_6 = 32 * 2 bytes of Float16_b; c_4 = per_core_M * per_core_N out
+    # in0 tiles globally allocated on in0 (and no 64-byte c_6 beside it: ttnn.matmul 0.81.1's 2D builder
+    # allocates none, tests/gen/test_factory_cbs.py); c_4 = per_core_M * per_core_N out
     # tiles globally allocated on the output when it is sharded. Mt = Nt = 8, Kt = 16 on 4 x 2 cores with
     # per_core 4 x 2: 4 N blocks along x, so each in0 shard is 4 x (16 / 4) tiles.
     p = plan(sharded())
     t = cb_table(p)
     assert t[2] == ("Float16_b", BF16, 4 * 4, 4 * 4 * BF16, "in0 shard") and p.cb(2).buffer == "in0"
-    assert t[6] == ("Float16_b", 64, 1, 64, "l1 array")
+    assert 6 not in t
     assert t[4][2] == 4 * 2 and p.cb(4).buffer == "out"
     assert p.in0_shard_w == 16 // 4
     # the shard specs ttnn needs: grid of the cores with work, shard shapes in elements, ROW_MAJOR

@@ -196,7 +196,8 @@ def test_block_sharded_in0_and_sharded_output_args_follow_the_factory(tmp_path):
     in0_block_size_bytes, in0_last_ktile_w, in0_last_ktile_h, num_blocks, out_num_blocks_x,
     out_num_blocks_y, sems, in0_mcast_num_dests = in0_mcast_num_cores = num_blocks_x, num_x, num_y,
     transpose_mcast, shard width, shard height, in0_block_w, in0_block_h, B, fuse_op}, named {cb_in0: c_0,
-    cb_in0_sharded: c_2, cb_l1_array: c_6}; the writers get OUT_SHARDED and no last_num_blocks args."""
+    cb_in0_sharded: c_2} (the two the kernel reads; @0000d49e's cb_l1_array = c_6 names a CB 0.81.1's 2D
+    builder does not allocate, provenance R3); the writers get OUT_SHARDED and no last_num_blocks args."""
     p, _, manifest = _manifest(_spec("sharded_small", tmp_path), tmp_path)
     args = tt_kernel_args(p, manifest)
     num_blocks_x, in0_block_num_tiles, tile = 4, 4 * 2, 2048
@@ -207,7 +208,7 @@ def test_block_sharded_in0_and_sharded_output_args_follow_the_factory(tmp_path):
         assert a.compile_time_args[:22] == (1, 1, in0_block_num_tiles, in0_block_num_tiles * tile, 0, 0, 16 // 2, 1, 1,
                                             sems["in0_sender"], sems["in0_receiver"], num_blocks_x, num_blocks_x,
                                             num_blocks_x, 1, 0, shard_w, shard_h, 2, 4, 1, 0)
-        assert a.named_compile_time_args == {"cb_in0": 0, "cb_in0_sharded": 2, "cb_l1_array": 6} and not a.defines
+        assert a.named_compile_time_args == {"cb_in0": 0, "cb_in0_sharded": 2} and not a.defines
         # runtime: sender_id = core.x; the row's rectangle, given end first on NOC 1; the row's NoC x list;
         # the row's NoC y
         for (x, y), rt in a.runtime_args:
