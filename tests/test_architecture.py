@@ -23,7 +23,7 @@ IR_READERS = ("gen/ir.py", "gen/render.py", "gen/verify.py", "gen/descriptors.py
 # The modules that name no op kind: they loop over the op table and dispatch on its columns (the CB, DST,
 # semaphore and fill effects, the index-bound rule, the cost term), so a kind is spelled only in
 # gen/optable.py (its OpKind) and by what builds ops (gen/lower.py, gen/dataflow/).
-KIND_FREE = ("gen/ir.py", "gen/render.py", "gen/verify.py", "gen/descriptors.py")
+KIND_FREE = ("gen/ir.py", "gen/render.py", "gen/verify.py", "gen/descriptors.py", "perf/model.py")
 # The templates render.py prints a Program with (ab's HTML report and the toolchain stand-ins are not).
 IR_TEMPLATES = ("compute", "dataflow", "common", "jit", "report/README.md.j2")
 

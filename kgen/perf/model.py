@@ -28,6 +28,7 @@ from typing import Mapping
 
 from kgen.gen import optable
 from kgen.gen.ir import CoreBlocking, Kernel, Op, Program, counted
+from kgen.gen.optable import OPS, Cost
 from kgen.gen.plan import CB_BIAS, CB_IN0, CB_PARTIALS
 from kgen.gen import dataflow as dataflows
 from kgen.core.types import Placement
@@ -53,13 +54,7 @@ LOCAL = "local"           # the core's own L1 (a shard block copied into a CB): 
 # A multicast receiver waits for its sender: it runs at the sender's pace (docs/reference/matmul.md §2.4).
 PACED_BY = dataflows.PACED_BY
 
-# Ops that (re)configure a TRISC thread, and the CB and DST handshakes, from the op table.
-_RECONFIG_OPS = optable.kinds_in(*optable.CONFIGURING)
-_CB_OPS = optable.kinds_in(optable.CB_PROTOCOL, optable.DST_PROTOCOL)
-# a relay's ops that take a K-block out of this core's shard, and those a hand-over is priced by
-_FROM_SHARD = frozenset({"copy_shard", "mcast_shard"})
-_HAND_OVER_OPS = _FROM_SHARD | {"noc_read_barrier", "sem_wait", "mcast_cb", "mcast_sem_set", "mcast_sem_set_loopback",
-                                "noc_writes_flushed"}
+# the processor of the TRISC thread an op's row names
 _THREAD = {optable.UNPACK: UNPACK, optable.MATH: MATH, optable.PACK: PACK}
 
 
@@ -156,44 +151,70 @@ class _KernelCost:
         # before the previous one arrived, so the hand-over's latencies (copy, semaphore round trip,
         # multicast landing) are paid per block by every core of the line, not once per fill. A hand-over
         # is the block (reserve to push) that takes from the shard.
-        kinds = {o.kind for o, _ in counted(kernel.body)}
-        self.relay = bool(kinds & _FROM_SHARD) and "sem_inc" in kinds
+        rows = [OPS[o.kind] for o, _ in counted(kernel.body)]
+        self.relay = any(r.from_shard for r in rows) and any(r.sem == optable.SEM_INCREMENTS for r in rows)
         self.relay_sends, self.relay_receives, self.relay_send_cycles = 0, 0, 0.0
         self._first_mcast = self._from_shard = False
         self._block_cycles = 0.0
+        self._l1_acc = False          # the packer accumulates into L1 (pack_l1_acc)
+        if kernel.processor == "TRISC":
+            self._compute_ops(kernel)
+        else:
+            self._dataflow_ops(kernel)
+
+    def _compute_ops(self, kernel: Kernel) -> None:
+        """Every op of the compute kernel priced by its row's cost term, the stages it opens and closes kept."""
         previous: Op | None = None
-        l1_acc = untilizing = False
+        untilizing = False
         for o, n in counted(kernel.body):
-            if o.kind == "pack_l1_acc":
-                l1_acc = bool(o["enable"])
-            if kernel.processor == "TRISC":
-                if o.kind in ("add_bcast_rows_init", "matmul_init"):
-                    self.bias_stage = o.kind == "add_bcast_rows_init"
-                # The untilize stage runs once per out block after its K loop, a phase of its own: its math
-                # hands each DST section to the packer and waits for it (half-sync DST), so the phase runs
-                # at its slowest thread, the packer, while the FPU idles; it is no K-block's work.
-                untilizing = untilizing or o.kind == "pack_untilize_init"
-                before = {p: self.total(p) for p in (UNPACK, MATH, PACK)}
-                self._compute_op(o, n, l1_acc)
-                if untilizing:
-                    for p in before:
-                        self.epilogue[p] += self.total(p) - before[p]
-                    if o.kind == "tile_regs_acquire":
-                        self.epilogue_sections += n
-                untilizing = untilizing and o.kind != "pack_untilize_uninit"
-                # TT's L1-accumulation flow pops a block's partials without reading them, to rewind the
-                # FIFO: that wait needs the block's last subblock packed (docs/reference/matmul.md §1.6)
-                if (o.kind == "cb_pop_front" and o["cb"] == CB_PARTIALS and previous is not None
-                        and previous.kind == "cb_wait_front" and previous["cb"] == CB_PARTIALS):
-                    self.rewound += n
-                previous = o
-            else:
-                before = self.total(kernel.processor)
-                self._dataflow_op(o, n, kernel.processor)
-                if self.relay and o.kind in _HAND_OVER_OPS:
-                    self._block_cycles += self.total(kernel.processor) - before
-                if self.relay and o.kind == "sem_inc":
-                    self.relay_receives += n
+            row = OPS[o.kind]
+            if row.category == optable.L1_ACC_SWITCH:
+                self._l1_acc = bool(o["enable"])
+            if row.opens in (optable.STAGE_BIAS, optable.STAGE_MATMUL):
+                self.bias_stage = row.opens == optable.STAGE_BIAS
+            # The untilize stage runs once per out block after its K loop, a phase of its own: its math
+            # hands each DST section to the packer and waits for it (half-sync DST), so the phase runs
+            # at its slowest thread, the packer, while the FPU idles; it is no K-block's work.
+            untilizing = untilizing or row.opens == optable.STAGE_UNTILIZE
+            before = {p: self.total(p) for p in (UNPACK, MATH, PACK)}
+            rule = _COMPUTE_RULES.get(row.cost)
+            if rule is not None:
+                rule(self, o, n)
+            if untilizing:
+                for p in before:
+                    self.epilogue[p] += self.total(p) - before[p]
+                if row.dst == optable.ACQUIRE:
+                    self.epilogue_sections += n
+            untilizing = untilizing and row.closes != optable.STAGE_UNTILIZE
+            # TT's L1-accumulation flow pops a block's partials without reading them, to rewind the
+            # FIFO: that wait needs the block's last subblock packed (docs/reference/matmul.md §1.6)
+            if (row.cb == optable.CB_POP and o["cb"] == CB_PARTIALS and previous is not None
+                    and OPS[previous.kind].cb == optable.CB_WAIT and previous["cb"] == CB_PARTIALS):
+                self.rewound += n
+            previous = o
+
+    def _dataflow_ops(self, kernel: Kernel) -> None:
+        """Every op of a data-movement kernel priced by its row's cost term, a relay's hand-overs kept."""
+        processor = kernel.processor
+        for o, n in counted(kernel.body):
+            row = OPS[o.kind]
+            before = self.total(processor)
+            if row.feeds:
+                self.feeds_inputs = True
+            if self.relay and row.cb == optable.CB_RESERVE:
+                self._block_cycles, self._from_shard = 0.0, False       # a block starts: a hand-over or a receive
+            if self.relay and row.cb == optable.CB_PUSH and self._from_shard:
+                self.relay_send_cycles += self._block_cycles            # a relay's hand-over ends with its push
+                self._from_shard = False
+            if self.relay and row.from_shard:
+                self._start_hand_over(n)      # a hand-over starts (the receivers' increments arrive meanwhile)
+            rule = _DATAFLOW_RULES.get(row.cost)
+            if rule is not None:
+                rule(self, o, n, processor)
+            if self.relay and row.hand_over:
+                self._block_cycles += self.total(processor) - before
+            if self.relay and row.sem == optable.SEM_INCREMENTS:
+                self.relay_receives += n
 
     def add(self, processor: str, kind: str, cycles: float) -> None:
         self.busy[processor][kind] += cycles
@@ -201,199 +222,217 @@ class _KernelCost:
     def _format(self, cb: int) -> str:
         return self.formats[cb]
 
-    def _compute_op(self, o: Op, n: int, l1_acc: bool) -> None:
+    # -- the compute kernel's cost terms ---------------------------------------------------------
+
+    def _matmul(self, o: Op, n: int) -> None:
         c, flags = self.costs, self.program.compute
-        k = o.kind
-        if k == "matmul_block":
-            rt, ct = int(o["rt"]), int(o["ct"])
-            per_tile = c.matmul_tile_cycles(flags.math_fidelity, flags.fp32_dest_acc)
-            self.add(MATH, "math", n * (rt * ct * per_tile + c.math.overhead_per_call))
-            (held, _), (streamed, _) = optable.matmul_unpacks(o)
-            held_tiles, streamed_tiles, refills = c.matmul_unpack_counts(rt, ct)
-            unpack = c.unpack_matmul(self._format(o[held]), held_tiles, self._format(o[streamed]), streamed_tiles)
-            self.add(UNPACK, "unpack", n * unpack)
-            # a pass that held two tiles refills its source register after its last product: the unpacker
-            # and the FPU both wait for that held tile's unpack
-            refill = n * refills * c.unpack_tile(self._format(o[held]))
-            if refill:
-                self.add(UNPACK, "sync", refill)
-                self.add(MATH, "sync", refill)
-        elif k in ("copy_block", "copy_tile"):
-            tiles = optable.work_of(o).unpack_tiles
-            unpack = n * tiles * c.unpack_tile(self._format(o["cb"]))
-            copy = n * tiles * c.math.datacopy_cycles_per_tile
-            self.add(UNPACK, "unpack", unpack)
-            self.add(MATH, "math", copy)
-            self.policy["reload"] += unpack + copy
-        elif k == "add_bcast_rows":
-            unpack = n * (c.unpack_tile(self._format(o["a"])) + c.unpack_tile(self._format(o["b"])))
-            self.add(UNPACK, "unpack", unpack)
-            self.add(MATH, "math", n * c.math.eltwise_cycles_per_tile)
-            # the bias stage runs once per out block after its K loop, not per K-block
-            self.epilogue[UNPACK] += unpack
-            self.epilogue[MATH] += n * c.math.eltwise_cycles_per_tile
-        elif k in ("pack_block", "pack_tile"):
-            tiles = optable.work_of(o).pack_tiles
-            fmt = self._format(o["cb"])
-            plain = c.pack_tile(fmt, False)
-            cycles = n * (tiles * c.pack_tile(fmt, l1_acc) + c.pack.overhead_per_call)
-            self.add(PACK, "pack", cycles)
-            if l1_acc:
-                self.policy["l1_acc"] += n * tiles * (c.pack_tile(fmt, True) - plain)
-            if o["cb"] == CB_PARTIALS:
-                self.policy["partials_pack"] += cycles
-        elif k == "pack_untilize_dest":
-            ct = int(o["block_ct"])
-            rows = int(o["rows"])
-            self.add(PACK, "pack", n * rows * (ct * c.pack.untilize_cycles_per_tile + c.pack.untilize_cycles_per_block / ct))
-        elif k in _RECONFIG_OPS:
-            self.add(_THREAD[optable.OPS[k].thread], "sync", n * c.sync.reconfig)
-        elif k == "tile_regs_acquire":
-            self.sections += n
-            self.add(MATH, "sync", n * c.sync.dst_section / 2)
-        elif k == "tile_regs_wait":
-            self.add(PACK, "sync", n * c.sync.dst_section / 2)
-        elif k == "activation_apply":
-            # waits for the DST section as tile_regs_wait does, then runs the activation on the pack thread
-            self.add(PACK, "sync", n * c.sync.dst_section / 2)
-            sfpu = n * optable.work_of(o).sfpu_tiles * sfpu_tile_cycles(str(o["activation"]), flags.fp32_dest_acc)
-            self.add(PACK, "sfpu", sfpu)
-            if self.bias_stage:                   # applied in the bias stage: once per out block, after the K loop
-                self.epilogue[PACK] += sfpu
-        elif k in _CB_OPS:
-            if k == "cb_wait_front" and o["cb"] == CB_IN0:
-                self.blocks += n
-            # the front's handshakes are the unpacker's, the back's and DST's remaining ones the packer's
-            self.add(UNPACK if optable.OPS[k].cb in ("wait", "pop") else PACK, "sync", n * c.sync.cb_op)
+        rt, ct = int(o["rt"]), int(o["ct"])
+        per_tile = c.matmul_tile_cycles(flags.math_fidelity, flags.fp32_dest_acc)
+        self.add(MATH, "math", n * (rt * ct * per_tile + c.math.overhead_per_call))
+        (held, _), (streamed, _) = optable.matmul_unpacks(o)
+        held_tiles, streamed_tiles, refills = c.matmul_unpack_counts(rt, ct)
+        unpack = c.unpack_matmul(self._format(o[held]), held_tiles, self._format(o[streamed]), streamed_tiles)
+        self.add(UNPACK, "unpack", n * unpack)
+        # a pass that held two tiles refills its source register after its last product: the unpacker
+        # and the FPU both wait for that held tile's unpack
+        refill = n * refills * c.unpack_tile(self._format(o[held]))
+        if refill:
+            self.add(UNPACK, "sync", refill)
+            self.add(MATH, "sync", refill)
 
-    def _dataflow_op(self, o: Op, n: int, processor: str) -> None:
+    def _reload(self, o: Op, n: int) -> None:
         c = self.costs
-        k = o.kind
-        if k in ("read_tiles", "read_bank_tiles", "copy_shard", "mcast_cb", "mcast_shard", "sem_wait", "sem_inc"):
-            self.feeds_inputs = True
-        if self.relay and k == "cb_reserve_back":
-            self._block_cycles, self._from_shard = 0.0, False       # a block starts: a hand-over or a receive
-        if self.relay and k == "cb_push_back" and self._from_shard:
-            self.relay_send_cycles += self._block_cycles            # a relay's hand-over ends with its push
-            self._from_shard = False
-        if k in ("copy_shard", "read_tiles", "read_bank_tiles", "noc_read_barrier"):
-            self._read_op(o, n, processor)
-        elif k in ("write_tiles", "write_rows", "noc_write_barrier"):
-            self._write_op(o, n, processor)
-        elif k in ("mcast_cb", "mcast_shard", "mcast_sem_set", "mcast_sem_set_loopback"):
-            self._mcast_op(o, n, processor)
-        elif k in ("sem_wait", "sem_inc"):
-            # In steady state the double-buffered CBs let the handshake of block b+1 overlap block b:
-            # a wait finds its value and an increment is posted; the one-way latency is paid per fill.
-            self.add(processor, "noc", n * c.sync.cb_op)
-            self.fill_latency = max(self.fill_latency, c.multicast.semaphore_latency)
-        elif k in ("sem_set", "noc_writes_flushed") or k in _CB_OPS:
-            self.add(processor, "sync", n * c.sync.cb_op)
+        tiles = optable.work_of(o).unpack_tiles
+        unpack = n * tiles * c.unpack_tile(self._format(o["cb"]))
+        copy = n * tiles * c.math.datacopy_cycles_per_tile
+        self.add(UNPACK, "unpack", unpack)
+        self.add(MATH, "math", copy)
+        self.policy["reload"] += unpack + copy
 
-    def _read_op(self, o: Op, n: int, processor: str) -> None:
-        """A read into an input CB: from this core's shard, from DRAM or L1, or its barrier."""
+    def _bias_add(self, o: Op, n: int) -> None:
         c = self.costs
-        k = o.kind
-        tensors = self.tensors
-        if k == "copy_shard":
-            # a block of this core's L1 shard into the input CB: local L1 reads, no DRAM (a sharded in0)
-            nbytes = int(o["rows"]) * int(o["cols"]) * int(o["page_bytes"])
-            self.last_read = LOCAL
-            self.add(processor, "noc", n * nbytes / c.l1.read_bytes_per_cycle)
-            self.last_read_cb = o["cb"]
-            if self.relay:      # a hand-over starts (the receivers' increments arrive meanwhile)
-                self._start_hand_over(n)
-        elif k == "read_tiles":
-            tiles = optable.work_of(o).noc_read_tiles
-            page = tensors[o["tensor"]].page_bytes
-            where = self.last_read = self.placement.get(o["tensor"], DRAM)
-            if where in (DRAM, BANK):
-                # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile);
-                # a bank-local read at its own bank's share of the card
-                rate = self.read_rate if where == DRAM else c.dram_bank_read_bytes_per_cycle()
-                per_tile = max(page / rate, c.dram.cycles_per_read_request)
-                self.dram_bytes += n * tiles * page
-                self.dram_read_bytes += n * tiles * page
-                self.dram_read_requests += n * tiles
-            else:
-                per_tile = page / c.l1.read_bytes_per_cycle if where == L1 else 0.0   # sharded: already in the CB
-            self.add(processor, "dram" if where in (DRAM, BANK) else "noc", n * tiles * per_tile)
-            self.last_read_cb = o["cb"]
-            if o["cb"] == CB_BIAS:
-                self.tail_cycles += n * tiles * per_tile
-        elif k == "read_bank_tiles":
-            # one read of a bank's own shard at that bank's bandwidth, in NoC bursts of at most
-            # noc_max_burst_bytes, each one request of the endpoint
-            nbytes = int(o["tiles"]) * int(o["page_bytes"])
-            requests = -(-nbytes // self.program.arch.noc_max_burst_bytes)
-            self.last_read = BANK
+        unpack = n * (c.unpack_tile(self._format(o["a"])) + c.unpack_tile(self._format(o["b"])))
+        self.add(UNPACK, "unpack", unpack)
+        self.add(MATH, "math", n * c.math.eltwise_cycles_per_tile)
+        # the bias stage runs once per out block after its K loop, not per K-block
+        self.epilogue[UNPACK] += unpack
+        self.epilogue[MATH] += n * c.math.eltwise_cycles_per_tile
+
+    def _pack(self, o: Op, n: int) -> None:
+        c, l1_acc = self.costs, self._l1_acc
+        tiles = optable.work_of(o).pack_tiles
+        fmt = self._format(o["cb"])
+        plain = c.pack_tile(fmt, False)
+        cycles = n * (tiles * c.pack_tile(fmt, l1_acc) + c.pack.overhead_per_call)
+        self.add(PACK, "pack", cycles)
+        if l1_acc:
+            self.policy["l1_acc"] += n * tiles * (c.pack_tile(fmt, True) - plain)
+        if o["cb"] == CB_PARTIALS:
+            self.policy["partials_pack"] += cycles
+
+    def _untilize(self, o: Op, n: int) -> None:
+        c = self.costs
+        ct = int(o["block_ct"])
+        rows = int(o["rows"])
+        self.add(PACK, "pack",
+                 n * rows * (ct * c.pack.untilize_cycles_per_tile + c.pack.untilize_cycles_per_block / ct))
+
+    def _reconfig(self, o: Op, n: int) -> None:
+        self.add(_THREAD[OPS[o.kind].thread], "sync", n * self.costs.sync.reconfig)
+
+    def _dst_acquire(self, o: Op, n: int) -> None:
+        self.sections += n
+        self.add(MATH, "sync", n * self.costs.sync.dst_section / 2)
+
+    def _dst_wait(self, o: Op, n: int) -> None:
+        self.add(PACK, "sync", n * self.costs.sync.dst_section / 2)
+
+    def _sfpu(self, o: Op, n: int) -> None:
+        # waits for the DST section as tile_regs_wait does, then runs the activation on the pack thread
+        c, flags = self.costs, self.program.compute
+        self.add(PACK, "sync", n * c.sync.dst_section / 2)
+        sfpu = n * optable.work_of(o).sfpu_tiles * sfpu_tile_cycles(str(o["activation"]), flags.fp32_dest_acc)
+        self.add(PACK, "sfpu", sfpu)
+        if self.bias_stage:                   # applied in the bias stage: once per out block, after the K loop
+            self.epilogue[PACK] += sfpu
+
+    def _compute_handshake(self, o: Op, n: int) -> None:
+        effect = OPS[o.kind].cb
+        if effect == optable.CB_WAIT and o["cb"] == CB_IN0:
+            self.blocks += n
+        # the front's handshakes are the unpacker's, the back's and DST's remaining ones the packer's
+        self.add(UNPACK if effect in (optable.CB_WAIT, optable.CB_POP) else PACK, "sync", n * self.costs.sync.cb_op)
+
+    # -- the data-movement kernels' cost terms ----------------------------------------------------
+
+    def _handshake(self, o: Op, n: int, processor: str) -> None:
+        self.add(processor, "sync", n * self.costs.sync.cb_op)
+
+    def _sem_handshake(self, o: Op, n: int, processor: str) -> None:
+        # In steady state the double-buffered CBs let the handshake of block b+1 overlap block b:
+        # a wait finds its value and an increment is posted; the one-way latency is paid per fill.
+        c = self.costs
+        self.add(processor, "noc", n * c.sync.cb_op)
+        self.fill_latency = max(self.fill_latency, c.multicast.semaphore_latency)
+
+    def _shard_copy(self, o: Op, n: int, processor: str) -> None:
+        # a block of this core's L1 shard into the input CB: local L1 reads, no DRAM (a sharded in0)
+        nbytes = int(o["rows"]) * int(o["cols"]) * int(o["page_bytes"])
+        self.last_read = LOCAL
+        self.add(processor, "noc", n * nbytes / self.costs.l1.read_bytes_per_cycle)
+        self.last_read_cb = o["cb"]
+
+    def _tile_read(self, o: Op, n: int, processor: str) -> None:
+        c = self.costs
+        tiles = optable.work_of(o).noc_read_tiles
+        page = self.tensors[o["tensor"]].page_bytes
+        where = self.last_read = self.placement.get(o["tensor"], DRAM)
+        if where in (DRAM, BANK):
+            # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile);
+            # a bank-local read at its own bank's share of the card
+            rate = self.read_rate if where == DRAM else c.dram_bank_read_bytes_per_cycle()
+            per_tile = max(page / rate, c.dram.cycles_per_read_request)
+            self.dram_bytes += n * tiles * page
+            self.dram_read_bytes += n * tiles * page
+            self.dram_read_requests += n * tiles
+        else:
+            per_tile = page / c.l1.read_bytes_per_cycle if where == L1 else 0.0   # sharded: already in the CB
+        self.add(processor, "dram" if where in (DRAM, BANK) else "noc", n * tiles * per_tile)
+        self.last_read_cb = o["cb"]
+        if o["cb"] == CB_BIAS:
+            self.tail_cycles += n * tiles * per_tile
+
+    def _bank_read(self, o: Op, n: int, processor: str) -> None:
+        # one read of a bank's own shard at that bank's bandwidth, in NoC bursts of at most
+        # noc_max_burst_bytes, each one request of the endpoint
+        c = self.costs
+        nbytes = int(o["tiles"]) * int(o["page_bytes"])
+        requests = -(-nbytes // self.program.arch.noc_max_burst_bytes)
+        self.last_read = BANK
+        self.dram_bytes += n * nbytes
+        self.dram_read_bytes += n * nbytes
+        self.dram_read_requests += n * requests
+        self.add(processor, "dram", n * max(nbytes / c.dram_bank_read_bytes_per_cycle(),
+                                            requests * c.dram.cycles_per_read_request))
+        self.last_read_cb = o["cb"]
+
+    def _read_barrier(self, o: Op, n: int, processor: str) -> None:
+        c = self.costs
+        latency = {DRAM: c.dram.read_latency, BANK: c.dram.read_latency, L1: c.l1.read_latency,
+                   LOCAL: c.l1.local_read_latency}.get(self.last_read, 0.0)
+        self.add(processor, "dram" if self.last_read in (DRAM, BANK) else "noc", n * latency)
+        if self.last_read_cb == CB_BIAS:
+            self.tail_cycles += n * latency
+
+    def _tile_write(self, o: Op, n: int, processor: str) -> None:
+        self._write(o, n, processor, int(o["rows"]) * int(o["cols"]) * self.tensors[o["tensor"]].page_bytes)
+
+    def _row_write(self, o: Op, n: int, processor: str) -> None:
+        self._write(o, n, processor, int(o["rows"]) * int(o["row_bytes"]))
+
+    def _write(self, o: Op, n: int, processor: str, nbytes: int) -> None:
+        """A write of output pages or rows, `nbytes` a call."""
+        c = self.costs
+        where = self.last_write = self.placement.get(o["tensor"], DRAM)
+        if where == DRAM:
             self.dram_bytes += n * nbytes
-            self.dram_read_bytes += n * nbytes
-            self.dram_read_requests += n * requests
-            self.add(processor, "dram", n * max(nbytes / c.dram_bank_read_bytes_per_cycle(),
-                                                requests * c.dram.cycles_per_read_request))
-            self.last_read_cb = o["cb"]
-        elif k == "noc_read_barrier":
-            latency = {DRAM: c.dram.read_latency, BANK: c.dram.read_latency, L1: c.l1.read_latency,
-                       LOCAL: c.l1.local_read_latency}.get(self.last_read, 0.0)
-            self.add(processor, "dram" if self.last_read in (DRAM, BANK) else "noc", n * latency)
-            if self.last_read_cb == CB_BIAS:
-                self.tail_cycles += n * latency
+        rate = {DRAM: self.write_rate, L1: c.l1.write_bytes_per_cycle}.get(where)
+        cycles = n * nbytes / rate if rate else 0.0
+        self.add(processor, "dram" if where == DRAM else "noc", cycles)
+        self.write_cycles += cycles
+        self.writes += n
+        self.write_bytes += n * nbytes
+        self.write_cb = o["cb"]
 
-    def _write_op(self, o: Op, n: int, processor: str) -> None:
-        """A write of output pages or rows, or its barrier."""
+    def _write_barrier(self, o: Op, n: int, processor: str) -> None:
         c = self.costs
-        k = o.kind
-        tensors = self.tensors
-        if k in ("write_tiles", "write_rows"):
-            nbytes = (int(o["rows"]) * int(o["cols"]) * tensors[o["tensor"]].page_bytes if k == "write_tiles"
-                      else int(o["rows"]) * int(o["row_bytes"]))
-            where = self.last_write = self.placement.get(o["tensor"], DRAM)
-            if where == DRAM:
-                self.dram_bytes += n * nbytes
-            rate = {DRAM: self.write_rate, L1: c.l1.write_bytes_per_cycle}.get(where)
-            cycles = n * nbytes / rate if rate else 0.0
-            self.add(processor, "dram" if where == DRAM else "noc", cycles)
-            self.write_cycles += cycles
-            self.writes += n
-            self.write_bytes += n * nbytes
-            self.write_cb = o["cb"]
-        elif k == "noc_write_barrier":
-            latency = {DRAM: c.dram.write_latency, L1: c.l1.write_latency}.get(self.last_write, 0.0)
-            self.add(processor, "dram" if self.last_write == DRAM else "noc", n * latency)
-            self.write_cycles += n * latency
+        latency = {DRAM: c.dram.write_latency, L1: c.l1.write_latency}.get(self.last_write, 0.0)
+        self.add(processor, "dram" if self.last_write == DRAM else "noc", n * latency)
+        self.write_cycles += n * latency
 
     def _start_hand_over(self, n: int) -> None:
         self.relay_sends += n
         self._from_shard, self._first_mcast = True, True
 
-    def _mcast_op(self, o: Op, n: int, processor: str) -> None:
-        """A multicast of a CB's block (from the CB, or straight out of this core's shard with loopback),
-        or of a semaphore's value."""
+    def _data_mcast(self, o: Op, n: int, processor: str) -> None:
+        """A multicast of a CB's block (from the CB, or straight out of this core's shard with loopback)."""
+        # the sender goes on once the data is issued; its landing (the flag follows the data on the
+        # same path) delays the receivers once per fill (per block in a relay)
         c = self.costs
-        k = o.kind
-        if k == "mcast_shard" and self.relay:
-            self._start_hand_over(n)
-        if k in ("mcast_cb", "mcast_shard"):
-            # the sender goes on once the data is issued; its landing (the flag follows the data on the
-            # same path) delays the receivers once per fill (per block in a relay)
-            dests = int(o["num_dests"])
-            if self.relay and self._first_mcast:
-                # the line waits for the landing only where the sender changes: a core that sends several
-                # K-blocks in a row copies the next while the last one is in flight
-                p = self.program.blocking
-                in_a_row = max(1, p.in0_shard_w // p.in0_block_w)
-                self._first_mcast = False
-                self.add(processor, "noc", n * c.multicast_landing(dests) / in_a_row)
-            self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), dests))
-            if o["cb"] == CB_BIAS:
-                self.tail_cycles += n * c.multicast_cycles(int(o["bytes"]), dests)
-            self.fill_latency = max(self.fill_latency, c.multicast_landing(dests))
-        elif k in ("mcast_sem_set", "mcast_sem_set_loopback"):
-            self.add(processor, "noc", n * c.multicast_issue(int(o["num_dests"])))
+        dests = int(o["num_dests"])
+        if self.relay and self._first_mcast:
+            # the line waits for the landing only where the sender changes: a core that sends several
+            # K-blocks in a row copies the next while the last one is in flight
+            p = self.program.blocking
+            in_a_row = max(1, p.in0_shard_w // p.in0_block_w)
+            self._first_mcast = False
+            self.add(processor, "noc", n * c.multicast_landing(dests) / in_a_row)
+        self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), dests))
+        if o["cb"] == CB_BIAS:
+            self.tail_cycles += n * c.multicast_cycles(int(o["bytes"]), dests)
+        self.fill_latency = max(self.fill_latency, c.multicast_landing(dests))
+
+    def _sem_mcast(self, o: Op, n: int, processor: str) -> None:
+        self.add(processor, "noc", n * self.costs.multicast_issue(int(o["num_dests"])))
 
     def total(self, processor: str) -> float:
         return sum(self.busy[processor].values())
+
+
+# The op table's cost terms (its `cost` column) and the rule that prices each: a compute kernel's ops on
+# the TRISC threads, a data-movement kernel's on its RISC-V. tests/perf/test_model.py checks every row's
+# term has a rule for the processors it runs on.
+_COMPUTE_RULES = {Cost.MATMUL: _KernelCost._matmul, Cost.RELOAD: _KernelCost._reload,
+                  Cost.BIAS_ADD: _KernelCost._bias_add, Cost.PACK: _KernelCost._pack,
+                  Cost.UNTILIZE: _KernelCost._untilize, Cost.RECONFIG: _KernelCost._reconfig,
+                  Cost.DST_ACQUIRE: _KernelCost._dst_acquire, Cost.DST_WAIT: _KernelCost._dst_wait,
+                  Cost.SFPU: _KernelCost._sfpu, Cost.HANDSHAKE: _KernelCost._compute_handshake}
+_DATAFLOW_RULES = {Cost.HANDSHAKE: _KernelCost._handshake, Cost.SEM_HANDSHAKE: _KernelCost._sem_handshake,
+                   Cost.SHARD_COPY: _KernelCost._shard_copy, Cost.TILE_READ: _KernelCost._tile_read,
+                   Cost.BANK_READ: _KernelCost._bank_read, Cost.READ_BARRIER: _KernelCost._read_barrier,
+                   Cost.TILE_WRITE: _KernelCost._tile_write, Cost.ROW_WRITE: _KernelCost._row_write,
+                   Cost.WRITE_BARRIER: _KernelCost._write_barrier, Cost.DATA_MCAST: _KernelCost._data_mcast,
+                   Cost.SEM_MCAST: _KernelCost._sem_mcast}
 
 
 # ----------------------------------------------------------------------------------------------

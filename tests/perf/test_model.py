@@ -177,6 +177,20 @@ matmul t {{
     assert predict(verified(spec(w=4))).blocks == 2 * predict(verified(spec(w=8))).blocks
 
 
+def test_every_op_kind_has_a_cost_rule_where_it_runs():
+    # the op table's cost column names the rule the model prices an op by: every row names one, and the
+    # model has that rule for the processors the op runs on (compute, data movement, or both: the CB ops)
+    from kgen.gen.optable import COMPUTE, DATAFLOW, OPS
+    from kgen.perf.model import _COMPUTE_RULES, _DATAFLOW_RULES
+
+    for kind, row in OPS.items():
+        assert row.cost is not None, kind
+        if row.processor != DATAFLOW:
+            assert row.cost in _COMPUTE_RULES, f"{kind}: no compute rule for {row.cost}"
+        if row.processor != COMPUTE:
+            assert row.cost in _DATAFLOW_RULES, f"{kind}: no data-movement rule for {row.cost}"
+
+
 def test_matmul_block_passes_are_llks_per_arch():
     # tt-llk (tt-metal v0.81.1) llk_unpack_AB_matmul.h: Wormhole loads the held operand two tiles per pass,
     # one into each bank of its source register ("load one more tile"), and streams max(rt, ct) tiles of
