@@ -15,9 +15,10 @@ and the bound on |out - ref|, one term per stage the element went through:
   flow with a zero bias row, no ReLU and no activation (same formats, fidelity, K-blocking and
   accumulation), plus one ULP of the output format at g (DST held the value before it was rounded
   to the output);
-* a fused bias: one ULP at the larger operand of the format the FPU adds in (DST's, or TF32 with
-  an FP32 DST: both operands come from the 19-bit source registers and the sum is aligned to the
-  larger), and one of TF32 at the bias when the bias is Float32 (it reaches SrcB as TF32);
+* a fused bias: one ULP, at the largest of the two operands and their sum, of the format the FPU
+  adds in (DST's, or TF32 with an FP32 DST: both operands come from the 19-bit source registers and
+  the sum is aligned to the larger), and one of TF32 at the bias when the bias is Float32 (it
+  reaches SrcB as TF32);
 * an activation f: its Lipschitz constant times the error of its input (plus its step, for a
   function defined piecewise that steps at a boundary: softplus's threshold), plus the accuracy of TT's
   SFPU code for f, its result stored back to DST (configs/oracle/activation_accuracy.toml: measured
@@ -314,8 +315,10 @@ def check(out: np.ndarray, product: np.ndarray, plain: np.ndarray, bias: np.ndar
             row = np.asarray(bias, np.float64)[None, :]
             pre = pre + row
             # the FPU adds two source-register operands (19 bits: TF32's mantissa with an FP32 DST),
-            # aligned to the larger: one ULP of the larger operand (the sum may cancel far below it)
-            larger = np.maximum(np.abs(product), np.abs(row))
+            # aligned to the larger: one ULP of the largest of the operands and the sum (it may
+            # cancel far below them, or carry above them); the matmul's operand is the partials,
+            # which `plain` holds, not the exact product
+            larger = np.maximum(np.maximum(np.abs(plain64), np.abs(row)), np.abs(plain64 + row))
             err = err + ulp(larger, "Tf32" if n.fp32_dest_acc else dst) + (
                 ulp(row, "Tf32") if n.bias_format == "Float32" else 0.0)
             stages.append("bias")
