@@ -550,8 +550,6 @@ FULL_SYNC_DROPPED = frozenset({Factory.MCAST_1D})
 # kgen does not generate, keeps it). The DRAM-sharded config is not checked; its factory picks the
 # subblock itself, within the half-sync DST either way.
 SUBBLOCK_BOUND_HALF_SYNC = frozenset({Factory.REUSE, Factory.MCAST_2D, Factory.MCAST_1D})
-_FACTORY_NAMES = {Factory.REUSE: "reuse", Factory.MCAST_2D: "2D multicast", Factory.MCAST_1D: "1D multicast",
-                  Factory.DRAM_SHARDED: "DRAM-sharded"}
 
 
 def factory_departures(p: Plan) -> tuple[str, ...]:
@@ -563,7 +561,7 @@ def factory_departures(p: Plan) -> tuple[str, ...]:
     if not c.dst_full_sync:
         return ()
     factory = p.dataflow.factory
-    name = _FACTORY_NAMES[factory]
+    name = factory.label
     out = []
     if factory in FULL_SYNC_DROPPED:
         out.append(f"dst_full_sync = true: TT-Metal's {name} factory compiles SyncHalf whatever is asked (its "

@@ -26,6 +26,12 @@ class Factory(Enum):
     MCAST_1D = "matmul_multicore_reuse_mcast_1d_program_factory.cpp"
     DRAM_SHARDED = "matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp"
 
+    @property
+    def label(self) -> str:
+        """The factory as a sentence names it ("TT-Metal's 2D multicast factory")."""
+        return {Factory.REUSE: "reuse", Factory.MCAST_2D: "2D multicast", Factory.MCAST_1D: "1D multicast",
+                Factory.DRAM_SHARDED: "DRAM-sharded"}[self]
+
 
 @dataclass(frozen=True)
 class Layout:
