@@ -38,6 +38,7 @@ from kgen.gen.ir import Program, counted
 from kgen.gen.optable import DATACOPY, L1_ACC_SWITCH, MATMUL, OPS, PACK_OP, RECONFIG, work_of
 from kgen.gen.plan import CB_PARTIALS, Plan
 from kgen.gen.spec import SpecFile, numeric_keys, override_entry, resolve, with_variant
+from kgen.perf.abbase import BASE, SpecBase, spec_base
 from kgen.perf.model import Prediction, predict
 from kgen.perf.abverdict import (RESOLUTION, Difference, Effect, Verdict, effects,  # noqa: F401
                                   pairwise_differences, verdict)
@@ -47,7 +48,6 @@ from kgen.proof.oracle import Float64Check
 DISTRIBUTIONS = ("random", "mixed", "all_ones", "positive")
 PROXY_ROWS = PROXY_COLS = TILE_HW          # outputs per distribution of the K-faithful proxy
 SWEEP_DIMS = {"M": 0, "N": 1, "K": 2}      # positions in `shape = M x N x K`
-BASE = "base"
 
 # Op kinds of the comparison, in print order.
 OP_KINDS = ("unpack tiles", "matmul_block", "pack tiles", "partials pack tiles", "reload copies", "reload tiles",
@@ -212,6 +212,13 @@ class Comparison:
     rows: tuple[Row, ...]
     differences: tuple[Difference, ...]
     verdict_facts: tuple[Verdict, ...]
+    base: str = BASE                  # the row of the spec as written, which every variant is compared with
+    base_note: str = ""               # with --vary: which row that is, or that it was added
+
+    def base_at(self, sweep: int | None) -> Row:
+        """The base's row at a sweep value; the first legal row there when the base is illegal."""
+        at = [r for r in self.legal if r.sweep == sweep]
+        return next((r for r in at if r.variant == self.base), at[0])
 
     @property
     def verdicts(self) -> tuple[str, ...]:
@@ -291,21 +298,31 @@ class AbVariant:
     variant: str
     file_variant: str | None          # the spec's own variant it starts from
     overrides: tuple[tuple[str, str], ...]
+    as_written: bool = False          # the spec as written, added to --vary's rows: `overrides` only name its values
 
 
 def candidates(spec: SpecFile, vary: Sequence[tuple[str, Sequence[str]]]) -> tuple[AbVariant, ...]:
     """Without --vary: the base and each of the spec's variants. With --vary: the cross product of
-    the flags' values, each applied to the base (the spec's own variants are then not listed)."""
+    the flags' values, each applied to the base (the spec's own variants are then not listed), and
+    first the spec as written when it is none of them (abbase.spec_base)."""
+    return candidates_and_base(spec, vary)[0]
+
+
+def candidates_and_base(spec: SpecFile, vary: Sequence[tuple[str, Sequence[str]]]) -> tuple[tuple[AbVariant, ...],
+                                                                                              SpecBase]:
     if not vary:
         return (AbVariant(BASE, None, ()),) + tuple(
             AbVariant(name, name, tuple((k, e.value.text) for k, e in entries.items()))
-            for name, entries in spec.variants.items())
+            for name, entries in spec.variants.items()), spec_base(spec, (), ())
     keys = [k for k, _ in vary]
     out = []
     for combo in itertools.product(*(values for _, values in vary)):
         name = ",".join(f"{k.rpartition('.')[2]}={v}" for k, v in zip(keys, combo))
         out.append(AbVariant(name, None, tuple(zip(keys, combo))))
-    return tuple(out)
+    base = spec_base(spec, vary, [(c.variant, c.overrides) for c in out])
+    if base.added:
+        out.insert(0, AbVariant(BASE, None, base.values, as_written=True))
+    return tuple(out), base
 
 
 # ----------------------------------------------------------------------------------------------
@@ -559,7 +576,7 @@ def compare(spec_file: SpecFile, spec_text: str, *, vary: Sequence[tuple[str, Se
     rows: list[Row] = []
     jobs: list[tuple[int, Any, Plan]] = []         # rows whose build runs further, once per kernel id
     ulps: dict[tuple[str, int | None], np.ndarray] = {}
-    cands = candidates(spec_file, vary)
+    cands, base = candidates_and_base(spec_file, vary)
     points: tuple[int | None, ...] = tuple(sweep_values) if sweep_field else (None,)
     for point in points:
         first_of: dict[str, Row] = {}
@@ -589,20 +606,21 @@ def compare(spec_file: SpecFile, spec_text: str, *, vary: Sequence[tuple[str, Se
             jobs.append((len(rows), artifacts, p))
             rows.append(row)
     legal = [r for r in rows if r.illegal is None]
-    if not legal:
-        lines = "; ".join(f"`{r.label}`: {r.illegal}" for r in rows)
+    varied = [r for r in rows if not (base.added and r.variant == base.name)]     # the added base is no variant
+    if not any(r.illegal is None for r in varied):
+        lines = "; ".join(f"`{r.label}`: {r.illegal}" for r in varied)
         raise SpecError(f"no variant of {spec_file.path} plans, so there is nothing to compare: {lines}",
                         hint="change the --vary/--sweep values to ones the planner accepts")
     if emulate is not None or measure is not None:
         rows = _run_jobs(rows, jobs, emulate, measure, numerics, progress, log)
         legal = [r for r in rows if r.illegal is None]
-    differences = pairwise_differences(legal, ulps)
+    differences = pairwise_differences(legal, ulps, base.name)
     keys = [k for k, _ in vary]
-    facts = tuple(verdict([r for r in legal if r.sweep == point], sweep_field, point, keys) for point in points
-                  if any(r.sweep == point for r in legal))
+    facts = tuple(verdict([r for r in legal if r.sweep == point], sweep_field, point, keys, base.name)
+                  for point in points if any(r.sweep == point for r in legal))
     return Comparison(spec_file.path, spec_file.matmul_name, _arch_of(spec_file), spec_text, command,
                       tuple((k, tuple(v)) for k, v in vary), sweep_field, tuple(sweep_values), seed,
-                      tuple(rows), differences, facts)
+                      tuple(rows), differences, facts, base.name, base.note)
 
 
 def _run_jobs(rows: list[Row], jobs, emulate: EmulateFn | None, measure: MeasureFn | None, numerics: str,
@@ -676,7 +694,8 @@ def _arch_of(spec_file: SpecFile) -> str:
 
 
 def _resolve_candidate(spec_file: SpecFile, cand: AbVariant, sweep_field: str | None, point: int | None):
-    entries = {k: override_entry(k, v, "--vary") for k, v in cand.overrides if cand.file_variant is None}
+    entries = {k: override_entry(k, v, "--vary") for k, v in cand.overrides
+               if cand.file_variant is None and not cand.as_written}
     if sweep_field is None and cand.file_variant is None and not entries:
         return resolve(spec_file, None)
     if sweep_field is None and cand.file_variant is not None:

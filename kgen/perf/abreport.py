@@ -57,20 +57,29 @@ def row_to_dict(r: Row) -> dict[str, Any]:
 
 
 def verdict_to_dict(v) -> dict[str, Any]:
-    return {"sweep": v.sweep, "winner": v.winner, "slowest": v.slowest, "speedup": v.speedup,
-            "same_within_resolution": v.same, "cause": v.cause,
-            "error": {"winner_max_ulp": v.winner_max_ulp, "slowest_max_ulp": v.slowest_max_ulp,
+    """One sweep value's verdict: the fastest against base (the spec as written), or when base is the
+    fastest against the next (`against`); `winner` is null when they are the same within the
+    model's resolution; every variant against base."""
+    from kgen.perf.abverdict import RESOLUTION
+
+    return {"sweep": v.sweep, "base": v.base, "fastest": v.fastest, "winner": v.winner, "against": v.against,
+            "speedup": v.speedup, "same_within_resolution": v.same, "resolution": RESOLUTION,
+            "same_as_fastest": list(v.ties), "cause": v.cause,
+            "error": {"fastest_max_ulp": v.fastest_max_ulp, "base_max_ulp": v.base_max_ulp,
                       "difference_ulp": v.ulp_difference, "scale": "ULP against float64 rounded to the output grid"},
+            "against_base": [{"variant": a.variant, "speedup": a.speedup, "same_within_resolution": a.same,
+                              "max_ulp": a.max_ulp} for a in v.against_base],
             "effects": [{"field": e.field, "held": dict(e.held), "faster": e.faster, "slower": e.slower,
                          "speedup": e.speedup, "same_within_resolution": e.same, "sentence": e.sentence}
                         for e in v.effects],
-            "emulation": v.emulation or None, "sentence": v.sentence}
+            "emulation": v.emulation or None, "headline": v.headline, "sentence": v.sentence}
 
 
 def comparison_to_dict(c: Comparison) -> dict[str, Any]:
     return {
         "spec": c.spec_path, "name": c.spec_name, "arch": c.arch, "command": c.command, "seed": c.seed,
         "vary": {k: list(v) for k, v in c.vary},
+        "base": {"variant": c.base, "note": c.base_note or "base: the spec as written"},
         "sweep": {"field": c.sweep_field, "values": list(c.sweep_values)} if c.sweep_field else None,
         "verdicts": list(c.verdicts),           # the sentences of `verdict`, one per sweep value
         "verdict": [verdict_to_dict(v) for v in c.verdict_facts],
@@ -253,14 +262,14 @@ def _chunks(keys: list[tuple[str, list[str]]], columns: list[tuple[str, list[str
 
 def summary_columns(c: Comparison) -> list[tuple[str, list[str], bool]]:
     """The answer's columns, one row per variant: predicted time, speed-up against the base (the
-    first variant at the same sweep value), TFLOPS, utilization, max ULP, policy, and the mark:
-    * for the fastest, `= NAME` for the same kernel as NAME."""
+    spec as written, at the same sweep value), TFLOPS, utilization, max ULP, policy, and the mark:
+    * for the verdict's winner, `base` (with --vary) for the spec as written, `= NAME` for the
+    same kernel as NAME."""
     legal = c.legal
-    base = {}
-    for r in legal:
-        base.setdefault(r.sweep, r)
-    winners = {(v.sweep, v.winner) for v in c.verdict_facts if not v.same}
+    base = {r.sweep: c.base_at(r.sweep) for r in legal}
+    winners = {(v.sweep, v.winner) for v in c.verdict_facts if v.winner is not None}
     mark = [" ".join(filter(None, ["*" if (r.sweep, r.variant) in winners else "",
+                                   "base" if c.vary and r is base[r.sweep] else "",
                                    f"= {r.same_as}" if r.same_as else ""])) for r in legal]
     cols = [
         ("", mark, False),
@@ -285,6 +294,14 @@ def _keys(c: Comparison) -> list[tuple[str, list[str]]]:
     if c.vary:
         return out + [(k.rpartition(".")[2], [dict(r.overrides)[k] for r in legal]) for k, _ in c.vary]
     return out + [("variant", [r.variant for r in legal])]
+
+
+def base_words(c: Comparison) -> str:
+    """What `vs base` is against: the spec as written, and with --vary which row that is."""
+    at = f" at the same {c.sweep_field}" if c.sweep_field else ""
+    if not c.base_note:
+        return f"vs base: the predicted speed-up against base, the spec as written{at}"
+    return f"vs base: the predicted speed-up against {c.base_note.removeprefix('base: ')}{at}"
 
 
 def detail_sections(c: Comparison) -> list[tuple[str, list[tuple[str, list[str], bool]]]]:
@@ -363,8 +380,7 @@ def format_text(c: Comparison, width: int | None = None) -> str:
         lines += _wrap("float64 (d): " + ", ".join(f"{r.label} {float64_short(r.numerics.float64)}" for r in legal),
                        width)
     note = legal[0].numerics.note + (" (in a sweep, each row at its own K)" if c.sweep_field else "")
-    lines += _wrap(f"vs base: the predicted speed-up against {legal[0].variant}"
-                   + (f" at the same {c.sweep_field}" if c.sweep_field else ""), width)
+    lines += _wrap(base_words(c), width)
     lines += _wrap(f"(a) {UTILIZATION_NOTE}", width) + _wrap(f"(b) {ulp_note(c)}", width)
     lines += _wrap(f"(c) {rel_note()}", width) + _wrap(f"(d) {FLOAT64_NOTE}", width)
     lines += _wrap(f"numerics: {note}", width)
@@ -519,7 +535,7 @@ class _Charts:
     plt: Any
     np: Any
     thousands: Any                  # an axis formatter: 12,345
-    first: dict[int | None, Row]    # the first (base) row at each sweep value
+    first: dict[int | None, Row]    # the base's row at each sweep value
     base_name: str
     lines: list[str]                # one line per distinct kernel: a twin would hide the variant it repeats
     line_label: dict[str, str]
@@ -542,16 +558,14 @@ def charts(c: Comparison) -> dict[str, str]:
 
     legal = c.legal
     variants = list(dict.fromkeys(r.variant for r in legal))
-    first: dict[int | None, Row] = {}
-    for r in legal:
-        first.setdefault(r.sweep, r)
+    first = {r.sweep: c.base_at(r.sweep) for r in legal}
     twins: dict[str, list[str]] = {}
     for r in legal:
         if r.same_as is not None and r.variant not in twins.get(r.same_as, []):
             twins.setdefault(r.same_as, []).append(r.variant)
     lines = [v for v in variants if not any(r.same_as for r in legal if r.variant == v)]
     k = _Charts(c, plt, np, FuncFormatter(lambda v, _: f"{v:,.0f}"), first,
-                BASE if any(r.variant == BASE for r in legal) else legal[0].variant, lines,
+                "base" if c.base == BASE else f"base ({c.base})", lines,
                 {v: v + "".join(f" (= {t})" for t in twins.get(v, [])) for v in lines},
                 legal if c.sweep_field is None else [r for r in legal if r.sweep == c.sweep_values[-1]],
                 f" at {c.sweep_field} = {c.sweep_values[-1]:,}" if c.sweep_field else "")
@@ -576,7 +590,7 @@ def _time_chart(k: _Charts) -> str:
     ax.set_xlabel("predicted device time (us)")
     ax.set_ylabel("variant")
     ax.xaxis.set_major_formatter(k.thousands)
-    ax.set_title(f"Predicted time per variant; labels: speed-up vs {k.base_name} (green: fastest)", fontsize=9,
+    ax.set_title(f"Predicted time per variant; labels: speed-up vs {k.base_name} (green: the verdict's fastest)", fontsize=9,
                  wrap=True)
     _finish(ax)
     return _svg(fig)
@@ -753,10 +767,12 @@ def html_text(c: Comparison) -> str:
     summary = {"headers": [h for h, _ in keys] + [h for h, _, _ in summary_cols[1:]],
                "numeric": [False] * len(keys) + [n for _, _, n in summary_cols[1:]],
                "rows": [{"cells": [cells[i] for _, cells in keys] + [cells[i] for _, cells, _ in summary_cols[1:]],
-                         "winner": summary_cols[0][1][i].startswith("*"), "same_as": legal[i].same_as}
+                         "winner": summary_cols[0][1][i].startswith("*"), "same_as": legal[i].same_as,
+                         "base": bool(c.vary) and legal[i] is c.base_at(legal[i].sweep)}
                         for i in range(len(legal))]}
     return env.get_template("report/ab.html.j2").render(
-        c=c, legal=legal, rows=rows, charts=charts(c), note=note, summary=summary,
+        c=c, legal=legal, rows=rows, charts=charts(c), note=note, summary=summary, base_words=base_words(c),
+
         notes={"utilization": UTILIZATION_NOTE, "ulp": ulp_note(c), "rel": rel_note(), "float64": FLOAT64_NOTE},
         float64={"verdict": float64_verdict(c)},
         illegal=[r for r in c.rows if r.illegal is not None])

@@ -48,34 +48,63 @@ class Effect:
 
 
 @dataclass(frozen=True)
+class AgainstBase:
+    """One variant against the base (the spec as written), predicted."""
+    variant: str
+    speedup: float                    # base's predicted time / this variant's (above 1: faster than base)
+    same: bool                        # within RESOLUTION of base
+    max_ulp: int                      # on the random inputs, the one ULP scale
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """The answer at one sweep value: the fastest and slowest variants overall, why, their error,
-    and (with several --vary fields) each field's effect with the others held fixed."""
+    """The answer at one sweep value, against the base (the spec as written): the fastest variant,
+    whether it beats base beyond the model's resolution, why, its error against base's, each variant
+    against base, and (with several --vary fields) each field's effect with the others held fixed."""
     sweep: int | None
-    winner: str
-    slowest: str
-    speedup: float                    # slowest's predicted time / winner's
-    same: bool                        # every variant within RESOLUTION of the winner
-    cause: str
-    winner_max_ulp: int
-    slowest_max_ulp: int
-    ulp_difference: int               # winner's max ULP - slowest's (negative: the winner is more accurate)
+    base: str                         # the row the spec as written made
+    fastest: str                      # the fastest variant, predicted (base itself, maybe)
+    winner: str | None                # the fastest when it beats base (or, base fastest, the next) beyond RESOLUTION
+    against: str                      # what the fastest is compared with: base, or when base is fastest the next
+    speedup: float                    # against's predicted time / fastest's
+    same: bool                        # fastest and `against` within RESOLUTION: nothing is crowned
+    ties: tuple[str, ...]             # other variants within RESOLUTION of the fastest
+    cause: str                        # why the fastest beats `against` ("" when the same)
+    fastest_max_ulp: int
+    base_max_ulp: int
+    against_base: tuple[AgainstBase, ...]
     effects: tuple[Effect, ...]
     emulation: str
-    headline: str                     # the fastest against the slowest, with their predicted times
+    headline: str                     # the fastest against base, with their predicted times and the error cost
     error_text: str                   # their max error, in words
     sentence: str                     # everything above in one sentence
 
+    @property
+    def ulp_difference(self) -> int:
+        """The fastest's max ULP - base's (negative: the fastest is more accurate)."""
+        return self.fastest_max_ulp - self.base_max_ulp
 
 
-def pairwise_differences(legal: list[Row], ulps: Mapping[tuple[str, int | None], np.ndarray]) -> tuple[Difference, ...]:
-    """Each variant against the first legal one at the same sweep value, on the `random` inputs, in
-    the per-variant scale (signed ULPs against float64 rounded to the grid, subtracted)."""
+SAME = f"the same within the model's resolution ({RESOLUTION:.0%})".replace("%", " %")
+
+
+def _base_of(at: Sequence[Row], base: str | None) -> Row:
+    """The base's row among `at`: the one named `base`, else (base illegal here) the first."""
+    return next((r for r in at if r.variant == base), at[0])
+
+
+def pairwise_differences(legal: list[Row], ulps: Mapping[tuple[str, int | None], np.ndarray],
+                         base: str | None = None) -> tuple[Difference, ...]:
+    """Each variant against the base (else the first legal one) at the same sweep value, on the
+    `random` inputs, in the per-variant scale (signed ULPs against float64 rounded to the grid,
+    subtracted)."""
     out = []
     for point in dict.fromkeys(r.sweep for r in legal):
         at = [r for r in legal if r.sweep == point]
-        ref = at[0]
-        for r in at[1:]:
+        ref = _base_of(at, base)
+        for r in at:
+            if r is ref:
+                continue
             a, b = ulps[(ref.variant, point)], ulps[(r.variant, point)]
             apart = np.abs(b - a)
             out.append(Difference(ref.variant, r.variant, point, "random", int(a.size), int(np.count_nonzero(apart)),
@@ -115,7 +144,7 @@ def _ratio(slow: Row, fast: Row) -> float:
 def _faster(fast: Row, slow: Row, what_fast: str, what_slow: str) -> tuple[float, bool, str]:
     ratio = _ratio(slow, fast)
     if ratio - 1.0 < RESOLUTION:
-        return ratio, True, f"{what_fast} and {what_slow} are the same (within {RESOLUTION:.0%})".replace("%", " %")
+        return ratio, True, f"{what_fast} and {what_slow} are {SAME}"
     return ratio, False, f"{what_fast} is {ratio:.2f}x faster than {what_slow}"
 
 
@@ -146,47 +175,93 @@ def effects(rows: Sequence[Row], keys: Sequence[str]) -> tuple[Effect, ...]:
 
 
 def verdict(rows: Sequence[Row], sweep_field: str | None = None, point: int | None = None,
-            keys: Sequence[str] = ()) -> Verdict:
-    """The answer at one sweep value: the fastest and the slowest variant (predicted) and why, their
-    max error in ULPs, each varied field's effect with the others held fixed, and emulation."""
+            keys: Sequence[str] = (), base: str | None = "base") -> Verdict:
+    """The answer at one sweep value, against the base (the spec as written; the first row when it
+    is not among `rows`): the fastest variant (predicted) and whether it beats base beyond the
+    model's resolution, why, its max error against base's, each variant against base, each varied
+    field's effect with the others held fixed, and emulation."""
     at = f" at {sweep_field} = {point}" if point is not None else ""
-    fast = min(rows, key=lambda r: r.speed.cycles)
-    slow = max(rows, key=lambda r: r.speed.cycles)
-    uf, us = fast.numerics.of("random").max_ulp, slow.numerics.of("random").max_ulp
-    grid = fast.numerics.ulp_format
+    ref = _base_of(rows, base)
+    ranked = sorted(rows, key=lambda r: (r.speed.cycles, r is not ref))      # base first among equals
+    fast = ranked[0]
+    distinct = [r for r in ranked[1:] if r.kernel_id is None or r.kernel_id != fast.kernel_id]
+    other = ref if fast is not ref else (distinct[0] if distinct else ref)  # what the fastest is compared with
+    ulp = {r.variant: r.numerics.of("random").max_ulp for r in rows}
+    against = tuple(AgainstBase(r.variant, _ratio(ref, r), abs(_ratio(ref, r) - 1.0) < RESOLUTION, ulp[r.variant])
+                    for r in rows)
     found = effects(rows, keys)
-    if len(rows) == 1:
-        ratio, same, cause = 1.0, True, "the only legal variant"
-        head = f"{fast.variant}{at}: {fast.speed.microseconds:,.1f} us predicted (the only legal variant)"
+    name = _named(ref)
+    label = {r.variant: ("base" if r is ref else r.variant) for r in rows}
+    if other is fast:
+        ratio, same, cause = 1.0, True, ""
+        head = f"{name}{at}: {fast.speed.microseconds:,.1f} us predicted (the only legal variant)"
     else:
-        ratio, same, head = _faster(fast, slow, f"fastest {fast.variant}", f"slowest {slow.variant}")
-        cause = _reason(fast, slow) if not same else f"both {fast.speed.bottleneck}"
-        head = f"{head}{at} (predicted {fast.speed.microseconds:,.1f} vs {slow.speed.microseconds:,.1f} us)"
-    if len(rows) == 1 or fast.variant == slow.variant:
-        err = f"max error {uf} {grid} ULP"
-    else:
-        du = uf - us
-        err = ((f"max error {abs(du)} ULP {'higher' if du > 0 else 'lower'} in {fast.variant}" if du
-                else "the same max error") + f" ({uf} vs {us} {grid} ULP against float64 rounded to the output)")
-    ones = {r.numerics.of("all_ones").first_value for r in (fast, slow)}
-    if len(ones) > 1:
-        err += (f"; all-ones K = {fast.numerics.k}: {fast.numerics.of('all_ones').first_value:g} in {fast.variant}, "
-                f"{slow.numerics.of('all_ones').first_value:g} in {slow.variant}")
-    sentence = f"{head[:-1]}; {cause}); {err}" if len(rows) > 1 and not same else f"{head}; {err}"
+        ratio = _ratio(other, fast)
+        same = ratio - 1.0 < RESOLUTION
+        if fast is ref:
+            head = (f"{name} and the next fastest, {other.variant}, are {SAME}" if same else
+                    f"{name} is the fastest, {ratio:.2f}x faster than the next, {other.variant}")
+        else:
+            head = f"{fast.variant} and {name} are {SAME}" if same else f"{fast.variant} is {ratio:.2f}x faster than {name}"
+        cause = "" if same else _reason(fast, other)
+        head = f"{head}{at}: {fast.speed.microseconds:,.1f} vs {other.speed.microseconds:,.1f} us predicted"
+        head += _cost(fast, other, ulp, label)
+    ties = tuple(r.variant for r in distinct if r is not other and _ratio(r, fast) - 1.0 < RESOLUTION)
+    if ties:
+        head += (f"; {', '.join(ties)} {'is' if len(ties) == 1 else 'are'} within the model's resolution of "
+                 f"{fast.variant} too")
+    err = _error_text(fast, other, ulp, label)
+    sentence = f"{head}; why: {cause}; {err}" if cause else f"{head}; {err}"
     if len(keys) > 1 and found:
         sentence += ". Each field with the others held fixed: " + "; ".join(e.sentence for e in found)
-    emulation = ""
-    emulated = [r for r in dict.fromkeys((fast, slow)) if r.emulated is not None]
-    if emulated:
-        word = "bit-exact" if emulated[0].emulated.numerics == "exact" else "within tolerance of the fast golden model"
-        if all(r.emulated.ok for r in emulated):
-            emulation = f"{'both' if len(emulated) == 2 else emulated[0].variant} {word} in emulation"
-        else:
-            emulation = "NOT ok in emulation: " + ", ".join(f"{r.variant} ({_emulation_failure(r.emulated, word)})"
-                                                            for r in emulated if not r.emulated.ok)
+    emulation = _emulation(fast, other)
+    if emulation:
         sentence += f"; {emulation}"
-    return Verdict(point, fast.variant, slow.variant, ratio, same, cause, uf, us, uf - us, found, emulation, head, err,
-                   sentence)
+    return Verdict(point, ref.variant, fast.variant, None if same else fast.variant, other.variant, ratio, same, ties,
+                   cause, ulp[fast.variant], ulp[ref.variant], against, found, emulation, head, err, sentence)
+
+
+def _named(ref: Row) -> str:
+    """The base as the verdict names it: `base`, or `base (packer_l1_acc=true)` for a --vary row."""
+    return ref.variant if ref.variant == "base" else f"base ({ref.variant})"
+
+
+def _cost(fast: Row, other: Row, ulp: Mapping[str, int], label: Mapping[str, str]) -> str:
+    """`, at 2.8x base's max error (312 vs 113 ULP)` when the fastest is less accurate."""
+    uf, uo = ulp[fast.variant], ulp[other.variant]
+    if fast is other or uf <= uo:
+        return ""
+    times = f"{uf / uo:.1f}x" if uo else f"{uf} ULP against 0 ULP,"
+    return f", at {times} {label[other.variant]}'s max error ({uf:,} vs {uo:,} ULP)"
+
+
+def _error_text(fast: Row, other: Row, ulp: Mapping[str, int], label: Mapping[str, str]) -> str:
+    """The max errors of the fastest and what it is compared with, and the all-ones sums where
+    they differ."""
+    uf, uo = ulp[fast.variant], ulp[other.variant]
+    grid = fast.numerics.ulp_format
+    a, b = label[fast.variant], label[other.variant]
+    if fast is other:
+        return f"max error {uf:,} {grid} ULP"
+    err = f"max error {abs(uf - uo):,} ULP {'higher' if uf > uo else 'lower'} in {a} than in {b}" if uf != uo \
+        else "the same max error"
+    err += f" ({uf:,} vs {uo:,} {grid} ULP against float64 rounded to the output)"
+    ones = {r.numerics.of("all_ones").first_value for r in (fast, other)}
+    if len(ones) > 1:
+        err += (f"; all-ones K = {fast.numerics.k}: {fast.numerics.of('all_ones').first_value:g} in {a}, "
+                f"{other.numerics.of('all_ones').first_value:g} in {b}")
+    return err
+
+
+def _emulation(fast: Row, other: Row) -> str:
+    emulated = [r for r in dict.fromkeys((fast, other)) if r.emulated is not None]
+    if not emulated:
+        return ""
+    word = "bit-exact" if emulated[0].emulated.numerics == "exact" else "within tolerance of the fast golden model"
+    if all(r.emulated.ok for r in emulated):
+        return f"{'both' if len(emulated) == 2 else emulated[0].variant} {word} in emulation"
+    return "NOT ok in emulation: " + ", ".join(f"{r.variant} ({_emulation_failure(r.emulated, word)})"
+                                               for r in emulated if not r.emulated.ok)
 
 
 def _emulation_failure(em, word: str) -> str:

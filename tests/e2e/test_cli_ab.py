@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, ROOT, example, need_tool
+from kgen.gen.spec import load
 
 
 def kgen(*args: str, cwd: Path = ROOT, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -32,18 +33,26 @@ def test_ab_on_every_example_with_its_variants_and_with_vary(path):
     proc = kgen("ab", str(path), "--vary", "compute.math_fidelity=LoFi,HiFi4", "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    rows = list(data["variants"].values()) + data["illegal"]
-    assert sorted(r["variant"] for r in rows) == ["math_fidelity=HiFi4", "math_fidelity=LoFi"]
+    rows = list(data["variants"].values()) + data["illegal"] + data["same_kernel"]
+    own = load(path).compute.math_fidelity
+    # the spec as written is the base: the row of its own fidelity when that row resolves to the spec,
+    # else a row `base` (with no compute line, a compute.* value makes a compute config given whole)
+    added = data["base"]["variant"] == "base"
+    assert added or (data["base"]["variant"] == f"math_fidelity={own}" and own in ("LoFi", "HiFi4"))
+    assert sorted(r["variant"] for r in rows) == ["base"] * added + ["math_fidelity=HiFi4", "math_fidelity=LoFi"]
+    assert [v["base"] for v in data["verdict"]] == [data["base"]["variant"]]
     for kid, row in data["variants"].items():
-        assert row["kernel_id"] == kid and row["plan"]["math_fidelity"] == row["variant"].split("=")[1]
+        want = own if row["variant"] == "base" else row["variant"].split("=")[1]
+        assert row["kernel_id"] == kid and row["plan"]["math_fidelity"] == want
 
 
 def test_ab_peak_bf16_text_shows_l1acc_faster_than_spill_with_the_reason():
     proc = kgen("ab", str(example("peak_bf16")))
     assert proc.returncode == 0, proc.stderr
     verdict = " ".join(proc.stdout.split("verdict:")[1].split())          # the wrapped lines, rejoined
-    assert re.search(r"^fastest base is \d\.\d\dx faster than slowest spill \(predicted [\d,.]+ vs [\d,.]+ us\) "
-                     r"why: packer_l1_acc vs spill_reload; [\d,]+ more partials reload copies in spill", verdict), verdict
+    # l1acc is base's kernel: the next fastest after base is spill
+    assert re.search(r"^base is the fastest, \d\.\d\dx faster than the next, spill: [\d,.]+ vs [\d,.]+ us predicted "
+                     r"why: packer_l1_acc vs spill_reload; ", verdict), verdict
     assert "l1acc: mm_" in proc.stdout and "(same kernel as base: not run twice)" in proc.stdout
     assert "K-faithful proxy" in proc.stdout
 

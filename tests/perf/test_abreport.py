@@ -210,3 +210,44 @@ def test_an_emulation_beyond_its_bound_says_so_and_why_it_failed():
     assert [line["Disposition"] for line in lines] == ["passed", "failed"]
     assert 'class="verdict" id="float64-verdict-1"><b>float64:</b> every variant is within' in html
     assert 'class="beyond" id="float64-verdict-2"><b>float64:</b> BEYOND the bound (d) in emulation: selu' in html
+
+
+# ----------------------------------------------------------------------------------------------
+# the verdict against base in the terminal, the JSON and the HTML
+
+def test_within_resolution_every_output_says_the_same_and_stars_nothing():
+    path = example("peak_small")
+    c = compare(load_file(path), read_source(path), command="kgen ab examples/peak_small.kspec")
+    text, data, html, _ = _outputs(c)
+    lines = text.splitlines()
+    verdict = " ".join(" ".join(lines[next(i for i, line in enumerate(lines) if line.startswith("verdict:")):]).split())
+    assert verdict.startswith("verdict: spill and base are the same within the model's resolution (1 %): 31.1 vs "
+                              "31.4 us predicted, at 2.8x base's max error (312 vs 113 ULP) error:"), verdict
+    assert "why:" not in verdict and "fp32" not in verdict.split(" error:")[0]
+    summary = lines[next(i for i, line in enumerate(lines) if line.startswith("summary")):]
+    assert not any(re.match(r"\w+ +\*", line) for line in summary[:6])         # no star: nothing is crowned
+    assert "vs base: the predicted speed-up against base, the spec as written" in text
+    (v,) = data["verdict"]
+    assert (v["base"], v["fastest"], v["winner"], v["against"], v["same_within_resolution"]) == \
+        ("base", "spill", None, "base", True)
+    assert v["error"]["fastest_max_ulp"] == 312 and v["error"]["base_max_ulp"] == 113
+    assert {a["variant"]: round(a["speedup"], 2) for a in v["against_base"]} == {"base": 1.0, "spill": 1.01,
+                                                                               "fp32": 0.91}
+    assert data["base"] == {"variant": "base", "note": "base: the spec as written"}
+    assert "Fastest:" not in html and "fastest</td>" not in html and 'class="winner"' not in html
+    assert "<b>spill and base are the same within the model&#39;s resolution (1 %)" in html
+
+
+def test_a_winner_beyond_resolution_is_starred_and_the_added_base_marked():
+    path = example("peak_small")
+    c = compare(load_file(path), read_source(path), vary=parse_vary(["compute.math_fidelity=LoFi,HiFi4"]))
+    text, data, html, lines = _outputs(c)
+    rows = text.splitlines()
+    summary = rows[next(i for i, line in enumerate(rows) if line.startswith("summary")):]
+    assert re.match(r"HiFi2 +base +31\.4 ", summary[3]) and re.match(r"LoFi +\* +30\.7 ", summary[4]), summary[:5]
+    assert ("vs base: the predicted speed-up against the spec as written (math_fidelity=HiFi2), not among the "
+            "--vary combinations: added as the row `base`") in " ".join(text.split())
+    assert data["verdict"][0]["winner"] == "math_fidelity=LoFi" and data["base"]["variant"] == "base"
+    assert [line["Variant"] for line in lines] == ["base", "math_fidelity=LoFi", "math_fidelity=HiFi4"]
+    assert "<b>math_fidelity=LoFi is 1.02x faster than base: 30.7 vs 31.4 us predicted, at 8.8x base&#39;s" in html
+    assert html.count("&#9733; fastest") == 1 and "&#9733; fastest</td><td>LoFi</td>" in html
