@@ -112,26 +112,33 @@ def pairwise_differences(legal: list[Row], ulps: Mapping[tuple[str, int | None],
     return tuple(out)
 
 
-def _reason(fast: Row, slow: Row) -> str:
-    """Why `fast` beats `slow`, in the model's and the IR's terms."""
+def _fewer(n: float, what: str) -> str:
+    """`40 more partials reload copies` or `5,214 fewer ...`: a count and its sign in words."""
+    return f"{abs(n):,.0f} {'more' if n > 0 else 'fewer'} {what}"
+
+
+def _reason(fast: Row, slow: Row, a: str, b: str) -> str:
+    """Why `fast` (named `a`) beats `slow` (`b`), in the model's and the IR's terms, each difference
+    said of `a` against `b`: `40 more partials reload copies in spill than in base`, `5,214 more
+    reload cycles on spill's critical core than on base's`."""
     bits = []
-    dr = slow.op("reload copies") - fast.op("reload copies")
     if fast.plan.policy != slow.plan.policy:
         bits.append(f"{fast.plan.policy} vs {slow.plan.policy}")
+    dr = fast.op("reload copies") - slow.op("reload copies")
     if dr:
-        bits.append(f"{abs(dr):,} {'more' if dr > 0 else 'fewer'} partials reload copies in {slow.variant}")
-        dc = slow.speed.reload_cycles - fast.speed.reload_cycles
+        bits.append(f"{_fewer(dr, 'partials reload copies')} in {a} than in {b}")
+        dc = fast.speed.reload_cycles - slow.speed.reload_cycles
         if dc:
-            bits.append(f"{dc:+,.0f} reload cycles on the critical core")
+            bits.append(f"{_fewer(dc, 'reload cycles')} on {a}'s critical core than on {b}'s")
     if fast.plan.math_fidelity != slow.plan.math_fidelity:
         bits.append(f"{fast.plan.math_fidelity} vs {slow.plan.math_fidelity} fidelity phases")
     busy_fast, busy_slow = dict(fast.speed.processors), dict(slow.speed.processors)
     proc = max(busy_slow, key=lambda q: abs(busy_slow[q] - busy_fast.get(q, 0.0)))
-    delta = busy_slow[proc] - busy_fast.get(proc, 0.0)
-    if delta:
-        bits.append(f"{proc} busy {delta:+,.0f} cycles in {slow.variant}")
+    delta = busy_fast.get(proc, 0.0) - busy_slow[proc]
+    if round(delta):
+        bits.append(f"{proc} busy {_fewer(delta, 'cycles')} on {a}'s critical core")
     if fast.speed.bottleneck != slow.speed.bottleneck:
-        bits.append(f"{slow.variant} is {slow.speed.bottleneck}, {fast.variant} {fast.speed.bottleneck}")
+        bits.append(f"{a} is {fast.speed.bottleneck}, {b} {slow.speed.bottleneck}")
     elif not bits:
         bits.append(f"both {fast.speed.bottleneck}")
     return "; ".join(bits)
@@ -203,7 +210,7 @@ def verdict(rows: Sequence[Row], sweep_field: str | None = None, point: int | No
                     f"{name} is the fastest, {ratio:.2f}x faster than the next, {other.variant}")
         else:
             head = f"{fast.variant} and {name} are {SAME}" if same else f"{fast.variant} is {ratio:.2f}x faster than {name}"
-        cause = "" if same else _reason(fast, other)
+        cause = "" if same else _reason(fast, other, label[fast.variant], label[other.variant])
         head = f"{head}{at}: {fast.speed.microseconds:,.1f} vs {other.speed.microseconds:,.1f} us predicted"
         head += _cost(fast, other, ulp, label)
     ties = tuple(r.variant for r in distinct if r is not other and _ratio(r, fast) - 1.0 < RESOLUTION)

@@ -52,7 +52,8 @@ def test_ab_peak_bf16_text_shows_l1acc_faster_than_spill_with_the_reason():
     verdict = " ".join(proc.stdout.split("verdict:")[1].split())          # the wrapped lines, rejoined
     # l1acc is base's kernel: the next fastest after base is spill
     assert re.search(r"^base is the fastest, \d\.\d\dx faster than the next, spill: [\d,.]+ vs [\d,.]+ us predicted "
-                     r"why: packer_l1_acc vs spill_reload; ", verdict), verdict
+                     r"why: packer_l1_acc vs spill_reload; [\d,]+ fewer partials reload copies in base than in spill; "
+                     r"[\d,]+ fewer reload cycles on base's critical core than on spill's", verdict), verdict
     assert "l1acc: mm_" in proc.stdout and "(same kernel as base: not run twice)" in proc.stdout
     assert "K-faithful proxy" in proc.stdout
 

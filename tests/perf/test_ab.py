@@ -3,6 +3,8 @@ published results (tt-metal #8449, #46101), ULPs against numpy, the device path 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -619,3 +621,28 @@ def test_every_varied_combination_illegal_is_still_an_error_with_the_spec_as_wri
     with pytest.raises(SpecError) as exc:
         _compare("peak_small", vary=parse_vary(["block.in0_block_w=3,5"]))
     assert "`base`" not in exc.value.render() and "`in0_block_w=3`" in exc.value.render()
+
+
+def test_the_why_line_names_whose_count_and_cycles_with_a_sign_in_words():
+    """Each difference is said of the faster variant against the other, with `more`/`fewer`: no bare
+    `-5,214 reload cycles on the critical core`, no `busy +8,818 cycles`."""
+    from dataclasses import replace
+
+    from kgen.perf.abverdict import verdict
+
+    c = _compare("peak_small")
+    base, spill, fp32 = _row(c, "base"), _row(c, "spill"), _row(c, "fp32")
+    # spill against fp32 (the pair of the issue), spill made faster than base beyond the resolution
+    fast = replace(spill, speed=replace(spill.speed, cycles=base.speed.cycles / 1.2))
+    v = verdict([base, fast, fp32])
+    copies = spill.op("reload copies") - base.op("reload copies")
+    cycles = spill.speed.reload_cycles - base.speed.reload_cycles
+    assert copies > 0 and cycles > 0
+    assert v.cause.startswith(f"spill_reload vs packer_l1_acc; {copies:,} more partials reload copies in spill than "
+                              f"in base; {cycles:,.0f} more reload cycles on spill's critical core than on base's; ")
+    assert re.search(r"; TRISC\d \w+ busy [\d,]+ (more|fewer) cycles on spill's critical core", v.cause), v.cause
+    assert not re.search(r"[-+]\d", v.cause) and "on the critical core" not in v.cause
+    # with --vary the base is named `base` in the why line too
+    c = _compare("peak_small", vary=parse_vary(["grid=2x2,4x4"]))
+    assert re.search(r"more partials reload copies in grid=4x4 than in base; [\d,]+ fewer reload cycles on "
+                     r"grid=4x4's critical core than on base's", c.verdict_facts[0].cause), c.verdict_facts[0].cause
