@@ -223,8 +223,10 @@ def _tables(title: str, keys: list[tuple[str, list[str]]], columns: list[tuple[s
     make, chunks = _chunks(keys, columns, width)
     out = []
     for i, chunk in enumerate(chunks):
-        # the title over the terminal's width, not the table's (rich would wrap it at the table's)
-        out += _wrap(title + (f" ({i + 1} of {len(chunks)})" if len(chunks) > 1 else ""), width, "", "  ")
+        # the title over the terminal's width, not the table's (rich would wrap it at the table's);
+        # the part, `(1 of 3)`, is one word (no-break spaces), never split across lines
+        part = f" ({i + 1}\N{NO-BREAK SPACE}of\N{NO-BREAK SPACE}{len(chunks)})" if len(chunks) > 1 else ""
+        out += [line.replace("\N{NO-BREAK SPACE}", " ") for line in _wrap(title + part, width, "", "  ")]
         table = make(chunk)
         buf = io.StringIO()
         Console(file=buf, width=width, force_terminal=False, color_system=None, soft_wrap=False).print(table)

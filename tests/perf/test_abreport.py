@@ -251,3 +251,19 @@ def test_a_winner_beyond_resolution_is_starred_and_the_added_base_marked():
     assert [line["Variant"] for line in lines] == ["base", "math_fidelity=LoFi", "math_fidelity=HiFi4"]
     assert "<b>math_fidelity=LoFi is 1.02x faster than base: 30.7 vs 31.4 us predicted, at 8.8x base&#39;s" in html
     assert html.count("&#9733; fastest") == 1 and "&#9733; fastest</td><td>LoFi</td>" in html
+
+
+@pytest.mark.parametrize("width", [60, 70, 80, 100])
+def test_a_split_tables_title_keeps_its_part_whole(width):
+    """`(3 of 3)` is never broken across lines ('(3 of' then '3)'), at any width: the part moves to
+    the next line whole."""
+    path = example("peak_small")
+    c = compare(load_file(path), read_source(path),
+                vary=parse_vary(["compute.packer_l1_acc=false,true", "compute.math_fidelity=HiFi2,HiFi4"]))
+    lines = abreport.format_text(c, width=width).splitlines()
+    assert max(len(line) for line in lines) <= width
+    parts = [line for line in lines if re.search(r"\(\d+ of \d+\)$", line)]
+    assert len(parts) >= 2 * 3                                   # every section splits into parts here
+    part = re.compile(r"\(\d+ of \d+\)")
+    for a, b in zip(lines, lines[1:]):          # a part split over two lines shows only when they are joined
+        assert not part.search(f"{a} {b.strip()}") or part.search(a) or part.search(b), (a, b)
