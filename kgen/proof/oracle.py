@@ -16,9 +16,9 @@ and the bound on |out - ref|, one term per stage the element went through:
   accumulation), plus one ULP of the output format at g (DST held the value before it was rounded
   to the output);
 * a fused bias: one ULP, at the largest of the two operands and their sum, of the format the FPU
-  adds in (DST's, or TF32 with an FP32 DST: both operands come from the 19-bit source registers and
-  the sum is aligned to the larger), and one of TF32 at the bias when the bias is Float32 (it
-  reaches SrcB as TF32);
+  adds in (the unpacker's source format: TF32 with an FP32 DST, else bfloat16; the sum is aligned to
+  the larger operand), and one more at the bias when the bias is Float32 (it reaches SrcB in that
+  source format);
 * an activation f: its Lipschitz constant times the error of its input (plus its step, for a
   function defined piecewise that steps at a boundary: softplus's threshold), plus the accuracy of TT's
   SFPU code for f, its result stored back to DST (configs/oracle/activation_accuracy.toml: measured
@@ -319,8 +319,8 @@ def check(out: np.ndarray, product: np.ndarray, plain: np.ndarray, bias: np.ndar
             # cancel far below them, or carry above them); the matmul's operand is the partials,
             # which `plain` holds, not the exact product
             larger = np.maximum(np.maximum(np.abs(plain64), np.abs(row)), np.abs(plain64 + row))
-            err = err + ulp(larger, "Tf32" if n.fp32_dest_acc else dst) + (
-                ulp(row, "Tf32") if n.bias_format == "Float32" else 0.0)
+            source = "Tf32" if n.fp32_dest_acc else "Float16_b"      # the 19-bit source registers' format
+            err = err + ulp(larger, source) + (ulp(row, source) if n.bias_format == "Float32" else 0.0)
             stages.append("bias")
         rows, cols = np.indices(pre.shape)
         tile_rows, tile_cols = (rows % n.rows_per_batch) % 32, cols % 32
