@@ -24,6 +24,8 @@ and the bound on |out - ref|, one term per stage the element went through:
   SFPU code for f, its result stored back to DST (configs/oracle/activation_accuracy.toml: measured
   on TT's LLK code over every bfloat16 input, beside what TT's source states);
 * the packer's ReLU: Lipschitz 1, exact;
+* with untilize_out, the copy through the partials CB back into DST: one ULP of the partials format
+  and one of the unpacker's source format;
 * the output: one ULP of the output format at the output (the packer rounds).
 
 Block floats take their ULP from the largest magnitude of the 16 values sharing an exponent,
@@ -252,6 +254,8 @@ class Datapath:
     """What decides the bound: the formats a value passes through and the DST mode."""
 
     out_format: str
+    partials_format: str
+    untilize_out: bool
     fp32_dest_acc: bool
     fused_bias: bool
     bias_format: str | None
@@ -260,8 +264,8 @@ class Datapath:
 
     @classmethod
     def of_plan(cls, plan) -> Datapath:
-        return cls(plan.out_format, plan.compute.fp32_dest_acc, plan.fuse_bias, plan.bias_format,
-                   plan.spec.activation, plan.spec.m)
+        return cls(plan.out_format, plan.partials_format, plan.untilize_out, plan.compute.fp32_dest_acc,
+                   plan.fuse_bias, plan.bias_format, plan.spec.activation, plan.spec.m)
 
 
 @dataclass(frozen=True)
@@ -331,6 +335,10 @@ def check(out: np.ndarray, product: np.ndarray, plain: np.ndarray, bias: np.ndar
             covered = act.covered(tile_rows, tile_cols)
             err = applied if covered is None else np.where(covered, applied, err)
             stages.append(act.spelling)
+        if n.untilize_out:
+            # the result is packed to the partials CB and copied back into DST through the unpacker
+            # before the last pack (TT's untilize path): one ULP of each of those formats
+            err = err + ulp(ref, n.partials_format) + ulp(ref, "Tf32" if n.fp32_dest_acc else "Float16_b")
         bound = err + ulp(out64, n.out_format)
         diff = np.abs(out64 - ref)
         bad_nan = np.isnan(out64) != np.isnan(ref)

@@ -106,7 +106,7 @@ def test_every_sfpu_spelling_has_an_accuracy_row_with_its_source():
 
 
 def _datapath(activation: str, bias: bool = False) -> O.Datapath:
-    return O.Datapath("Float16_b", False, bias, "Float16_b" if bias else None, activation, 32)
+    return O.Datapath("Float16_b", "Float16_b", False, False, bias, "Float16_b" if bias else None, activation, 32)
 
 
 def test_the_verdict_is_within_for_the_exact_math_and_beyond_for_a_wrong_constant():

@@ -103,3 +103,17 @@ def test_every_activation_is_within_its_float64_bound(host_cxx, host_toolchain, 
     assert random.exact_match and random.float64.within, random.float64.line()
     edges = emulate_folder(folder, p, inputs=Inputs(*edge_inputs(act, fp32), None))
     assert edges.exact_match and edges.float64.within, edges.float64.line()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed, index", [
+    (2, 1),     # LoFi, bfloat8_b weights: the partials far from the exact product; the bias add's sum above both
+    (2, 5),     # a Float32 bias without an FP32 DST reaches SrcB as bfloat16
+    (4, 23),    # untilize_out: the result goes through the partials CB and the unpacker once more
+])
+def test_fuzz_cases_whose_numerics_the_bound_must_cover(host_cxx, host_toolchain, capsys, tmp_path, seed, index):
+    code = cli.main(["fuzz", "--seed", str(seed), "--start", str(index), "--count", "1", "--no-typecheck",
+                     "--keep", str(tmp_path / "kept")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "within the float64 bound" in out
