@@ -303,8 +303,8 @@ class AbVariant:
 
 def candidates(spec: SpecFile, vary: Sequence[tuple[str, Sequence[str]]]) -> tuple[AbVariant, ...]:
     """Without --vary: the base and each of the spec's variants. With --vary: the cross product of
-    the flags' values, each applied to the base (the spec's own variants are then not listed), and
-    first the spec as written when it is none of them (abbase.spec_base)."""
+    the flags' values, each applied to the base (the spec's own variants are then not listed), then
+    the spec as written when it is none of them (abbase.spec_base)."""
     return candidates_and_base(spec, vary)[0]
 
 
@@ -320,8 +320,8 @@ def candidates_and_base(spec: SpecFile, vary: Sequence[tuple[str, Sequence[str]]
         name = ",".join(f"{k.rpartition('.')[2]}={v}" for k, v in zip(keys, combo))
         out.append(AbVariant(name, None, tuple(zip(keys, combo))))
     base = spec_base(spec, vary, [(c.variant, c.overrides) for c in out])
-    if base.added:
-        out.insert(0, AbVariant(BASE, None, base.values, as_written=True))
+    if base.added:            # after the cross product, whose rows keep their places (bhpy_ab zips them)
+        out.append(AbVariant(BASE, None, base.values, as_written=True))
     return tuple(out), base
 
 

@@ -3,8 +3,8 @@
 Without --vary it is the spec's own `base` row. With --vary it is the combination whose resolved
 spec equals the spec as written (the values are compared after resolution, so `HiFi2` from a
 preset and `2x2` against `2 x 2` match); when no combination is the spec as written (one of its
-values is not among the varied ones), `kgen ab` adds the spec as written as a row named `base`,
-whose cells show its own values."""
+values is not among the varied ones), `kgen ab` adds the spec as written after them as a row named
+`base`, whose cells show its own values."""
 
 from __future__ import annotations
 

@@ -588,12 +588,13 @@ def test_with_vary_the_base_is_the_spec_as_written_wherever_it_falls():
     c = _compare("peak_small", vary=parse_vary(["compute.packer_l1_acc=false,true"]))
     assert [r.variant for r in c.rows] == ["packer_l1_acc=false", "packer_l1_acc=true"]
     assert c.base == c.verdict_facts[0].base == "packer_l1_acc=true"
-    # the spec's HiFi2 is not among the levels: the spec as written is added first, as `base`, with
-    # its own value in the field's column, and the verdict and the differences are against it
+    # the spec's HiFi2 is not among the levels: the spec as written is added after the cross product
+    # (whose rows keep their places), as `base`, with its own value in the field's column, and the
+    # verdict and the differences are against it
     c = _compare("peak_small", vary=parse_vary(["compute.math_fidelity=LoFi,HiFi4"]))
     assert [(r.variant, r.overrides) for r in c.rows] == [
-        ("base", (("compute.math_fidelity", "HiFi2"),)), ("math_fidelity=LoFi", (("compute.math_fidelity", "LoFi"),)),
-        ("math_fidelity=HiFi4", (("compute.math_fidelity", "HiFi4"),))]
+        ("math_fidelity=LoFi", (("compute.math_fidelity", "LoFi"),)),
+        ("math_fidelity=HiFi4", (("compute.math_fidelity", "HiFi4"),)), ("base", (("compute.math_fidelity", "HiFi2"),))]
     assert c.base == "base" and _row(c, "base").plan.math_fidelity == "HiFi2"
     assert "spec as written (math_fidelity=HiFi2), not among the --vary combinations" in c.base_note
     (v,) = c.verdict_facts
