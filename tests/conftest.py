@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -158,3 +159,19 @@ def host_cxx():
 
     if find_host_compiler() is None:
         need_tool("host g++", "apt-get install g++")
+
+
+@contextlib.contextmanager
+def browser_env():
+    """The environment to start chromium (or chromedriver) in: its temporary files, its dconf cache
+    and its configuration in one short-named folder under /tmp (chromium's singleton socket path must
+    stay under 108 bytes), removed after, so that no run leaves /tmp/org.chromium.Chromium.* or
+    ~/.cache/dconf behind."""
+    home = Path(tempfile.mkdtemp(prefix="kgen-chr-"))
+    dirs = {"TMPDIR": home / "tmp", "XDG_CACHE_HOME": home / "cache", "XDG_CONFIG_HOME": home / "config"}
+    for d in dirs.values():
+        d.mkdir()
+    try:
+        yield {**os.environ, **{k: str(v) for k, v in dirs.items()}}
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

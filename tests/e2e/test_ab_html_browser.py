@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, example, need_tool
+from conftest import ROOT, browser_env, example, need_tool
 
 WINDOW = (1400, 900)
 CASES = {
@@ -24,7 +24,7 @@ CASES = {
 NUMBER = re.compile(r"^[\s\d.,\u2212\-+x%eE^{}$\\mathdefault()]*$")
 
 
-def _driver():
+def _driver(home, env):
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
@@ -38,10 +38,10 @@ def _driver():
     options.binary_location = browser
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--window-size={WINDOW[0]},{WINDOW[1]}"):
+                 f"--window-size={WINDOW[0]},{WINDOW[1]}", f"--user-data-dir={home / 'profile'}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(driver), options=options)
+    return webdriver.Chrome(service=Service(driver, env=env), options=options)
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +59,11 @@ def reports(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    driver = _driver()
-    yield driver
-    driver.quit()
+def browser(tmp_path_factory):
+    with browser_env() as env:
+        driver = _driver(tmp_path_factory.mktemp("chromium"), env)
+        yield driver
+        driver.quit()
 
 
 # Every <text> of one chart: its box as laid out, and its string; every axis: its label and ticks.

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, ROOT, example, need_tool
+from conftest import EXAMPLES, ROOT, browser_env, example, need_tool
 from kgen.gen.spec import load
 
 
@@ -233,7 +233,8 @@ def _browser(args: list[str], user_dir: Path, timeout: int = 120) -> subprocess.
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={user_dir}", "--enable-logging=stderr", "--v=0"]
-    return subprocess.run([_chromium(), *flags, *args], capture_output=True, text=True, timeout=timeout)
+    with browser_env() as env:
+        return subprocess.run([_chromium(), *flags, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 @pytest.mark.slow
