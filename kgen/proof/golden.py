@@ -192,9 +192,9 @@ def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", plain: b
     (K, N), or (batch, K, N) for one in1 per batch: then each batch is its own matmul (np.matmul's
     semantics), the outputs stacked as (batch*M, N); ``bias`` (N,) when the plan fuses a bias.
     ``plain``: the plan's matmul alone, through the same flow, with a zero bias row in place of the
-    bias (a fused bias changes how the last K-block reaches the partials), without ReLU or
-    activation: the float64 oracle's measure of the matmul's own error. ``overrides`` replace any
-    keyword."""
+    bias (a fused bias changes how the last K-block reaches the partials), without ReLU, activation
+    or untilize_out's copy: the float64 oracle's measure of the matmul's own error. ``overrides``
+    replace any keyword."""
     a = np.asarray(in0, dtype=np.float32)
     b = np.asarray(in1, dtype=np.float32)
     if b.ndim == 3:
@@ -216,7 +216,10 @@ def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", plain: b
         untilize_out=plan.untilize_out, arch=plan.arch.name, mode=mode, math_approx=plan.compute.math_approx,
         activation=_activation_of(plan))
     if plain:
-        kw.update(bias=np.zeros(b.shape[-1], np.float32) if plan.fuse_bias else None, relu=False, activation=None)
+        # and without untilize_out's copy through the partials CB: TT's kernel applies the activation
+        # before it, so the oracle adds the copy's rounding after the activation
+        kw.update(bias=np.zeros(b.shape[-1], np.float32) if plan.fuse_bias else None, relu=False, activation=None,
+                  untilize_out=False)
     kw.update(overrides)
     return golden_matmul(a, b, **kw)
 

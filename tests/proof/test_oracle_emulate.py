@@ -110,6 +110,8 @@ def test_every_activation_is_within_its_float64_bound(host_cxx, host_toolchain, 
     (2, 1),     # LoFi, bfloat8_b weights: the partials far from the exact product; the bias add's sum above both
     (2, 5),     # a Float32 bias without an FP32 DST reaches SrcB as bfloat16
     (4, 23),    # untilize_out: the result goes through the partials CB and the unpacker once more
+    (12, 64),   # untilize_out with sigmoid: the activation sees DST before the copy truncates it
+    (11, 23),   # hardtanh(-2.07, 1.14) on a bfloat16 DST: the clamp's 1.14 is stored as 1.133
 ])
 def test_fuzz_cases_whose_numerics_the_bound_must_cover(host_cxx, host_toolchain, capsys, tmp_path, seed, index):
     code = cli.main(["fuzz", "--seed", str(seed), "--start", str(index), "--count", "1", "--no-typecheck",
