@@ -232,32 +232,31 @@ def _activation_of(plan) -> tuple[str, int, int, int] | None:
 def _activate(dst, cfg: MatmulConfig):
     """The fused SFPU activation on DST (fp32 patterns, in DST's format), where TT's kernel runs it:
     apply_activation_from_pack before the last K-block's pack, or before the bias stage's pack.
-    The activations are elementwise, so the values go to the model as whole 32 x 32 tiles in any
-    order (padded with zeros to whole tiles, the padding dropped after)."""
+    `dst` is rows x columns of the output from a tile boundary on; the values go to the model as
+    the 32 x 32 tiles they lie in (padded with zeros to whole tiles, the padding dropped after)."""
     if cfg.activation is None:
         return dst
     from kgen.proof.sfpu_golden import apply_activation     # NumPy-heavy: only activation specs load it
 
     bits = np.asarray(dst, dtype=np.uint32)
     kind, p0, p1, p2 = cfg.activation
+    if bits.ndim != 2:
+        raise ValueError(f"the activation runs on DST rows x columns, not shape {bits.shape}")
+    # DST order: row-major tiles, each tile's datums face by face (sigmoid's vector modes pick faces);
+    # the rows start on a tile boundary (the flows' row chunks are whole tiles), the padding is dropped
+    rows, cols = bits.shape
+    padded = np.zeros((-(-rows // tl.TILE) * tl.TILE, -(-cols // tl.TILE) * tl.TILE), np.uint32)
+    padded[:rows, :cols] = bits
+    faces = tl.tilize(tl.to_tiles(padded))
+    out = apply_activation(tl.bits_f32(faces.reshape(-1, tl.TILE, tl.TILE)), kind, p0, p1, p2, arch=cfg.arch,
+                           fp32_dest=cfg.fp32_dest_acc, approx=cfg.math_approx).reshape(faces.shape)
+    return tl.f32_bits(tl.from_tiles(tl.untilize(np.asarray(out, np.float32))))[:rows, :cols]
 
-    def run(tiles):
-        return apply_activation(tl.bits_f32(tiles), kind, p0, p1, p2, arch=cfg.arch, fp32_dest=cfg.fp32_dest_acc,
-                                approx=cfg.math_approx)
 
-    if bits.ndim == 2 and bits.shape[0] % tl.TILE == 0 and bits.shape[1] % tl.TILE == 0:
-        # DST order: row-major tiles, each tile's datums face by face (sigmoid's vector modes pick faces)
-        faces = tl.tilize(tl.to_tiles(bits))
-        out = run(faces.reshape(-1, tl.TILE, tl.TILE)).reshape(faces.shape)
-        return tl.f32_bits(tl.from_tiles(tl.untilize(np.asarray(out, np.float32))))
-    if kind == "sigmoid" and p0 in (1, 2):
-        raise ValueError(f"sigmoid's vector mode {p0} needs whole tiles of DST, not shape {bits.shape}")
-    flat = bits.reshape(-1)
-    tiles = -(-flat.size // (tl.TILE * tl.TILE))
-    padded = np.zeros(tiles * tl.TILE * tl.TILE, dtype=np.uint32)
-    padded[:flat.size] = flat
-    out = run(padded.reshape(tiles, tl.TILE, tl.TILE))
-    return tl.f32_bits(np.asarray(out, dtype=np.float32)).reshape(-1)[:flat.size].reshape(bits.shape)
+def _whole_tiles(rows: int) -> int:
+    """A row chunk of whole tile rows (at least one), so that an activation that covers part of
+    each tile (sigmoid's vector modes) sees every row at its place in its tile."""
+    return max(tl.TILE, rows - rows % tl.TILE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,7 +353,7 @@ def _exact(a, b, bias_row, cfg: MatmulConfig) -> nx.L1Data:
     m, n = a.shape[0], b.shape[1]
     opa = nx.prepare_srca(src_a)
     opb = nx.prepare_srcb(src_b)
-    rows = max(1, min(m, (1 << 14) // n))                         # ~16K outputs per chunk
+    rows = _whole_tiles(min(m, (1 << 14) // n))                   # ~16K outputs per chunk
     w = cfg.in0_block_w
     parts = []
     for r0 in range(0, m, rows):
@@ -423,7 +422,7 @@ def _fast(a, b, bias_row, cfg: MatmulConfig) -> nx.L1Data:
     if bias_row is not None:
         bias_vals = tl.bits_f32(nx.src19_to_fp32(_bias_operands(bias_row, cfg)))
     m, n = a.shape[0], b.shape[1]
-    rows = max(1, min(m, FAST_CHUNK_ELEMENTS // n))
+    rows = _whole_tiles(min(m, FAST_CHUNK_ELEMENTS // n))
     chunks = [slice(r0, min(m, r0 + rows)) for r0 in range(0, m, rows)]
     flows = [_Flow(cfg, None, bias_vals) for _ in chunks]
     for blk in range(cfg.num_k_blocks):
