@@ -12,18 +12,19 @@ The reference of one output element, in float64 on the (quantised) inputs:
 and the bound on |out - ref|, one term per stage the element went through:
 
 * the plain matmul: |g - a @ b| for the golden model's output g of the same plan through the same
-  flow with a zero bias row, no ReLU and no activation (same formats, fidelity, K-blocking and
-  accumulation), plus one ULP of the output format at g (DST held the value before it was rounded
-  to the output);
+  flow with a zero bias row, no ReLU, no activation and no untilize copy (same formats, fidelity,
+  K-blocking and accumulation), plus one ULP of the output format at g (DST held the value before
+  it was rounded to the output);
 * a fused bias: one ULP, at the largest of the two operands and their sum, of the format the FPU
   adds in (the unpacker's source format: TF32 with an FP32 DST, else bfloat16; the sum is aligned to
   the larger operand), and one more at the bias when the bias is Float32 (it reaches SrcB in that
   source format);
 * an activation f: its Lipschitz constant times the error of its input (plus its step, for a
-  function defined piecewise that steps at a boundary: softplus's threshold), plus the accuracy of TT's
-  SFPU code for f (configs/oracle/activation_accuracy.toml: measured on TT's LLK code over every
-  bfloat16 input, beside what TT's source states), plus one ULP of DST's format for the store of its
-  result back to DST (a parameter DST cannot hold, such as hardtanh's 1.14 in bfloat16, is rounded);
+  function defined piecewise that steps at a boundary: softplus's threshold), plus the accuracy of
+  TT's SFPU code for f (configs/oracle/activation_accuracy.toml: measured on TT's LLK code over
+  every bfloat16 input, beside what TT's source states), plus one ULP of DST's format for the store
+  of its result back to DST (a parameter DST cannot hold, such as hardtanh's 1.14 in bfloat16, is
+  rounded);
 * the packer's ReLU: Lipschitz 1, exact;
 * with untilize_out, the copy through the partials CB back into DST: one ULP of the partials format
   and one of the unpacker's source format;
