@@ -88,6 +88,11 @@ def _softplus(x, beta, threshold):
         return np.where(bx > threshold, x, np.logaddexp(0.0, bx) / beta)
 
 
+def _softplus_step(beta: float, threshold: float) -> float:
+    """The step at beta x = threshold: log1p(exp(-threshold)) / |beta| (unbounded past exp's range)."""
+    return math.log1p(math.exp(-threshold)) / abs(beta) if threshold > -700 else math.inf
+
+
 def _selu(x, scale, alpha):
     return scale * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0)))
 
@@ -127,8 +132,7 @@ _FUNCTIONS = (
     Function("selu", _selu, (SELU_SCALE, SELU_ALPHA),
              lipschitz=lambda scale, alpha: abs(scale) * max(1.0, abs(alpha))),
     # torch's softplus returns x where beta x > threshold: a step of log1p(exp(-threshold)) / |beta|
-    Function("softplus", _softplus, (1.0, 20.0), jump=lambda beta, threshold: math.log1p(math.exp(-threshold)) / abs(beta)
-             if threshold > -700 else math.inf),
+    Function("softplus", _softplus, (1.0, 20.0), jump=lambda beta, threshold: _softplus_step(beta, threshold)),
 )
 FUNCTIONS = {f.name: f for f in _FUNCTIONS}
 _FAST = ("gelu_fast", "gelu_tanh_fast", "tanh_fast", "sigmoid_fast")
