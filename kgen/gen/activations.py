@@ -57,8 +57,11 @@ def format_f32(x: float) -> str:
     target = f32_bits(x)
     for digits in range(1, 18):
         text = f"{x:.{digits}g}"
-        if f32_bits(float(text)) == target:
-            break
+        try:
+            if f32_bits(float(text)) == target:
+                break
+        except OverflowError:       # near float32's largest, a short decimal can round past it
+            continue
     out = format(Decimal(text), "f")
     if "." in out:
         out = out.rstrip("0").rstrip(".")

@@ -92,7 +92,8 @@ def test_bad_activations_name_the_rule(text, needle):
         A.parse(text)
 
 
-@pytest.mark.parametrize("value", [1.0, -1.0, 0.5, 1.67326, 20.0, 1e-8, 3.4e38, -0.0, 1.401298464324817e-45])
+@pytest.mark.parametrize("value", [1.0, -1.0, 0.5, 1.67326, 20.0, 1e-8, 3.4e38, -0.0, 1.401298464324817e-45,
+                                   3.4028234663852886e38, -3.4028234663852886e38, 3.4027e38])
 def test_format_f32_reads_back_to_the_same_float32(value):
     text = A.format_f32(value)
     assert "e" not in text.lower()
