@@ -29,6 +29,15 @@ class KgenError(Exception):
     exit_code = 2
 
 
+EXIT_INCOMPLETE = 4          # a check that was asked for could not run (1: one ran and failed)
+
+
+class Incomplete(KgenError):
+    """A check that was asked for could not run (a missing tool); the message says which and why."""
+
+    exit_code = EXIT_INCOMPLETE
+
+
 class SpecError(KgenError):
     """Bad input: a spec, a flag or a path. Rendered as one paragraph with a caret under the text."""
 

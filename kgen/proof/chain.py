@@ -24,17 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kgen.core.errors import KgenError
+from kgen.core.errors import EXIT_INCOMPLETE, Incomplete, KgenError  # noqa: F401 (re-exported)
 from kgen.gen.pipeline import Artifacts
 
 Status = Literal["ok", "skipped", "failed"]
-EXIT_INCOMPLETE = 4          # a check that was asked for could not run (1: one ran and failed)
-
-
-class Incomplete(KgenError):
-    """A check that was asked for could not run (a missing tool); the message says which and why."""
-
-    exit_code = EXIT_INCOMPLETE
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ MATMUL_COMPUTE_KERNELS = "ttnn/cpp/ttnn/operations/matmul/device/kernels/compute
 
 
 def _missing(what: str) -> KgenError:
-    from kgen.proof.chain import Incomplete
+    from kgen.core.errors import Incomplete
 
     return Incomplete(what)
 
