@@ -13,7 +13,7 @@ from kgen.gen.ir import CircularBuffer, L1Region
 from kgen.gen.dataflow.base import Factory, cb_depths
 from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, CB_PARTIALS,
                             SUBBLOCK_HW_CHOICES, PlanError, divisors, fmt_pair, nearest)
-from kgen.gen.spec import ComputeConfig, MatmulSpec
+from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
 
 # in0/in1 CBs are double-buffered when more than one K-block flows (MCAST_INPUT_BUFFERING_DEPTH).
 INPUT_BUFFERING_DEPTH = 2

@@ -23,7 +23,7 @@ from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS,  # noq
 from kgen.gen import activations
 from kgen.gen.activations import Activation
 from kgen.gen.ir import SubblockCounts
-from kgen.gen.spec import ComputeConfig, MatmulSpec
+from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
 from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
 from kgen.gen.dataflow.base import Factory, check_batched_in1

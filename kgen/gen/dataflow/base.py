@@ -14,7 +14,7 @@ from kgen.gen.rules import PlanError, ceil_div, divisors, nearest
 if TYPE_CHECKING:
     from kgen.gen.ir import CoreRange, Kernel, Semaphore
     from kgen.gen.plan import Plan
-    from kgen.gen.spec import MatmulSpec, MemorySpec
+    from kgen.gen.matmul_spec import MatmulSpec, MemorySpec
 
 
 class Factory(Enum):

@@ -31,7 +31,7 @@ from kgen.gen.rules import (CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, 
 
 if TYPE_CHECKING:
     from kgen.gen.plan import Plan
-    from kgen.gen.spec import MatmulSpec, MemorySpec
+    from kgen.gen.matmul_spec import MatmulSpec, MemorySpec
 
 RULE = "TT-Metal's DRAM-sharded factory (matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp)"
 # The factory's semaphores: in0 sender, in0 receiver, in0 sender-valid (ids 0, 1, 2, in that order).

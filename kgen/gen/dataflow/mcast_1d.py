@@ -19,7 +19,7 @@ from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, PlanError, ceil_div,
 
 if TYPE_CHECKING:
     from kgen.gen.plan import Plan
-    from kgen.gen.spec import MatmulSpec
+    from kgen.gen.matmul_spec import MatmulSpec
 
 
 class Mcast1D:

@@ -18,7 +18,7 @@ from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, PlanEr
 
 if TYPE_CHECKING:
     from kgen.gen.plan import Plan
-    from kgen.gen.spec import MatmulSpec
+    from kgen.gen.matmul_spec import MatmulSpec
 
 
 class Mcast2D(GridOfBlocks):

@@ -1,0 +1,99 @@
+"""What a resolved spec is: `MatmulSpec` and its groups, the values the parser (`kgen.gen.spec`)
+hands to the planner and the factories. Frozen dataclasses that keep the source spans."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from kgen.core.errors import Span
+from kgen.core.types import Placement
+
+
+@dataclass(frozen=True)
+class ComputeConfig:
+    """TTNN ComputeKernelConfig fields (compute_kernel_config.hpp). As in ttnn, a compute config the
+    spec gives (a preset, an inline block, or both) is passed whole: a field it leaves out takes the
+    ComputeKernelConfig struct's default (configs/compute/ttnn_default.kspec, DEFAULT_COMPUTE). A
+    matmul with no compute line and no compute.* key gets what ttnn.matmul fills in when it is given
+    no config (kgen.gen.ttnn_defaults.matmul_default_compute). `sources` says, per field, where its
+    value came from (`kgen check` prints it); it takes no part in equality."""
+
+    math_fidelity: str
+    fp32_dest_acc: bool
+    packer_l1_acc: bool
+    math_approx: bool
+    dst_full_sync: bool
+    preset: str
+    sources: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    """Blocking in tiles; None means `auto` (the planner chooses)."""
+
+    in0_block_w: int | None = None
+    out_subblock: tuple[int, int] | None = None   # h x w
+    per_core: tuple[int, int] | None = None       # M x N
+    out_block: tuple[int, int] | None = None      # h x w
+
+
+# Where each tensor lives (ttnn MemoryConfig): interleaved in DRAM, or in L1, as the 2D multicast
+# factory takes them (matmul_multicore_reuse_mcast_2d_program_factory.cpp; its validation in
+# matmul_device_operation.cpp): in0 block- or height-sharded, in1 interleaved in L1 (or DRAM), the
+# output block-sharded; the DRAM-sharded factory's in0 and output width-sharded in L1 and in1
+# width-sharded over the DRAM banks.
+MEMORY_IN0 = (Placement.DRAM, Placement.L1_BLOCK_SHARDED, Placement.L1_HEIGHT_SHARDED, Placement.L1_WIDTH_SHARDED)
+MEMORY_IN1 = (Placement.DRAM, Placement.L1, Placement.DRAM_WIDTH_SHARDED)
+MEMORY_OUT = (Placement.DRAM, Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED)
+SHARD_ORIENTATIONS = ("row_major", "col_major")
+
+
+@dataclass(frozen=True)
+class MemorySpec:
+    in0: Placement = Placement.DRAM
+    in1: Placement = Placement.DRAM
+    out: Placement = Placement.DRAM
+    orientation: str | None = None      # shard orientation; None: the one the factory requires
+
+    @property
+    def sharded(self) -> bool:
+        return any(where != Placement.DRAM for where in (self.in0, self.in1, self.out))
+
+
+@dataclass(frozen=True)
+class MatmulSpec:
+    name: str
+    path: str
+    arch: str
+    m: int                      # elements
+    n: int
+    k: int
+    batch: int
+    dtype_in0: str              # ttnn names
+    dtype_in1: str
+    dtype_out: str
+    dtype_bias: str
+    grid: tuple[int, int] | None  # x (columns), y (rows); None = auto
+    dataflow: str
+    block: BlockSpec
+    compute: ComputeConfig
+    fuse_bias: bool
+    activation: str
+    untilize_out: bool
+    variant: str | None
+    variants: tuple[str, ...]
+    spans: Mapping[str, Span] = field(compare=False, repr=False)
+    # MatmulMultiCoreReuseMultiCastProgramConfig.transpose_mcast: in0 multicast down columns, in1 across rows
+    transpose_mcast: bool = False
+    memory: MemorySpec = MemorySpec()
+    # in1 shared by every batch (TT's bcast_batch, the batch fused into M) or one in1 matrix per batch
+    broadcast_in1: bool = True
+
+    def span(self, key: str) -> Span:
+        """The span of a key, else of its group, else of the matmul header."""
+        while key:
+            if key in self.spans:
+                return self.spans[key]
+            key = key.rpartition(".")[0]
+        return self.spans["matmul"]
