@@ -5,10 +5,8 @@ terminal, CSV, JSON and HTML outputs (kgen.perf.abreport) and ab's progress line
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from kgen.perf.ab import Comparison
+from kgen.perf.abvalues import Comparison
 
 
 FLOAT64_NOTE = (

@@ -10,7 +10,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kgen.perf.ab import DISTRIBUTIONS, OP_KINDS, Comparison, Row
+from kgen.perf.ab import DISTRIBUTIONS, OP_KINDS
+from kgen.perf.abvalues import Comparison, Row
 from kgen.perf.abfloat64 import (FLOAT64_NOTE, all_within, float64_sentence, float64_sentences,  # noqa: F401
                                  float64_short, float64_verdict, output_place, share_of_bound, verdict_word)
 
@@ -183,7 +184,7 @@ UTILIZATION_NOTE = ("utilization: the ideal time (M*K*N/32^3 tile products at th
 
 
 def ulp_note(c: Comparison) -> str:
-    from kgen.perf.ab import ULP_FLOOR
+    from kgen.perf.abvalues import ULP_FLOOR
 
     legal = c.legal
     return (f"ULP: distance from the float64 result rounded to the output's grid ({legal[0].numerics.ulp_format}; "
@@ -192,7 +193,7 @@ def ulp_note(c: Comparison) -> str:
 
 
 def rel_note() -> str:
-    from kgen.perf.ab import PCC_MIN_SPREAD, REL_FLOOR
+    from kgen.perf.abvalues import PCC_MIN_SPREAD, REL_FLOOR
 
     return (f"max rel: over the outputs whose float64 result is at least {REL_FLOOR:.0%} of the largest "
             f"(nearer zero a relative error measures cancellation, not the kernel); PCC: '-' where an output "

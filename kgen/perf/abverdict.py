@@ -4,86 +4,16 @@ model's predictions and one ULP scale (ULPs against the float64 result rounded t
 grid)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
+from kgen.perf.abvalues import AgainstBase, Difference, Effect, Row, Verdict
 from kgen.proof.numerics import ulp_histogram
-
-if TYPE_CHECKING:
-    from kgen.perf.ab import Row
-
-
-@dataclass(frozen=True)
-class Difference:
-    """Element-wise difference of two variants' outputs on the same inputs (the `random` proxy), on
-    the per-variant scale: |ULPs of b - ULPs of a|, each against the float64 result rounded to the
-    output's grid (ULP_FLOOR), so it is never more than the two variants' own max ULP added."""
-    a: str
-    b: str
-    sweep: int | None
-    distribution: str
-    elements: int
-    differing: int
-    max_ulp: int
-    ulp_histogram: tuple[tuple[str, int], ...]
 
 
 # The performance model's resolution: predicted times closer than this are "the same".
 RESOLUTION = 0.01
-
-
-@dataclass(frozen=True)
-class Effect:
-    """One varied field's effect with the other varied fields held at `held`: its fastest level
-    against its slowest (predicted)."""
-    field: str
-    held: tuple[tuple[str, str], ...]
-    faster: str                       # the field's value
-    slower: str
-    speedup: float                    # slower's time / faster's time
-    same: bool                        # within RESOLUTION
-    sentence: str
-
-
-@dataclass(frozen=True)
-class AgainstBase:
-    """One variant against the base (the spec as written), predicted."""
-    variant: str
-    speedup: float                    # base's predicted time / this variant's (above 1: faster than base)
-    same: bool                        # within RESOLUTION of base
-    max_ulp: int                      # on the random inputs, the one ULP scale
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The answer at one sweep value, against the base (the spec as written): the fastest variant,
-    whether it beats base beyond the model's resolution, why, its error against base's, each variant
-    against base, and (with several --vary fields) each field's effect with the others held fixed."""
-    sweep: int | None
-    base: str                         # the row the spec as written made
-    fastest: str                      # the fastest variant, predicted (base itself, maybe)
-    winner: str | None                # the fastest when it beats base (or, base fastest, the next) beyond RESOLUTION
-    against: str                      # what the fastest is compared with: base, or when base is fastest the next
-    speedup: float                    # against's predicted time / fastest's
-    same: bool                        # fastest and `against` within RESOLUTION: nothing is crowned
-    ties: tuple[str, ...]             # other variants within RESOLUTION of the fastest
-    cause: str                        # why the fastest beats `against` ("" when the same)
-    fastest_max_ulp: int
-    base_max_ulp: int
-    against_base: tuple[AgainstBase, ...]
-    effects: tuple[Effect, ...]
-    emulation: str
-    headline: str                     # the fastest against base, with their predicted times and the error cost
-    error_text: str                   # their max error, in words
-    sentence: str                     # everything above in one sentence
-
-    @property
-    def ulp_difference(self) -> int:
-        """The fastest's max ULP - base's (negative: the fastest is more accurate)."""
-        return self.fastest_max_ulp - self.base_max_ulp
-
 
 SAME = f"the same within the model's resolution ({RESOLUTION:.0%})".replace("%", " %")
 
