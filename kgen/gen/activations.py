@@ -51,6 +51,15 @@ def bits_f32(bits: int) -> float:
     return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
 
 
+def f32_result_bits(x: float) -> int:
+    """The float32 bits of an arithmetic result computed in double: as f32_bits, but a value past
+    float32's range is infinity, as IEEE float32 arithmetic gives (C++'s `1.0f / beta` for a tiny beta)."""
+    try:
+        return f32_bits(x)
+    except OverflowError:
+        return 0x7F800000 | (0x80000000 if x < 0 else 0)
+
+
 def format_f32(x: float) -> str:
     """The shortest decimal that reads back as the same float32, without an exponent (the .kspec
     grammar has none): 1.0 -> `1`, -0.5 -> `-0.5`."""
@@ -93,7 +102,7 @@ def _softplus(ps: tuple[float, ...]) -> tuple[int, int, int]:
         raise ActivationError("softplus: beta must be non-zero (TT-Metal's get_activation_params: "
                               "\"SOFTPLUS activation beta parameter cannot be zero\"; the kernel divides by it)")
     reciprocal = bits_f32(_ONE) / bits_f32(f32_bits(beta))       # 1.0f / beta, in float32
-    return f32_bits(beta), f32_bits(threshold), f32_bits(reciprocal)
+    return f32_bits(beta), f32_bits(threshold), f32_result_bits(reciprocal)
 
 
 def _relu6(ps: tuple[float, ...]) -> tuple[int, int, int]:

@@ -178,3 +178,13 @@ def test_no_activation_leaves_the_kernel_without_sfpu_ops_and_define():
         assert not any(o.kind.startswith("activation_") for o, _ in _walk(compute.body))
         assert "SFPU_ACTIVATION" not in dict(compute.defines)
         assert not any(n.startswith("activation_") for n, _ in compute.named_compile_time_args)
+
+
+def test_softplus_reciprocal_of_a_tiny_beta_is_float32_infinity():
+    # TT's get_activation_params computes 1.0f / beta in float32; numpy's float32 division is the fact
+    import numpy as np
+    from kgen.gen import activations
+    beta = float(np.float32(1e-45))
+    with np.errstate(over="ignore", divide="ignore"):
+        want = int((np.float32(1.0) / np.float32(beta)).view(np.uint32))
+    assert activations.ROWS["softplus"].encode((beta, 1.0))[2] == want == 0x7F800000
