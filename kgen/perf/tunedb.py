@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from kgen.core.errors import KgenError
-from kgen.perf.tune import TuneConfig, Outcome, Scored
+from kgen.perf.tune.candidate import Outcome, Scored, TuneConfig
 
 BUSY_TIMEOUT_MS = 60_000
 SCHEMA_VERSION = 2
@@ -79,10 +79,10 @@ CREATE TABLE IF NOT EXISTS verdicts (
 _PACKAGE = Path(__file__).resolve().parent.parent          # kgen/
 
 # The prediction of a candidate: plan -> lower -> predict (and what they import), the candidate's
-# application to the spec and its evaluation (tune/space.py, tune/search.py), the grammar, and every
-# config table.
+# application to the spec and its evaluation (tune/candidate.py, tune/space.py, tune/search.py), the
+# grammar, and every config table.
 PREDICTION_ROOTS = ("kgen.perf.model", "kgen.gen.lower", "kgen.gen.plan", "kgen.gen.spec")
-PREDICTION_FILES = ("perf/tune/space.py", "perf/tune/search.py", "gen/kspec.lark")
+PREDICTION_FILES = ("perf/tune/candidate.py", "perf/tune/space.py", "perf/tune/search.py", "gen/kspec.lark")
 # A verdict on a built kernel: the emulator (its C++ runtime too), TT's dataflow kernels for the
 # port-check, the compile step, and the verification job itself (tune.verify_spec_text).
 CHECKER_ROOTS = ("kgen.proof.emulate", "kgen.proof.portcheck", "kgen.proof.ttdataflow", "kgen.proof.golden",

@@ -13,7 +13,8 @@ from conftest import ROOT
 
 from kgen.gen import dataflow as dataflows
 from kgen.gen.spec import parse_text, resolve
-from kgen.perf.tune.space import dataflow_options, search_space, tiles
+from kgen.perf.tune.candidate import tiles
+from kgen.perf.tune.space import dataflow_options, search_space
 
 SPEC = """matmul tb {
     arch = wormhole_b0  shape = 256 x 256 x 64  batch = 8  broadcast_in1 = false

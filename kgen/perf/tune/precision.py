@@ -7,7 +7,7 @@ from functools import cache
 from kgen.core.types import TILE_HW
 from kgen.gen.plan import plan as make_plan
 from kgen.gen.spec import MatmulSpec
-from kgen.perf.tune.space import TuneConfig
+from kgen.perf.tune.candidate import TuneConfig
 
 PROXY_TILES = 1          # M and N of the proxy, in tiles: the error of one output tile over the full K
 

@@ -35,9 +35,10 @@ from kgen.gen import dataflow as dataflows_registry
 from kgen.gen.ir import Program
 from kgen.gen.plan import PlanError, dst_capacity, plan as make_plan
 from kgen.gen.spec import BlockSpec, MatmulSpec, MemorySpec
+from kgen.perf.tune.candidate import Outcome, Scored, TuneConfig, tiles
 from kgen.perf.tune.engines import CandidatePool
-from kgen.perf.tune.space import (DEFAULT_BUDGET, FIDELITIES, ONE_D, TuneConfig, Space, TuneError, _divisors,
-                                  dataflow_options, search_space, tiles, with_placement)
+from kgen.perf.tune.space import (DEFAULT_BUDGET, FIDELITIES, ONE_D, Space, TuneError, _divisors, dataflow_options,
+                                  search_space, with_placement)
 
 @dataclass(frozen=True)
 class Estimator:
@@ -56,20 +57,6 @@ def model_estimator() -> Estimator:
     from kgen.perf.model import lower_bound_cycles, predict
 
     return Estimator(predict, lower_bound_cycles)
-
-
-@dataclass(frozen=True)
-class Scored:
-    """A legal candidate and its prediction."""
-
-    candidate: TuneConfig
-    microseconds: float
-    cycles: float
-    tflops: float
-    utilization: float
-    bottleneck: str
-    policy: str
-    reused: bool = False             # taken from the database, not predicted in this run
 
 
 @dataclass
@@ -246,17 +233,6 @@ def _group_rejected(spec: MatmulSpec, g: _Group) -> str | None:
                                 "kgen: in0's shard grid")):
             return exc.rule
     return None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What evaluating one candidate gave: a prediction, or the planner's rejection."""
-
-    candidate: TuneConfig
-    status: str                      # predicted | illegal | duplicate
-    scored: Scored | None = None
-    error: str = ""
-
 
 
 def _evaluate(spec: MatmulSpec, c: TuneConfig, estimator: Estimator) -> Outcome:
