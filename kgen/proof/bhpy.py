@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from kgen.core.arch import load_arch
 from kgen.core.types import DATA_FORMAT_VALUE
-from kgen.gen.render import SourceFile
 from kgen.gen.targets import blackhole_py as bh
 
 # where the emulated runtime-arg blob (KERNEL_CONFIG_BASE) sits: below the CBs, clear of them
 CONFIG_BYTES = 4096
-_FORMAT_OF_DTYPE = {"Float16_b": "Float16_b", "Float32": "Float32", "Float16": "Float16"}
 
 
 @dataclass(frozen=True)
@@ -40,87 +37,10 @@ class Recorded:
     addresses: dict                  # tensor name -> DRAM address the emulator put it at
 
 
-def physical(p: bh.BhpyProgram) -> dict[bh.Core, tuple[int, int]]:
-    """Logical core -> Blackhole NoC 0 coordinates: the worker columns and rows in order."""
-    f = bh.facts()["placement"]
-    gx, gy = p.grid
-    return {(x, y): (f["worker_columns"][x], f["worker_rows"][y]) for y in range(gy) for x in range(gx)}
-
-
-def _resolve(w: bh.Word, phys: dict) -> int | dict:
-    if isinstance(w, int):
-        return w
-    kind, arg = w
-    if kind == "addr":
-        return {"buffer_address": arg}
-    cols = sorted({c[0] for c in phys.values()})
-    rows = sorted({c[1] for c in phys.values()})
-    return cols[arg] if kind == "noc_x" else rows[arg]
-
-
-def view_files(p: bh.BhpyProgram, rendered) -> tuple[SourceFile, ...]:
-    """The build folder the emulator runs: kgen's files with the blackhole-py kernels and manifest."""
-    phys = physical(p)
-    manifest = json.loads(json.dumps(rendered.manifest))
-    by_name = {k.kgen_name: k for k in p.kernels.values()}
-    sources = {}
-    for k in manifest["kernels"]:
-        rk = by_name[k["name"]]
-        sources[k["source"]] = rk.source
-        side = "writer" if rk.role.startswith("writer") else "reader"
-        k.update(compile_time_args=[], named_compile_time_args={}, defines={}, noc=None if rk.noc is None else f"NOC_{rk.noc}",
-                 common_runtime_args=[], common_runtime_arg_names=[])
-        if rk.processor != "TRISC":
-            k["runtime_args"] = [{"core": list(c), "args": [_resolve(w, phys) for w in bh.role_args(p, c, side)]}
-                                 for c in rk.cores]
-    for cb in manifest["cbs"]:
-        for fd in cb["format_descriptors"]:
-            fd["buffer_index"] = bh.CB_INDEX.get(fd["buffer_index"], fd["buffer_index"])
-    out = []
-    for f in rendered.files:
-        if f.path.endswith("named_ct_arg_map_generated.h"):
-            continue
-        text = sources.get(f.path, f.text)
-        if f.path.endswith("defines_generated.h"):
-            text = ""                                  # blackhole-py writes it empty
-        elif f.path.endswith("chlkc_descriptors.h"):
-            text = descriptors(f.text, p)
-        elif f.path == "manifest.json":
-            text = json.dumps(manifest, indent=1)
-        out.append(dataclasses.replace(f, text=text))
-    return tuple(out)
-
-
-_ARRAY = re.compile(r"(constexpr [\w: ]+? (\w+)\[(\d+)\] = \{\s*)([^}]*)(\s*\};)")
-
-
-def descriptors(text: str, p: bh.BhpyProgram) -> str:
-    """The format and tile-size tables as blackhole-py's compiler.py generates them: per CB index its
-    Dtype's code (the same for unpack/pack src/dst), Float16_b for an unused index. blackhole-py's
-    tables have 32 entries; the 0.81.1 headers the emulator models read 64 (the rest unused)."""
-    dtype_code = bh.facts()["dtype"]
-    fmt = [dtype_code["Float16_b"]] * 64
-    size = [bh.tile_bytes("Float16_b")] * 64
-    for index, dtype, _ in p.cbs:
-        fmt[index] = DATA_FORMAT_VALUE[_FORMAT_OF_DTYPE[dtype]]
-        size[index] = bh.tile_bytes(dtype)
-
-    def table(m: re.Match) -> str:
-        name = m.group(2)
-        if name.endswith("_format"):
-            values = fmt
-        elif name.endswith("_tile_size"):
-            values = size
-        else:
-            return m.group(0)
-        return m.group(1) + ",".join(map(str, values[:int(m.group(3))])) + m.group(5)
-    return _ARRAY.sub(table, text)
-
-
 def program_hook(p: bh.BhpyProgram, recorded: list):
     """Rewrite the emulator's core, CB and semaphore lines to blackhole-py's layout."""
     arch = load_arch("blackhole")
-    phys = physical(p)
+    phys = bh.physical(p)
     lay = bh.rta_layout(p)
     config_base = arch.l1_unreserved_base - CONFIG_BYTES
     sem_addresses = tuple(config_base + lay.sem_offset + 16 * i for i in range(p.semaphores))
@@ -144,7 +64,7 @@ def program_hook(p: bh.BhpyProgram, recorded: list):
         for core, cid in core_id.items():
             for index, addr, total, pages, page in entries:
                 dtype = next(d for i, d, _ in p.cbs if i == index)
-                extra.append(f"cb {cid} {index} {DATA_FORMAT_VALUE[_FORMAT_OF_DTYPE[dtype]]} {page} {pages} {addr}")
+                extra.append(f"cb {cid} {index} {DATA_FORMAT_VALUE[bh.FORMAT_OF_DTYPE[dtype]]} {page} {pages} {addr}")
             extra += [f"sem {cid} {i} {a} 0" for i, a in enumerate(sem_addresses)]
         extra += _gap_tiles(phys, len(core_id))
         at = next(i for i, line in enumerate(lines) if line.split()[0] == "dram")
@@ -186,7 +106,7 @@ def emulate(artifacts, *, seed: int = 0, numerics: str = "exact", parallel: int 
     p = bh.view(plan, rendered)
     recorded: list[Recorded] = []
     with tempfile.TemporaryDirectory(prefix="kgen-bhpy-") as tmp:
-        folder = write_build(Path(tmp), rendered.kernel_id, view_files(p, rendered))
+        folder = write_build(Path(tmp), rendered.kernel_id, bh.view_files(p, rendered))
         result = emulate_folder(folder, plan, seed=seed, numerics=numerics, parallel=parallel, progress=progress,
                                 program_hook=program_hook(p, recorded), golden=golden)
     return result, p, recorded[0] if recorded else None

@@ -37,7 +37,6 @@ def _with_profile(job):
 def typecheck(artifacts, options):
     """(status, detail, results): ok | failed | skipped, as kgen's chain reports a step."""
     from kgen.gen.build import write_build
-    from kgen.proof.bhpy import view_files
     from kgen.proof.chain import missing_for_typecheck, toolchain
     from kgen.toolchain.compile import failure_text, plan_jobs, run_jobs
 
@@ -47,7 +46,7 @@ def typecheck(artifacts, options):
         return "skipped", missing, ()
     p = bh.view(artifacts.plan, artifacts.rendered)
     with tempfile.TemporaryDirectory(prefix="kgen-bhpy-check-") as tmp:
-        folder = write_build(Path(tmp), artifacts.rendered.kernel_id, view_files(p, artifacts.rendered))
+        folder = write_build(Path(tmp), artifacts.rendered.kernel_id, bh.view_files(p, artifacts.rendered))
         jobs = [_with_profile(j) for j in plan_jobs(folder.resolve(), tc, "check")]
         results = run_jobs(jobs, tc.headers, parallel=options.parallel, force=options.force)
         failures = [r for r in results if not r.ok]

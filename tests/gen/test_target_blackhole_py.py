@@ -122,7 +122,7 @@ def test_emulator_ran_the_recorded_layout():
     assert rec.sem_addresses[0] == rec.config_base + lay.sem_offset and lay.sem_offset % 16 == 0
     # every core's data-movement kernels ran with their slices of the blob: the writer's from offset 0,
     # the reader's from the longest writer list's end, buffers and NoC coordinates resolved
-    phys = bhpy.physical(p)
+    phys = bh.physical(p)
     cols, rows = sorted({v[0] for v in phys.values()}), sorted({v[1] for v in phys.values()})
 
     def resolve(w):

@@ -7,28 +7,34 @@ args, no common runtime args and no defines to a kernel, and its compute config 
 generates from the Program's fields. This module turns kgen's rendered build into that shape (a
 `BhpyProgram`), lays out the blobs blackhole-py's dispatch.py would write (runtime args, semaphores,
 CBs), and holds the rules a spec must meet to be exported. The emulator runs exactly this view
-(kgen.proof.bhpy); kgen.gen.targets.bhpy_export prints it as a Python module.
+(kgen.proof.bhpy), written by `view_files` as a kgen build folder, which the type-check reads too
+(kgen.proof.bhpy_typecheck); kgen.gen.targets.bhpy_export prints it as a Python module.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
-from typing import Mapping, Union
+from typing import TYPE_CHECKING, Mapping, Union
 
 from kgen.core.errors import KgenError, SpecError
 from kgen.core.resources import config_table
-from kgen.core.types import Placement
+from kgen.core.types import DATA_FORMAT_VALUE, Placement
 from kgen.gen.dataflow import MCAST_2D, REUSE
+
+if TYPE_CHECKING:
+    from kgen.gen.render import SourceFile
 
 NAME = "blackhole-py"
 SUPPORTED_DATAFLOWS = (MCAST_2D.name, REUSE.name)
 # kgen's CB indices (TT-Metal 0.81.1's 2D factory) -> blackhole-py's: the output and the partials move
 # to 16 and 24, the pair dispatch.py gives one address.
 CB_INDEX = {4: 16, 5: 24}
-# kgen's data formats (tt::DataFormat names) -> blackhole-py Dtype members
+# kgen's data formats (tt::DataFormat names) -> blackhole-py Dtype members, and back
 _DTYPE_OF_FORMAT = {"Float16_b": "Float16_b", "Float32": "Float32", "Float16": "Float16"}
+FORMAT_OF_DTYPE = {dtype: fmt for fmt, dtype in _DTYPE_OF_FORMAT.items()}
 
 # A runtime-arg word: a number, or what the module resolves on the card: ("noc_x", logical column),
 # ("noc_y", logical row), ("addr", tensor name).
@@ -396,3 +402,83 @@ def cb_blob(p: BhpyProgram, base: int) -> bytes:
     for index, addr, total, pages, page in entries:
         blob[index * size:(index + 1) * size] = b"".join(v.to_bytes(4, "little") for v in (addr, total, pages, page))
     return bytes(blob)
+
+
+# ----------------------------------------------------------------------------------------------
+# the view as a kgen build folder: what kgen's emulator and type-check run
+
+def physical(p: BhpyProgram) -> dict[Core, tuple[int, int]]:
+    """Logical core -> Blackhole NoC 0 coordinates: the worker columns and rows in order."""
+    f = facts()["placement"]
+    gx, gy = p.grid
+    return {(x, y): (f["worker_columns"][x], f["worker_rows"][y]) for y in range(gy) for x in range(gx)}
+
+
+def _resolve(w: Word, phys: dict) -> int | dict:
+    if isinstance(w, int):
+        return w
+    kind, arg = w
+    if kind == "addr":
+        return {"buffer_address": arg}
+    cols = sorted({c[0] for c in phys.values()})
+    rows = sorted({c[1] for c in phys.values()})
+    return cols[arg] if kind == "noc_x" else rows[arg]
+
+
+def view_files(p: BhpyProgram, rendered) -> tuple[SourceFile, ...]:
+    """The build folder the emulator runs: kgen's files with the blackhole-py kernels and manifest."""
+    phys = physical(p)
+    manifest = json.loads(json.dumps(rendered.manifest))
+    by_name = {k.kgen_name: k for k in p.kernels.values()}
+    sources = {}
+    for k in manifest["kernels"]:
+        rk = by_name[k["name"]]
+        sources[k["source"]] = rk.source
+        side = "writer" if rk.role.startswith("writer") else "reader"
+        k.update(compile_time_args=[], named_compile_time_args={}, defines={}, noc=None if rk.noc is None else f"NOC_{rk.noc}",
+                 common_runtime_args=[], common_runtime_arg_names=[])
+        if rk.processor != "TRISC":
+            k["runtime_args"] = [{"core": list(c), "args": [_resolve(w, phys) for w in role_args(p, c, side)]}
+                                 for c in rk.cores]
+    for cb in manifest["cbs"]:
+        for fd in cb["format_descriptors"]:
+            fd["buffer_index"] = CB_INDEX.get(fd["buffer_index"], fd["buffer_index"])
+    out = []
+    for f in rendered.files:
+        if f.path.endswith("named_ct_arg_map_generated.h"):
+            continue
+        text = sources.get(f.path, f.text)
+        if f.path.endswith("defines_generated.h"):
+            text = ""                                  # blackhole-py writes it empty
+        elif f.path.endswith("chlkc_descriptors.h"):
+            text = descriptors(f.text, p)
+        elif f.path == "manifest.json":
+            text = json.dumps(manifest, indent=1)
+        out.append(dataclasses.replace(f, text=text))
+    return tuple(out)
+
+
+_ARRAY = re.compile(r"(constexpr [\w: ]+? (\w+)\[(\d+)\] = \{\s*)([^}]*)(\s*\};)")
+
+
+def descriptors(text: str, p: BhpyProgram) -> str:
+    """The format and tile-size tables as blackhole-py's compiler.py generates them: per CB index its
+    Dtype's code (the same for unpack/pack src/dst), Float16_b for an unused index. blackhole-py's
+    tables have 32 entries; the 0.81.1 headers the emulator models read 64 (the rest unused)."""
+    dtype_code = facts()["dtype"]
+    fmt = [dtype_code["Float16_b"]] * 64
+    size = [tile_bytes("Float16_b")] * 64
+    for index, dtype, _ in p.cbs:
+        fmt[index] = DATA_FORMAT_VALUE[FORMAT_OF_DTYPE[dtype]]
+        size[index] = tile_bytes(dtype)
+
+    def table(m: re.Match) -> str:
+        name = m.group(2)
+        if name.endswith("_format"):
+            values = fmt
+        elif name.endswith("_tile_size"):
+            values = size
+        else:
+            return m.group(0)
+        return m.group(1) + ",".join(map(str, values[:int(m.group(3))])) + m.group(5)
+    return _ARRAY.sub(table, text)
