@@ -11,7 +11,7 @@ cores, the L1-accumulation threshold, the placements taken) is the dataflow modu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from kgen.core.arch import ArchFacts, load_arch
 # re-exported: the CB indices, the CB table's types and TT-Metal's subblock table are the plan's vocabulary
@@ -21,274 +21,12 @@ from kgen.gen.blocking import (POLICY_DST, POLICY_L1_ACC, POLICY_SPILL, SUBBLOCK
 from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS,  # noqa: F401
                             PlanError, divisors, fmt_pair, nearest, round_up_tiles)
 from kgen.gen import activations
-from kgen.gen.activations import Activation
-from kgen.gen.ir import SubblockCounts
 from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
 from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
-from kgen.gen.dataflow.base import Factory, check_batched_in1
-
-@dataclass(frozen=True)
-class Plan(SubblockCounts):
-    spec: MatmulSpec
-    arch: ArchFacts
-    compute: ComputeConfig
-    # problem in tiles; batch is fused into M (fuse_batch, as TT's 2D multicast path does)
-    mt: int
-    nt: int
-    kt: int
-    batch_ct: int
-    grid_requested: tuple[int, int]      # x, y
-    grid: tuple[int, int]                # cores with work: x = num_blocks_x, y = num_blocks_y (2D, reuse);
-                                         # 1D multicast: the rectangle their row-major run fills
-    per_core_m: int
-    per_core_n: int
-    out_block_h: int
-    out_block_w: int
-    in0_block_w: int
-    out_subblock_h: int
-    out_subblock_w: int
-    num_blocks: int                      # K-blocks (num_blocks_inner_dim)
-    num_blocks_h_dim: int
-    num_blocks_w_dim: int
-    policy: str
-    policy_reason: str
-    l1_acc_enabled: bool                 # the decision, TT-Metal's packer_l1_acc_en: PACKER_L1_ACC is defined
-                                         # (the request is compute.packer_l1_acc, TTNN's field)
-    partials_format: str
-    partials_reason: str
-    out_format: str
-    in0_format: str
-    in1_format: str
-    bias_format: str | None
-    dst_sync: str                        # SyncHalf | SyncFull, as emitted
-    dst_capacity: int
-    dst_accum_format: str
-    cbs: tuple[CircularBuffer, ...]
-    regions: tuple[L1Region, ...]
-    warnings: tuple[str, ...]
-    choices: tuple[str, ...]             # how each auto value was chosen
-    out_partials_sharing: str = ""       # whether c_4 and c_5 share one L1 region, and why
-    in0_shards: int = 0                  # cores holding a width-sharded in0's K slices (0: not width-sharded)
-    # the N tiles a core computes: per_core_n, or more where the factory pads them for a wider subblock
-    # (the DRAM-sharded factory's per_core_N_compute; its per_core_N_in1_sender is per_core_n)
-    per_core_n_compute: int = 0
-
-    @property
-    def padded_lanes(self) -> int:
-        """Output columns a core computes past per_core_n: the last in1 subblock's lanes no in1 tile backs."""
-        return max(0, self.per_core_n_compute - self.per_core_n)
-
-    @property
-    def last_subblock_w_valid(self) -> int:
-        """Lanes of the last in1 subblock backed by in1 tiles (the DRAM-sharded factory's
-        last_subblock_w_valid = out_subblock_w - (per_core_N_compute - per_core_N_in1_sender))."""
-        return self.out_subblock_w - self.padded_lanes
-
-    @property
-    def in1_block_w(self) -> int:
-        """Tiles of one in1 row in c_1: the out block's width less the padded lanes (TT's compute arg
-        in1_block_w, the row stride of its in1 index)."""
-        return self.out_block_w - self.padded_lanes
-
-    @property
-    def factory_departures(self) -> tuple[str, ...]:
-        """Where this plan runs a kernel as ttnn.matmul 0.81.1 would not: in a sync mode its factory does
-        not compile, or with a subblock its validation refuses (`factory_departures`)."""
-        return factory_departures(self)
-
-    # derived quantities of the compute kernel (docs/reference/matmul.md §1.1; the subblock counts are
-    # SubblockCounts')
-    @property
-    def in0_block_tiles(self) -> int:
-        return self.out_block_h * self.in0_block_w
-
-    @property
-    def in1_block_tiles(self) -> int:
-        return self.in1_block_w * self.in0_block_w
-
-    @property
-    def fuse_bias(self) -> bool:
-        return self.spec.fuse_bias
-
-    @property
-    def activation(self) -> Activation:
-        return activations.planned(self.spec.activation)
-
-    @property
-    def pack_relu(self) -> bool:
-        return self.activation.packer_relu
-
-    @property
-    def sfpu_activation(self) -> Activation | None:
-        """The activation bmm_fused_activation.hpp applies on the pack thread, if any."""
-        act = self.activation
-        return act if act.sfpu else None
-
-    @property
-    def untilize_out(self) -> bool:
-        return self.spec.untilize_out
-
-    @property
-    def num_cores(self) -> int:
-        return self.grid[0] * self.grid[1]
-
-    @property
-    def dataflow(self) -> Dataflow:
-        """The factory module of the spec's dataflow: it owns the per-core terms below."""
-        return dataflow_of(self.spec.dataflow)
-
-    @property
-    def is_1d(self) -> bool:
-        return self.dataflow.is_1d
-
-    @property
-    def batched_in1(self) -> bool:
-        """in1 holds one K x N matrix per batch: the kernels loop over the batch (batch_ct = B, Mt per batch)."""
-        return self.batch_ct > 1 and not self.spec.broadcast_in1
-
-    @property
-    def core_m_terms(self) -> dict[str, int]:
-        """A core's M-block index as a sum of its coordinates (core_y on a 2D grid of blocks, core_x under
-        transpose_mcast, the row-major index or nothing on a 1D run of cores)."""
-        return self.dataflow.core_m_terms(self)
-
-    @property
-    def core_n_terms(self) -> dict[str, int]:
-        """A core's N-block index as a sum of its coordinates."""
-        return self.dataflow.core_n_terms(self)
-
-    @property
-    def in0_reader_cores(self) -> int:
-        """Cores that read in0 from DRAM."""
-        return self.dataflow.in0_reader_cores(self)
-
-    @property
-    def cb_bytes(self) -> int:
-        return sum(r.bytes for r in self.regions)
-
-    @property
-    def l1_margin(self) -> int:
-        return self.arch.usable_cb_bytes - self.cb_bytes
-
-    @property
-    def memory(self):
-        return self.spec.memory
-
-    @property
-    def in0_shard_w(self) -> int:
-        """K tiles of each core's block-sharded in0 shard (the factory's in0_shard_width_in_tiles)."""
-        if self.in0_shards:
-            return self.kt // self.in0_shards
-        return self.kt // self.n_blocks if self.memory.in0 == Placement.L1_BLOCK_SHARDED else (
-            self.kt if self.memory.in0 == Placement.L1_HEIGHT_SHARDED else 0)
-
-    @property
-    def shard_specs(self) -> dict[str, dict]:
-        """ttnn ShardSpecs of the sharded tensors: core grid (x0, y0, x1, y1), shard shape in elements
-        (height, width) and orientation. in0 block-sharded: per_core_M x Kt / (cores along N) on the grid
-        with work, COL_MAJOR under transpose_mcast (its width along y); height-sharded: per_core_M x K on
-        the in0 senders' column; the output: per_core_M x per_core_N on the grid with work."""
-        out: dict[str, dict] = {}
-        orientation = "COL_MAJOR" if self.transpose_mcast else "ROW_MAJOR"
-        grid = (0, 0, self.grid[0] - 1, self.grid[1] - 1)
-        if self.memory.in0 == Placement.L1_BLOCK_SHARDED:
-            out["in0"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
-                          "shape": (self.per_core_m * TILE_HW, self.in0_shard_w * TILE_HW)}
-        elif self.memory.in0 == Placement.L1_HEIGHT_SHARDED:
-            out["in0"] = {"memory_layout": "HEIGHT_SHARDED", "grid": (0, 0, 0, self.m_blocks - 1),
-                          "orientation": "ROW_MAJOR", "shape": (self.per_core_m * TILE_HW, self.kt * TILE_HW)}
-        if self.memory.out == Placement.L1_BLOCK_SHARDED:
-            out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
-                          "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
-        # width-sharded (the DRAM-sharded factory): all of M per shard, row-major over the workers;
-        # in0's in0_shards shards on the first in0_shards of them
-        if self.memory.in0 == Placement.L1_WIDTH_SHARDED:
-            out["in0"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
-                          "shape": (self.mt * TILE_HW, self.in0_shard_w * TILE_HW)}
-        if self.memory.in1 == Placement.DRAM_WIDTH_SHARDED:
-            # one per_core_N-wide shard of all K per DRAM bank, bank i for worker i
-            out["in1"] = {"memory_layout": "WIDTH_SHARDED", "buffer_type": "DRAM", "grid": (0, 0, self.num_cores - 1, 0),
-                          "orientation": "ROW_MAJOR", "shape": (self.kt * TILE_HW, self.per_core_n * TILE_HW)}
-        if self.memory.out == Placement.L1_WIDTH_SHARDED:
-            out["out"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
-                          "shape": (self.mt * TILE_HW, self.per_core_n * TILE_HW)}
-        return out
-
-    @property
-    def transpose_mcast(self) -> bool:
-        return self.spec.transpose_mcast
-
-    @property
-    def m_blocks(self) -> int:
-        """Cores along M (the factory's num_blocks_y): the grid's rows, its columns with transpose_mcast."""
-        return self.grid[0] if self.transpose_mcast else self.grid[1]
-
-    @property
-    def n_blocks(self) -> int:
-        """Cores along N (the factory's num_blocks_x): the grid's columns, its rows with transpose_mcast."""
-        return self.grid[1] if self.transpose_mcast else self.grid[0]
-
-    def cb(self, index: int) -> CircularBuffer:
-        return next(c for c in self.cbs if c.index == index)
-
-    # The last row / column of cores may hold a partial block: TT-Metal's 2D factory computes the grid
-    # as ceil(Mt / per_core_M) x ceil(Nt / per_core_N) and gives the last row/column these values
-    # (matmul_multicore_reuse_mcast_2d_program_factory.cpp, "Parameters for last row, col, or block").
-    @property
-    def last_per_core_m(self) -> int:
-        return self.mt % self.per_core_m or self.per_core_m
-
-    @property
-    def last_per_core_n(self) -> int:
-        return self.nt % self.per_core_n or self.per_core_n
-
-    @property
-    def last_out_block_h(self) -> int:
-        return self.last_per_core_m % self.out_block_h or self.out_block_h
-
-    @property
-    def last_out_block_w(self) -> int:
-        return self.last_per_core_n % self.out_block_w or self.out_block_w
-
-    @property
-    def padded_m(self) -> bool:
-        """The bottom row of cores has fewer than per_core_M rows of tiles."""
-        return self.mt % self.per_core_m != 0
-
-    @property
-    def padded_n(self) -> bool:
-        """The right column of cores has fewer than per_core_N columns of tiles."""
-        return self.nt % self.per_core_n != 0
-
-    @property
-    def padded_blocks(self) -> bool:
-        return self.padded_m or self.padded_n
-
-    @property
-    def tile_padding(self) -> dict[str, tuple[int, int]]:
-        """Dimensions that are not tile multiples: name -> (elements, elements padded to tiles)."""
-        return {d: (v, round_up_tiles(v) * TILE_HW) for d, v in (("M", self.spec.m), ("N", self.spec.n),
-                                                               ("K", self.spec.k)) if v % TILE_HW}
-
-    @property
-    def in0_last_ktile_w(self) -> int:
-        """Columns of in0's last K tile inside the tensor, 0 when K is a tile multiple (the factory's
-        in0_last_ktile_w = logical_K % tile_w; its reader zeroes the rest of that tile)."""
-        return self.spec.k % TILE_HW
-
-    @property
-    def padding_notes(self) -> tuple[str, ...]:
-        """What was padded, for `kgen check`: tensors to whole tiles, and the last row/column of cores."""
-        notes = []
-        for d, (v, padded) in self.tile_padding.items():
-            notes.append(f"{d} = {v} padded to {padded} ({padded - v} zero {'columns' if d != 'M' else 'rows'} "
-                         f"in the last tile, as ttnn tilizes; "
-                         + ("the output is sliced back" if d != "K" else
-                            f"zero K padding never changes the result; TT-Metal's in0 reader also zeroes "
-                            f"the last K tile past column {self.in0_last_ktile_w}") + ")")
-        return tuple(notes) + self.dataflow.padding_notes(self)
-
+from kgen.gen.dataflow.base import takes_batched_in1
+# re-exported: the plan and its factory interface are the planner's product
+from kgen.gen.planned import Factory, Plan, factory_departures  # noqa: F401
 
 # ----------------------------------------------------------------------------------------------
 
@@ -360,7 +98,7 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     _check_untilized_padding(spec, mt, nt, per_core_m, per_core_n)
 
     chosen = Plan(
-        spec=spec, arch=arch, compute=c, mt=mt, nt=nt, kt=kt, batch_ct=batch_ct, grid_requested=grid_req,
+        spec=spec, dataflow=dataflow_of(spec.dataflow), arch=arch, compute=c, mt=mt, nt=nt, kt=kt, batch_ct=batch_ct, grid_requested=grid_req,
         grid=grid, per_core_m=per_core_m, per_core_n=per_core_n, out_block_h=obh, out_block_w=obw,
         in0_block_w=in0_block_w, out_subblock_h=sbh, out_subblock_w=sbw, num_blocks=num_blocks,
         num_blocks_h_dim=per_core_m // obh, num_blocks_w_dim=n_compute // obw, policy=policy,
@@ -507,6 +245,27 @@ def _check_untilized_padding(spec: MatmulSpec, mt: int, nt: int, per_core_m: int
                         spec.span("untilize_out"), "untilize_out = false, or per_core dividing Mt x Nt")
 
 
+# TT-Metal's rule behind a refused batched in1 (tenstorrent/tt-metal@001cea9a, ttnn 0.81.1): the 2D and
+# 1D multicast program configs fuse the batch into M (kgen always does: fuse_batch), and
+# matmul_device_operation.cpp's validate_on_program_cache_miss then requires
+# `get_batch_size(b_shape_padded) == 1` ("Matmul with fused batch requires input tensors of shapes
+# BCMK*11KN=BCMN"). Only MatmulMultiCoreReuseProgramConfig runs a batched in1 (bcast_batch = false).
+BATCHED_IN1_RULE = ("matmul_device_operation.cpp @001cea9a: with fuse_batch, "
+                    "get_batch_size(b_shape_padded) == 1 (BCMK*11KN=BCMN)")
+
+
+def check_batched_in1(df: Dataflow, spec: MatmulSpec) -> None:
+    """A spec asking for a batched in1 (broadcast_in1 = false with batch > 1) on a factory that refuses it."""
+    if spec.broadcast_in1 or spec.batch == 1 or takes_batched_in1(df):
+        return
+    takers = [d.name for d in REGISTRY if takes_batched_in1(d)]
+    raise PlanError(BATCHED_IN1_RULE,
+                    f"broadcast_in1 = false with batch = {spec.batch} asks for {spec.batch} in1 matrices, but "
+                    f"dataflow {df.name} ({df.factory.value}) fuses the batch into M and takes one in1 shared by "
+                    f"every batch", spec.span("broadcast_in1"),
+                    f"dataflow = {' or '.join(takers)}, or broadcast_in1 = true")
+
+
 def _warnings(p: Plan) -> tuple[str, ...]:
     """What `kgen check` warns of in a legal plan; each warning cites its source."""
     c, spec = p.compute, p.spec
@@ -533,49 +292,3 @@ def _warnings(p: Plan) -> tuple[str, ...]:
         warnings.append(f"only {p.grid[0]} x {p.grid[1]} of the {fmt_pair(p.grid_requested)} grid have work "
                         f"(per_core {p.per_core_m} x {p.per_core_n} over Mt x Nt = {p.mt} x {p.nt})")
     return tuple(warnings)
-
-
-# What TT-Metal 0.81.1 does with dst_full_sync_en (docs/reference/matmul.md §3.3 and
-# docs/reference/provenance.md R10, read in the wheel's machine code). Every matmul factory turns the
-# compute config into a hardware config with to_compute_hardware_config (double_buffer_dest =
-# !dst_full_sync_en), libtt_metal.so lowers it back (dst_full_sync_en = !double_buffer_dest) and the JIT
-# writes DST_SYNC_MODE SyncFull or SyncHalf from it. The 2D, reuse and DRAM-sharded builders hand the
-# hardware config to the compute kernel as it is: their kernel compiles SyncFull when asked. The 1D
-# builders (create_program_mcast_in0/in1_artifacts) set double_buffer_dest right after the conversion:
-# their kernel compiles SyncHalf whatever is asked.
-FULL_SYNC_DROPPED = frozenset({Factory.MCAST_1D})
-# ttnn.matmul's validation (MatmulDeviceOperation::validate_on_program_cache_miss) bounds
-# out_subblock_h x out_subblock_w by get_dest_reg_count of the compute config with dst_full_sync_en
-# cleared, i.e. by the half-sync DST, for the reuse, 2D and 1D program configs (1D with gather_in0, which
-# kgen does not generate, keeps it). The DRAM-sharded config is not checked; its factory picks the
-# subblock itself, within the half-sync DST either way.
-SUBBLOCK_BOUND_HALF_SYNC = frozenset({Factory.REUSE, Factory.MCAST_2D, Factory.MCAST_1D})
-
-
-def factory_departures(p: Plan) -> tuple[str, ...]:
-    """Where kgen emits, as the spec asks, what ttnn.matmul 0.81.1 would not run: SyncFull on a factory
-    that compiles SyncHalf whatever is asked, or a subblock larger than the half-sync DST TT's validation
-    bounds it by under dst_full_sync = true. `kgen check` warns of them; port-check says that TT-Metal's
-    kernel ran so. Without dst_full_sync there is none: kgen's DST rule is then TT's."""
-    c = p.compute
-    if not c.dst_full_sync:
-        return ()
-    factory = p.dataflow.factory
-    name = factory.label
-    out = []
-    if factory in FULL_SYNC_DROPPED:
-        out.append(f"dst_full_sync = true: TT-Metal's {name} factory compiles SyncHalf whatever is asked (its "
-                   f"builders set double_buffer_dest in the compute kernel's hardware config); kgen emits "
-                   f"{p.dst_sync} as asked and limits subblocks to its {p.dst_capacity}-tile DST")
-    half = p.arch.dst_tiles(False, c.fp32_dest_acc)
-    if factory in SUBBLOCK_BOUND_HALF_SYNC and p.out_subblock_tiles > half:
-        compiled = ("" if factory in FULL_SYNC_DROPPED
-                    else f" (TT-Metal's {name} factory itself compiles SyncFull)")
-        out.append(f"dst_full_sync = true with out_subblock {p.out_subblock_h} x {p.out_subblock_w} = "
-                   f"{p.out_subblock_tiles} tiles: ttnn.matmul's validation bounds a subblock by the DST with "
-                   f"dst_full_sync_en cleared, {half} tiles with {p.dst_accum_format} accumulation, and would "
-                   f"refuse this program config{compiled}; kgen emits it as asked within its "
-                   f"{p.dst_capacity}-tile {p.dst_sync} DST")
-    return tuple(out)
-
-

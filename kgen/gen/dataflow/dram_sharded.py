@@ -30,7 +30,7 @@ from kgen.gen.rules import (CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, 
                             matmul_subblock_params, nearest)
 
 if TYPE_CHECKING:
-    from kgen.gen.plan import Plan
+    from kgen.gen.planned import Plan
     from kgen.gen.matmul_spec import MatmulSpec, MemorySpec
 
 RULE = "TT-Metal's DRAM-sharded factory (matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp)"
@@ -48,6 +48,7 @@ DECODE_MAX_MT = 4
 class DramSharded:
     name = "dram_sharded"
     factory = Factory.DRAM_SHARDED
+    label = "DRAM-sharded"
     placements: Mapping[str, frozenset[Placement]] = MappingProxyType({
         "in0": frozenset({Placement.L1_WIDTH_SHARDED}),
         "in1": frozenset({Placement.DRAM_WIDTH_SHARDED}),

@@ -11,7 +11,7 @@ from kgen.gen.ir import INVALID, VALID, Affine, CoreRange, Extent, Kernel, Loop,
 from kgen.gen.rules import CB_BIAS, CB_IN1, CB_OUT
 
 if TYPE_CHECKING:
-    from kgen.gen.plan import Plan
+    from kgen.gen.planned import Plan
 
 A = Affine.of
 

@@ -18,7 +18,7 @@ from kgen.gen.ir import INVALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Sema
 from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, PlanError, ceil_div, divisors, fmt_pair, nearest
 
 if TYPE_CHECKING:
-    from kgen.gen.plan import Plan
+    from kgen.gen.planned import Plan
     from kgen.gen.matmul_spec import MatmulSpec
 
 
@@ -26,6 +26,7 @@ class Mcast1D:
     """One mode of the 1D factory: `mcast_in0` says which operand core (0, 0) multicasts."""
 
     factory = Factory.MCAST_1D
+    label = "1D multicast"
     placements: Mapping[str, frozenset[Placement]] = DRAM_ONLY
     transpose_mcast = False
     # A multicast receiver waits for its sender: it runs at the sender's pace.

@@ -17,13 +17,14 @@ from kgen.gen.ir import INVALID, VALID, Affine, CoreRange, Kernel, Loop, Node, R
 from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, PlanError, ceil_div, divisors, nearest
 
 if TYPE_CHECKING:
-    from kgen.gen.plan import Plan
+    from kgen.gen.planned import Plan
     from kgen.gen.matmul_spec import MatmulSpec
 
 
 class Mcast2D(GridOfBlocks):
     name = "mcast_2d"
     factory = Factory.MCAST_2D
+    label = "2D multicast"
     # in0 block- or height-sharded, in1 interleaved in L1, the output block-sharded (the factory and its
     # validation in matmul_device_operation.cpp)
     placements: Mapping[str, frozenset[Placement]] = MappingProxyType({

@@ -32,13 +32,14 @@ from kgen.gen.ir import CoreRange, Kernel, Loop, Node, Semaphore
 from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, PlanError, divisors, nearest
 
 if TYPE_CHECKING:
-    from kgen.gen.plan import Plan
+    from kgen.gen.planned import Plan
     from kgen.gen.matmul_spec import MatmulSpec
 
 
 class Reuse(GridOfBlocks):
     name = "reuse"
     factory = Factory.REUSE
+    label = "reuse"
     placements: Mapping[str, frozenset[Placement]] = DRAM_ONLY
     transpose_mcast = False
     shared_axis: int | None = None

@@ -1,0 +1,392 @@
+"""What the planner produces and what it is planned for: the `Plan` of one matmul, and the interface of
+the TT-Metal program factory (`Dataflow`) that lays out its cores and writes its data-movement kernels.
+The two read each other (a plan asks its factory for the per-core terms; a factory builds from a plan),
+so they share this module; the factories themselves are in kgen/gen/dataflow/."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Mapping, Protocol
+
+from kgen.core.arch import ArchFacts
+from kgen.core.types import TILE_HW, Placement
+from kgen.gen import activations
+from kgen.gen.activations import Activation
+from kgen.gen.ir import CircularBuffer, L1Region, SubblockCounts
+from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
+from kgen.gen.rules import round_up_tiles
+
+if TYPE_CHECKING:
+    from kgen.gen.ir import CoreRange, Kernel, Semaphore
+
+
+class Factory(Enum):
+    """TT-Metal's matmul program factories, one file each (ttnn/cpp/ttnn/operations/matmul/device/factory/,
+    TT-Metal 0.81.1), as its `enum class` of program-config families names them."""
+
+    REUSE = "matmul_multicore_reuse_program_factory.cpp"
+    MCAST_2D = "matmul_multicore_reuse_mcast_2d_program_factory.cpp"
+    MCAST_1D = "matmul_multicore_reuse_mcast_1d_program_factory.cpp"
+    DRAM_SHARDED = "matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The cores of a plan: per-core M and N tiles, the grid of cores with work (x, y), the count
+    of N-blocks (cores along N), and the cores holding a width-sharded in0's K slices (0: none)."""
+
+    per_core_m: int
+    per_core_n: int
+    grid: tuple[int, int]
+    n_blocks: int
+    in0_shards: int = 0
+
+
+class Dataflow(Protocol):
+    """One way of moving the operands to the cores: a TT-Metal program factory (or one mode of it).
+
+    The planner asks it for the layout of the cores and the rules that differ by factory, lowering
+    for its data-movement kernels and semaphores, the model for which kernel waits on which, tune for
+    the layouts it may search, and the grammar for its spelling.
+
+    Optional hooks, for a factory that places its own cores and tensors (the DRAM-sharded one); a
+    consumer asks for them with getattr and falls back to the 2D factory's behaviour without them:
+    `cb_depths(num_blocks) -> (in0, in1)` K-blocks in c_0 / c_1 (blocking, through `cb_depths` below);
+    `tune_memory(spec, mt)`, `tune_per_core(spec, mt, nt)`, `tune_grid(spec)`: the placements, per_core
+    and grid tune gives its candidates (perf/tune/search.py); `pads_last_n_shard`: True when the factory
+    shards in1 and the output in per_core_N-wide shards of which the last may hold fewer real columns
+    (the planner's whole-shard rule then leaves N alone); `factory_blocking(spec, per_core_m, per_core_n,
+    fp32_dest_acc, choices) -> (out_block, out_subblock, per_core_n_compute)`: a factory that chooses its
+    own subblock and may pad the N a core computes for it; `separate_out_shard`: c_4 is a buffer of its
+    own and the writer copies the real columns into the output shard (c_7); `compute_defines`: defines
+    the factory adds to the compute kernel."""
+
+    name: str                        # the spelling in a spec's `dataflow =` line
+    factory: Factory
+    label: str                       # the factory as a sentence names it ("TT-Metal's 2D multicast factory")
+    placements: Mapping[str, frozenset[Placement]]   # tensor -> where this factory accepts it
+    transpose_mcast: bool            # takes the 2D config's transpose_mcast
+    # tune: the per_core axis (0 M, 1 N) that must cover all of its tiles (a 1D multicast's shared
+    # operand), or None when the cores form the 2D grid of blocks
+    shared_axis: int | None
+    paced_by: Mapping[str, str]      # the model: a receiver kernel role -> the sender role it waits on
+    is_1d: bool                      # a 1D multicast: one row-major run of cores, one operand shared
+    # takes one in1 matrix per batch (TT's bcast_batch = false); a factory without the attribute refuses it
+    batched_in1: bool
+
+    def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout: ...
+
+    def core_m_terms(self, p: Plan) -> dict[str, int]: ...
+
+    def core_n_terms(self, p: Plan) -> dict[str, int]: ...
+
+    def in0_reader_cores(self, p: Plan) -> int: ...
+
+    def padding_notes(self, p: Plan) -> tuple[str, ...]: ...
+
+    def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]: ...
+
+
+@dataclass(frozen=True)
+class Plan(SubblockCounts):
+    spec: MatmulSpec
+    dataflow: Dataflow                   # the factory of the spec's dataflow: it owns the per-core terms below
+    arch: ArchFacts
+    compute: ComputeConfig
+    # problem in tiles; batch is fused into M (fuse_batch, as TT's 2D multicast path does)
+    mt: int
+    nt: int
+    kt: int
+    batch_ct: int
+    grid_requested: tuple[int, int]      # x, y
+    grid: tuple[int, int]                # cores with work: x = num_blocks_x, y = num_blocks_y (2D, reuse);
+                                         # 1D multicast: the rectangle their row-major run fills
+    per_core_m: int
+    per_core_n: int
+    out_block_h: int
+    out_block_w: int
+    in0_block_w: int
+    out_subblock_h: int
+    out_subblock_w: int
+    num_blocks: int                      # K-blocks (num_blocks_inner_dim)
+    num_blocks_h_dim: int
+    num_blocks_w_dim: int
+    policy: str
+    policy_reason: str
+    l1_acc_enabled: bool                 # the decision, TT-Metal's packer_l1_acc_en: PACKER_L1_ACC is defined
+                                         # (the request is compute.packer_l1_acc, TTNN's field)
+    partials_format: str
+    partials_reason: str
+    out_format: str
+    in0_format: str
+    in1_format: str
+    bias_format: str | None
+    dst_sync: str                        # SyncHalf | SyncFull, as emitted
+    dst_capacity: int
+    dst_accum_format: str
+    cbs: tuple[CircularBuffer, ...]
+    regions: tuple[L1Region, ...]
+    warnings: tuple[str, ...]
+    choices: tuple[str, ...]             # how each auto value was chosen
+    out_partials_sharing: str = ""       # whether c_4 and c_5 share one L1 region, and why
+    in0_shards: int = 0                  # cores holding a width-sharded in0's K slices (0: not width-sharded)
+    # the N tiles a core computes: per_core_n, or more where the factory pads them for a wider subblock
+    # (the DRAM-sharded factory's per_core_N_compute; its per_core_N_in1_sender is per_core_n)
+    per_core_n_compute: int = 0
+
+    @property
+    def padded_lanes(self) -> int:
+        """Output columns a core computes past per_core_n: the last in1 subblock's lanes no in1 tile backs."""
+        return max(0, self.per_core_n_compute - self.per_core_n)
+
+    @property
+    def last_subblock_w_valid(self) -> int:
+        """Lanes of the last in1 subblock backed by in1 tiles (the DRAM-sharded factory's
+        last_subblock_w_valid = out_subblock_w - (per_core_N_compute - per_core_N_in1_sender))."""
+        return self.out_subblock_w - self.padded_lanes
+
+    @property
+    def in1_block_w(self) -> int:
+        """Tiles of one in1 row in c_1: the out block's width less the padded lanes (TT's compute arg
+        in1_block_w, the row stride of its in1 index)."""
+        return self.out_block_w - self.padded_lanes
+
+    @property
+    def factory_departures(self) -> tuple[str, ...]:
+        """Where this plan runs a kernel as ttnn.matmul 0.81.1 would not: in a sync mode its factory does
+        not compile, or with a subblock its validation refuses (`factory_departures`)."""
+        return factory_departures(self)
+
+    # derived quantities of the compute kernel (docs/reference/matmul.md §1.1; the subblock counts are
+    # SubblockCounts')
+    @property
+    def in0_block_tiles(self) -> int:
+        return self.out_block_h * self.in0_block_w
+
+    @property
+    def in1_block_tiles(self) -> int:
+        return self.in1_block_w * self.in0_block_w
+
+    @property
+    def fuse_bias(self) -> bool:
+        return self.spec.fuse_bias
+
+    @property
+    def activation(self) -> Activation:
+        return activations.planned(self.spec.activation)
+
+    @property
+    def pack_relu(self) -> bool:
+        return self.activation.packer_relu
+
+    @property
+    def sfpu_activation(self) -> Activation | None:
+        """The activation bmm_fused_activation.hpp applies on the pack thread, if any."""
+        act = self.activation
+        return act if act.sfpu else None
+
+    @property
+    def untilize_out(self) -> bool:
+        return self.spec.untilize_out
+
+    @property
+    def num_cores(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+    @property
+    def is_1d(self) -> bool:
+        return self.dataflow.is_1d
+
+    @property
+    def batched_in1(self) -> bool:
+        """in1 holds one K x N matrix per batch: the kernels loop over the batch (batch_ct = B, Mt per batch)."""
+        return self.batch_ct > 1 and not self.spec.broadcast_in1
+
+    @property
+    def core_m_terms(self) -> dict[str, int]:
+        """A core's M-block index as a sum of its coordinates (core_y on a 2D grid of blocks, core_x under
+        transpose_mcast, the row-major index or nothing on a 1D run of cores)."""
+        return self.dataflow.core_m_terms(self)
+
+    @property
+    def core_n_terms(self) -> dict[str, int]:
+        """A core's N-block index as a sum of its coordinates."""
+        return self.dataflow.core_n_terms(self)
+
+    @property
+    def in0_reader_cores(self) -> int:
+        """Cores that read in0 from DRAM."""
+        return self.dataflow.in0_reader_cores(self)
+
+    @property
+    def cb_bytes(self) -> int:
+        return sum(r.bytes for r in self.regions)
+
+    @property
+    def l1_margin(self) -> int:
+        return self.arch.usable_cb_bytes - self.cb_bytes
+
+    @property
+    def memory(self):
+        return self.spec.memory
+
+    @property
+    def in0_shard_w(self) -> int:
+        """K tiles of each core's block-sharded in0 shard (the factory's in0_shard_width_in_tiles)."""
+        if self.in0_shards:
+            return self.kt // self.in0_shards
+        return self.kt // self.n_blocks if self.memory.in0 == Placement.L1_BLOCK_SHARDED else (
+            self.kt if self.memory.in0 == Placement.L1_HEIGHT_SHARDED else 0)
+
+    @property
+    def shard_specs(self) -> dict[str, dict]:
+        """ttnn ShardSpecs of the sharded tensors: core grid (x0, y0, x1, y1), shard shape in elements
+        (height, width) and orientation. in0 block-sharded: per_core_M x Kt / (cores along N) on the grid
+        with work, COL_MAJOR under transpose_mcast (its width along y); height-sharded: per_core_M x K on
+        the in0 senders' column; the output: per_core_M x per_core_N on the grid with work."""
+        out: dict[str, dict] = {}
+        orientation = "COL_MAJOR" if self.transpose_mcast else "ROW_MAJOR"
+        grid = (0, 0, self.grid[0] - 1, self.grid[1] - 1)
+        if self.memory.in0 == Placement.L1_BLOCK_SHARDED:
+            out["in0"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
+                          "shape": (self.per_core_m * TILE_HW, self.in0_shard_w * TILE_HW)}
+        elif self.memory.in0 == Placement.L1_HEIGHT_SHARDED:
+            out["in0"] = {"memory_layout": "HEIGHT_SHARDED", "grid": (0, 0, 0, self.m_blocks - 1),
+                          "orientation": "ROW_MAJOR", "shape": (self.per_core_m * TILE_HW, self.kt * TILE_HW)}
+        if self.memory.out == Placement.L1_BLOCK_SHARDED:
+            out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
+                          "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
+        # width-sharded (the DRAM-sharded factory): all of M per shard, row-major over the workers;
+        # in0's in0_shards shards on the first in0_shards of them
+        if self.memory.in0 == Placement.L1_WIDTH_SHARDED:
+            out["in0"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
+                          "shape": (self.mt * TILE_HW, self.in0_shard_w * TILE_HW)}
+        if self.memory.in1 == Placement.DRAM_WIDTH_SHARDED:
+            # one per_core_N-wide shard of all K per DRAM bank, bank i for worker i
+            out["in1"] = {"memory_layout": "WIDTH_SHARDED", "buffer_type": "DRAM", "grid": (0, 0, self.num_cores - 1, 0),
+                          "orientation": "ROW_MAJOR", "shape": (self.kt * TILE_HW, self.per_core_n * TILE_HW)}
+        if self.memory.out == Placement.L1_WIDTH_SHARDED:
+            out["out"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
+                          "shape": (self.mt * TILE_HW, self.per_core_n * TILE_HW)}
+        return out
+
+    @property
+    def transpose_mcast(self) -> bool:
+        return self.spec.transpose_mcast
+
+    @property
+    def m_blocks(self) -> int:
+        """Cores along M (the factory's num_blocks_y): the grid's rows, its columns with transpose_mcast."""
+        return self.grid[0] if self.transpose_mcast else self.grid[1]
+
+    @property
+    def n_blocks(self) -> int:
+        """Cores along N (the factory's num_blocks_x): the grid's columns, its rows with transpose_mcast."""
+        return self.grid[1] if self.transpose_mcast else self.grid[0]
+
+    def cb(self, index: int) -> CircularBuffer:
+        return next(c for c in self.cbs if c.index == index)
+
+    # The last row / column of cores may hold a partial block: TT-Metal's 2D factory computes the grid
+    # as ceil(Mt / per_core_M) x ceil(Nt / per_core_N) and gives the last row/column these values
+    # (matmul_multicore_reuse_mcast_2d_program_factory.cpp, "Parameters for last row, col, or block").
+    @property
+    def last_per_core_m(self) -> int:
+        return self.mt % self.per_core_m or self.per_core_m
+
+    @property
+    def last_per_core_n(self) -> int:
+        return self.nt % self.per_core_n or self.per_core_n
+
+    @property
+    def last_out_block_h(self) -> int:
+        return self.last_per_core_m % self.out_block_h or self.out_block_h
+
+    @property
+    def last_out_block_w(self) -> int:
+        return self.last_per_core_n % self.out_block_w or self.out_block_w
+
+    @property
+    def padded_m(self) -> bool:
+        """The bottom row of cores has fewer than per_core_M rows of tiles."""
+        return self.mt % self.per_core_m != 0
+
+    @property
+    def padded_n(self) -> bool:
+        """The right column of cores has fewer than per_core_N columns of tiles."""
+        return self.nt % self.per_core_n != 0
+
+    @property
+    def padded_blocks(self) -> bool:
+        return self.padded_m or self.padded_n
+
+    @property
+    def tile_padding(self) -> dict[str, tuple[int, int]]:
+        """Dimensions that are not tile multiples: name -> (elements, elements padded to tiles)."""
+        return {d: (v, round_up_tiles(v) * TILE_HW) for d, v in (("M", self.spec.m), ("N", self.spec.n),
+                                                               ("K", self.spec.k)) if v % TILE_HW}
+
+    @property
+    def in0_last_ktile_w(self) -> int:
+        """Columns of in0's last K tile inside the tensor, 0 when K is a tile multiple (the factory's
+        in0_last_ktile_w = logical_K % tile_w; its reader zeroes the rest of that tile)."""
+        return self.spec.k % TILE_HW
+
+    @property
+    def padding_notes(self) -> tuple[str, ...]:
+        """What was padded, for `kgen check`: tensors to whole tiles, and the last row/column of cores."""
+        notes = []
+        for d, (v, padded) in self.tile_padding.items():
+            notes.append(f"{d} = {v} padded to {padded} ({padded - v} zero {'columns' if d != 'M' else 'rows'} "
+                         f"in the last tile, as ttnn tilizes; "
+                         + ("the output is sliced back" if d != "K" else
+                            f"zero K padding never changes the result; TT-Metal's in0 reader also zeroes "
+                            f"the last K tile past column {self.in0_last_ktile_w}") + ")")
+        return tuple(notes) + self.dataflow.padding_notes(self)
+
+
+# What TT-Metal 0.81.1 does with dst_full_sync_en (docs/reference/matmul.md §3.3 and
+# docs/reference/provenance.md R10, read in the wheel's machine code). Every matmul factory turns the
+# compute config into a hardware config with to_compute_hardware_config (double_buffer_dest =
+# !dst_full_sync_en), libtt_metal.so lowers it back (dst_full_sync_en = !double_buffer_dest) and the JIT
+# writes DST_SYNC_MODE SyncFull or SyncHalf from it. The 2D, reuse and DRAM-sharded builders hand the
+# hardware config to the compute kernel as it is: their kernel compiles SyncFull when asked. The 1D
+# builders (create_program_mcast_in0/in1_artifacts) set double_buffer_dest right after the conversion:
+# their kernel compiles SyncHalf whatever is asked.
+FULL_SYNC_DROPPED = frozenset({Factory.MCAST_1D})
+# ttnn.matmul's validation (MatmulDeviceOperation::validate_on_program_cache_miss) bounds
+# out_subblock_h x out_subblock_w by get_dest_reg_count of the compute config with dst_full_sync_en
+# cleared, i.e. by the half-sync DST, for the reuse, 2D and 1D program configs (1D with gather_in0, which
+# kgen does not generate, keeps it). The DRAM-sharded config is not checked; its factory picks the
+# subblock itself, within the half-sync DST either way.
+SUBBLOCK_BOUND_HALF_SYNC = frozenset({Factory.REUSE, Factory.MCAST_2D, Factory.MCAST_1D})
+
+
+def factory_departures(p: Plan) -> tuple[str, ...]:
+    """Where kgen emits, as the spec asks, what ttnn.matmul 0.81.1 would not run: SyncFull on a factory
+    that compiles SyncHalf whatever is asked, or a subblock larger than the half-sync DST TT's validation
+    bounds it by under dst_full_sync = true. `kgen check` warns of them; port-check says that TT-Metal's
+    kernel ran so. Without dst_full_sync there is none: kgen's DST rule is then TT's."""
+    c = p.compute
+    if not c.dst_full_sync:
+        return ()
+    factory = p.dataflow.factory
+    name = p.dataflow.label
+    out = []
+    if factory in FULL_SYNC_DROPPED:
+        out.append(f"dst_full_sync = true: TT-Metal's {name} factory compiles SyncHalf whatever is asked (its "
+                   f"builders set double_buffer_dest in the compute kernel's hardware config); kgen emits "
+                   f"{p.dst_sync} as asked and limits subblocks to its {p.dst_capacity}-tile DST")
+    half = p.arch.dst_tiles(False, c.fp32_dest_acc)
+    if factory in SUBBLOCK_BOUND_HALF_SYNC and p.out_subblock_tiles > half:
+        compiled = ("" if factory in FULL_SYNC_DROPPED
+                    else f" (TT-Metal's {name} factory itself compiles SyncFull)")
+        out.append(f"dst_full_sync = true with out_subblock {p.out_subblock_h} x {p.out_subblock_w} = "
+                   f"{p.out_subblock_tiles} tiles: ttnn.matmul's validation bounds a subblock by the DST with "
+                   f"dst_full_sync_en cleared, {half} tiles with {p.dst_accum_format} accumulation, and would "
+                   f"refuse this program config{compiled}; kgen emits it as asked within its "
+                   f"{p.dst_capacity}-tile {p.dst_sync} DST")
+    return tuple(out)
+
+
