@@ -10,7 +10,6 @@ from kgen.core.arch import ArchFacts
 from kgen.core.types import Placement
 from kgen.gen.dataflow import get as dataflow_of
 from kgen.gen.ir import CircularBuffer, L1Region
-from kgen.gen.dataflow.base import Factory, cb_depths
 from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, CB_PARTIALS,
                             SUBBLOCK_HW_CHOICES, PlanError, divisors, fmt_pair, nearest)
 from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
@@ -29,23 +28,14 @@ POLICY_DST = "dst_only"
 
 
 
-# The factories whose builder keeps the partials out of a sharded output's region
-# (`do_not_inplace_interm0_out_CB`), read in TT-Metal 0.81.1's _ttnncpp.so (docs/reference/provenance.md
-# R9): the 2D builder ttnn.matmul reaches (create_program_mcast_in0_in1_spec, 0x1234b8e-0x1234ba8:
-# out BLOCK_SHARDED && (per_core_M != out_block_h || per_core_N != out_block_w)) and both 1D builders
-# (create_program_mcast_in0_artifacts 0x120ac22-0x120ac3b, create_program_mcast_in1_artifacts
-# 0x121d330-0x121d349: output_is_sharded && the same two inequalities). The reuse factory's program config
-# has no out block (its out CB is per_core_M x per_core_N) and the DRAM-sharded builder shares c_4 and c_5
-# on formats and untilize alone (0x124f47e-0x124f4b0): neither has the test.
-DO_NOT_INPLACE_FACTORIES = frozenset({Factory.MCAST_2D, Factory.MCAST_1D})
 
 
 def do_not_inplace_interm0_out(spec: MatmulSpec, per_core: tuple[int, int], out_block: tuple[int, int]) -> str | None:
     """Why TT-Metal's factory keeps out (c_4) and partials (c_5) apart, `do_not_inplace_interm0_out_CB`:
     a sharded output whose c_4 holds more than one output block, i.e. per_core_M != out_block_h or
-    per_core_N != out_block_w, on the factories that test it (DO_NOT_INPLACE_FACTORIES); None when
+    per_core_N != out_block_w, on the factories that test it (Dataflow.do_not_inplace_interm0_out); None when
     it does not fire."""
-    if spec.memory.out == Placement.DRAM or dataflow_of(spec.dataflow).factory not in DO_NOT_INPLACE_FACTORIES:
+    if spec.memory.out == Placement.DRAM or not dataflow_of(spec.dataflow).do_not_inplace_interm0_out:
         return None
     if per_core == out_block:
         return None
@@ -95,7 +85,7 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
     tb = arch.tile_bytes
     obh, obw = out_block
     depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
-    in0_depth, in1_depth = cb_depths(dataflow_of(spec.dataflow), batch_ct * num_blocks, depth)
+    in0_depth, in1_depth = dataflow_of(spec.dataflow).cb_depths(batch_ct * num_blocks, depth)
     out_sharded = spec.memory.out != Placement.DRAM
     share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
                                         out_blocks_per_core)

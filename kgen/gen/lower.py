@@ -93,7 +93,7 @@ def compute_named_args(p: Plan) -> tuple[tuple[str, int], ...]:
 def _dram_sharded_compute(p: Plan) -> bool:
     """The kernel is built as the DRAM-sharded factory builds TT's (MATMUL_DRAM_SHARDED: the named arg
     last_subblock_w_valid and the is_worker_core runtime arg)."""
-    return "MATMUL_DRAM_SHARDED" in dict(getattr(p.dataflow, "compute_defines", ()))
+    return "MATMUL_DRAM_SHARDED" in dict(p.dataflow.compute_defines)
 
 
 # Every define TT-Metal's matmul compute kernel reads that kgen plans for (§1.3); the rendered kernel
@@ -114,7 +114,7 @@ def compute_defines(p: Plan) -> tuple[tuple[str, str], ...]:
         defines.append(("PACKER_L1_ACC", "1"))
     if p.compute.fp32_dest_acc:
         defines.append(("FP32_DEST_ACC_EN", "1"))
-    return tuple(defines) + tuple(getattr(p.dataflow, "compute_defines", ()))
+    return tuple(defines) + p.dataflow.compute_defines
 
 
 @dataclass(frozen=True)

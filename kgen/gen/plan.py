@@ -67,12 +67,12 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     dst_accum = "Float32" if c.fp32_dest_acc else "Float16_b"
 
     # a factory that chooses its own subblock (and pads the N it computes for it) fixes the out block
-    factory_blocking = getattr(dataflow_of(spec.dataflow), "factory_blocking", None)
+    df = dataflow_of(spec.dataflow)
     fixed, n_compute = None, per_core_n
-    if factory_blocking is not None:
-        ob, sb, n_compute = factory_blocking(spec, per_core_m, per_core_n, c.fp32_dest_acc, choices)
+    if (own := df.factory_blocking(spec, per_core_m, per_core_n, c.fp32_dest_acc, choices)) is not None:
+        ob, sb, n_compute = own
         fixed = (ob, sb)
-    separate_shard = getattr(dataflow_of(spec.dataflow), "separate_out_shard", False)
+    separate_shard = df.separate_out_shard
     blocking = Blocking(spec, arch, kt, per_core_m, n_compute, capacity, dst_sync, dst_accum, batch_ct,
                         in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt, in0_shard_w,
                         in1_w=per_core_n if n_compute != per_core_n else 0,
@@ -184,7 +184,7 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
     # kgen's limits (not TT's): whole shards, one per core with work
     sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if where != Placement.DRAM]
     # a factory that pads the last N shard itself (its in1 and output shards) takes any Nt
-    n_uneven = nt % per_core_n and not getattr(dataflow_of(spec.dataflow), "pads_last_n_shard", False)
+    n_uneven = nt % per_core_n and not dataflow_of(spec.dataflow).pads_last_n_shard
     if sharded and (spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW or mt % per_core_m or n_uneven):
         raise PlanError("kgen: sharded tensors in whole shards",
                         f"{' and '.join(sharded)} sharded with a shape short of whole tiles or per_core not dividing "

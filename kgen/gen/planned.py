@@ -5,9 +5,11 @@ so they share this module; the factories themselves are in kgen/gen/dataflow/.""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Mapping, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Mapping
 
 from kgen.core.arch import ArchFacts
 from kgen.core.types import TILE_HW, Placement
@@ -19,6 +21,7 @@ from kgen.gen.rules import round_up_tiles
 
 if TYPE_CHECKING:
     from kgen.gen.ir import CoreRange, Kernel, Semaphore
+    from kgen.gen.matmul_spec import MemorySpec
 
 
 class Factory(Enum):
@@ -43,49 +46,102 @@ class Layout:
     in0_shards: int = 0
 
 
-class Dataflow(Protocol):
+DRAM_ONLY: Mapping[str, frozenset[Placement]] = MappingProxyType(
+    {t: frozenset({Placement.DRAM}) for t in ("in0", "in1", "out")})
+
+
+class Dataflow(ABC):
     """One way of moving the operands to the cores: a TT-Metal program factory (or one mode of it).
 
     The planner asks it for the layout of the cores and the rules that differ by factory, lowering
     for its data-movement kernels and semaphores, the model for which kernel waits on which, tune for
-    the layouts it may search, and the grammar for its spelling.
-
-    Optional hooks, for a factory that places its own cores and tensors (the DRAM-sharded one); a
-    consumer asks for them with getattr and falls back to the 2D factory's behaviour without them:
-    `cb_depths(num_blocks) -> (in0, in1)` K-blocks in c_0 / c_1 (blocking, through `cb_depths` below);
-    `tune_memory(spec, mt)`, `tune_per_core(spec, mt, nt)`, `tune_grid(spec)`: the placements, per_core
-    and grid tune gives its candidates (perf/tune/search.py); `pads_last_n_shard`: True when the factory
-    shards in1 and the output in per_core_N-wide shards of which the last may hold fewer real columns
-    (the planner's whole-shard rule then leaves N alone); `factory_blocking(spec, per_core_m, per_core_n,
-    fp32_dest_acc, choices) -> (out_block, out_subblock, per_core_n_compute)`: a factory that chooses its
-    own subblock and may pad the N a core computes for it; `separate_out_shard`: c_4 is a buffer of its
-    own and the writer copies the real columns into the output shard (c_7); `compute_defines`: defines
-    the factory adds to the compute kernel."""
+    the layouts it may search, and the grammar for its spelling. A factory module subclasses it once,
+    sets what differs from the defaults below, and is listed once in kgen/gen/dataflow/__init__.py."""
 
     name: str                        # the spelling in a spec's `dataflow =` line
     factory: Factory
     label: str                       # the factory as a sentence names it ("TT-Metal's 2D multicast factory")
-    placements: Mapping[str, frozenset[Placement]]   # tensor -> where this factory accepts it
-    transpose_mcast: bool            # takes the 2D config's transpose_mcast
+    placements: Mapping[str, frozenset[Placement]] = DRAM_ONLY    # tensor -> where this factory accepts it
+    transpose_mcast: bool = False    # takes the 2D config's transpose_mcast
     # tune: the per_core axis (0 M, 1 N) that must cover all of its tiles (a 1D multicast's shared
     # operand), or None when the cores form the 2D grid of blocks
-    shared_axis: int | None
-    paced_by: Mapping[str, str]      # the model: a receiver kernel role -> the sender role it waits on
-    is_1d: bool                      # a 1D multicast: one row-major run of cores, one operand shared
-    # takes one in1 matrix per batch (TT's bcast_batch = false); a factory without the attribute refuses it
-    batched_in1: bool
+    shared_axis: int | None = None
+    # the model: a receiver kernel role -> the sender role it waits on
+    paced_by: Mapping[str, str] = MappingProxyType({})
+    is_1d: bool = False              # a 1D multicast: one row-major run of cores, one operand shared
+    batched_in1: bool = False        # takes one in1 matrix per batch (TT's bcast_batch = false)
+    # in1 and the output in per_core_N-wide shards of which the last may hold fewer real columns (the
+    # planner's whole-shard rule then leaves N alone)
+    pads_last_n_shard: bool = False
+    # c_4 is a buffer of its own and the writer copies the real columns into the output shard (c_7)
+    separate_out_shard: bool = False
+    compute_defines: tuple[tuple[str, str], ...] = ()      # defines the factory adds to the compute kernel
+    # tune: the factory places its own cores and tensors (tune_memory, tune_per_core, tune_grid)
+    places_own_cores: bool = False
+    # TT-Metal 0.81.1's dst_full_sync_en (docs/reference/matmul.md §3.3, docs/reference/provenance.md R10,
+    # read in the wheel's machine code): every factory turns the compute config into a hardware config
+    # (to_compute_hardware_config: double_buffer_dest = !dst_full_sync_en) and the JIT writes DST_SYNC_MODE
+    # from it. The 1D builders (create_program_mcast_in0/in1_artifacts) set double_buffer_dest right after
+    # the conversion: their kernel compiles SyncHalf whatever is asked.
+    full_sync_dropped: bool = False
+    # ttnn.matmul's validation (validate_on_program_cache_miss) bounds out_subblock_h x out_subblock_w by
+    # get_dest_reg_count with dst_full_sync_en cleared (the half-sync DST) for the reuse, 2D and 1D program
+    # configs; the DRAM-sharded config is not checked (its factory picks the subblock itself).
+    subblock_bound_half_sync: bool = True
+    # The builder keeps the partials out of a sharded output's region (`do_not_inplace_interm0_out_CB`)
+    # when per_core != out_block, read in 0.81.1's _ttnncpp.so (docs/reference/provenance.md R9): the 2D
+    # builder (create_program_mcast_in0_in1_spec, 0x1234b8e-0x1234ba8) and both 1D builders test it; the
+    # reuse config has no out block, and the DRAM-sharded builder shares c_4 and c_5 on formats alone.
+    do_not_inplace_interm0_out: bool = False
 
-    def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout: ...
+    def __repr__(self) -> str:
+        return f"<dataflow {self.name}>"
 
-    def core_m_terms(self, p: Plan) -> dict[str, int]: ...
+    @abstractmethod
+    def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
+        """The cores of a plan (appending to `choices` how each auto value was chosen)."""
 
-    def core_n_terms(self, p: Plan) -> dict[str, int]: ...
+    @abstractmethod
+    def core_m_terms(self, p: Plan) -> dict[str, int]:
+        """A core's M-block index as a sum of its coordinates."""
 
-    def in0_reader_cores(self, p: Plan) -> int: ...
+    @abstractmethod
+    def core_n_terms(self, p: Plan) -> dict[str, int]:
+        """A core's N-block index as a sum of its coordinates."""
 
-    def padding_notes(self, p: Plan) -> tuple[str, ...]: ...
+    @abstractmethod
+    def in0_reader_cores(self, p: Plan) -> int:
+        """Cores that read in0 from DRAM."""
 
-    def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]: ...
+    @abstractmethod
+    def padding_notes(self, p: Plan) -> tuple[str, ...]:
+        """What the factory's cores pad, for `kgen check`."""
+
+    @abstractmethod
+    def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
+        """The data-movement kernels and semaphores of the program."""
+
+    def cb_depths(self, num_blocks: int, default: int) -> tuple[int, int]:
+        """K-blocks the in0 and in1 CBs hold: `default` for both (the 2D factory's double buffering)."""
+        return default, default
+
+    def factory_blocking(self, spec: MatmulSpec, per_core_m: int, per_core_n: int, fp32_dest_acc: bool,
+                         choices: list[str]) -> tuple[tuple[int, int], tuple[int, int], int] | None:
+        """(out_block, out_subblock, per_core_n_compute) for a factory that chooses its own subblock and may
+        pad the N a core computes for it; None: the planner chooses, as the 2D factory does."""
+        return None
+
+    def tune_memory(self, spec: MatmulSpec, mt: int) -> MemorySpec | None:
+        """With `places_own_cores`: the placements tune gives this factory's candidates, None where not tried."""
+        raise NotImplementedError(f"{self.name} does not place its own cores")
+
+    def tune_per_core(self, spec: MatmulSpec, mt: int, nt: int) -> tuple[int, int]:
+        """With `places_own_cores`: the one per_core the factory takes."""
+        raise NotImplementedError(f"{self.name} does not place its own cores")
+
+    def tune_grid(self, spec: MatmulSpec) -> tuple[int, int]:
+        """With `places_own_cores`: the grid a candidate names."""
+        raise NotImplementedError(f"{self.name} does not place its own cores")
 
 
 @dataclass(frozen=True)
@@ -346,22 +402,6 @@ class Plan(SubblockCounts):
         return tuple(notes) + self.dataflow.padding_notes(self)
 
 
-# What TT-Metal 0.81.1 does with dst_full_sync_en (docs/reference/matmul.md §3.3 and
-# docs/reference/provenance.md R10, read in the wheel's machine code). Every matmul factory turns the
-# compute config into a hardware config with to_compute_hardware_config (double_buffer_dest =
-# !dst_full_sync_en), libtt_metal.so lowers it back (dst_full_sync_en = !double_buffer_dest) and the JIT
-# writes DST_SYNC_MODE SyncFull or SyncHalf from it. The 2D, reuse and DRAM-sharded builders hand the
-# hardware config to the compute kernel as it is: their kernel compiles SyncFull when asked. The 1D
-# builders (create_program_mcast_in0/in1_artifacts) set double_buffer_dest right after the conversion:
-# their kernel compiles SyncHalf whatever is asked.
-FULL_SYNC_DROPPED = frozenset({Factory.MCAST_1D})
-# ttnn.matmul's validation (MatmulDeviceOperation::validate_on_program_cache_miss) bounds
-# out_subblock_h x out_subblock_w by get_dest_reg_count of the compute config with dst_full_sync_en
-# cleared, i.e. by the half-sync DST, for the reuse, 2D and 1D program configs (1D with gather_in0, which
-# kgen does not generate, keeps it). The DRAM-sharded config is not checked; its factory picks the
-# subblock itself, within the half-sync DST either way.
-SUBBLOCK_BOUND_HALF_SYNC = frozenset({Factory.REUSE, Factory.MCAST_2D, Factory.MCAST_1D})
-
 
 def factory_departures(p: Plan) -> tuple[str, ...]:
     """Where kgen emits, as the spec asks, what ttnn.matmul 0.81.1 would not run: SyncFull on a factory
@@ -371,16 +411,16 @@ def factory_departures(p: Plan) -> tuple[str, ...]:
     c = p.compute
     if not c.dst_full_sync:
         return ()
-    factory = p.dataflow.factory
-    name = p.dataflow.label
+    df = p.dataflow
+    name = df.label
     out = []
-    if factory in FULL_SYNC_DROPPED:
+    if df.full_sync_dropped:
         out.append(f"dst_full_sync = true: TT-Metal's {name} factory compiles SyncHalf whatever is asked (its "
                    f"builders set double_buffer_dest in the compute kernel's hardware config); kgen emits "
                    f"{p.dst_sync} as asked and limits subblocks to its {p.dst_capacity}-tile DST")
     half = p.arch.dst_tiles(False, c.fp32_dest_acc)
-    if factory in SUBBLOCK_BOUND_HALF_SYNC and p.out_subblock_tiles > half:
-        compiled = ("" if factory in FULL_SYNC_DROPPED
+    if df.subblock_bound_half_sync and p.out_subblock_tiles > half:
+        compiled = ("" if df.full_sync_dropped
                     else f" (TT-Metal's {name} factory itself compiles SyncFull)")
         out.append(f"dst_full_sync = true with out_subblock {p.out_subblock_h} x {p.out_subblock_w} = "
                    f"{p.out_subblock_tiles} tiles: ttnn.matmul's validation bounds a subblock by the DST with "

@@ -3,22 +3,14 @@ factories (2D multicast, reuse) share. The factory interface itself is `kgen.gen
 
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from kgen.core.types import Placement
-from kgen.gen.planned import Dataflow, Factory, Layout, Plan  # noqa: F401 (Factory, Layout: the factories' vocabulary)
+from kgen.gen.planned import DRAM_ONLY, Dataflow, Factory, Layout, Plan  # noqa: F401 (the factories' vocabulary)
 from kgen.gen.rules import PlanError, ceil_div, divisors, nearest
 
 if TYPE_CHECKING:
     from kgen.gen.matmul_spec import MatmulSpec, MemorySpec
-
-
-def cb_depths(df: Dataflow, num_blocks: int, default: int) -> tuple[int, int]:
-    """K-blocks the in0 and in1 CBs hold: the factory's own (its optional `cb_depths` hook), else
-    `default` for both (the 2D factory's double buffering)."""
-    hook = getattr(df, "cb_depths", None)
-    return hook(num_blocks) if hook else (default, default)
 
 
 def takes_dram(df: Dataflow) -> bool:
@@ -26,13 +18,9 @@ def takes_dram(df: Dataflow) -> bool:
     return all(Placement.DRAM in where for where in df.placements.values())
 
 
-DRAM_ONLY: Mapping[str, frozenset[Placement]] = MappingProxyType(
-    {t: frozenset({Placement.DRAM}) for t in ("in0", "in1", "out")})
-
-
 def takes_batched_in1(df: Dataflow) -> bool:
     """Whether the factory runs one in1 matrix per batch."""
-    return bool(getattr(df, "batched_in1", False))
+    return df.batched_in1
 
 
 def accepts(df: Dataflow, memory: MemorySpec) -> bool:
@@ -80,7 +68,7 @@ def grid_layout(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], c
     return Layout(per_core_m, per_core_n, grid, n_blocks)
 
 
-class GridOfBlocks:
+class GridOfBlocks(Dataflow):
     """The per-core terms of a 2D grid of blocks: one row of cores per M-block, one column per N-block
     (the other way round under transpose_mcast)."""
 

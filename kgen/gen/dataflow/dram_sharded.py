@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from kgen.core.arch import load_arch
 from kgen.core.types import Placement
-from kgen.gen.dataflow.base import Factory, Layout
+from kgen.gen.dataflow.base import Dataflow, Factory, Layout, accepts
 from kgen.gen.dataflow.kernels import A, dm_kernel, out_block_loops, receiver_block, tensors_of
 from kgen.gen.ir import INVALID, VALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
 from kgen.gen.rules import (CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, PlanError, ceil_div, divisors,
@@ -45,7 +45,7 @@ IN0_DEPTH, IN1_DEPTH = 2, 3
 DECODE_MAX_MT = 4
 
 
-class DramSharded:
+class DramSharded(Dataflow):
     name = "dram_sharded"
     factory = Factory.DRAM_SHARDED
     label = "DRAM-sharded"
@@ -58,6 +58,8 @@ class DramSharded:
     # a worker that does not hold the K-block waits for the one that does
     paced_by: Mapping[str, str] = MappingProxyType({"in0_gather_receiver": "in0_gather"})
     is_1d = False                        # no single multicast sender: each shard core sends its K-blocks
+    places_own_cores = True              # one worker per DRAM bank (tune_memory, tune_per_core, tune_grid)
+    subblock_bound_half_sync = False     # ttnn.matmul does not check its subblock; the factory picks it
     pads_last_n_shard = True             # in1's last DRAM shard and the output's last shard may be partial
     semaphore_ids = SEMAPHORE_IDS
     # the compute packs into an out CB of per_core_M x per_core_N_compute tiles and the writer copies the
@@ -65,9 +67,6 @@ class DramSharded:
     separate_out_shard = True
     # the factory's compute define: TT's kernel then reads last_subblock_w_valid and is_worker_core
     compute_defines: tuple[tuple[str, str], ...] = (("MATMUL_DRAM_SHARDED", "1"),)
-
-    def __repr__(self) -> str:
-        return f"<dataflow {self.name}>"
 
     def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
         if spec.fuse_bias:
@@ -160,7 +159,7 @@ class DramSharded:
         """The workers the factory keeps for in1 in `shard_w`-tile shards (padding-only banks dropped)."""
         return shard_workers(nt, shard_w, banks)
 
-    def cb_depths(self, num_blocks: int) -> tuple[int, int]:
+    def cb_depths(self, num_blocks: int, default: int) -> tuple[int, int]:
         """K-blocks c_0 and c_1 hold (the factory's double-buffered in0, triple-buffered in1)."""
         return (IN0_DEPTH, IN1_DEPTH) if num_blocks > 1 else (1, 1)
 
@@ -168,7 +167,7 @@ class DramSharded:
         """The placements tune gives this factory's candidates: the spec's own when it takes them, TT's
         decode placements for a decode-sized M of DRAM tensors, else None (not tried)."""
         from dataclasses import replace
-        if all(getattr(spec.memory, t) in where for t, where in self.placements.items()):
+        if accepts(self, spec.memory):
             return spec.memory
         if mt > DECODE_MAX_MT or spec.memory.sharded or spec.fuse_bias or spec.untilize_out:
             return None

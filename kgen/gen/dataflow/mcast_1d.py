@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Mapping
 
 from kgen.core.types import Placement
-from kgen.gen.dataflow.base import DRAM_ONLY, Factory, Layout
+from kgen.gen.dataflow.base import DRAM_ONLY, Dataflow, Factory, Layout
 from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
                                        noc_rect, out_block_loops, receiver_block, sender_block, tensors_of,
                                        writer_ops)
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kgen.gen.matmul_spec import MatmulSpec
 
 
-class Mcast1D:
+class Mcast1D(Dataflow):
     """One mode of the 1D factory: `mcast_in0` says which operand core (0, 0) multicasts."""
 
     factory = Factory.MCAST_1D
@@ -33,6 +33,8 @@ class Mcast1D:
     paced_by: Mapping[str, str] = MappingProxyType({"in0_receiver": "in0_sender",
                                                     "in1_receiver_writer": "in1_sender_writer"})
     is_1d = True
+    full_sync_dropped = True           # its builders compile SyncHalf whatever is asked
+    do_not_inplace_interm0_out = True
     batched_in1 = False                # fuse_batch: TT refuses a batched in1 (base.BATCHED_IN1_RULE)
 
     def __init__(self, name: str, mcast_in0: bool):
@@ -42,9 +44,6 @@ class Mcast1D:
         # the factory creates two semaphores, sender then receiver, for the operand it multicasts
         operand = "in0" if mcast_in0 else "in1"
         self.semaphore_ids: Mapping[str, int] = MappingProxyType({f"{operand}_sender": 0, f"{operand}_receiver": 1})
-
-    def __repr__(self) -> str:
-        return f"<dataflow {self.name}>"
 
     def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
         per_core_m, per_core_n, grid = _plan_1d(spec, mt, nt, grid_req, choices, self.mcast_in0)

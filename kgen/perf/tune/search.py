@@ -206,13 +206,13 @@ def _groups(spec: MatmulSpec, space: Space, lower_bound: Callable[..., float] | 
 
 def _own_layouts(spec: MatmulSpec, space: Space, names: tuple[str, ...], mt: int,
                  nt: int) -> dict[str, tuple[tuple[int, int], MemorySpec | None, tuple[int, int]]]:
-    """The dataflows that place their own cores and tensors (the DRAM-sharded factory: its `tune_grid`,
-    `tune_memory` and `tune_per_core` hooks): name -> (the grid a candidate names, the placements it
+    """The dataflows that place their own cores and tensors (`places_own_cores`: the DRAM-sharded factory,
+    through its `tune_grid`, `tune_memory` and `tune_per_core`): name -> (the grid a candidate names, the placements it
     runs with or None where the factory is not tried on this spec, the one per_core it takes)."""
     own = {}
     for name in names:
         df = dataflows_registry.get(name)
-        if hasattr(df, "tune_memory"):
+        if df.places_own_cores:
             grid = space.fixed_grid or df.tune_grid(spec)
             own[name] = (grid, df.tune_memory(spec, mt), df.tune_per_core(spec, mt, nt))
     return own
