@@ -341,8 +341,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in ("doctor", "headers"):
         return _run_toolchain(args)
     if args.command == "tune":
-        from kgen.perf.tunecmd import run_tune
-        return run_tune(args)
+        from kgen.perf.tunecmd import TuneOptions, run_tune
+        return run_tune(TuneOptions(
+            spec=args.spec, variant=args.variant, space=args.space, allow_precision=args.allow_precision,
+            padded=args.padded, top=args.top, verify=args.verify, numerics=args.numerics, output=args.output,
+            db_file=args.db, no_db=args.no_db, report=args.report, engine=args.engine, ray_address=args.ray_address,
+            ray_workers=args.ray_workers, budget=args.budget, seed=args.seed, jobs=args.jobs, as_json=args.json))
     if args.command == "fuzz":
         from kgen.proof.fuzz import run_fuzz
         return run_fuzz(count=args.count, seed=args.seed, start=args.start, keep=args.keep,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -18,6 +18,32 @@ from kgen.perf.tune import (Engine, Scored, TuneError, TuneResult, predicted_err
 
 
 PLAIN_PROGRESS_AFTER = 3.0      # seconds: with no terminal, a run this long says where it is on stderr
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """What `kgen tune` was asked to do, one field per flag (kgen/cli.py's `tune` parser, which holds
+    the defaults and makes the paths absolute)."""
+
+    spec: str | None                 # the .kspec; None only with --report
+    variant: str | None
+    space: str                       # auto | all
+    allow_precision: bool
+    padded: bool
+    top: int
+    verify: bool
+    numerics: str                    # --verify's emulation: auto | exact | fast
+    output: str | None               # -o: where the winner is written as a .kspec
+    db_file: str | None              # --db; None: the default database
+    no_db: bool
+    report: bool
+    engine: str                      # local | ray
+    ray_address: str | None
+    ray_workers: int | None
+    budget: int
+    seed: int
+    jobs: int
+    as_json: bool                    # --json
 
 
 def _progress_bar(enabled: bool):
@@ -53,18 +79,18 @@ def _say(text: str) -> None:
     print(f"kgen tune: {text}", file=sys.stderr, flush=True)
 
 
-def _db_path(args) -> Path:
+def _db_path(db: str | None) -> Path:
     from kgen.perf.tunedb import default_db_path
 
-    return Path(args.db) if args.db else default_db_path()
+    return Path(db) if db else default_db_path()
 
 
-def run_tune(args) -> int:
+def run_tune(options: TuneOptions) -> int:
     from kgen.gen.spec import load_file, resolve
     from kgen.perf.tunedb import TuneDb, TuneDbError
 
-    if args.report and not args.spec:
-        path = _db_path(args)
+    if options.report and not options.spec:
+        path = _db_path(options.db_file)
         if path.is_dir():
             raise TuneDbError(f"--db {path} is a folder; pass a database file such as tune.sqlite")
         if not path.exists():
@@ -74,59 +100,59 @@ def run_tune(args) -> int:
         with TuneDb(path) as db:
             sys.stdout.write(db.report())
         return 0
-    if not args.spec:
+    if not options.spec:
         raise SpecError("kgen tune needs a spec file (or --report to print what the database knows)",
                         hint="kgen tune examples/peak_bf16.kspec")
-    if args.no_db and (args.db or args.report):
+    if options.no_db and (options.db_file or options.report):
         raise SpecError("--no-db cannot go with --db or --report")
-    output = output_file("-o", Path(args.output)) if args.output else None
+    output = output_file("-o", Path(options.output)) if options.output else None
     engine = None
-    if args.engine == "ray":
+    if options.engine == "ray":
         from kgen.perf.tune import require_ray
 
         require_ray()                   # before the search: a missing Ray is the user's to fix (exit 2)
-        if args.verify:
-            engine = Engine(args.engine, args.ray_address, args.ray_workers)
-    spec = resolve(load_file(args.spec), args.variant)
+        if options.verify:
+            engine = Engine(options.engine, options.ray_address, options.ray_workers)
+    spec = resolve(load_file(options.spec), options.variant)
 
-    db = None if args.no_db else TuneDb(_db_path(args))
+    db = None if options.no_db else TuneDb(_db_path(options.db_file))
     try:
         target_id = db.target_id(target_of(spec)) if db else None
         known = db.known(target_id) if db else {}
         bar, update = _progress_bar(sys.stderr.isatty())
         with bar:
-            result = tune(spec, space=args.space, allow_precision=args.allow_precision, padded=args.padded,
-                          top=args.top, budget=args.budget, seed=args.seed, known=known, progress=update,
-                          jobs=args.jobs)
+            result = tune(spec, space=options.space, allow_precision=options.allow_precision, padded=options.padded,
+                          top=options.top, budget=options.budget, seed=options.seed, known=known, progress=update,
+                          jobs=options.jobs)
         if db:
             db.record(target_id, result.outcomes)
         if not result.ranked:
             raise TuneError(f"no legal configuration of {spec.name} in this space ({result.stats.illegal} candidates, "
-                            f"every one rejected by the planner); `kgen check {args.spec}` names the rule")
+                            f"every one rejected by the planner); `kgen check {options.spec}` names the rule")
         verdicts: dict[int, dict] = {}
-        if args.verify:
-            verdicts = _verify(spec, result, engine or Engine("local"), args.numerics, db, target_id)
-        winner = _winner(spec, result, verdicts if args.verify else None)
+        if options.verify:
+            verdicts = _verify(spec, result, engine or Engine("local"), options.numerics, db, target_id)
+        winner = _winner(spec, result, verdicts if options.verify else None)
         errors = {i: predicted_error(spec, s.candidate) for i, s in enumerate(result.ranked)} \
-            if args.allow_precision else {}
+            if options.allow_precision else {}
         comparison = _comparison(spec, result.ranked[0] if winner is None else winner, result.space)
         if output is not None:
             if winner is None:
                 raise TuneError("no candidate to write: none passed verification")
             write_whole("-o", output, spec_text(spec, winner.candidate,
-                                            f"{winner.microseconds:,.2f} us predicted; from {args.spec}"))
-        if args.json:
+                                            f"{winner.microseconds:,.2f} us predicted; from {options.spec}"))
+        if options.as_json:
             print(json.dumps(_as_json(spec, result, verdicts, errors, comparison, winner, output, db), indent=2,
                              default=str))
         else:
             sys.stdout.write(format_tune(spec, result, verdicts, errors, comparison, winner, output,
-                                         db.path if db else None, args.jobs))
-        if args.report and db:
+                                         db.path if db else None, options.jobs))
+        if options.report and db:
             sys.stdout.write("\n" + db.report())
     finally:
         if db:
             db.close()
-    if args.verify and winner is None:
+    if options.verify and winner is None:
         from kgen.proof.chain import EXIT_INCOMPLETE
         # no candidate failed, but a check could not run here (a missing tool): not a verdict
         incomplete = verdicts and all(v.get("status") == "incomplete" for v in verdicts.values())
