@@ -1,1 +1,1 @@
-"""The performance and tuning layer (the performance model, kgen ab, kgen tune): not written yet."""
+"""The performance layer: the performance model (`kgen perf`), `kgen ab`'s comparisons and `kgen tune`'s search."""
