@@ -83,7 +83,12 @@ def _tt_reference(plan, manifest: dict) -> dict:
     # to stop the dump rather than be recorded.
     from kgen.gen.dataflow import DRAM_SHARDED
     from kgen.proof import portcheck
-    from kgen.proof import ttdramsharded as ds
+    try:
+        from kgen.gen.dataflow import tt_dram_sharded as ds
+        from kgen.gen.dataflow.tt_mcast import block_sharded_differences
+    except ImportError:             # before #38 moved them out of proof/
+        from kgen.proof import ttdramsharded as ds
+        block_sharded_differences = portcheck._sharded_differences
     from kgen.proof.emu_build import emulator_config
     from kgen.proof.emulate import round_up
     from kgen.proof.ttdataflow import tt_kernel_args, tt_kernel_file, unsupported_reason
@@ -99,7 +104,7 @@ def _tt_reference(plan, manifest: dict) -> dict:
     dram_sharded = plan.dataflow.factory == DRAM_SHARDED.factory
     out = {"unsupported": _call(unsupported_reason, plan, manifest),
            "departures": _call(lambda: plan.factory_departures),
-           "expected": _call(lambda: (portcheck._ktile_padding_barriers(plan), portcheck._sharded_differences(plan),
+           "expected": _call(lambda: (portcheck._ktile_padding_barriers(plan), block_sharded_differences(plan),
                                       portcheck._reuse_differences(plan)))}
     if out["unsupported"] is None and dram_sharded:
         out["args"] = _call(metal2)

@@ -8,7 +8,8 @@ Two comparisons, each emulated with the same inputs as kgen's own program:
   table, kgen's data-movement kernels. Reports bit-identity and the compute op counts per kind.
 - **program** (mcast_2d, mcast_1d_in0, mcast_1d_in1 and reuse plans): TT-Metal's whole program: that
   compute kernel plus TT-Metal's readers/writers with the args TT-Metal's 2D, 1D or reuse factory gives
-  them (:mod:`kgen.proof.ttdataflow`, :mod:`kgen.proof.ttreuse`). Reports bit-identity and the
+  them (:mod:`kgen.gen.dataflow.tt_mcast`, :mod:`kgen.gen.dataflow.tt_reuse`, put in a build folder by
+  :mod:`kgen.proof.ttdataflow`). Reports bit-identity and the
   data-movement op counts of both.
 """
 
@@ -19,11 +20,11 @@ from typing import Callable
 from pathlib import Path
 
 from kgen.proof.emulate import Emulation, check_host_memory, emulate_folder, emulated_op_totals, make_inputs
-from kgen.core.types import Placement
 from kgen.core.errors import KgenError
 from kgen.core.interrupts import scratch
 from kgen.core.manifest import load_manifest
 from kgen.gen.dataflow import DRAM_SHARDED, REUSE
+from kgen.gen.dataflow.tt_mcast import block_sharded_differences
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
 DATAFLOW_PROCESSORS = ("brisc", "ncrisc")
@@ -242,62 +243,25 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                        f"{'1D' if plan.is_1d else '2D'} multicast")
             compute = ref.name
             if plan.dataflow.factory == DRAM_SHARDED.factory:
-                from kgen.proof.ttdramsharded import COMPUTE_KERNEL
+                from kgen.gen.dataflow.tt_dram_sharded import COMPUTE_KERNEL
                 compute = COMPUTE_KERNEL if (kernels.parent / "compute" / COMPUTE_KERNEL).is_file() else compute
             note = f"{compute} with TT-Metal's {factory} readers/writers from {kernels}"
     return PortCheck(ref, ours, theirs, program, note, plan.factory_departures, _ktile_padding_barriers(plan),
-                     _sharded_differences(plan) + _reuse_differences(plan) + _dram_sharded_differences(plan, program))
+                     block_sharded_differences(plan) + _reuse_differences(plan) + _dram_sharded_differences(plan, program))
 
 
 def _reuse_differences(plan) -> tuple[tuple[str, int, str], ...]:
-    from kgen.proof.ttreuse import expected_differences
+    from kgen.gen.dataflow.tt_reuse import expected_differences
 
     return expected_differences(plan) if plan.dataflow.factory == REUSE.factory else ()
 
 
 def _dram_sharded_differences(plan, program) -> tuple[tuple[str, int, str], ...]:
-    from kgen.proof.ttdramsharded import expected_differences, in1_pages
+    from kgen.gen.dataflow.tt_dram_sharded import expected_differences, in1_pages
 
     if program is None or plan.dataflow.factory != DRAM_SHARDED.factory:
         return ()
     return expected_differences(plan, in1_pages(plan)[1])
-
-
-def _sharded_differences(plan) -> tuple[tuple[str, int, str], ...]:
-    """Where TT-Metal's block-sharded in0 reader (reader_bmm_tile_layout_in0_sender_receiver_padding_block_
-    sharded.cpp) and kgen's in0_sharded_<i> kernels count differently by design, with the counts the
-    kernels' structure gives: S K-blocks sent in all (one per K-block per line of cores per out block).
-    With several cores on the line both hand a block over alike (one multicast to the whole line, from
-    the shard with loopback or from a copy in c_0, the flag with loopback, the sender waiting for its own
-    VALID); with one core kgen's kernel keeps only the copy into c_0."""
-    if plan.memory.in0 != Placement.L1_BLOCK_SHARDED:
-        return ()
-    n, cores = plan.n_blocks, plan.num_cores
-    sends = plan.m_blocks * plan.batch_ct * plan.num_blocks_h_dim * plan.num_blocks_w_dim * plan.num_blocks
-    out = [("cb_reserve_back", cores, "TT-Metal's block-sharded reader reserves and pushes its shard CB c_2 once, "
-                                      "to take the shard's address; kgen reads c_2's read pointer"),
-           ("cb_push_back", cores, "TT-Metal's block-sharded reader reserves and pushes its shard CB c_2 once, "
-                                   "to take the shard's address; kgen reads c_2's read pointer")]
-    if n > 1:
-        if plan.arch.behaviour.flush_mcast_before_flag:
-            out.append(("noc_async_writes_flushed", -sends, "kgen also flushes the data multicast before the flag "
-                                                            "multicast on Blackhole, as its other senders do"))
-        return tuple(out)
-    out += [("noc_semaphore_wait", 2 * sends,
-             "with one core on the line TT-Metal's reader still waits for 0 receivers' increments and for its own "
-             "VALID flag per K-block; kgen's kernel has no handshake"),
-            ("noc_semaphore_set", 3 * sends + cores,
-             "with one core on the line TT-Metal's reader still sets its flags (INVALID, 0, VALID) per K-block and "
-             "VALID once at the start; kgen's kernel has no handshake")]
-    if not (plan.per_core_m > 1 and plan.in0_shard_w // plan.in0_block_w > 1):
-        # TT's reader copies a block out of the shard (extract_shard_sub_blocks) only when the shard is
-        # more than one tile high and holds several K-blocks; otherwise, alone on its line, it copies the
-        # block into c_0 with one NoC write to itself
-        why = ("with one core on the line TT-Metal's reader copies a K-block that is contiguous in the shard into "
-               "c_0 with one NoC write to itself; kgen copies it with one local read per tile row and a barrier")
-        out += [("noc_async_read", -sends * plan.out_block_h, why), ("noc_async_read_barrier", -sends, why),
-                ("noc_async_write", sends, why)]
-    return tuple(out)
 
 
 def _ktile_padding_barriers(plan) -> int:

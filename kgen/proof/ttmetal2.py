@@ -22,61 +22,13 @@ The emulator compiles TT-Metal's own experimental/kernel_args.h and binding-toke
 fetched tree (their only dependencies are the arg accessors it models); the tensor token and
 LocalTensorAccessor are its own (kgen/proof/emu/include/api/tensor/), because TT-Metal's reach into
 the device's tensor_accessor_args.h. A tensor's positional compile-time args here are the emulator's
-accessor layout: the ArgConfig word and the aligned page size.
+accessor layout: the ArgConfig word and the aligned page size. The bindings themselves (Metal2Kernel,
+TensorBinding) are values of kgen/gen/dataflow/tt_program.py, which the factory's module derives.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
-
-# tensor_accessor::ArgConfig bits (tensor_accessor_args.h)
-SHARDED, IS_DRAM = 1 << 0, 1 << 1
-
-
-@dataclass(frozen=True)
-class TensorBinding:
-    name: str                       # the accessor name: tensor::<name>
-    sharded: bool
-    dram: bool
-    page_size: int                  # aligned page size
-    address: Any                    # the base address as a runtime-arg lookup ({"buffer_address": ...})
-
-    @property
-    def cta_words(self) -> tuple[int, int]:
-        return ((SHARDED if self.sharded else 0) | (IS_DRAM if self.dram else 0), self.page_size)
-
-
-@dataclass(frozen=True)
-class Metal2Kernel:
-    """One Metal 2.0 kernel's bindings and args, as its factory's KernelSpec and KernelRunArgs give them."""
-
-    name: str                                       # kgen's kernel it replaces
-    source: str                                     # TT-Metal's kernel file
-    named_cta: Mapping[str, int]
-    rta_names: tuple[str, ...]
-    runtime: tuple[tuple[tuple[int, int], Mapping[str, Any], tuple[Any, ...]], ...]   # (core, named RTAs, varargs)
-    dfbs: Mapping[str, int] = field(default_factory=dict)
-    sems: Mapping[str, int] = field(default_factory=dict)
-    tensors: tuple[TensorBinding, ...] = ()
-    defines: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def compile_time_args(self) -> tuple[int, ...]:
-        return tuple(w for t in self.tensors for w in t.cta_words)
-
-    @property
-    def common_runtime_args(self) -> tuple[Any, ...]:
-        return tuple(t.address for t in self.tensors)
-
-    def runtime_args(self) -> list[dict]:
-        """Each core's runtime args: the named RTAs in schema order, then its varargs."""
-        out = []
-        for core, named, varargs in self.runtime:
-            missing = [n for n in self.rta_names if n not in named]
-            assert not missing, f"{self.name} on {core}: no value for runtime arg(s) {missing}"
-            out.append({"core": list(core), "args": [named[n] for n in self.rta_names] + list(varargs)})
-        return out
+from kgen.gen.dataflow.tt_program import Metal2Kernel
 
 
 def bindings_header(k: Metal2Kernel) -> str:

@@ -136,7 +136,7 @@ def test_a_placement_no_factory_but_mcast_2d_takes_is_refused_with_the_factory_t
 
 
 def test_port_check_has_tt_args_for_every_kernel_of_the_factories_it_runs():
-    from kgen.proof import ttdramsharded
+    from kgen.gen.dataflow import tt_dram_sharded
     from tests.proof.test_ttdramsharded import SMALL as DRAM_SHARDED_SPEC
     from kgen.proof.ttdataflow import DATAFLOWS_WITH_TT_PROGRAM, METAL2_PROGRAMS, TT_PROGRAMS
     assert set(DATAFLOWS_WITH_TT_PROGRAM) <= set(dataflows.NAMES)
@@ -147,7 +147,7 @@ def test_port_check_has_tt_args_for_every_kernel_of_the_factories_it_runs():
             assert d.factory is Factory.DRAM_SHARDED
             program = lower(plan(resolve(parse_text(DRAM_SHARDED_SPEC, "t.kspec"))))
             names = {k.name for k in program.kernels if k.processor != "TRISC"}
-            assert names and all(ttdramsharded.tt_kernel_file(n) for n in names), names
+            assert names and all(tt_dram_sharded.tt_kernel_file(n) for n in names), names
             continue
         shape, per_core = shapes.get(name, ("256 x 256 x 256", "auto"))
         program = lower(plan(spec_of(name, shape, per_core)))

@@ -1,4 +1,4 @@
-"""TT-Metal's own 2D-multicast readers/writers on kgen's plans (kgen/proof/ttdataflow.py), through the
+"""TT-Metal's own 2D-multicast readers/writers on kgen's plans (kgen/gen/dataflow/tt_mcast.py), through the
 host model of the kernel API and the port check.
 
 The args are checked against TT-Metal's factory rules (docs/reference/matmul.md §2.4-2.5); the real proof
@@ -19,7 +19,8 @@ from kgen import cli
 from kgen.gen.build import build
 from kgen.gen.plan import plan
 from kgen.gen.spec import load_file, resolve
-from kgen.proof.ttdataflow import INTERLEAVED_DRAM, DataflowSwapError, tt_kernel_args, unsupported_reason
+from kgen.gen.dataflow.tt_program import INTERLEAVED_DRAM, DataflowSwapError
+from kgen.proof.ttdataflow import tt_kernel_args, unsupported_reason
 
 # One row or one column of cores: the factory compiles the multicast out (SKIP_MCAST) on the side
 # without receivers. And a Blackhole plan, where the senders flush between data and flag multicasts.

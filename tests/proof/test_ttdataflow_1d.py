@@ -1,5 +1,5 @@
 """TT-Metal's readers/writers in the places and with the args of its 1D multicast factory
-(kgen/proof/ttdataflow.py), and its whole program on kgen's 1D plans, bit for bit.
+(kgen/gen/dataflow/tt_mcast.py), and its whole program on kgen's 1D plans, bit for bit.
 
 Expected args are computed here from the legacy builders of
 matmul_multicore_reuse_mcast_1d_program_factory.cpp (tt-metal @00629f0f,
@@ -18,7 +18,7 @@ import os
 import pytest
 from conftest import ROOT, tt_factory_args
 
-from kgen.proof.ttdataflow import INTERLEAVED_DRAM
+from kgen.gen.dataflow.tt_program import INTERLEAVED_DRAM
 
 TILE = 2048     # bf16
 

@@ -1,4 +1,4 @@
-"""TT-Metal's DRAM-sharded program (kgen/proof/ttdramsharded.py, kgen/proof/ttmetal2.py): the Metal 2.0
+"""TT-Metal's DRAM-sharded program (kgen/gen/dataflow/tt_dram_sharded.py, kgen/proof/ttmetal2.py): the Metal 2.0
 named bindings the factory declares for its two readers, the headers TT-Metal's JIT generates from them,
 and the whole program on a kgen dram_sharded plan, bit for bit.
 
@@ -16,7 +16,7 @@ import json
 from kgen.gen.build import build
 from kgen.gen.plan import plan
 from kgen.gen.spec import parse_text, resolve
-from kgen.proof.ttdramsharded import factory_workers, max_page_size_and_num_pages, metal2_kernels
+from kgen.gen.dataflow.tt_dram_sharded import factory_workers, max_page_size_and_num_pages, metal2_kernels
 from kgen.proof.ttmetal2 import args_header, bindings_header
 
 # The smallest DRAM-sharded matmul on Wormhole's 12 banks: Nt = 12 (one tile per bank, 12 workers on
@@ -145,7 +145,7 @@ def test_generated_headers_are_spelled_as_tt_metals_jit(tmp_path):
 
 
 def test_the_compute_kernel_is_the_factorys_metal2_one_with_its_named_args(tmp_path):
-    from kgen.proof.ttdramsharded import compute
+    from kgen.gen.dataflow.tt_dram_sharded import compute
 
     p, _, manifest = _small(tmp_path)
     (k,) = [k for k in manifest["kernels"] if k["name"] == "compute"]

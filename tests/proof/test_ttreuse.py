@@ -1,4 +1,4 @@
-"""TT-Metal's reuse program (kgen/proof/ttreuse.py): its reader and writer with the reuse factory's
+"""TT-Metal's reuse program (kgen/gen/dataflow/tt_reuse.py): its reader and writer with the reuse factory's
 args, and the whole program on kgen's reuse plans, broadcast and batched in1, bit for bit.
 
 Expected args are written here from matmul_multicore_reuse_program_factory.cpp (tenstorrent/tt-metal
@@ -17,7 +17,8 @@ from conftest import example, tt_factory_args
 from kgen.gen.build import build
 from kgen.gen.plan import plan
 from kgen.gen.spec import load
-from kgen.proof.ttdataflow import INTERLEAVED_DRAM, unsupported_reason
+from kgen.gen.dataflow.tt_program import INTERLEAVED_DRAM
+from kgen.proof.ttdataflow import unsupported_reason
 
 TILE = 2048     # bf16
 

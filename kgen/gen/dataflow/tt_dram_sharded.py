@@ -28,8 +28,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from kgen.core.manifest import cores_of
+from kgen.gen.dataflow.tt_program import DataflowSwapError, Metal2Kernel, TensorBinding, noc_index
 from kgen.gen.rules import CB_IN0, CB_IN1, CB_OUT
-from kgen.proof.ttmetal2 import Metal2Kernel, TensorBinding
 
 IN0_KERNEL = "reader_bmm_tile_layout_in0_sender_dram_sharded.cpp"
 IN1_KERNEL = "reader_bmm_tile_layout_in1_sender_dram_sharded.cpp"
@@ -86,9 +86,8 @@ def in0_sender(plan, kernels: list[dict], noc: Mapping[str, int], page: Mapping[
     nx, ny = p.grid
     storage = [(i % nx, i // nx) for i in range(p.in0_shards)]       # sorted row-major, as the factory sorts
     in0_tile = p.cb(CB_IN0).page_bytes
-    noc_index = int((kernels[0].get("noc") or "NOC_0").rsplit("_", 1)[1])
     start, end = _noc((0, 0), noc), _noc((nx - 1, ny - 1), noc)
-    if noc_index == 1:                                                 # the factory swaps them on NOC_1
+    if noc_index(kernels[0]) == 1:                                     # the factory swaps them on NOC_1
         start, end = end, start
     last_ktile_w = p.spec.k % 32
     cta = {"in0_block_num_tiles": p.per_core_m * p.in0_block_w,
@@ -125,9 +124,8 @@ def in1_sender_writer(plan, kernel: dict, noc: Mapping[str, int], page: Mapping[
     pcn, n_compute = p.per_core_n, p.per_core_n_compute
     workers = factory_workers(p.nt, len(p.arch.dram_bank_workers), pcn)
     if (-(-p.nt // workers), workers) != (pcn, p.num_cores):
-        from kgen.proof.ttdataflow import DataflowSwapError
         raise DataflowSwapError(f"kgen's DRAM-sharded plan ({p.num_cores} workers of {pcn} tiles) is not the factory's "
-                         f"({workers} workers of {-(-p.nt // workers)} tiles) for Nt = {p.nt}")
+                                f"({workers} workers of {-(-p.nt // workers)} tiles) for Nt = {p.nt}")
     in1_tile, out_tile = p.cb(CB_IN1).page_bytes, p.cb(CB_OUT).page_bytes
     in1_aligned = -(-in1_tile // p.arch.dram_alignment) * p.arch.dram_alignment
     page_size, pages = in1_pages(p)
@@ -246,42 +244,3 @@ def expected_differences(plan, in1_pages: int) -> tuple[tuple[str, int, str], ..
         out.append(("noc_async_writes_flushed", -sends, "kgen also flushes the data multicast before the flag "
                                                         "multicast on Blackhole"))
     return tuple(out)
-
-
-def write_program(folder_manifest: dict, plan, kernels_dir, into, *, include_dirs: list[str],
-                  compute_dir=None) -> dict:
-    """Put TT's two Metal 2.0 readers in kgen's places in the copied build folder `into`: each kernel's
-    source, its generated binding headers, its args; returns the program's manifest (not yet written)."""
-    from kgen.proof.emu_build import emulator_config
-    from kgen.proof.emulate import round_up
-    from kgen.proof.ttmetal2 import args_header, bindings_header, kernel_includes
-
-    manifest = folder_manifest          # kgen's CB table is TT's: c_4 its own buffer, c_7 the output shard
-    page = {t["name"]: round_up(t["page_size"], plan.arch.dram_alignment) for t in manifest["io_tensors"]}
-    bound = metal2_kernels(plan, manifest, emulator_config()["noc"], page)
-    if compute_dir is not None and (compute_dir / COMPUTE_KERNEL).is_file():
-        (k,) = [k for k in manifest["kernels"] if k["name"] == "compute"]
-        bound["compute"] = compute(plan, k)
-    for k in manifest["kernels"]:
-        m = bound.get(k["name"])
-        if m is None:
-            continue
-        source = ((compute_dir if m.name == "compute" else kernels_dir) / m.source).resolve()
-        k.update(compile_time_args=list(m.compile_time_args),
-                 compile_time_arg_names=[f"tt_ct_{i}" for i in range(len(m.compile_time_args))],
-                 named_compile_time_args={}, defines=dict(m.defines), runtime_args=m.runtime_args(),
-                 runtime_arg_names=[], common_runtime_args=list(m.common_runtime_args),
-                 common_runtime_arg_names=[], include_dirs=include_dirs, tt_metal_source=str(source))
-        gen = into / "jit" / k["name"]
-        (gen / "kernel_bindings_generated.h").write_text(bindings_header(m))
-        (gen / "kernel_args_generated.h").write_text(args_header(m))
-        if m.name == "compute":
-            from kgen.proof.ttmetal2 import trisc_source
-            k["named_compile_time_args"] = {}
-            for role in ("unpack", "math", "pack"):
-                (gen / f"chlkc_{role}.cpp").write_text(trisc_source(role, str(source)))
-                (gen / "defines_generated.h").write_text("".join(f"#define {n} {v}\n" for n, v in m.defines.items()))
-            continue
-        (gen / "kernel_includes.hpp").write_text(kernel_includes(str(source)))
-        (gen / "named_ct_arg_map_generated.h").write_text("#define KERNEL_COMPILE_TIME_ARG_MAP\n")
-    return manifest

@@ -24,12 +24,10 @@ from typing import Any, Mapping
 
 from kgen.core.manifest import cores_of
 from kgen.core.types import Placement
+from kgen.gen.dataflow.tt_program import INTERLEAVED_DRAM, TtKernelArgs
 
 # kgen kernel name -> TT-Metal 0.81.1 kernel file (the headers' dataflow kernel folder)
 REUSE_KERNELS: Mapping[str, str] = {"reader": "reader_bmm_tile_layout.cpp", "writer": "writer_bmm_tile_layout.cpp"}
-
-# tensor_accessor::ArgConfig of an interleaved DRAM buffer (IsDram = 1 << 1, tensor_accessor_args.h)
-_INTERLEAVED_DRAM = 2
 
 
 def unsupported_reason(plan) -> str | None:
@@ -81,15 +79,13 @@ def writer_args(plan, core: tuple[int, int]) -> tuple[Any, ...]:
 def kernel_args(plan, kernel: dict, page: Mapping[str, int]):
     """TT-Metal's kernel in place of kgen's `reader` or `writer`: CT args TensorAccessorArgs (in0, in1) or
     (out), named CB args from kgen's CB table, per-core runtime args."""
-    from kgen.proof.ttdataflow import TtKernelArgs
-
     name, named = kernel["name"], kernel["named_compile_time_args"]
     cores = cores_of(kernel["core_ranges"])
     if name == "reader":
-        return TtKernelArgs(name, (_INTERLEAVED_DRAM, page["in0"], _INTERLEAVED_DRAM, page["in1"]),
+        return TtKernelArgs(name, (INTERLEAVED_DRAM, page["in0"], INTERLEAVED_DRAM, page["in1"]),
                             {"cb_in0": named["cb_in0"], "cb_in1": named["cb_in1"]}, {},
                             tuple((c, reader_args(plan, c)) for c in cores))
-    return TtKernelArgs(name, (_INTERLEAVED_DRAM, page["out"]), {"cb_out": named["cb_out"]}, {},
+    return TtKernelArgs(name, (INTERLEAVED_DRAM, page["out"]), {"cb_out": named["cb_out"]}, {},
                         tuple((c, writer_args(plan, c)) for c in cores))
 
 
