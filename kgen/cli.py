@@ -214,7 +214,7 @@ _seed = _whole_number(0, (1 << 32) - 1)      # numpy's generators take non-negat
 
 
 def _target_flag(parser: argparse.ArgumentParser) -> None:
-    from kgen.gen.targets import DEFAULT, NAMES
+    from kgen.proof.targets import DEFAULT, NAMES
     parser.add_argument("--target", choices=NAMES, default=DEFAULT,
                         help=f"the runtime the program is for (default: {DEFAULT}; docs/blackhole-py.md)")
 
@@ -360,10 +360,12 @@ def _run(args: argparse.Namespace) -> int:
         from kgen.gen.pipeline import dump_files
         sys.stdout.write(dump_files("spec", spec)["spec.json"])
         return 0
-    from kgen.gen.targets import DEFAULT as DEFAULT_TARGET
-    if getattr(args, "target", DEFAULT_TARGET) != DEFAULT_TARGET:
-        from kgen.proof.bhpy import run_command    # an export target: kgen/gen/targets/
-        return run_command(args, run(spec, "rendered"))
+    if hasattr(args, "target"):
+        from kgen.proof.targets import get as get_target
+
+        target = get_target(args.target)
+        if target.command is not None:             # a target that reports its chain in its own words
+            return target.command(_command_request(args), run(spec, "rendered"))
     if args.command in ("build", "emulate", "port-check"):
         # plan.json lists the variants (build); the emulated folder is the same content-addressed build
         variants = _variant_summaries(spec_file, args.variant) if args.command == "build" else None
@@ -411,6 +413,37 @@ def _chain_options(args: argparse.Namespace, progress, **more):
     return ChainOptions(sfpi=getattr(args, "sfpi", None), headers=getattr(args, "headers", None),
                         firmware=getattr(args, "firmware", None), parallel=getattr(args, "jobs", 1), progress=progress,
                         **more)
+
+
+def _command_request(args: argparse.Namespace):
+    """`kgen build|emulate|port-check`'s flags as plain values, for a target with its own report."""
+    from kgen.proof.chain import CommandRequest
+
+    build = args.command == "build"
+    options = _chain_options(args, lambda phase: None, root=_path_flag(args, "output") if build else None,
+                             force=getattr(args, "force", False), seed=getattr(args, "seed", 0),
+                             numerics=getattr(args, "numerics", "exact"), schedules=getattr(args, "schedules", 0),
+                             trace=_path_flag(args, "trace"), reference=_path_flag(args, "reference"))
+    return CommandRequest(args.command, options, render_only=build and args.no_compile,
+                          as_json=getattr(args, "json", False), verbose=getattr(args, "verbose", False))
+
+
+def _path_flag(args: argparse.Namespace, name: str) -> Path | None:
+    value = getattr(args, name, None)
+    return Path(value) if value else None
+
+
+def _port_plan_ab(args: argparse.Namespace, target) -> int:
+    """`kgen ab --target T` for a target with its own port plan: its fixed stages, none of the flags
+    that shape the default target's comparison."""
+    from kgen.core.errors import SpecError
+    from kgen.perf.bhpy_ab import run_ab
+
+    if args.vary or args.sweep or args.emulate or args.device or args.csv or args.html:
+        raise SpecError(f"kgen ab --target {target.name} compares the port plan's fixed stages; --vary, --sweep, "
+                        "--emulate, --device, --csv and --html are for the default target",
+                        hint="drop those flags, or drop --target")
+    return run_ab(args.spec, target, seed=args.seed, as_json=args.json)
 
 
 def _build(args: argparse.Namespace, artifacts) -> int:
@@ -513,10 +546,11 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
 def _ab(args: argparse.Namespace) -> int:
     """`kgen ab`: flags are checked (and output paths tried) before anything is computed; the files
     are written whole or not at all."""
-    from kgen.gen.targets import DEFAULT as DEFAULT_TARGET
-    if args.target != DEFAULT_TARGET:
-        from kgen.perf.bhpy_ab import run_ab      # the export target's port-plan stages
-        return run_ab(args)
+    from kgen.proof.targets import get as get_target
+
+    target = get_target(args.target)
+    if target.port_plan is not None:
+        return _port_plan_ab(args, target)
     from kgen.core.resources import output_file, user_path, write_whole
     from kgen.gen.spec import load_file, read_source
     from kgen.perf.ab import compare, device_measure_with, emulate_with, open_device, parse_sweep, parse_vary

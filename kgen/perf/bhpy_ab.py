@@ -1,5 +1,6 @@
-"""`kgen ab SPEC --target blackhole-py`: the stages of blackhole-py's own port plan for TT-Metal's peak
-matmul, side by side on one spec, so a porter sees what each step buys.
+"""`kgen ab SPEC --target blackhole-py`: the stages of the target's own port plan (its `PortPlan`:
+blackhole-py's, for TT-Metal's peak matmul, in kgen/gen/targets/blackhole_py.py), side by side on
+one spec, so a porter sees what each step buys.
 
   1. matmul_tiles in place of matmul_block: kgen renders matmul_block only (its op table has no
      matmul_tiles), so this stage is listed with the reason and no figures;
@@ -15,14 +16,10 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kgen.core.errors import SpecError
-from kgen.gen.targets import BLACKHOLE_PY
-
-STAGES = (
-    ("matmul_block, spill/reload", "false"),
-    ("full L1-acc lifecycle", "true"),
-)
+if TYPE_CHECKING:
+    from kgen.proof.chain import Target
 
 
 @dataclass(frozen=True)
@@ -41,20 +38,19 @@ class Stage:
     max_ulp: int | None = None
 
 
-def stages(spec_file, spec_text: str, seed: int = 0) -> tuple[Stage, ...]:
-    """The port plan's stages on `spec_file`'s base; the base must be exportable (else exit 2)."""
+def stages(spec_file, spec_text: str, target: Target, seed: int = 0) -> tuple[Stage, ...]:
+    """The target's port-plan stages on `spec_file`'s base; the target must take the base (else exit 2)."""
     from kgen.gen.pipeline import run
     from kgen.gen.spec import resolve
-    from kgen.gen.targets import blackhole_py as bh
     from kgen.perf.ab import compare
 
+    plan = target.port_plan
     base = resolve(spec_file, None)
-    bh.check_supported(base, run(base, "plan").plan)
-    comparison = compare(spec_file, spec_text, vary=(("compute.packer_l1_acc", tuple(v for _, v in STAGES)),),
-                         seed=seed)
-    out = [Stage("matmul_tiles for matmul_block", None,
-                 "not rendered: kgen's op table prints matmul_block only (TT-Metal's 2D factory's compute kernel)")]
-    for (name, _), row in zip(STAGES, comparison.rows):
+    target.check_supported(run(base, "plan"))
+    comparison = compare(spec_file, spec_text, vary=((plan.field, tuple(v for _, v in plan.stages)),), seed=seed)
+    out = [Stage(name, None, why) for name, why in plan.not_rendered]
+    # the --vary rows come first, in the order of the values (an added base row, if any, after them)
+    for (name, _), row in zip(plan.stages, comparison.rows):
         if row.illegal is not None:
             out.append(Stage(name, None, row.illegal))
             continue
@@ -66,8 +62,8 @@ def stages(spec_file, spec_text: str, seed: int = 0) -> tuple[Stage, ...]:
     return tuple(out)
 
 
-def format_stages(spec_name: str, rows: tuple[Stage, ...]) -> str:
-    lines = [f"kgen ab --target blackhole-py: {spec_name}, blackhole-py's port plan stage by stage "
+def format_stages(spec_name: str, rows: tuple[Stage, ...], target_name: str) -> str:
+    lines = [f"kgen ab --target {target_name}: {spec_name}, {target_name}'s port plan stage by stage "
              "(time predicted by kgen's model, not measured; numerics from the golden model)",
              f"  {'stage':<32} {'predicted us':>12} {'TFLOPS':>7} {'reload t':>8} {'reload cyc':>11} "
              f"{'pack cyc':>10} {'L1acc sw':>8} {'max rel':>9} {'PCC':>9} {'max ULP':>8}"]
@@ -90,20 +86,16 @@ def _num(v: float | None, fmt: str) -> str:
     return "n/a" if v is None else format(v, fmt)
 
 
-def run_ab(args) -> int:
-    """`kgen ab SPEC --target blackhole-py`."""
+def run_ab(spec_path: str, target: Target, *, seed: int = 0, as_json: bool = False) -> int:
+    """`kgen ab SPEC --target T` for a target with a port plan (the CLI refuses the default target's flags)."""
     from kgen.gen.spec import load_file, read_source
 
-    if args.vary or args.sweep or args.emulate or args.device or args.csv or args.html:
-        raise SpecError("kgen ab --target blackhole-py compares the port plan's fixed stages; --vary, --sweep, "
-                        "--emulate, --device, --csv and --html are for the default target",
-                        hint="drop those flags, or drop --target")
-    spec_file = load_file(args.spec)
-    rows = stages(spec_file, read_source(args.spec), seed=args.seed)
-    if args.json:
+    spec_file = load_file(spec_path)
+    rows = stages(spec_file, read_source(spec_path), target, seed=seed)
+    if as_json:
         import json
-        sys.stdout.write(json.dumps({"target": BLACKHOLE_PY, "predicted": True,
+        sys.stdout.write(json.dumps({"target": target.name, "predicted": True,
                                      "stages": [s.__dict__ for s in rows]}, indent=2) + "\n")
     else:
-        sys.stdout.write(format_stages(spec_file.matmul_name, rows))
+        sys.stdout.write(format_stages(spec_file.matmul_name, rows, target.name))
     return 0

@@ -1,5 +1,7 @@
-"""`kgen emulate --target blackhole-py` and `kgen port-check --target blackhole-py`: the exported
-program run in kgen's emulator under blackhole-py's conventions.
+"""The blackhole-py target (`TARGET`, registered in kgen/proof/targets.py): what `built` writes for it
+(the module kgen.gen.targets.bhpy_export prints, and a README) and how the proof chain type-checks
+(kgen.proof.bhpy_typecheck), emulates and port-checks it: the exported program run in kgen's emulator
+under blackhole-py's conventions.
 
 The view of kgen.gen.targets.blackhole_py is what runs: the adapted kernel sources (no compile-time
 args, common args or defines from outside), each core's args read from its slice of the runtime-arg
@@ -12,13 +14,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from kgen.core.arch import load_arch
 from kgen.core.types import DATA_FORMAT_VALUE
 from kgen.gen.targets import blackhole_py as bh
+from kgen.proof.bhpy_typecheck import typechecked
+from kgen.proof.chain import (ChainOptions, ChainResult, ChainState, ChainStep, CommandRequest, Outputs, Step, Target,
+                              emulation_detail, needs_host_checker, needs_host_compiler, run_chain)
+
+if TYPE_CHECKING:
+    from kgen.proof.emulate import Emulation
 
 # where the emulated runtime-arg blob (KERNEL_CONFIG_BASE) sits: below the CBs, clear of them
 CONFIG_BYTES = 4096
@@ -126,61 +137,140 @@ def port_check(artifacts, *, seed: int = 0, numerics: str = "exact", parallel: i
     return tt, ours, tt.out_bytes == ours.out_bytes and tt.status == ours.status == "ok"
 
 
-def run_command(args, artifacts) -> int:
-    """`kgen build|emulate|port-check SPEC --target blackhole-py`."""
-    import sys
+# ----------------------------------------------------------------------------------------------
+# the target: what `built` writes for it and the chain's steps for it
 
-    from kgen.gen.build import write_build
+@dataclass(frozen=True)
+class ExportEmulation:
+    """The `emulated` step's value: the emulation, the program it ran and the layout it ran under."""
+    emulation: Emulation
+    program: bh.BhpyProgram
+    recorded: Recorded | None
+
+
+@dataclass(frozen=True)
+class ExportPortCheck:
+    """The `portchecked` step's value: kgen's TT-Metal program and the export, on the same inputs."""
+    tt: Emulation
+    ours: Emulation
+    identical: bool
+
+    @property
+    def passed(self) -> bool:
+        return self.identical and self.tt.ok and self.ours.ok
+
+
+def _outputs(artifacts) -> Outputs:
+    """<kernel-id>-blackhole-py/: the module blackhole-py runs, and its README."""
     from kgen.gen.targets import bhpy_export
 
-    from kgen.core.errors import SpecError
+    p = bh.view(artifacts.plan, artifacts.rendered)
+    return Outputs(f"{p.name}-{bh.NAME}", bhpy_export.files(p, artifacts.plan))
 
-    if getattr(args, "schedules", 0) or getattr(args, "trace", None) or getattr(args, "reference", None):
-        raise SpecError("--schedules, --trace and --reference are for the default target",
-                        hint="drop them, or drop --target blackhole-py")
-    notes = bh.check_supported(artifacts.spec, artifacts.plan)
-    say = sys.stdout.write
-    if args.command == "build":
-        p = bh.view(artifacts.plan, artifacts.rendered)
-        folder = write_build(Path(args.output), f"{p.name}-blackhole-py", bhpy_export.files(p, artifacts.plan))
-        say(f"kgen build --target blackhole-py: {folder}\n  module   {folder / bhpy_export.MODULE} "
-            f"(imports blackhole-py and numpy)\n  readme   {folder / 'README.md'}\n  target   {bh.source_line()}\n")
-        say("".join(f"  note     {n}\n" for n in notes))
-        say("  api      the kernels use TT-Metal 0.81.1's kernel API; blackhole-py bundles an older tree "
-            "(compute_kernel_api/*.h): see docs/blackhole-py.md\n")
-        if args.no_compile:
-            return 0
-        from kgen.proof.bhpy_typecheck import typecheck
-        from kgen.proof.chain import EXIT_INCOMPLETE, ChainOptions
 
-        status, detail, _ = typecheck(artifacts, ChainOptions(sfpi=args.sfpi, headers=args.headers, firmware=args.firmware,
-                                                              parallel=args.jobs, force=args.force))
-        say(f"  check    {status}: {detail}\n" if status != "failed" else "  check    FAILED\n")
-        if status == "failed":
-            sys.stderr.write(f"kgen: {detail}\n")
-        return {"ok": 0, "failed": 1}.get(status, EXIT_INCOMPLETE)
-    if args.command == "emulate":
-        from kgen.proof.emulate import format_report
+def _check_supported(artifacts) -> tuple[str, ...]:
+    return bh.check_supported(artifacts.spec, artifacts.plan)
 
-        result, p, rec = emulate(artifacts, seed=args.seed, numerics=args.numerics, parallel=args.jobs)
-        lay = bh.rta_layout(p)
-        if args.json:
-            say(json.dumps({**result.summary(), "target": bh.NAME, "rta_bytes": [lay.writer_bytes, lay.reader_bytes],
-                            "sem_offset": lay.sem_offset, "cbs": [list(e) for e in rec.cbs]}, indent=2) + "\n")
-        else:
-            say(format_report(result, verbose=args.verbose) + "\n")
-            say(f"  target     blackhole-py ({bh.source_line()}): reader NCRISC/NOC 0, writer BRISC/NOC 1; "
-                f"args writer {lay.writer_bytes} B + reader {lay.reader_bytes} B, {p.semaphores} semaphores at "
-                f"+{lay.sem_offset}; CB 16 and 24 at {hex(next(e[1] for e in rec.cbs if e[0] == 16))}\n")
-        return 0 if result.ok else 1
-    tt, ours, identical = port_check(artifacts, seed=args.seed, numerics=args.numerics, parallel=args.jobs)
-    if args.json:
-        say(json.dumps({"target": bh.NAME, "identical": identical, "tt_metal": tt.summary(),
-                        "blackhole_py": ours.summary()}, indent=2) + "\n")
+
+def _emulated(s: ChainState) -> Step:
+    from kgen.proof.emulate import format_report
+
+    o = s.options
+    result, p, rec = emulate(s.artifacts, seed=o.seed, numerics=o.numerics, parallel=o.parallel, progress=o.progress)
+    value = ExportEmulation(result, p, rec)
+    if not result.ok:
+        return Step.failed("emulated", format_report(result, per_processor=False), value)
+    return Step.ok("emulated", emulation_detail(result), value)
+
+
+def _portchecked(s: ChainState) -> Step:
+    o = s.options
+    pc = ExportPortCheck(*port_check(s.artifacts, seed=o.seed, numerics=o.numerics, parallel=o.parallel,
+                                     progress=o.progress))
+    if not pc.passed:
+        return Step.failed("portchecked", _port_check_text(pc, o), pc)
+    return Step.ok("portchecked", "the export gives the bytes of kgen's TT-Metal program", pc)
+
+
+# ----------------------------------------------------------------------------------------------
+# `kgen build|emulate|port-check --target blackhole-py`: the chain's steps in this target's words
+
+def run_command(request: CommandRequest, artifacts) -> int:
+    """`kgen build|emulate|port-check SPEC --target blackhole-py`: one run of the chain for this target,
+    reported in its words; the exit code is the chain's (a missing tool: EXIT_INCOMPLETE)."""
+    command = f"kgen {request.command} --target {bh.NAME}"
+    if request.command == "build":
+        chain = run_chain(artifacts, "typechecked", skip={"typechecked"} if request.render_only else (),
+                          options=request.options, target=TARGET)
+        return _report_build(chain, command, request.render_only)
+    port = request.command == "port-check"
+    chain = run_chain(artifacts, "portchecked" if port else "emulated",
+                      skip={"typechecked", "emulated"} if port else {"typechecked"}, options=request.options,
+                      target=TARGET)
+    step = chain.steps[-1]
+    if step.status == "skipped":
+        sys.stdout.write(chain.last_line(command) + "\n")
+    elif port:
+        pc = step.value
+        sys.stdout.write(_port_check_json(pc) if request.as_json else _port_check_text(pc, request.options))
     else:
-        verdict = "bit-identical" if identical else "DIFFERENT"
-        say(f"kgen port-check --target blackhole-py: {tt.kernel_id}\n"
+        sys.stdout.write(_emulation_text(step.value, request))
+    return chain.exit_code
+
+
+def _report_build(chain: ChainResult, command: str, render_only: bool) -> int:
+    from kgen.gen.targets import bhpy_export
+
+    say = sys.stdout.write
+    folder = chain.value("built").path
+    say(f"{command}: {folder}\n  module   {folder / bhpy_export.MODULE} "
+        f"(imports blackhole-py and numpy)\n  readme   {folder / 'README.md'}\n  target   {bh.source_line()}\n")
+    say("".join(f"  note     {n}\n" for n in chain.notes))
+    say("  api      the kernels use TT-Metal 0.81.1's kernel API; blackhole-py bundles an older tree "
+        "(compute_kernel_api/*.h): see docs/blackhole-py.md\n")
+    if render_only:
+        return chain.exit_code
+    step = chain.step("typechecked")
+    if step.status == "failed":
+        say("  check    FAILED\n")
+        sys.stderr.write(f"kgen: {step.detail}\n")
+    else:
+        say(f"  check    {step.status}: {step.detail}\n")
+    if step.status == "skipped":
+        say(chain.last_line(command) + "   (kgen doctor; --no-compile renders only)\n")
+    return chain.exit_code
+
+
+def _emulation_text(value: ExportEmulation, request: CommandRequest) -> str:
+    from kgen.proof.emulate import format_report
+
+    result, p, rec = value.emulation, value.program, value.recorded
+    lay = bh.rta_layout(p)
+    if request.as_json:
+        return json.dumps({**result.summary(), "target": bh.NAME, "rta_bytes": [lay.writer_bytes, lay.reader_bytes],
+                           "sem_offset": lay.sem_offset, "cbs": [list(e) for e in rec.cbs]}, indent=2) + "\n"
+    return (format_report(result, verbose=request.verbose) + "\n"
+            f"  target     blackhole-py ({bh.source_line()}): reader NCRISC/NOC 0, writer BRISC/NOC 1; "
+            f"args writer {lay.writer_bytes} B + reader {lay.reader_bytes} B, {p.semaphores} semaphores at "
+            f"+{lay.sem_offset}; CB 16 and 24 at {hex(next(e[1] for e in rec.cbs if e[0] == 16))}\n")
+
+
+def _port_check_json(pc: ExportPortCheck) -> str:
+    return json.dumps({"target": bh.NAME, "identical": pc.identical, "tt_metal": pc.tt.summary(),
+                       "blackhole_py": pc.ours.summary()}, indent=2) + "\n"
+
+
+def _port_check_text(pc: ExportPortCheck, options: ChainOptions) -> str:
+    tt, ours = pc.tt, pc.ours
+    verdict = "bit-identical" if pc.identical else "DIFFERENT"
+    return (f"kgen port-check --target blackhole-py: {tt.kernel_id}\n"
             f"  tt-metal      {tt.status}, {'bit-exact' if tt.exact_match else 'not bit-exact'} vs the golden model\n"
             f"  blackhole-py  {ours.status}, {'bit-exact' if ours.exact_match else 'not bit-exact'} vs the golden model\n"
-            f"  output        {verdict} ({len(ours.out_bytes)} bytes, seed {args.seed}, {args.numerics} numerics)\n")
-    return 0 if identical and tt.ok and ours.ok else 1
+            f"  output        {verdict} ({len(ours.out_bytes)} bytes, seed {options.seed}, {options.numerics} numerics)\n")
+
+
+TARGET = Target(bh.NAME, outputs=_outputs, check_supported=_check_supported, steps=MappingProxyType({
+    "typechecked": ChainStep(typechecked, needs=(needs_host_checker,)),
+    "emulated": ChainStep(_emulated, needs=(needs_host_compiler,)),
+    "portchecked": ChainStep(_portchecked, needs=(needs_host_compiler,)),
+}), refuses=("schedules", "trace", "reference"), command=run_command, port_plan=bh.PORT_PLAN)

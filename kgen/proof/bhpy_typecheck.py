@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kgen.core.arch import load_arch
 from kgen.gen.targets import blackhole_py as bh
+from kgen.proof.chain import ChainState, Step, toolchain
 
 # kgen's processor roles -> blackhole-py compiler.py targets
 _TARGET = {"brisc": "brisc", "ncrisc": "ncrisc", "unpack": "trisc0", "math": "trisc1", "pack": "trisc2"}
@@ -34,26 +35,25 @@ def _with_profile(job):
     return dataclasses.replace(job, argv=tuple([*argv, *("-D" + d for d in profile_defines(job.role)), source]))
 
 
-def typecheck(artifacts, options):
-    """(status, detail, results): ok | failed | skipped, as kgen's chain reports a step."""
+def typechecked(state: ChainState) -> Step:
+    """blackhole-py's `typechecked` step: its view's kernels, each with blackhole-py's defines for its
+    processor, on the host checker (the chain has asked for it and the headers: needs_host_checker).
+    Its value: the compile results."""
     from kgen.gen.build import write_build
-    from kgen.proof.chain import missing_for_typecheck, toolchain
     from kgen.toolchain.compile import failure_text, plan_jobs, run_jobs
 
+    artifacts, options = state.artifacts, state.options
     tc = toolchain(options)
-    missing = missing_for_typecheck(tc, "check")
-    if missing is not None:
-        return "skipped", missing, ()
     p = bh.view(artifacts.plan, artifacts.rendered)
     with tempfile.TemporaryDirectory(prefix="kgen-bhpy-check-") as tmp:
         folder = write_build(Path(tmp), artifacts.rendered.kernel_id, bh.view_files(p, artifacts.rendered))
         jobs = [_with_profile(j) for j in plan_jobs(folder.resolve(), tc, "check")]
-        results = run_jobs(jobs, tc.headers, parallel=options.parallel, force=options.force)
+        results = tuple(run_jobs(jobs, tc.headers, parallel=options.parallel, force=options.force))
         failures = [r for r in results if not r.ok]
         if failures:
-            return "failed", "\n".join(failure_text(r, None) for r in failures), tuple(results)
+            return Step.failed("typechecked", "\n".join(failure_text(r, None) for r in failures), results)
     extra = ", ".join(bh.facts()["flags"]["headers_0811_extra_defines"])
-    return "ok", (f"type-checked {len(results)} kernel builds with blackhole-py's defines per processor (+ {extra}, "
-                  f"which the {tc.headers.version} headers read and blackhole-py's own tree does not) against "
-                  f"TT-Metal {tc.headers.version} headers; blackhole-py bundles {bh.facts()['source']['bundled_headers']}"), \
-        tuple(results)
+    return Step.ok("typechecked", (
+        f"type-checked {len(results)} kernel builds with blackhole-py's defines per processor (+ {extra}, "
+        f"which the {tc.headers.version} headers read and blackhole-py's own tree does not) against "
+        f"TT-Metal {tc.headers.version} headers; blackhole-py bundles {bh.facts()['source']['bundled_headers']}"), results)

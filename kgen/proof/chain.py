@@ -5,8 +5,13 @@ and one loop, driven as kgen/gen/pipeline.run drives the stages before them.
 call to `run_chain`. Each step returns a `Step`: ok (with what ran), skipped (with the reason) or
 failed (with the detail); a failed step stops the chain.
 
-The one policy for a missing tool (TT-Metal headers, the host checker, a host g++): the step that
-needs it is *skipped*, with the missing piece and how to get it as its reason, and the chain's
+A `Target` (the runtime the kernels are for: TT-Metal, the default, or an export target; the
+registry is kgen/proof/targets.py) says what `built` writes for it and how each later step runs for
+it: one loop runs every target's steps, under one policy.
+
+The one policy for a missing tool (TT-Metal headers, the host checker, a host g++): each step
+declares what it needs (`ChainStep.needs`), the chain asks before running it, and a step whose tool
+is missing is *skipped*, with the missing piece and how to get it as its reason; the chain's
 verdict is then *incomplete*, never passed. Every caller prints `ChainResult.last_line` (or the
 reasons) as its last line and exits with `ChainResult.exit_code`: 0 passed, 1 failed,
 EXIT_INCOMPLETE when a step it asked for could not run. A step the caller did not ask for (`skip`,
@@ -19,13 +24,18 @@ is an error (exit 2), not a skip.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
 
 from kgen.core.errors import EXIT_INCOMPLETE, Incomplete, KgenError  # noqa: F401 (re-exported)
-from kgen.gen.pipeline import Artifacts
+
+if TYPE_CHECKING:                 # annotations only: importing the chain loads no stage
+    from kgen.gen.pipeline import Artifacts
+    from kgen.gen.render import SourceFile
+    from kgen.gen.targets import PortPlan
 
 Status = Literal["ok", "skipped", "failed"]
 
@@ -80,6 +90,7 @@ class ChainOptions:
 class ChainResult:
     artifacts: Artifacts
     steps: tuple[Step, ...]
+    notes: tuple[str, ...] = ()       # what the target says of the spec (Target.check_supported)
 
     def step(self, name: str) -> Step | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -123,26 +134,93 @@ class ChainResult:
 
 
 STEP_WORDS = {"built": "built", "typechecked": "type-checked", "emulated": "emulated", "portchecked": "port-checked"}
+STEP_NAMES: tuple[str, ...] = tuple(STEP_WORDS)
 
 
 @dataclass(frozen=True)
-class _State:
+class ChainState:
+    """What a step is given: the rendered artifacts, the options, the target and the steps done so far."""
+
     artifacts: Artifacts
     options: ChainOptions
+    target: Target
     done: dict[str, Step]
+
+
+# Why a tool a step needs is missing here (what it is and how to get it), or None when it is there.
+Need = Callable[[ChainOptions], "str | None"]
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """One step as a target runs it. The chain asks each of `needs` first: the first that names a
+    missing tool skips the step with that reason (the missing-tool policy); else `run` does it."""
+
+    run: Callable[[ChainState], Step]
+    needs: tuple[Need, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What `built` writes for a target: the folder's name under the root, and its files."""
+
+    folder: str
+    files: tuple[SourceFile, ...]
+
+
+@dataclass(frozen=True)
+class CommandRequest:
+    """`kgen build|emulate|port-check` as plain values, for a target that reports them itself."""
+
+    command: Literal["build", "emulate", "port-check"]
+    options: ChainOptions
+    render_only: bool = False           # build --no-compile
+    as_json: bool = False
+    verbose: bool = False
+
+
+def _no_objections(artifacts: Artifacts) -> tuple[str, ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class Target:
+    """A runtime kgen's kernels are for, as the chain and the commands see it.
+
+    `outputs`: the folder and files `built` writes. `steps`: how each step after `built` runs for
+    it (the chain runs them in its own order). `check_supported`: exit 2 (SpecError) naming why the target cannot run
+    the spec, else the notes its build prints. `refuses`: ChainOptions fields it has no use for
+    (exit 2 when set). `command`: its own report of `kgen build|emulate|port-check` (None: the
+    CLI's). `port_plan`: the stages `kgen ab --target` compares (None: ab compares variants)."""
+
+    name: str
+    outputs: Callable[[Artifacts], Outputs]
+    steps: Mapping[str, ChainStep]
+    check_supported: Callable[[Artifacts], tuple[str, ...]] = _no_objections
+    refuses: tuple[str, ...] = ()
+    command: Callable[[CommandRequest, Artifacts], int] | None = None
+    port_plan: PortPlan | None = None
 
 
 # ----------------------------------------------------------------------------------------------
 # the steps
 # ----------------------------------------------------------------------------------------------
 
-def _built(s: _State) -> Step:
+def _built(s: ChainState) -> Step:
+    """Every target's first step: its outputs written (whole) into their folder under the root."""
     from kgen.core.resources import cache_root
-    from kgen.gen.build import write_artifacts
+    from kgen.gen.build import BuildResult, write_build
 
     root = s.options.root if s.options.root is not None else cache_root() / "builds"
-    result = write_artifacts(s.artifacts, root)
-    return Step.ok("built", str(result.path), result)
+    out = s.target.outputs(s.artifacts)
+    path = write_build(Path(root), out.folder, out.files)
+    r = s.artifacts.rendered
+    return Step.ok("built", str(path), BuildResult(r.kernel_id, path, tuple(f.path for f in out.files), r.manifest))
+
+
+def _kgen_build_folder(artifacts: Artifacts) -> Outputs:
+    """TT-Metal's outputs: kgen's own build folder, <kernel-id>/ with every rendered file."""
+    return Outputs(artifacts.rendered.kernel_id, artifacts.rendered.files)
 
 
 def check_tool_folders(sfpi: str | None, headers: str | None, firmware: str | None) -> None:
@@ -180,12 +258,27 @@ def missing_for_typecheck(tc, mode: str) -> str | None:
     return None
 
 
+def _compile_mode(tc, options: ChainOptions) -> str:
+    return "sfpi" if options.compile == "auto" and tc.sfpi is not None else "check"
+
+
+def needs_kernel_compiler(options: ChainOptions) -> str | None:
+    """TT-Metal's `typechecked`: the headers, and SFPI or the host checker as options.compile asks."""
+    tc = toolchain(options)
+    return missing_for_typecheck(tc, _compile_mode(tc, options))
+
+
+def needs_host_checker(options: ChainOptions) -> str | None:
+    """A host type-check only: the headers and the host checker."""
+    return missing_for_typecheck(toolchain(options), "check")
+
+
 def typecheck_folder(folder: Path, options: ChainOptions) -> Step:
     """The `typechecked` step on a build folder. Its value, when it ran: (toolchain, mode, report)."""
     from kgen.toolchain.compile import compile_folder, failure_text, write_compile_report
 
     tc = toolchain(options)
-    mode = "sfpi" if options.compile == "auto" and tc.sfpi is not None else "check"
+    mode = _compile_mode(tc, options)
     missing = missing_for_typecheck(tc, mode)
     if missing is not None:
         return Step.skipped("typechecked", missing)
@@ -203,7 +296,7 @@ def typecheck_folder(folder: Path, options: ChainOptions) -> Step:
     return Step.ok("typechecked", f"{total} kernel builds {what}", (tc, mode, report))
 
 
-def _typechecked(s: _State) -> Step:
+def _typechecked(s: ChainState) -> Step:
     return typecheck_folder(s.done["built"].value.path, s.options)
 
 
@@ -216,32 +309,41 @@ def missing_for_emulation() -> str | None:
     return None
 
 
-def _emulated(s: _State) -> Step:
+def needs_host_compiler(options: ChainOptions) -> str | None:
+    """The emulator's host C++17 compiler."""
+    return missing_for_emulation()
+
+
+def needs_tt_metal_kernels(options: ChainOptions) -> str | None:
+    """TT-Metal's kernels to compare with: --reference, or the headers' tree."""
+    from kgen.toolchain.headers import find_headers
+
+    if options.reference is not None:
+        return None
+    tree, note = find_headers(options.headers)
+    return None if tree is not None else f"no TT-Metal headers, so no TT-Metal kernels to compare with ({note})"
+
+
+def emulation_detail(e) -> str:
+    """An emulation that passed, in the words of the `emulated` step."""
+    word = "bit-exact" if e.exact_match else "within the fast-mode tolerance"
+    return f"{e.numerics} numerics, {word}; {e.float64.line()}"
+
+
+def _emulated(s: ChainState) -> Step:
     from kgen.proof.emulate import emulate_folder, format_report
 
-    missing = missing_for_emulation()
-    if missing is not None:
-        return Step.skipped("emulated", missing)
     o = s.options
     e = emulate_folder(s.done["built"].value.path, s.artifacts.plan, seed=o.seed, numerics=o.numerics,
                        schedules=o.schedules, trace=o.trace, parallel=o.parallel, progress=o.progress)
     if not e.ok:
         return Step.failed("emulated", format_report(e, per_processor=False), e)
-    word = "bit-exact" if e.exact_match else "within the fast-mode tolerance"
-    return Step.ok("emulated", f"{e.numerics} numerics, {word}; {e.float64.line()}", e)
+    return Step.ok("emulated", emulation_detail(e), e)
 
 
-def _portchecked(s: _State) -> Step:
+def _portchecked(s: ChainState) -> Step:
     from kgen.proof.portcheck import format_port_check, port_check
-    from kgen.toolchain.headers import find_headers
 
-    missing = missing_for_emulation()
-    if missing is None and s.options.reference is None:
-        tree, note = find_headers(s.options.headers)
-        if tree is None:
-            missing = f"no TT-Metal headers, so no TT-Metal kernels to compare with ({note})"
-    if missing is not None:
-        return Step.skipped("portchecked", missing)
     o = s.options
     ours = s.done.get("emulated")
     pc = port_check(s.done["built"].value.path, s.artifacts.plan, reference=o.reference, seed=o.seed,
@@ -253,16 +355,30 @@ def _portchecked(s: _State) -> Step:
     return Step.ok("portchecked", f"{whole} give kgen's bits", pc)
 
 
-StepFn = Callable[[_State], Step]
-STEPS: dict[str, StepFn] = {"built": _built, "typechecked": _typechecked, "emulated": _emulated,
-                            "portchecked": _portchecked}
+TT_METAL = Target("tt-metal", outputs=_kgen_build_folder, steps=MappingProxyType({
+    "typechecked": ChainStep(_typechecked, needs=(needs_kernel_compiler,)),
+    "emulated": ChainStep(_emulated, needs=(needs_host_compiler,)),
+    "portchecked": ChainStep(_portchecked, needs=(needs_host_compiler, needs_tt_metal_kernels)),
+}))
+
+
+def _refuse_options(target: Target, options: ChainOptions) -> None:
+    """Exit 2 when an option the target has no use for is set."""
+    from kgen.core.errors import SpecError
+
+    if any(getattr(options, name) for name in target.refuses):
+        flags = [f"--{name}" for name in target.refuses]
+        listed = flags[0] if len(flags) == 1 else ", ".join(flags[:-1]) + " and " + flags[-1]
+        raise SpecError(f"{listed} {'is' if len(flags) == 1 else 'are'} for the default target",
+                        hint=f"drop {'it' if len(flags) == 1 else 'them'}, or drop --target {target.name}")
 
 
 def run_chain(artifacts: Artifacts, until: str = "portchecked", *, skip: Collection[str] = (),
-              options: ChainOptions = ChainOptions()) -> ChainResult:
-    """Run the steps after `rendered` in order up to and including `until`, leaving out `skip`
-    (`built` cannot be left out). Stops at the first failed step; a skipped one does not stop it."""
-    names = list(STEPS)
+              options: ChainOptions = ChainOptions(), target: Target = TT_METAL) -> ChainResult:
+    """Run the target's steps after `rendered` in order up to and including `until`, leaving out
+    `skip` (`built` cannot be left out). Before any: the target's objections to the spec (exit 2).
+    Stops at the first failed step; a skipped one (a tool it needs is missing) does not stop it."""
+    names = ["built", *(n for n in STEP_NAMES if n in target.steps)]
     if until not in names:
         raise ValueError(f"until must be one of {names}, not {until!r}")
     unknown = set(skip) - set(names)
@@ -270,14 +386,24 @@ def run_chain(artifacts: Artifacts, until: str = "portchecked", *, skip: Collect
         raise ValueError(f"cannot skip {sorted(unknown | ({'built'} & set(skip)))}; the steps are {names}")
     if artifacts.rendered is None:
         raise ValueError("run_chain needs artifacts run until 'rendered'")
-    state = _State(artifacts, options, {})
+    _refuse_options(target, options)
+    notes = target.check_supported(artifacts)
+    state = ChainState(artifacts, options, target, {})
     for name in names[: names.index(until) + 1]:
         if name in skip:
             continue
-        step = STEPS[name](state)
+        step = _built(state) if name == "built" else _run_step(name, target.steps[name], state)
         state.done[name] = step
         if step.status == "failed":
             break
-    return ChainResult(artifacts, tuple(state.done.values()))
+    return ChainResult(artifacts, tuple(state.done.values()), notes)
 
 
+def _run_step(name: str, step: ChainStep, state: ChainState) -> Step:
+    """The missing-tool policy, for every target's every step: a need that names a missing tool
+    skips the step with that reason; else the step runs."""
+    for need in step.needs:
+        missing = need(state.options)
+        if missing is not None:
+            return Step.skipped(name, missing)
+    return step.run(state)

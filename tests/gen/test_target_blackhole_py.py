@@ -229,7 +229,8 @@ def test_typecheck_with_blackhole_py_profile(tmp_path):
 
 def test_ab_stages_of_the_port_plan():
     from kgen.perf.bhpy_ab import stages
-    rows = stages(load_file(str(PADDED)), PADDED.read_text())
+    from kgen.proof.targets import get
+    rows = stages(load_file(str(PADDED)), PADDED.read_text(), get("blackhole-py"))
     assert [r.name for r in rows] == ["matmul_tiles for matmul_block", "matmul_block, spill/reload",
                                       "full L1-acc lifecycle"]
     assert rows[0].why_not and "matmul_block only" in rows[0].why_not

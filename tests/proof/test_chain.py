@@ -4,6 +4,7 @@ kgen` process, as a user's Ctrl-C or a batch system's SIGTERM / SIGHUP reaches i
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from kgen.core.interrupts import scratch, sweep_stale
 from kgen.gen.pipeline import run
 from kgen.gen.spec import load_file, resolve
 from kgen.proof import chain
-from kgen.proof.chain import EXIT_INCOMPLETE, ChainOptions, Step, run_chain
+from kgen.proof.chain import EXIT_INCOMPLETE, ChainOptions, ChainStep, Step, run_chain
 from tests.conftest import ROOT, example
 
 
@@ -26,7 +27,8 @@ def _artifacts(name: str = "peak_small"):
 
 
 def test_the_steps_are_one_ordered_table_after_rendered():
-    assert list(chain.STEPS) == ["built", "typechecked", "emulated", "portchecked"]
+    assert chain.STEP_NAMES == ("built", "typechecked", "emulated", "portchecked")
+    assert list(chain.TT_METAL.steps) == ["typechecked", "emulated", "portchecked"]
     with pytest.raises(ValueError):
         run_chain(_artifacts(), "linked")
     with pytest.raises(ValueError):
@@ -52,11 +54,12 @@ def test_a_missing_tool_is_skipped_and_makes_the_verdict_incomplete(tmp_path, mo
     assert "INCOMPLETE" in last and "not emulated: no host g++ (test)" in last
 
 
-def test_a_failed_step_stops_the_chain(tmp_path, monkeypatch):
+def test_a_failed_step_stops_the_chain(tmp_path):
     calls = []
-    monkeypatch.setitem(chain.STEPS, "typechecked", lambda s: calls.append("t") or Step.failed("typechecked", "bad"))
-    monkeypatch.setitem(chain.STEPS, "emulated", lambda s: calls.append("e") or Step.ok("emulated", "fine"))
-    result = run_chain(_artifacts(), "emulated", options=ChainOptions(root=tmp_path))
+    target = dataclasses.replace(chain.TT_METAL, steps={
+        "typechecked": ChainStep(lambda s: calls.append("t") or Step.failed("typechecked", "bad")),
+        "emulated": ChainStep(lambda s: calls.append("e") or Step.ok("emulated", "fine"))})
+    result = run_chain(_artifacts(), "emulated", options=ChainOptions(root=tmp_path), target=target)
     assert calls == ["t"] and result.verdict == "failed" and result.exit_code == 1
     assert result.last_line("kgen build") == "kgen build: FAILED at type-checked"
 

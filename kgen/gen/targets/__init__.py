@@ -1,28 +1,21 @@
-"""Export targets of `kgen build --target`: one module per runtime kgen's kernels can be handed to,
-behind one registry. TT-Metal (the default) is kgen's own build folder and has no module here."""
+"""What kgen renders for an export target of `--target`: one module per runtime kgen's kernels can
+be handed to (blackhole_py.py: blackhole-py's ABI view of a rendered program; bhpy_export.py: the
+module it prints). TT-Metal (the default) is kgen's own build folder and has no module here.
+
+The targets themselves, each with its outputs and the proof chain's steps for it, are registered
+once in kgen/proof/targets.py: a target's steps are proof's, which this layer cannot import.
+"""
 
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import Mapping
-
-from kgen.core.errors import SpecError
-
-DEFAULT = "tt-metal"
-BLACKHOLE_PY = "blackhole-py"
-# target name -> the module that exports it (imported on use, so the CLI starts quickly)
-REGISTRY: Mapping[str, str | None] = MappingProxyType({
-    DEFAULT: None,
-    BLACKHOLE_PY: "kgen.gen.targets.blackhole_py",
-})
-NAMES: tuple[str, ...] = tuple(REGISTRY)
+from dataclasses import dataclass
 
 
-def module(name: str):
-    """The export module of target `name`, or None for TT-Metal; a name kgen does not know is exit 2."""
-    import importlib
+@dataclass(frozen=True)
+class PortPlan:
+    """A target's own port plan as `kgen ab --target` lays it out, stage by stage: each stage the spec
+    with one value of `field`, after the stages kgen cannot render (listed with why)."""
 
-    if name not in REGISTRY:
-        raise SpecError(f"--target {name}: kgen exports to {', '.join(NAMES)}", hint="pass one of those")
-    path = REGISTRY[name]
-    return importlib.import_module(path) if path else None
+    field: str                                       # a spec field, as `kgen ab --vary` names it
+    stages: tuple[tuple[str, str], ...]              # (stage, the field's value)
+    not_rendered: tuple[tuple[str, str], ...] = ()   # (stage, why kgen cannot render it)

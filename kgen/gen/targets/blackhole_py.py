@@ -23,6 +23,7 @@ from kgen.core.errors import KgenError, SpecError
 from kgen.core.resources import config_table
 from kgen.core.types import DATA_FORMAT_VALUE, Placement
 from kgen.gen.dataflow import MCAST_2D, REUSE
+from kgen.gen.targets import PortPlan
 
 if TYPE_CHECKING:
     from kgen.gen.render import SourceFile
@@ -40,6 +41,17 @@ FORMAT_OF_DTYPE = {dtype: fmt for fmt, dtype in _DTYPE_OF_FORMAT.items()}
 # ("noc_y", logical row), ("addr", tensor name).
 Word = Union[int, tuple[str, Union[int, str]]]
 Core = tuple[int, int]
+
+
+# blackhole-py's own port plan for TT-Metal's peak matmul (its examples/matmul_peak.py), as `kgen ab
+# --target blackhole-py` lays it out: matmul_tiles first (kgen's op table prints matmul_block only),
+# then matmul_block with spill/reload, then the full L1-accumulation lifecycle.
+PORT_PLAN = PortPlan(
+    field="compute.packer_l1_acc",
+    stages=(("matmul_block, spill/reload", "false"), ("full L1-acc lifecycle", "true")),
+    not_rendered=(("matmul_tiles for matmul_block",
+                   "not rendered: kgen's op table prints matmul_block only (TT-Metal's 2D factory's compute kernel)"),),
+)
 
 
 def facts() -> dict:
