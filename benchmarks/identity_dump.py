@@ -69,26 +69,68 @@ def _call(f: Callable[..., Any], *args: Any) -> Any:
         return f"{'refused' if isinstance(exc, KgenError) else 'crash'} {type(exc).__name__}: {exc}"
 
 
+# TtKernelArgs's fields before it carried its kernel file (#38): its args are recorded as it printed then.
+_TT_KERNEL_ARGS_FIELDS = ("name", "compile_time_args", "named_compile_time_args", "defines", "runtime_args")
+
+
 def _tt_reference(plan, manifest: dict) -> dict:
     """TT-Metal's program for `kgen port-check`, obtained as kgen/proof/portcheck.py obtains it: why the
-    whole-program check would not run (ttdataflow.unsupported_reason, which asks ttreuse.py for a reuse
-    plan), the factory's departures, the op-count differences port-check expects, and where it would
-    run, the factory's args per kgen kernel: for a DRAM-sharded plan the Metal 2.0 bindings of
-    ttdramsharded.py (the path of ttdataflow.with_tt_dataflow -> _with_metal2_program ->
-    ttdramsharded.write_program, compute kernel included), else ttdataflow.tt_kernel_args (the 2D/1D
-    multicast factories, and the reuse factory's through ttreuse.kernel_args), each with its TT-Metal
-    kernel file. Each value that raises is recorded as text (`_call`)."""
-    # THE ONE PLACE TO ADAPT when the refactor (#38) moves these functions: change the imports and calls
-    # below so that each value still comes from the code port-check runs. An import that fails is meant
-    # to stop the dump rather than be recorded.
+    whole-program check would not run, the factory's departures, the op-count differences port-check
+    expects, and where it would run, the factory's args per kgen kernel with its TT-Metal kernel file (the
+    Metal 2.0 bindings of a DRAM-sharded plan, compute kernel included). Each value that raises is recorded
+    as text (`_call`). The factory answers through its Dataflow members (tt_unsupported, tt_program,
+    tt_expected_differences); before #38 proof/ttdataflow.py, ttreuse.py and ttdramsharded.py did
+    (`_tt_reference_before_38`). Either way the record has the same shape and values."""
+    # THE ONE PLACE TO ADAPT when these functions move: change the calls below so that each value still
+    # comes from the code port-check runs. An import that fails is meant to stop the dump rather than be
+    # recorded.
+    from kgen.gen import dataflow as dataflows
+    from kgen.gen.dataflow.tt_program import Metal2Kernel
+    from kgen.proof import portcheck
+    from kgen.proof.emu_build import emulator_config
+
+    df = plan.dataflow
+    if not hasattr(df, "tt_program"):
+        return _tt_reference_before_38(plan, manifest)
+
+    def args() -> dict:
+        program = df.tt_program(plan, manifest, emulator_config()["noc"])
+        kernels = dict(program.kernels)
+        if program.compute is not None:
+            kernels["compute"] = program.compute
+        if any(isinstance(k, Metal2Kernel) for k in kernels.values()):
+            return {n: (repr(m), m.compile_time_args, m.common_runtime_args, m.runtime_args())
+                    for n, m in sorted(kernels.items())}
+        return {n: (a.source, f"TtKernelArgs({', '.join(f'{f}={getattr(a, f)!r}' for f in _TT_KERNEL_ARGS_FIELDS)})")
+                for n, a in sorted(kernels.items())}
+
+    # the record keeps the pre-#38 slots: the block-sharded in0's differences (the 2D factory's; none
+    # for the others, which take in0 in DRAM or width-sharded), the reuse factory's, the DRAM-sharded one's
+    dram_sharded, reuse = df is dataflows.DRAM_SHARDED, df is dataflows.REUSE
+
+    def expected() -> tuple:
+        diffs = () if dram_sharded else df.tt_expected_differences(plan)
+        return portcheck._ktile_padding_barriers(plan), () if reuse else diffs, diffs if reuse else ()
+
+    out = {"unsupported": _call(df.tt_unsupported, plan, manifest),
+           "departures": _call(lambda: plan.factory_departures),
+           "expected": _call(expected)}
+    if out["unsupported"] is None:
+        out["args"] = _call(args)
+        if dram_sharded:
+            out["expected_dram_sharded"] = _call(df.tt_expected_differences, plan)
+    return out
+
+
+def _tt_reference_before_38(plan, manifest: dict) -> dict:
+    """`_tt_reference` on a tree before #38: ttdataflow.unsupported_reason (which asks ttreuse.py for a
+    reuse plan); for a DRAM-sharded plan the Metal 2.0 bindings of ttdramsharded.py (the path of
+    ttdataflow.with_tt_dataflow -> _with_metal2_program -> ttdramsharded.write_program, compute kernel
+    included), else ttdataflow.tt_kernel_args (the 2D/1D multicast factories, and the reuse factory's
+    through ttreuse.kernel_args), each with its TT-Metal kernel file."""
     from kgen.gen.dataflow import DRAM_SHARDED
     from kgen.proof import portcheck
-    try:
-        from kgen.gen.dataflow import tt_dram_sharded as ds
-        from kgen.gen.dataflow.tt_mcast import block_sharded_differences
-    except ImportError:             # before #38 moved them out of proof/
-        from kgen.proof import ttdramsharded as ds
-        block_sharded_differences = portcheck._sharded_differences
+    from kgen.proof import ttdramsharded as ds
     from kgen.proof.emu_build import emulator_config
     from kgen.proof.emulate import round_up
     from kgen.proof.ttdataflow import tt_kernel_args, tt_kernel_file, unsupported_reason
@@ -104,7 +146,7 @@ def _tt_reference(plan, manifest: dict) -> dict:
     dram_sharded = plan.dataflow.factory == DRAM_SHARDED.factory
     out = {"unsupported": _call(unsupported_reason, plan, manifest),
            "departures": _call(lambda: plan.factory_departures),
-           "expected": _call(lambda: (portcheck._ktile_padding_barriers(plan), block_sharded_differences(plan),
+           "expected": _call(lambda: (portcheck._ktile_padding_barriers(plan), portcheck._sharded_differences(plan),
                                       portcheck._reuse_differences(plan)))}
     if out["unsupported"] is None and dram_sharded:
         out["args"] = _call(metal2)

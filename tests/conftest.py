@@ -114,20 +114,27 @@ def example(name: str) -> Path:
     return ROOT / "examples" / f"{name}.kspec"
 
 
+def tt_kernels(plan, manifest: dict) -> dict:
+    """TT-Metal's kernels in the places of kgen's, with the args the plan's factory gives them
+    (Dataflow.tt_program, on the emulator's NoC coordinates): kgen kernel name -> TtKernelArgs or Metal2Kernel."""
+    from kgen.proof.emu_build import emulator_config
+
+    return dict(plan.dataflow.tt_program(plan, manifest, emulator_config()["noc"]).kernels)
+
+
 def tt_factory_args(name: str, variant: str | None, tmp_path: Path):
     """An example built and planned, with the args TT-Metal's factory gives its readers and writers
-    (kgen.proof.ttdataflow.tt_kernel_args): (plan, build folder, args)."""
+    (`tt_kernels`): (plan, build folder, args)."""
     import json
 
     from kgen.gen.build import build
     from kgen.gen.plan import plan
     from kgen.gen.spec import load
-    from kgen.proof.ttdataflow import tt_kernel_args
 
     spec = load(example(name), variant)
     folder = build(spec, tmp_path / "build").path
     p = plan(spec)
-    return p, folder, tt_kernel_args(p, json.loads((folder / "manifest.json").read_text()))
+    return p, folder, tt_kernels(p, json.loads((folder / "manifest.json").read_text()))
 
 
 def need_tool(what: str, how: str) -> None:

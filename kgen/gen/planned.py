@@ -1,5 +1,6 @@
 """What the planner produces and what it is planned for: the `Plan` of one matmul, and the interface of
-the TT-Metal program factory (`Dataflow`) that lays out its cores and writes its data-movement kernels.
+the TT-Metal program factory (`Dataflow`) that lays out its cores, writes its data-movement kernels and
+says what TT-Metal's own program of it is, for port-check.
 The two read each other (a plan asks its factory for the per-core terms; a factory builds from a plan),
 so they share this module; the factories themselves are in kgen/gen/dataflow/."""
 
@@ -9,7 +10,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.arch import ArchFacts
 from kgen.core.types import TILE_HW, Placement
@@ -20,6 +21,7 @@ from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
 from kgen.gen.rules import round_up_tiles
 
 if TYPE_CHECKING:
+    from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
     from kgen.gen.ir import CoreRange, Kernel, Semaphore
     from kgen.gen.matmul_spec import MemorySpec
 
@@ -55,7 +57,8 @@ class Dataflow(ABC):
 
     The planner asks it for the layout of the cores and the rules that differ by factory, lowering
     for its data-movement kernels and semaphores, the model for which kernel waits on which, tune for
-    the layouts it may search, and the grammar for its spelling. A factory module subclasses it once,
+    the layouts it may search, the grammar for its spelling, and port-check for TT-Metal's own program
+    (the `tt_*` members, derived in the factory's tt_*.py beside it). A factory module subclasses it once,
     sets what differs from the defaults below, and is listed once in kgen/gen/dataflow/__init__.py."""
 
     name: str                        # the spelling in a spec's `dataflow =` line
@@ -142,6 +145,24 @@ class Dataflow(ABC):
     def tune_grid(self, spec: MatmulSpec) -> tuple[int, int]:
         """With `places_own_cores`: the grid a candidate names."""
         raise NotImplementedError(f"{self.name} does not place its own cores")
+
+    def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
+        """Why port-check cannot run TT-Metal's program of this factory on `p` (built to `manifest`), None
+        when it can."""
+        return f"dataflow {self.name}: kgen does not reproduce TT-Metal's {self.label} factory's readers/writers"
+
+    def tt_program(self, p: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int]) -> TtProgram:
+        """TT-Metal's program of this factory on `p`: TT's kernels in the places of kgen's, with the args the
+        factory gives them (`noc`: the NoC offsets of a logical worker core on the machine that runs it).
+        Raises DataflowSwapError where `tt_unsupported` gives a reason."""
+        # imported when called: loading the dataflow package loads the factories, which import this module
+        from kgen.gen.dataflow.tt_program import DataflowSwapError
+        raise DataflowSwapError(self.tt_unsupported(p, manifest) or f"dataflow {self.name}: no TT-Metal program")
+
+    def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
+        """Where TT-Metal's program counts a data-movement op differently from kgen's by design, when
+        port-check runs it: (op, TT's count minus kgen's, why)."""
+        return ()
 
 
 @dataclass(frozen=True)

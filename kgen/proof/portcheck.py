@@ -6,11 +6,11 @@ Two comparisons, each emulated with the same inputs as kgen's own program:
   ``bmm_large_block_zm_fused_bias_activation.cpp`` from the fetched headers) in place of kgen's
   (the `rendered` override :func:`kgen.gen.pipeline.with_compute_kernel`): same compile-time args, named args, defines and CB
   table, kgen's data-movement kernels. Reports bit-identity and the compute op counts per kind.
-- **program** (mcast_2d, mcast_1d_in0, mcast_1d_in1 and reuse plans): TT-Metal's whole program: that
-  compute kernel plus TT-Metal's readers/writers with the args TT-Metal's 2D, 1D or reuse factory gives
-  them (:mod:`kgen.gen.dataflow.tt_mcast`, :mod:`kgen.gen.dataflow.tt_reuse`, put in a build folder by
-  :mod:`kgen.proof.ttdataflow`). Reports bit-identity and the
-  data-movement op counts of both.
+- **program** (where the plan's factory says TT-Metal's program can run: `Dataflow.tt_unsupported`):
+  TT-Metal's whole program: that compute kernel (or the factory's own) plus TT-Metal's readers/writers with
+  the args the factory gives them (`Dataflow.tt_program`, derived in kgen/gen/dataflow/tt_*.py, put in a
+  build folder by :mod:`kgen.proof.ttdataflow`). Reports bit-identity and the data-movement op counts of
+  both, explaining the differences the factory expects (`Dataflow.tt_expected_differences`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from kgen.proof.emulate import Emulation, check_host_memory, emulate_folder, emu
 from kgen.core.errors import KgenError
 from kgen.core.interrupts import scratch
 from kgen.core.manifest import load_manifest
-from kgen.gen.dataflow import DRAM_SHARDED, REUSE
-from kgen.gen.dataflow.tt_mcast import block_sharded_differences
+from kgen.gen.dataflow.tt_program import ExpectedDifference
 
 COMPUTE_PROCESSORS = ("trisc0/unpack", "trisc1/math", "trisc2/pack")
 DATAFLOW_PROCESSORS = ("brisc", "ncrisc")
@@ -83,7 +82,7 @@ class PortCheck:
     # zero-padded by the host as ttnn's tilize pads, so its reader has nothing to zero
     ktile_padding_barriers: int = 0
     # (op, TT-Metal's count minus kgen's, why) where the plan's placement makes the programs differ by design
-    expected_differences: tuple[tuple[str, int, str], ...] = ()
+    expected_differences: tuple[ExpectedDifference, ...] = ()
 
     @property
     def bit_identical(self) -> bool:
@@ -213,7 +212,8 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
     from kgen.gen.build import write_artifacts
     from kgen.toolchain.headers import find_headers
     from kgen.gen.pipeline import run, with_compute_kernel
-    from kgen.proof.ttdataflow import tt_dataflow_dir, ttnn_include_dir, unsupported_reason, with_tt_dataflow
+    from kgen.proof.ttdataflow import (tt_compute_kernel, tt_dataflow_dir, tt_program_of, ttnn_include_dir,
+                                       with_tt_program)
 
     check_host_memory(plan)             # three emulations of this size follow
     ref = Path(reference) if reference is not None else default_reference()
@@ -225,8 +225,8 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
         ours = emulate_folder(folder, plan, seed=seed, numerics=numerics, parallel=parallel, inputs=inputs,
                               progress=lambda phase: progress(f"kgen's program: {phase}"))
     tree, tree_note = find_headers()
-    note = unsupported_reason(plan, manifest) or (None if tree else f"no TT-Metal headers ({tree_note})")
-    program = None
+    note = plan.dataflow.tt_unsupported(plan, manifest) or (None if tree else f"no TT-Metal headers ({tree_note})")
+    program, expected = None, ()
     with scratch("kgen-portcheck") as tmp:
         swap = with_compute_kernel(ref)              # kgen's build, TT-Metal's compute kernel
         ref_folder = write_artifacts(run(plan.spec, overrides={"rendered": swap}), Path(tmp) / "compute").path
@@ -234,34 +234,16 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                                 progress=lambda phase: progress(f"TT-Metal's compute kernel: {phase}"))
         if note is None:
             kernels = tt_dataflow_dir(tree)
-            program_folder = with_tt_dataflow(ref_folder, plan, kernels, Path(tmp) / "program" / folder.name,
-                                              ttnn_include=ttnn_include_dir(tree))
+            tt = tt_program_of(plan, ref_folder)
+            program_folder = with_tt_program(ref_folder, tt, kernels, Path(tmp) / "program" / folder.name,
+                                             ttnn_include=ttnn_include_dir(tree))
             program = emulate_folder(program_folder, plan, seed=seed, numerics=numerics, parallel=parallel,
                                      inputs=inputs, progress=lambda phase: progress(f"TT-Metal's program: {phase}"))
-            factory = ("reuse factory's" if plan.dataflow.factory == REUSE.factory else
-                       "DRAM-sharded factory's Metal 2.0" if plan.dataflow.factory == DRAM_SHARDED.factory else
-                       f"{'1D' if plan.is_1d else '2D'} multicast")
-            compute = ref.name
-            if plan.dataflow.factory == DRAM_SHARDED.factory:
-                from kgen.gen.dataflow.tt_dram_sharded import COMPUTE_KERNEL
-                compute = COMPUTE_KERNEL if (kernels.parent / "compute" / COMPUTE_KERNEL).is_file() else compute
-            note = f"{compute} with TT-Metal's {factory} readers/writers from {kernels}"
+            compute = tt_compute_kernel(tt, kernels) or ref
+            note = f"{compute.name} with TT-Metal's {tt.readers_writers} readers/writers from {kernels}"
+            expected = plan.dataflow.tt_expected_differences(plan)
     return PortCheck(ref, ours, theirs, program, note, plan.factory_departures, _ktile_padding_barriers(plan),
-                     block_sharded_differences(plan) + _reuse_differences(plan) + _dram_sharded_differences(plan, program))
-
-
-def _reuse_differences(plan) -> tuple[tuple[str, int, str], ...]:
-    from kgen.gen.dataflow.tt_reuse import expected_differences
-
-    return expected_differences(plan) if plan.dataflow.factory == REUSE.factory else ()
-
-
-def _dram_sharded_differences(plan, program) -> tuple[tuple[str, int, str], ...]:
-    from kgen.gen.dataflow.tt_dram_sharded import expected_differences, in1_pages
-
-    if program is None or plan.dataflow.factory != DRAM_SHARDED.factory:
-        return ()
-    return expected_differences(plan, in1_pages(plan)[1])
+                     expected)
 
 
 def _ktile_padding_barriers(plan) -> int:

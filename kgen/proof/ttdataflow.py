@@ -1,14 +1,14 @@
-"""TT-Metal's whole program on a kgen plan, as a build folder the emulator runs: :func:`with_tt_dataflow`
+"""TT-Metal's whole program on a kgen plan, as a build folder the emulator runs: :func:`with_tt_program`
 copies a build folder and puts TT-Metal's own data-movement kernels (from the fetched headers, unchanged)
 in the places of kgen's, with the compile-time args, named args, defines and per-core runtime args the
 factory computes for the same blocking. With TT-Metal's compute kernel swapped in too
 (:func:`kgen.gen.pipeline.with_compute_kernel`) the folder is TT-Metal's whole program on kgen's plan, CB
 table and inputs, which `kgen port-check` runs beside kgen's.
 
-What each factory's program is (TT's kernel files and args) is derived beside the factory, in
-kgen/gen/dataflow/ (tt_mcast.py for the 2D and 1D multicast factories, tt_reuse.py, tt_dram_sharded.py);
-this module writes it into a folder: the legacy kernels' includes and named-arg maps, and for the Metal 2.0
-kernels of the DRAM-sharded factory the binding headers TT-Metal's JIT would generate (ttmetal2.py).
+What the program is (TT's kernel files and their args) the plan's factory says (`Dataflow.tt_program`,
+derived in kgen/gen/dataflow/tt_*.py); this module only writes it into a folder: a legacy kernel's
+include and named-arg map, a Metal 2.0 kernel's binding headers as TT-Metal's JIT would generate them
+(ttmetal2.py).
 """
 
 from __future__ import annotations
@@ -16,73 +16,12 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any
 
-from kgen.core.types import Placement
-from kgen.gen import dataflow as dataflows
-from kgen.gen.dataflow import Factory
-from kgen.gen.dataflow import tt_dram_sharded, tt_mcast, tt_reuse
-from kgen.gen.dataflow.tt_program import DataflowSwapError, TtKernelArgs, aligned_pages
+from kgen.gen.dataflow.tt_program import DataflowSwapError, Metal2Kernel, TtKernelArgs, TtProgram
 from kgen.proof.emu_build import emulator_config
 from kgen.proof.ttmetal2 import args_header, bindings_header, kernel_includes, trisc_source
 from kgen.toolchain.headers import toolchain_config
-
-
-def tt_kernel_file(name: str) -> str:
-    if name in tt_reuse.REUSE_KERNELS:
-        return tt_reuse.REUSE_KERNELS[name]
-    if tt_dram_sharded.tt_kernel_file(name):
-        return tt_dram_sharded.tt_kernel_file(name)
-    return tt_mcast.TT_BLOCK_SHARDED_IN0 if name.startswith("in0_sharded_") else tt_mcast.TT_KERNELS[name]
-
-
-def unsupported_reason(plan, manifest: dict) -> str | None:
-    """Why TT-Metal's 2D multicast readers cannot run this plan, or None when they can."""
-    if plan.spec.dataflow not in DATAFLOWS_WITH_TT_PROGRAM:
-        return (f"dataflow {plan.spec.dataflow}: kgen runs TT-Metal's readers/writers of "
-                f"{', '.join(DATAFLOWS_WITH_TT_PROGRAM)} only")
-    for t in manifest["io_tensors"]:
-        if t["layout"] != "TILE":
-            return f"tensor {t['name']} is {t['layout']}; TT-Metal's writers write tiles"
-    if plan.dataflow.factory == Factory.REUSE:
-        return tt_reuse.unsupported_reason(plan)
-    if plan.dataflow.factory in METAL2_PROGRAMS:
-        return None
-    names = {k["name"] for k in manifest["kernels"]}
-    senders = {"in1_sender_writer"} | ({"in0_sharded_0"} if plan.memory.in0 == Placement.L1_BLOCK_SHARDED else {"in0_sender"})
-    missing = sorted(senders - names)
-    if missing:
-        return f"the build folder lacks kgen kernels {', '.join(missing)}"
-    return None
-
-
-def _reuse_args(f: tt_mcast.FactoryValues, k: dict) -> TtKernelArgs:
-    return tt_reuse.kernel_args(f.plan, k, f.page)
-
-
-_ARGS_OF_REUSE = {"reader": _reuse_args, "writer": _reuse_args}       # kgen/gen/dataflow/tt_reuse.py
-# The factories whose program port-check runs: TT-Metal's reader/writer kernels of the 2D and 1D
-# multicast factories and of the reuse factory.
-TT_PROGRAMS: Mapping[Factory, Mapping[str, Callable[[tt_mcast.FactoryValues, dict], TtKernelArgs]]] = {
-    Factory.MCAST_2D: tt_mcast.ARGS_2D, Factory.MCAST_1D: tt_mcast.ARGS_1D, Factory.REUSE: _ARGS_OF_REUSE}
-# The factories whose kernels take Metal 2.0 named bindings (kgen/proof/ttmetal2.py): the DRAM-sharded one.
-METAL2_PROGRAMS = (Factory.DRAM_SHARDED,)
-DATAFLOWS_WITH_TT_PROGRAM = tuple(d.name for d in dataflows.REGISTRY
-                                  if d.factory in TT_PROGRAMS or d.factory in METAL2_PROGRAMS)
-
-
-def tt_kernel_args(plan, manifest: dict) -> dict[str, TtKernelArgs]:
-    """The factory's args for each of kgen's data-movement kernels present in the manifest."""
-    reason = unsupported_reason(plan, manifest)
-    if reason:
-        raise DataflowSwapError(reason)
-    values = tt_mcast.FactoryValues.of(plan, manifest)
-    kernels = {k["name"]: k for k in manifest["kernels"]}
-    table = TT_PROGRAMS[plan.dataflow.factory]
-    args = {name: args_of(values, kernels[name]) for name, args_of in table.items() if name in kernels}
-    args.update({name: tt_mcast.in0_block_sharded(values, k) for name, k in kernels.items()
-                 if name.startswith("in0_sharded_")})
-    return args
 
 
 def tt_dataflow_dir(tree) -> Path:
@@ -93,84 +32,83 @@ def ttnn_include_dir(tree) -> Path:
     return tree.root / toolchain_config()["headers"]["ttnn_include_dir"]
 
 
-def with_tt_dataflow(folder: Path, plan, kernels_dir: Path, into: Path, *, ttnn_include: Path) -> Path:
-    """A copy of build folder `folder` whose data-movement kernels are TT-Metal's (from
-    `kernels_dir`) with the factory's args. `ttnn_include` is the tree's ttnn/cpp folder, for the
-    ttnn helpers those kernels include (pad_tile.hpp)."""
+def tt_program_of(plan, folder: Path) -> TtProgram:
+    """The plan's factory's program for build folder `folder`, on the emulator's NoC coordinates."""
     manifest = json.loads((folder / "manifest.json").read_text())
-    if plan.dataflow.factory in METAL2_PROGRAMS:
-        return _with_metal2_program(folder, manifest, plan, kernels_dir, into, ttnn_include)
-    args = tt_kernel_args(plan, manifest)
-    for name in args:
-        if not (kernels_dir / tt_kernel_file(name)).is_file():
-            raise DataflowSwapError(f"{kernels_dir / tt_kernel_file(name)}: no such TT-Metal kernel "
+    return plan.dataflow.tt_program(plan, manifest, emulator_config()["noc"])
+
+
+def tt_compute_kernel(program: TtProgram, kernels_dir: Path) -> Path | None:
+    """The factory's own compute kernel where the program names one and the tree has it (the dataflow
+    kernels' sibling compute/ folder); None: the folder keeps the compute kernel it was built with."""
+    if program.compute is None:
+        return None
+    source = kernels_dir.parent / "compute" / program.compute.source
+    return source if source.is_file() else None
+
+
+def with_tt_program(folder: Path, program: TtProgram, kernels_dir: Path, into: Path, *, ttnn_include: Path) -> Path:
+    """A copy of build folder `folder` whose data-movement kernels are TT-Metal's of `program` (from
+    `kernels_dir`), with the compute kernel the factory binds where the tree has it. `ttnn_include` is the
+    tree's ttnn/cpp folder, for the ttnn helpers those kernels include (pad_tile.hpp); Metal 2.0 kernels
+    also take the tree's tt_metal/hw/inc after the emulator's headers, for TT-Metal's own
+    experimental/kernel_args.h and binding tokens."""
+    for kernel in program.kernels.values():
+        if not (kernels_dir / kernel.source).is_file():
+            raise DataflowSwapError(f"{kernels_dir / kernel.source}: no such TT-Metal kernel "
                                     f"(fetch the headers with: kgen headers fetch)")
+    manifest = json.loads((folder / "manifest.json").read_text())
     shutil.copytree(folder, into, ignore=shutil.ignore_patterns("obj", "elf", "compile.json"))
+    include_dirs = [str(ttnn_include.resolve())]
+    if any(isinstance(k, Metal2Kernel) for k in program.kernels.values()):
+        include_dirs.append(str((ttnn_include.parents[1] / "tt_metal" / "hw" / "inc").resolve()))
+    compute = tt_compute_kernel(program, kernels_dir)
     for k in manifest["kernels"]:
-        a = args.get(k["name"])
-        if a is None:
-            continue
-        source = (kernels_dir / tt_kernel_file(k["name"])).resolve()
-        k.update(compile_time_args=list(a.compile_time_args),
-                 compile_time_arg_names=[f"tt_ct_{i}" for i in range(len(a.compile_time_args))],
-                 named_compile_time_args=a.named_compile_time_args, defines=a.defines,
-                 runtime_args=[{"core": list(c), "args": list(v)} for c, v in a.runtime_args],
-                 runtime_arg_names=[], common_runtime_args=[], common_runtime_arg_names=[],
-                 include_dirs=[str(ttnn_include.resolve())], tt_metal_source=str(source))
-        gen = into / "jit" / k["name"]
-        (gen / "kernel_includes.hpp").write_text(f'#include "{source}"\n')
-        pairs = ",".join(f'{{"{n}",{v}}}' for n, v in a.named_compile_time_args.items())
-        (gen / "named_ct_arg_map_generated.h").write_text(f"#define KERNEL_COMPILE_TIME_ARG_MAP {pairs}\n")
+        gen, tt = into / "jit" / k["name"], program.kernels.get(k["name"])
+        if k["name"] == "compute" and compute is not None:
+            _write_metal2_compute(k, program.compute, compute.resolve(), gen, include_dirs)
+        elif isinstance(tt, Metal2Kernel):
+            _write_metal2(k, tt, (kernels_dir / tt.source).resolve(), gen, include_dirs)
+        elif tt is not None:
+            _write_legacy(k, tt, (kernels_dir / tt.source).resolve(), gen, include_dirs)
     (into / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return into
 
 
-def _with_metal2_program(folder: Path, manifest: dict, plan, kernels_dir: Path, into: Path, ttnn_include: Path) -> Path:
-    """The DRAM-sharded factory's program (kgen/gen/dataflow/tt_dram_sharded.py): its kernels read Metal 2.0
-    named bindings, so the tree's tt_metal/hw/inc follows the emulator's headers on their include path (for
-    TT-Metal's own experimental/kernel_args.h and binding tokens)."""
-    for name in (tt_dram_sharded.IN0_KERNEL, tt_dram_sharded.IN1_KERNEL):
-        if not (kernels_dir / name).is_file():
-            raise DataflowSwapError(f"{kernels_dir / name}: no such TT-Metal kernel (fetch the headers with: kgen headers fetch)")
-    shutil.copytree(folder, into, ignore=shutil.ignore_patterns("obj", "elf", "compile.json"))
-    hw_inc = ttnn_include.parents[1] / "tt_metal" / "hw" / "inc"
-    compute_dir = kernels_dir.parent / "compute"
-    program = _write_metal2_program(manifest, plan, kernels_dir, into,
-                                    include_dirs=[str(ttnn_include.resolve()), str(hw_inc.resolve())],
-                                    compute_dir=compute_dir)
-    (into / "manifest.json").write_text(json.dumps(program, indent=2) + "\n")
-    return into
+def _write_legacy(k: dict[str, Any], tt: TtKernelArgs, source: Path, gen: Path, include_dirs: list[str]) -> None:
+    """A legacy kernel: positional and named compile-time args, per-core runtime args."""
+    k.update(compile_time_args=list(tt.compile_time_args),
+             compile_time_arg_names=[f"tt_ct_{i}" for i in range(len(tt.compile_time_args))],
+             named_compile_time_args=tt.named_compile_time_args, defines=tt.defines,
+             runtime_args=[{"core": list(c), "args": list(v)} for c, v in tt.runtime_args],
+             runtime_arg_names=[], common_runtime_args=[], common_runtime_arg_names=[],
+             include_dirs=include_dirs, tt_metal_source=str(source))
+    (gen / "kernel_includes.hpp").write_text(f'#include "{source}"\n')
+    pairs = ",".join(f'{{"{n}",{v}}}' for n, v in tt.named_compile_time_args.items())
+    (gen / "named_ct_arg_map_generated.h").write_text(f"#define KERNEL_COMPILE_TIME_ARG_MAP {pairs}\n")
 
 
-def _write_metal2_program(folder_manifest: dict, plan, kernels_dir, into, *, include_dirs: list[str],
-                          compute_dir=None) -> dict:
-    """Put TT's two Metal 2.0 readers in kgen's places in the copied build folder `into`: each kernel's
-    source, its generated binding headers, its args; returns the program's manifest (not yet written)."""
-    manifest = folder_manifest          # kgen's CB table is TT's: c_4 its own buffer, c_7 the output shard
-    page = aligned_pages(manifest, plan.arch.dram_alignment)
-    bound = tt_dram_sharded.metal2_kernels(plan, manifest, emulator_config()["noc"], page)
-    if compute_dir is not None and (compute_dir / tt_dram_sharded.COMPUTE_KERNEL).is_file():
-        (k,) = [k for k in manifest["kernels"] if k["name"] == "compute"]
-        bound["compute"] = tt_dram_sharded.compute(plan, k)
-    for k in manifest["kernels"]:
-        m = bound.get(k["name"])
-        if m is None:
-            continue
-        source = ((compute_dir if m.name == "compute" else kernels_dir) / m.source).resolve()
-        k.update(compile_time_args=list(m.compile_time_args),
-                 compile_time_arg_names=[f"tt_ct_{i}" for i in range(len(m.compile_time_args))],
-                 named_compile_time_args={}, defines=dict(m.defines), runtime_args=m.runtime_args(),
-                 runtime_arg_names=[], common_runtime_args=list(m.common_runtime_args),
-                 common_runtime_arg_names=[], include_dirs=include_dirs, tt_metal_source=str(source))
-        gen = into / "jit" / k["name"]
-        (gen / "kernel_bindings_generated.h").write_text(bindings_header(m))
-        (gen / "kernel_args_generated.h").write_text(args_header(m))
-        if m.name == "compute":
-            k["named_compile_time_args"] = {}
-            for role in ("unpack", "math", "pack"):
-                (gen / f"chlkc_{role}.cpp").write_text(trisc_source(role, str(source)))
-                (gen / "defines_generated.h").write_text("".join(f"#define {n} {v}\n" for n, v in m.defines.items()))
-            continue
-        (gen / "kernel_includes.hpp").write_text(kernel_includes(str(source)))
-        (gen / "named_ct_arg_map_generated.h").write_text("#define KERNEL_COMPILE_TIME_ARG_MAP\n")
-    return manifest
+def _bind_metal2(k: dict[str, Any], m: Metal2Kernel, source: Path, gen: Path, include_dirs: list[str]) -> None:
+    """A Metal 2.0 kernel's args in the manifest and the binding headers TT-Metal's JIT generates."""
+    k.update(compile_time_args=list(m.compile_time_args),
+             compile_time_arg_names=[f"tt_ct_{i}" for i in range(len(m.compile_time_args))],
+             named_compile_time_args={}, defines=dict(m.defines), runtime_args=m.runtime_args(),
+             runtime_arg_names=[], common_runtime_args=list(m.common_runtime_args),
+             common_runtime_arg_names=[], include_dirs=include_dirs, tt_metal_source=str(source))
+    (gen / "kernel_bindings_generated.h").write_text(bindings_header(m))
+    (gen / "kernel_args_generated.h").write_text(args_header(m))
+
+
+def _write_metal2(k: dict[str, Any], m: Metal2Kernel, source: Path, gen: Path, include_dirs: list[str]) -> None:
+    """A Metal 2.0 data-movement kernel: included after the firmware's dataflow API and its bindings."""
+    _bind_metal2(k, m, source, gen, include_dirs)
+    (gen / "kernel_includes.hpp").write_text(kernel_includes(str(source)))
+    (gen / "named_ct_arg_map_generated.h").write_text("#define KERNEL_COMPILE_TIME_ARG_MAP\n")
+
+
+def _write_metal2_compute(k: dict[str, Any], m: Metal2Kernel, source: Path, gen: Path, include_dirs: list[str]) -> None:
+    """A Metal 2.0 compute kernel: one TRISC source per thread, each with the JIT's prolog."""
+    _bind_metal2(k, m, source, gen, include_dirs)
+    for role in ("unpack", "math", "pack"):
+        (gen / f"chlkc_{role}.cpp").write_text(trisc_source(role, str(source)))
+    (gen / "defines_generated.h").write_text("".join(f"#define {n} {v}\n" for n, v in m.defines.items()))

@@ -135,22 +135,32 @@ def test_a_placement_no_factory_but_mcast_2d_takes_is_refused_with_the_factory_t
         assert refused.value.hint == "nearest legal values: dataflow = mcast_2d"
 
 
-def test_port_check_has_tt_args_for_every_kernel_of_the_factories_it_runs():
-    from kgen.gen.dataflow import tt_dram_sharded
+def test_every_factory_gives_port_check_tt_kernels_for_every_kernel_of_its_program():
+    """Each factory's TT reference program (Dataflow.tt_program) puts one of TT-Metal's kernels, with its
+    file, in the place of each of kgen's data-movement kernels; the DRAM-sharded one binds its own compute."""
+    from dataclasses import replace
+
+    from kgen.gen.dataflow.tt_program import Metal2Kernel
+    from kgen.gen.pipeline import run
+    from kgen.proof.emu_build import emulator_config
     from tests.proof.test_ttdramsharded import SMALL as DRAM_SHARDED_SPEC
-    from kgen.proof.ttdataflow import DATAFLOWS_WITH_TT_PROGRAM, METAL2_PROGRAMS, TT_PROGRAMS
-    assert set(DATAFLOWS_WITH_TT_PROGRAM) <= set(dataflows.NAMES)
+
     shapes = {"mcast_1d_in0": ("64 x 1024 x 256", "2 x 4"), "mcast_1d_in1": ("1024 x 64 x 256", "4 x 2")}
-    for name in DATAFLOWS_WITH_TT_PROGRAM:
-        d = dataflows.get(name)
-        if d.factory in METAL2_PROGRAMS:     # TT's kernels take named bindings: one TT kernel per kgen kernel
-            assert d.factory is Factory.DRAM_SHARDED
-            program = lower(plan(resolve(parse_text(DRAM_SHARDED_SPEC, "t.kspec"))))
-            names = {k.name for k in program.kernels if k.processor != "TRISC"}
-            assert names and all(tt_dram_sharded.tt_kernel_file(n) for n in names), names
-            continue
-        shape, per_core = shapes.get(name, ("256 x 256 x 256", "auto"))
-        program = lower(plan(spec_of(name, shape, per_core)))
-        names = {k.name for k in program.kernels if k.processor != "TRISC"}
-        assert names <= set(TT_PROGRAMS[d.factory]), (name, names)
-        assert any(n.endswith("_rows") for n in names) == d.is_1d     # a 1D run two rows tall
+    for d in REGISTRY:
+        if d.places_own_cores:
+            spec = resolve(parse_text(DRAM_SHARDED_SPEC, "t.kspec"))
+        else:
+            spec = spec_of(d.name, *shapes.get(d.name, ("256 x 256 x 256", "auto")))
+        a = run(spec)
+        if d.tt_unsupported(a.plan, a.rendered.manifest):       # the reuse factory's kernels read no bias
+            a = run(replace(spec, fuse_bias=False))
+        manifest = a.rendered.manifest
+        assert d.tt_unsupported(a.plan, manifest) is None, d.name
+        program = d.tt_program(a.plan, manifest, emulator_config()["noc"])
+        names = {k.name for k in a.verified.kernels if k.processor != "TRISC"}
+        assert names and set(program.kernels) == names, (d.name, names, set(program.kernels))
+        assert all(k.source.endswith(".cpp") for k in program.kernels.values())
+        metal2 = {isinstance(k, Metal2Kernel) for k in program.kernels.values()}
+        assert metal2 == {program.compute is not None}, d.name      # a Metal 2.0 factory binds its compute too
+        if not d.places_own_cores:                                    # (the DRAM-sharded rows are its own)
+            assert any(n.endswith("_rows") for n in names) == d.is_1d     # a 1D run two rows tall

@@ -13,14 +13,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import example
+from conftest import example, tt_kernels
 
 from kgen import cli
 from kgen.gen.build import build
 from kgen.gen.plan import plan
 from kgen.gen.spec import load_file, resolve
 from kgen.gen.dataflow.tt_program import INTERLEAVED_DRAM, DataflowSwapError
-from kgen.proof.ttdataflow import tt_kernel_args, unsupported_reason
 
 # One row or one column of cores: the factory compiles the multicast out (SKIP_MCAST) on the side
 # without receivers. And a Blackhole plan, where the senders flush between data and flag multicasts.
@@ -86,7 +85,7 @@ def _manifest(spec, tmp_path: Path) -> tuple[object, Path, dict]:
 
 def test_args_follow_the_factory_rules(tmp_path):
     p, _, manifest = _manifest(_spec("peak_small", tmp_path), tmp_path)   # 2 x 2 grid, 8 x 8 x 32 tiles
-    args = tt_kernel_args(p, manifest)
+    args = tt_kernels(p, manifest)
     cols, rows = p.grid
     sender = args["in0_sender"]
     ct = sender.compile_time_args
@@ -118,7 +117,7 @@ def test_padding_args_follow_the_factory_rules(tmp_path):
     Mt = 7, Nt = 9, per_core 4 x 4, out_block 2 x 4, out_subblock 1 x 2, bf16 out (2048-byte tiles)."""
     p, _, manifest = _manifest(_spec("padded", tmp_path), tmp_path)
     assert p.grid == (3, 2)                                # ceil(9 / 4) x ceil(7 / 4)
-    args = tt_kernel_args(p, manifest)
+    args = tt_kernels(p, manifest)
     out_block_h, out_block_w, sbh, sbw, tile = 2, 4, 1, 2, 2048
     last_per_core_m, last_per_core_n = 7 % 4, 9 % 4                        # 3, 1
     last_out_block_h = last_per_core_m % out_block_h or out_block_h         # 1
@@ -163,7 +162,7 @@ def test_transpose_mcast_args_follow_the_factory(tmp_path):
     kernels = {k["name"]: k for k in manifest["kernels"]}
     assert kernels["in0_sender"]["core_ranges"] == [{"start": [0, 0], "end": [3, 0]}]       # top row
     assert kernels["in1_sender_writer"]["core_ranges"] == [{"start": [0, 0], "end": [0, 1]}]  # left column
-    args = tt_kernel_args(p, manifest)
+    args = tt_kernels(p, manifest)
     ct0, ct1 = args["in0_sender"].compile_time_args, args["in1_sender_writer"].compile_time_args
     assert ct0[17] == ct0[18] == num_blocks_x - 1 and ct1[12] == ct1[13] == num_blocks_y - 1
     rt = {k: dict(a.runtime_args) for k, a in args.items()}
@@ -200,7 +199,7 @@ def test_block_sharded_in0_and_sharded_output_args_follow_the_factory(tmp_path):
     cb_in0_sharded: c_2} (the two the kernel reads; @0000d49e's cb_l1_array = c_6 names a CB 0.81.1's 2D
     builder does not allocate, provenance R3); the writers get OUT_SHARDED and no last_num_blocks args."""
     p, _, manifest = _manifest(_spec("sharded_small", tmp_path), tmp_path)
-    args = tt_kernel_args(p, manifest)
+    args = tt_kernels(p, manifest)
     num_blocks_x, in0_block_num_tiles, tile = 4, 4 * 2, 2048
     shard_w, shard_h = 16 // num_blocks_x, 4
     sems = {s["name"]: s["id"] for s in manifest["semaphores"]}
@@ -241,7 +240,7 @@ def test_height_sharded_in0_args_follow_the_factory(tmp_path):
     path = tmp_path / "h.kspec"
     path.write_text(text + "\n")
     p, _, manifest = _manifest(resolve(load_file(path), None), tmp_path)
-    sender = tt_kernel_args(p, manifest)["in0_sender"]
+    sender = tt_kernels(p, manifest)["in0_sender"]
     assert sender.defines == {"IN0_SHARDED": "1"}
     assert sender.compile_time_args[9:12] == (0, 8, 4)
     assert {c.get("globally_allocated") for c in manifest["cbs"]} == {None, "in0"}
@@ -257,7 +256,7 @@ def test_in1_in_l1_is_an_l1_tensor_accessor(tmp_path):
     kgen_sender = next(k for k in manifest["kernels"] if k["name"] == "in1_sender_writer")
     ct = dict(zip(kgen_sender["compile_time_arg_names"], kgen_sender["compile_time_args"]))
     assert ct["in1_accessor_config"] == 0
-    tt = tt_kernel_args(p, manifest)["in1_sender_writer"].compile_time_args
+    tt = tt_kernels(p, manifest)["in1_sender_writer"].compile_time_args
     # TensorAccessorArgs(in1) after 19 reader, 10 writer args, the bias stride, the all-gather, reduce-scatter
     # and compact_output flags (0.81.1's kernel), for bfloat16 in1 tiles of 2048 bytes
     assert tt[33] == 0 and tt[34] == 2048
@@ -267,20 +266,20 @@ def test_in0_last_ktile_w_is_the_logical_k_modulo_the_tile(tmp_path):
     """The factory: in0_last_ktile_w = logical K % tile width (its reader zeroes the rest of the last K
     tile), in0_last_ktile_h = 0 without transpose_a: in0 sender CT args 7 and 8."""
     p, _, manifest = _manifest(_spec("padded_small", tmp_path), tmp_path)       # K = 250
-    ct = tt_kernel_args(p, manifest)["in0_sender"].compile_time_args
+    ct = tt_kernels(p, manifest)["in0_sender"].compile_time_args
     assert (ct[7], ct[8]) == (250 % 32, 0)
     # the tensors the factory sees are ttnn's padded ones: 7 x 8 tiles of in0, 8 x 9 of in1
     tensors = {t["name"]: t for t in manifest["io_tensors"]}
     assert tensors["in0"]["shape"] == [1, 200, 250] and tensors["in0"]["padded_shape"] == [1, 224, 256]
     assert tensors["in1"]["padded_shape"] == [256, 288] and tensors["out"]["padded_shape"] == [1, 224, 288]
     p2, _, manifest2 = _manifest(_spec("peak_small", tmp_path), tmp_path)
-    assert tt_kernel_args(p2, manifest2)["in0_sender"].compile_time_args[7] == 0
+    assert tt_kernels(p2, manifest2)["in0_sender"].compile_time_args[7] == 0
     assert all("padded_shape" not in t for t in manifest2["io_tensors"])
 
 
 def test_skip_mcast_where_there_are_no_receivers(tmp_path):
     p, _, manifest = _manifest(_spec("one_column", tmp_path), tmp_path)
-    args = tt_kernel_args(p, manifest)
+    args = tt_kernels(p, manifest)
     assert args["in0_sender"].defines == {"SKIP_MCAST": "1"} and "in0_receiver" not in args
     assert args["in1_sender_writer"].defines == {"FUSE_BIAS": "1"}
     assert len(args["in1_sender_writer"].compile_time_args) == 41      # + TensorAccessorArgs(bias)
@@ -290,9 +289,9 @@ def test_a_row_major_reuse_output_is_not_swapped(tmp_path):
     # the reuse factory's writer (writer_bmm_tile_layout.cpp) writes tiles; its reader and writer on
     # whole-tile reuse plans: tests/proof/test_ttreuse.py
     p, _, manifest = _manifest(_spec("untilize_relu_reuse", tmp_path), tmp_path)
-    assert "ROW_MAJOR" in unsupported_reason(p, manifest)
+    assert "ROW_MAJOR" in p.dataflow.tt_unsupported(p, manifest)
     with pytest.raises(DataflowSwapError):
-        tt_kernel_args(p, manifest)
+        tt_kernels(p, manifest)
 
 
 @pytest.mark.parametrize("name", ["peak_small", "l1acc_two_blocks_bias", "one_column", "one_row", "blackhole_bias",

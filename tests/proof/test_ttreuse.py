@@ -18,7 +18,6 @@ from kgen.gen.build import build
 from kgen.gen.plan import plan
 from kgen.gen.spec import load
 from kgen.gen.dataflow.tt_program import INTERLEAVED_DRAM
-from kgen.proof.ttdataflow import unsupported_reason
 
 TILE = 2048     # bf16
 
@@ -61,7 +60,8 @@ def test_broadcast_in1_is_the_factory_over_the_fused_batch(tmp_path):
 def test_what_the_factorys_kernels_cannot_run_is_said(tmp_path, name, variant, why):
     spec = load(example(name), variant)
     folder = build(spec, tmp_path / "build").path
-    reason = unsupported_reason(plan(spec), json.loads((folder / "manifest.json").read_text()))
+    p = plan(spec)
+    reason = p.dataflow.tt_unsupported(p, json.loads((folder / "manifest.json").read_text()))
     assert reason is not None and why in reason, reason
 
 

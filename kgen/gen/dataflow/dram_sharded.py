@@ -19,10 +19,11 @@ pairs with on the chip, TT's optimal DRAM-bank-to-worker assignment, is the arch
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.arch import load_arch
 from kgen.core.types import Placement
+from kgen.gen.dataflow import tt_dram_sharded
 from kgen.gen.dataflow.base import Dataflow, Factory, Layout, accepts
 from kgen.gen.dataflow.kernels import A, dm_kernel, out_block_loops, receiver_block, tensors_of
 from kgen.gen.ir import INVALID, VALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
@@ -30,6 +31,7 @@ from kgen.gen.rules import (CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, 
                             matmul_subblock_params, nearest)
 
 if TYPE_CHECKING:
+    from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
     from kgen.gen.planned import Plan
     from kgen.gen.matmul_spec import MatmulSpec, MemorySpec
 
@@ -186,6 +188,15 @@ class DramSharded(Dataflow):
         sems = tuple(Semaphore(name, i, VALID if name == "in0_sender_valid" else INVALID, all_cores)
                      for name, i in SEMAPHORE_IDS.items())
         return tuple(_in0_gather_kernels(p)) + (_in1_reader_writer(p, all_cores),), sems
+
+    def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
+        return tt_dram_sharded.unsupported_reason(p, manifest)
+
+    def tt_program(self, p: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int]) -> TtProgram:
+        return tt_dram_sharded.program(p, manifest, noc, f"{self.label} factory's Metal 2.0")
+
+    def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
+        return tt_dram_sharded.expected_differences(p)
 
 
 DRAM_SHARDED = DramSharded()

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
+from kgen.gen.dataflow import tt_mcast
 from kgen.gen.dataflow.base import DRAM_ONLY, Dataflow, Factory, Layout
 from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
                                        noc_rect, out_block_loops, receiver_block, sender_block, tensors_of,
@@ -18,6 +19,7 @@ from kgen.gen.ir import INVALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Sema
 from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, PlanError, ceil_div, divisors, fmt_pair, nearest
 
 if TYPE_CHECKING:
+    from kgen.gen.dataflow.tt_program import TtProgram
     from kgen.gen.planned import Plan
     from kgen.gen.matmul_spec import MatmulSpec
 
@@ -83,6 +85,12 @@ class Mcast1D(Dataflow):
     def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
         return (_mcast_1d_kernels(p, all_cores, self.mcast_in0, self.semaphore_ids),
                 tuple(Semaphore(name, i, INVALID, all_cores) for name, i in self.semaphore_ids.items()))
+
+    def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
+        return tt_mcast.unsupported_reason(p, manifest)
+
+    def tt_program(self, p: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int]) -> TtProgram:
+        return tt_mcast.program(p, manifest, tt_mcast.ARGS_1D, self.label)
 
 
 MCAST_1D_IN0 = Mcast1D("mcast_1d_in0", mcast_in0=True)

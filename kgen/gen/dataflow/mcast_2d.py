@@ -6,9 +6,10 @@ column (swapped under transpose_mcast). The only factory that takes tensors in L
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
+from kgen.gen.dataflow import tt_mcast
 from kgen.gen.dataflow.base import Factory, GridOfBlocks, Layout, grid_layout
 from kgen.gen.dataflow.kernels import (A, Tiles, dm_kernel, in1_receiver_body_of, noc_rect, out_block_loops,
                                        receiver_block, sender_block, sharded_out_tail, tensors_of, writer_ops,
@@ -17,6 +18,7 @@ from kgen.gen.ir import INVALID, VALID, Affine, CoreRange, Kernel, Loop, Node, R
 from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, PlanError, ceil_div, divisors, nearest
 
 if TYPE_CHECKING:
+    from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
     from kgen.gen.planned import Plan
     from kgen.gen.matmul_spec import MatmulSpec
 
@@ -53,6 +55,16 @@ class Mcast2D(GridOfBlocks):
     def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
         return (_mcast_kernels(p, all_cores),
                 tuple(Semaphore(name, i, INVALID, all_cores) for name, i in SEMAPHORE_IDS.items()))
+
+    def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
+        return tt_mcast.unsupported_reason(p, manifest)
+
+    def tt_program(self, p: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int]) -> TtProgram:
+        return tt_mcast.program(p, manifest, tt_mcast.ARGS_2D, self.label)
+
+    def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
+        """The block-sharded in0 reader's (the only factory that takes in0 block-sharded)."""
+        return tt_mcast.block_sharded_differences(p)
 
 
 MCAST_2D = Mcast2D()

@@ -22,9 +22,10 @@ experimental/kernel_args.h; kgen ports this factory's kernels, which take the sa
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
+from kgen.gen.dataflow import tt_reuse
 from kgen.gen.dataflow.base import DRAM_ONLY, Factory, GridOfBlocks, Layout, grid_layout
 from kgen.gen.dataflow.kernels import (Tiles, dm_kernel, needs_bias_read, out_block_loops, read_block, tensors_of,
                                        writer_ops)
@@ -32,6 +33,7 @@ from kgen.gen.ir import CoreRange, Kernel, Loop, Node, Semaphore
 from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, PlanError, divisors, nearest
 
 if TYPE_CHECKING:
+    from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
     from kgen.gen.planned import Plan
     from kgen.gen.matmul_spec import MatmulSpec
 
@@ -59,6 +61,15 @@ class Reuse(GridOfBlocks):
 
     def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
         return _reuse_kernels(p, all_cores), ()
+
+    def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
+        return tt_reuse.unsupported_reason(p, manifest)
+
+    def tt_program(self, p: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int]) -> TtProgram:
+        return tt_reuse.program(p, manifest, f"{self.label} factory's")
+
+    def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
+        return tt_reuse.expected_differences(p)
 
 
 REUSE = Reuse()

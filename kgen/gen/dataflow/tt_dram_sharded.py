@@ -19,17 +19,22 @@ per_core_N_compute (kgen/gen/dataflow/dram_sharded.py, factory_subblock), so bot
 padded lanes, narrow the last in1 subblock's matmul_block to last_subblock_w_valid and write back only
 the real columns. The compute kernel is the one the factory binds,
 bmm_large_block_zm_fused_bias_activation_metal2.cpp, with kgen's compute args by their names
-(:func:`compute`); port-check's compute-only comparison runs its legacy twin in kgen's program, which
-kgen builds as the factory builds it (MATMUL_DRAM_SHARDED, last_subblock_w_valid, is_worker_core).
+(:func:`compute`, which :func:`program` binds beside the two readers); port-check's compute-only
+comparison runs its legacy twin in kgen's program, which kgen builds as the factory builds it
+(MATMUL_DRAM_SHARDED, last_subblock_w_valid, is_worker_core).
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.manifest import cores_of
-from kgen.gen.dataflow.tt_program import DataflowSwapError, Metal2Kernel, TensorBinding, noc_index
+from kgen.gen.dataflow.tt_program import (DataflowSwapError, ExpectedDifference, Metal2Kernel, TensorBinding, TtProgram,
+                                         aligned_pages, noc_index, untiled_tensor)
 from kgen.gen.rules import CB_IN0, CB_IN1, CB_OUT
+
+if TYPE_CHECKING:
+    from kgen.gen.planned import Plan
 
 IN0_KERNEL = "reader_bmm_tile_layout_in0_sender_dram_sharded.cpp"
 IN1_KERNEL = "reader_bmm_tile_layout_in1_sender_dram_sharded.cpp"
@@ -40,10 +45,20 @@ SEMAPHORES = {"in0_mcast_sender": 0, "in0_mcast_receiver": 1}
 WORKER_CORE_TYPE = {"storage_and_worker": 2, "worker": 3}     # 1: storage only, 0: idle
 
 
-def tt_kernel_file(name: str) -> str | None:
-    if name.startswith("in0_gather"):
-        return IN0_KERNEL
-    return IN1_KERNEL if name == "in1_reader_writer" else None
+def unsupported_reason(plan: Plan, manifest: Mapping[str, Any]) -> str | None:
+    """Why TT-Metal's DRAM-sharded readers cannot run this plan, or None when they can."""
+    return untiled_tensor(manifest)
+
+
+def program(plan: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int], readers_writers: str) -> TtProgram:
+    """TT-Metal's two readers in the places of kgen's, and the factory's Metal 2.0 compute kernel; `noc`: the
+    NoC offsets of a logical worker core, which the named args carry as coordinates."""
+    reason = unsupported_reason(plan, manifest)
+    if reason:
+        raise DataflowSwapError(reason)
+    kernels = metal2_kernels(plan, manifest, noc, aligned_pages(manifest, plan.arch.dram_alignment))
+    (k,) = [k for k in manifest["kernels"] if k["name"] == "compute"]
+    return TtProgram(readers_writers, kernels, compute(plan, k))
 
 
 def max_page_size_and_num_pages(num_tiles: int, tile_size: int, noc_max_page_size: int) -> tuple[int, int]:
@@ -206,17 +221,18 @@ def _rectangles(plan) -> int:
     return total
 
 
-def expected_differences(plan, in1_pages: int) -> tuple[tuple[str, int, str], ...]:
+def expected_differences(plan: Plan) -> tuple[ExpectedDifference, ...]:
     """Where TT-Metal's DRAM-sharded readers and kgen's count differently by design, TT's count minus
     kgen's, each from the two kernels' structure: C workers, S = num_blocks K-blocks sent (one per block),
     W = per_core_M tile rows, P = in1_num_pages per K-block, R = kgen's multicast rectangles."""
     p = plan
+    pages = in1_pages(p)[1]
     cores, blocks = p.num_cores, p.num_blocks * p.batch_ct
     sends, rows, rects = blocks, p.per_core_m, _rectangles(p) if p.num_cores > 1 else 0
     many = cores > 1
     own = "TT-Metal's in0 sender multicasts a K-block straight out of the shard with loopback into its own c_0; "
     out = [
-        ("noc_async_read", cores * blocks * (in1_pages - 1) - sends * rows - cores * rows,
+        ("noc_async_read", cores * blocks * (pages - 1) - sends * rows - cores * rows,
          own + "kgen copies it into c_0 first, one read per tile row; TT's in1 reader reads a K-block in "
                "in1_num_pages NoC-burst pages, kgen in one read; kgen's writer copies the output block into "
                "the output shard with local reads, TT's with writes (one per tile row)"),

@@ -1,7 +1,9 @@
 """TT-Metal's 2D and 1D multicast programs for a kgen plan: TT-Metal's own data-movement kernels in the
 places of kgen's, with the compile-time args, named args, defines and per-core runtime args the factory
 computes for the same blocking (docs/reference/matmul.md §2.5; the index layout is the kernels' own, the
-values the legacy 2D builder's, `create_program_mcast_in0_in1`).
+values the legacy 2D builder's, `create_program_mcast_in0_in1`). The 2D and 1D factories (mcast_2d.py,
+mcast_1d.py) answer port-check with :func:`unsupported_reason`, :func:`program` and, for the 2D one's
+block-sharded in0 reader, :func:`block_sharded_differences`.
 
 For an `mcast_2d` plan, kgen's four readers/writers correspond one to one to the kernels of
 TT-Metal's 2D multicast matmul factory (docs/reference/matmul.md §2.4):
@@ -38,11 +40,12 @@ half's receivers is not reproduced: the emulator's NoC has no per-NOC effect on 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from kgen.core.manifest import cores_of
 from kgen.core.types import TILE_HW, Placement
-from kgen.gen.dataflow.tt_program import INTERLEAVED_DRAM, INTERLEAVED_L1, TtKernelArgs, aligned_pages, noc_index
+from kgen.gen.dataflow.tt_program import (INTERLEAVED_DRAM, INTERLEAVED_L1, DataflowSwapError, ExpectedDifference,
+                                         TtKernelArgs, TtProgram, aligned_pages, noc_index, untiled_tensor)
 
 # kgen kernel name -> TT-Metal 0.81.1 kernel file (in the headers' dataflow kernel folder).
 TT_KERNELS = {
@@ -230,7 +233,7 @@ def _in0_sender(f: FactoryValues, k: dict) -> TtKernelArgs:
         f.last_obh if f.idx(core)[0] == rows - 1 else obh,
         0)) for core in cores_of(k["core_ranges"]))                  # sparsity_addr
     return TtKernelArgs(
-        "in0_sender",
+        "in0_sender", TT_KERNELS["in0_sender"],
         # in0_last_ktile_w = logical K % tile width (the reader zeroes the rest of the last K tile),
         # in0_last_ktile_h = 0 (no transpose_a), then extract_shard_sub_blocks (always false here), and the
         # shard's width and height in tiles (0 unless in0 is sharded)
@@ -250,7 +253,7 @@ def _in0_sender(f: FactoryValues, k: dict) -> TtKernelArgs:
 def _in0_receiver(f: FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     return TtKernelArgs(
-        "in0_receiver",
+        "in0_receiver", TT_KERNELS["in0_receiver"],
         (p.out_block_h * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in0_sender"], f.sems["in0_receiver"], f.batch, 0),
         {"cb_in0": f.named["in0_receiver"]["cb_in0"]}, {},
@@ -277,7 +280,7 @@ def _in1_sender_writer(f: FactoryValues, k: dict) -> TtKernelArgs:
             # the factory: `if (!output_is_sharded)` push last_out_num_blocks_w / out_num_blocks_x
             *(() if f.out_sharded else (f.last_nbw if right else p.num_blocks_w_dim,)))))
     return TtKernelArgs(
-        "in1_sender_writer",
+        "in1_sender_writer", TT_KERNELS["in1_sender_writer"],
         (1, nt, ibw * nt, obw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
          *f.writer_ct(),
@@ -305,7 +308,7 @@ def _in1_receiver_writer(f: FactoryValues, k: dict) -> TtKernelArgs:
             *(() if f.out_sharded else (f.last_nbh if bottom else p.num_blocks_h_dim,
                                         f.last_nbw if right else p.num_blocks_w_dim)))))
     return TtKernelArgs(
-        "in1_receiver_writer",
+        "in1_receiver_writer", TT_KERNELS["in1_receiver_writer"],
         (p.out_block_w * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in1_sender"], f.sems["in1_receiver"], f.batch,
          *f.writer_ct(),
@@ -372,19 +375,21 @@ def _in0_sender_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
                              *_rectangle((0, 0), (f.cols - 1, f.rows - 1), noc_index(k)),
                              f.last_obh,                                   # in0_last_out_block_h
                              0)) for (x, y) in cores_of(k["core_ranges"]))
-        return TtKernelArgs("in0_sender", _in0_sender_ct_1d(f, dests, cores, (f.sems["in0_sender"], f.sems["in0_receiver"])),
+        return TtKernelArgs("in0_sender", TT_KERNELS["in0_sender"],
+                            _in0_sender_ct_1d(f, dests, cores, (f.sems["in0_sender"], f.sems["in0_receiver"])),
                             {**named, "cb_l1_array": TT_FIXED_CBS["in0_sender cb_sparsity"]},
                             {"SKIP_MCAST": "1"} if cores == 0 else {}, rt)
     # mcast_1d_in1: every core reads its own per_core_M rows, without multicast; last_block_h = per_core_M
     rt = tuple(((x, y), ({"buffer_address": "in0"}, p.per_core_m * p.kt * _core_index(f, x, y), 0, 0, 0, 0,
                          p.per_core_m, 0)) for (x, y) in cores_of(k["core_ranges"]))
-    return TtKernelArgs("in0_sender", _in0_sender_ct_1d(f, 0, 0, (0, 0)), named, {"SKIP_MCAST": "1"}, rt)
+    return TtKernelArgs("in0_sender", TT_KERNELS["in0_sender"], _in0_sender_ct_1d(f, 0, 0, (0, 0)), named,
+                        {"SKIP_MCAST": "1"}, rt)
 
 
 def _in0_receiver_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     return TtKernelArgs(
-        k["name"],
+        k["name"], TT_KERNELS[k["name"]],
         (p.out_block_h * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in0_sender"], f.sems["in0_receiver"], f.batch, 0),
         {"cb_in0": f.named[k["name"]]["cb_in0"]}, {},
@@ -409,7 +414,8 @@ def _in1_sender_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
                 f.last_obw if last else obw, *_writer_h_args(f, True), *f.out_subblocks_w(last),
                 {"buffer_address": "bias"} if bias else 0, pcn * i if bias else 0,
                 f.last_nbw if last else p.num_blocks_w_dim)))
-        return TtKernelArgs("in1_sender_writer", _in1_sender_writer_ct_1d(f, 0, 0, (0, 0)), named,
+        return TtKernelArgs("in1_sender_writer", TT_KERNELS["in1_sender_writer"],
+                            _in1_sender_writer_ct_1d(f, 0, 0, (0, 0)), named,
                             {**({"FUSE_BIAS": "1"} if bias else {}), "SKIP_MCAST": "1"}, tuple(rt))
     # mcast_1d_in1: core (0,0) reads the one in1 column block and multicasts it; it writes M-block 0
     dests, cores = _mcast_1d_counts(f)
@@ -422,7 +428,7 @@ def _in1_sender_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
             f.last_obw, *_writer_h_args(f, last_y), *f.out_subblocks_w(True),   # last_x: num_blocks_x == 1
             {"buffer_address": "bias"} if bias else 0, 0,
             f.last_nbw)))
-    return TtKernelArgs("in1_sender_writer",
+    return TtKernelArgs("in1_sender_writer", TT_KERNELS["in1_sender_writer"],
                         _in1_sender_writer_ct_1d(f, dests, cores, (f.sems["in1_sender"], f.sems["in1_receiver"])),
                         named, {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if cores == 0 else {})},
                         tuple(rt))
@@ -441,7 +447,7 @@ def _in1_receiver_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
             *f.out_subblocks_w(True),
             f.last_nbh if last_y else p.num_blocks_h_dim, f.last_nbw)))
     return TtKernelArgs(
-        k["name"],
+        k["name"], TT_KERNELS[k["name"]],
         (p.out_block_w * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in1_sender"], f.sems["in1_receiver"], f.batch,
          *f.writer_ct(),
@@ -451,7 +457,7 @@ def _in1_receiver_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
         tuple(rt))
 
 
-def in0_block_sharded(f: FactoryValues, k: dict) -> TtKernelArgs:
+def _in0_block_sharded(f: FactoryValues, k: dict) -> TtKernelArgs:
     """reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp with the factory's args
     (@0000d49e, "IN0 SHARDED SENDER/RECEIVER"): every core with work is in the receiver grid and has
     output work; in0_mcast_num_dests = in0_mcast_num_cores = num_blocks_x; num_x (num_y under
@@ -476,7 +482,7 @@ def in0_block_sharded(f: FactoryValues, k: dict) -> TtKernelArgs:
                     {"noc_y": y})
         rt.append(((x, y), args))
     return TtKernelArgs(
-        k["name"],
+        k["name"], TT_BLOCK_SHARDED_IN0,
         (1, 1, p.in0_block_tiles, p.in0_block_tiles * tile, 0, 0, p.num_blocks, p.num_blocks_w_dim,
          p.num_blocks_h_dim, f.sems["in0_sender"], f.sems["in0_receiver"], n, n, num_x, num_y,
          int(p.transpose_mcast), p.in0_shard_w, p.per_core_m, p.in0_block_w, p.out_block_h, f.batch,
@@ -493,7 +499,35 @@ ARGS_1D = {"in0_sender": _in0_sender_1d, "in0_receiver": _in0_receiver_1d, "in0_
            "in1_receiver_writer_rows": _in1_receiver_writer_1d}
 
 
-def block_sharded_differences(plan) -> tuple[tuple[str, int, str], ...]:
+def unsupported_reason(plan, manifest: Mapping[str, Any]) -> str | None:
+    """Why TT-Metal's multicast readers/writers cannot run this plan, or None when they can."""
+    untiled = untiled_tensor(manifest)
+    if untiled:
+        return untiled
+    names = {k["name"] for k in manifest["kernels"]}
+    in0_sender = "in0_sharded_0" if plan.memory.in0 == Placement.L1_BLOCK_SHARDED else "in0_sender"
+    senders = {"in1_sender_writer", in0_sender}
+    missing = sorted(senders - names)
+    if missing:
+        return f"the build folder lacks kgen kernels {', '.join(missing)}"
+    return None
+
+
+def program(plan, manifest: Mapping[str, Any], args_of: Mapping[str, Callable[[FactoryValues, dict], TtKernelArgs]],
+            readers_writers: str) -> TtProgram:
+    """The factory's kernel for each of kgen's data-movement kernels present in the manifest: `args_of`
+    (ARGS_2D or ARGS_1D) gives each one's args; the block-sharded in0 reader stands for every in0_sharded_<i>."""
+    reason = unsupported_reason(plan, manifest)
+    if reason:
+        raise DataflowSwapError(reason)
+    values = FactoryValues.of(plan, manifest)
+    kernels = {k["name"]: k for k in manifest["kernels"]}
+    args = {name: of(values, kernels[name]) for name, of in args_of.items() if name in kernels}
+    args.update({name: _in0_block_sharded(values, k) for name, k in kernels.items() if name.startswith("in0_sharded_")})
+    return TtProgram(readers_writers, args)
+
+
+def block_sharded_differences(plan) -> tuple[ExpectedDifference, ...]:
     """Where TT-Metal's block-sharded in0 reader (reader_bmm_tile_layout_in0_sender_receiver_padding_block_
     sharded.cpp) and kgen's in0_sharded_<i> kernels count differently by design, with the counts the
     kernels' structure gives: S K-blocks sent in all (one per K-block per line of cores per out block).

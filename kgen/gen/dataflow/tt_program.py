@@ -1,12 +1,13 @@
-"""TT-Metal's own program on a kgen plan, as values: what a TT-Metal program factory gives each of its
-data-movement kernels (compile-time args, named args, defines, per-core runtime args), for the legacy
-kernels (:class:`TtKernelArgs`) and for those that read Metal 2.0 named bindings (:class:`Metal2Kernel`).
+"""TT-Metal's own program on a kgen plan, as values: the kernels a TT-Metal program factory puts where
+kgen's data-movement kernels are, each with what the factory gives it (compile-time args, named args,
+defines, per-core runtime args), for the legacy kernels (:class:`TtKernelArgs`) and for those that read
+Metal 2.0 named bindings (:class:`Metal2Kernel`); a program is the factory's set of them (:class:`TtProgram`).
 
-Port-check runs these kernels, from the fetched 0.81.1 headers, in the places of kgen's; each factory's
-module derives them (tt_mcast.py, tt_reuse.py, tt_dram_sharded.py) and kgen/proof/ttdataflow.py puts
-them in a build folder. This module is below both: it names no plan and no factory.
+Port-check runs these kernels, from the fetched 0.81.1 headers, in the places of kgen's. Each factory
+derives its program (`Dataflow.tt_program`, from tt_mcast.py, tt_reuse.py, tt_dram_sharded.py) and
+kgen/proof/ttdataflow.py writes it into a build folder. This module is below both: it names no plan and
+no factory.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ class TtKernelArgs:
     """What TT-Metal's factory gives one data-movement kernel."""
 
     name: str                                   # kgen's kernel it replaces
+    source: str                                 # TT-Metal's kernel file (the headers' dataflow kernel folder)
     compile_time_args: tuple[int, ...]
     named_compile_time_args: dict[str, int]
     defines: dict[str, str]
@@ -84,6 +86,29 @@ class Metal2Kernel:
             assert not missing, f"{self.name} on {core}: no value for runtime arg(s) {missing}"
             out.append({"core": list(core), "args": [named[n] for n in self.rta_names] + list(varargs)})
         return out
+
+
+# (op, TT-Metal's count minus kgen's, why): where the two programs count an op differently by design
+ExpectedDifference = tuple[str, int, str]
+
+
+@dataclass(frozen=True)
+class TtProgram:
+    """TT-Metal's program on a kgen plan as its factory builds it: TT's data-movement kernels, each in the
+    place of one of kgen's, and the compute kernel the factory binds where port-check runs TT's own."""
+
+    readers_writers: str                                  # how port-check names them ("2D multicast", ...)
+    kernels: Mapping[str, TtKernelArgs | Metal2Kernel]    # kgen's kernel -> TT-Metal's kernel in its place
+    compute: Metal2Kernel | None = None                   # the factory's compute kernel (the headers' compute
+                                                          # folder), where it is not the legacy one
+
+
+def untiled_tensor(manifest: Mapping[str, Any]) -> str | None:
+    """Why no factory's program runs a build with a tensor in row-major layout, None when every one is tiled."""
+    for t in manifest["io_tensors"]:
+        if t["layout"] != "TILE":
+            return f"tensor {t['name']} is {t['layout']}; TT-Metal's writers write tiles"
+    return None
 
 
 def aligned_pages(manifest: Mapping[str, Any], alignment: int) -> dict[str, int]:

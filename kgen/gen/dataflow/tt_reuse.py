@@ -16,23 +16,31 @@ values are those of B = 1 over the fused Mt; with one in1 per batch B = batch an
 
 What the factory's kernels cannot run (they have no padding path, no bias and read one output block per
 core per batch) is said by :func:`unsupported_reason`; port-check then runs TT's compute kernel only.
+The reuse factory (kgen/gen/dataflow/reuse.py) answers port-check with :func:`program`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.manifest import cores_of
 from kgen.core.types import Placement
-from kgen.gen.dataflow.tt_program import INTERLEAVED_DRAM, TtKernelArgs
+from kgen.gen.dataflow.tt_program import (INTERLEAVED_DRAM, DataflowSwapError, ExpectedDifference, TtKernelArgs,
+                                         TtProgram, aligned_pages, untiled_tensor)
+
+if TYPE_CHECKING:
+    from kgen.gen.planned import Plan
 
 # kgen kernel name -> TT-Metal 0.81.1 kernel file (the headers' dataflow kernel folder)
 REUSE_KERNELS: Mapping[str, str] = {"reader": "reader_bmm_tile_layout.cpp", "writer": "writer_bmm_tile_layout.cpp"}
 
 
-def unsupported_reason(plan) -> str | None:
+def unsupported_reason(plan: Plan, manifest: Mapping[str, Any]) -> str | None:
     """Why TT-Metal's reuse reader/writer cannot run this plan, or None when they can."""
     p = plan
+    untiled = untiled_tensor(manifest)
+    if untiled:
+        return untiled
     if p.mt % p.per_core_m or p.nt % p.per_core_n:
         return (f"per_core {p.per_core_m} x {p.per_core_n} leaves padded blocks of Mt x Nt = {p.mt} x {p.nt}: the reuse "
                 f"factory requires Mt % per_core_M == 0 and Nt % per_core_N == 0 and its reader has no padding args")
@@ -76,20 +84,30 @@ def writer_args(plan, core: tuple[int, int]) -> tuple[Any, ...]:
             v["Mt"] * v["Nt"], v["B"])                                             # MtNt, batch
 
 
-def kernel_args(plan, kernel: dict, page: Mapping[str, int]):
+def program(plan: Plan, manifest: Mapping[str, Any], readers_writers: str) -> TtProgram:
+    """TT-Metal's reader and writer in the places of kgen's `reader` and `writer`."""
+    reason = unsupported_reason(plan, manifest)
+    if reason:
+        raise DataflowSwapError(reason)
+    page = aligned_pages(manifest, plan.arch.dram_alignment)
+    return TtProgram(readers_writers, {k["name"]: kernel_args(plan, k, page) for k in manifest["kernels"]
+                                       if k["name"] in REUSE_KERNELS})
+
+
+def kernel_args(plan: Plan, kernel: dict, page: Mapping[str, int]) -> TtKernelArgs:
     """TT-Metal's kernel in place of kgen's `reader` or `writer`: CT args TensorAccessorArgs (in0, in1) or
     (out), named CB args from kgen's CB table, per-core runtime args."""
     name, named = kernel["name"], kernel["named_compile_time_args"]
     cores = cores_of(kernel["core_ranges"])
     if name == "reader":
-        return TtKernelArgs(name, (INTERLEAVED_DRAM, page["in0"], INTERLEAVED_DRAM, page["in1"]),
+        return TtKernelArgs(name, REUSE_KERNELS[name], (INTERLEAVED_DRAM, page["in0"], INTERLEAVED_DRAM, page["in1"]),
                             {"cb_in0": named["cb_in0"], "cb_in1": named["cb_in1"]}, {},
                             tuple((c, reader_args(plan, c)) for c in cores))
-    return TtKernelArgs(name, (INTERLEAVED_DRAM, page["out"]), {"cb_out": named["cb_out"]}, {},
+    return TtKernelArgs(name, REUSE_KERNELS[name], (INTERLEAVED_DRAM, page["out"]), {"cb_out": named["cb_out"]}, {},
                         tuple((c, writer_args(plan, c)) for c in cores))
 
 
-def expected_differences(plan) -> tuple[tuple[str, int, str], ...]:
+def expected_differences(plan: Plan) -> tuple[ExpectedDifference, ...]:
     """Where TT-Metal's reuse reader and kgen's count differently by design: TT's reader reserves both
     CBs, reads in0 and in1 and waits once per K-block; kgen's reader waits after each of the two reads."""
     blocks = plan.num_cores * plan.batch_ct * plan.num_blocks_h_dim * plan.num_blocks_w_dim * plan.num_blocks
