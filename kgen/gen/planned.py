@@ -124,6 +124,11 @@ class Dataflow(ABC):
     def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
         """The data-movement kernels and semaphores of the program."""
 
+    def pads_last_m_block(self, m_blocks: int) -> bool:
+        """Whether the factory's kernels take a plan of `m_blocks` M-blocks whose last one holds fewer than
+        per_core_M rows of tiles (fuzz draws padded M only where they do)."""
+        return True
+
     def cb_depths(self, num_blocks: int, default: int) -> tuple[int, int]:
         """K-blocks the in0 and in1 CBs hold: `default` for both (the 2D factory's double buffering)."""
         return default, default

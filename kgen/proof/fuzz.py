@@ -484,10 +484,9 @@ def _padded(rng: random.Random, c: _Choice) -> _Choice:
     mt, nt, auto = c.mt, c.nt, set(c.auto)
     (pm, pn), (obh, obw) = c.per_core, c.out_block
     if rng.random() < PADDED_BLOCKS_SHARE and c.batch == 1:
-        # mcast_2d pads M only below the top row (plan.py: TT-Metal's in1 sender/writer has no M padding);
-        # mcast_1d_in0 pads it on every core (the one M-block), mcast_1d_in1 never (its in0 readers read
-        # per_core_M rows whatever the core)
-        m_ok = c.mt // pm > 1 if dataflows.get(c.dataflow) is dataflows.MCAST_2D else dataflows.get(c.dataflow).shared_axis != 1
+        # M only where the factory's kernels take a padded last M-block: mcast_2d below the top row,
+        # mcast_1d_in0 on every core (the one M-block), mcast_1d_in1 never
+        m_ok = dataflows.get(c.dataflow).pads_last_m_block(c.mt // pm)
         if min(pm, obh) > 1 and m_ok and rng.random() < 0.6:
             mt -= rng.randint(1, min(pm, obh) - 1)
         if min(pn, obw) > 1 and rng.random() < 0.6:

@@ -61,6 +61,11 @@ class Mcast1D(Dataflow):
         none (mcast_in1: every core holds the one N-block)."""
         return {"core_x": 1, "core_y": p.grid[0]} if self.mcast_in0 else {}
 
+    def pads_last_m_block(self, m_blocks: int) -> bool:
+        """mcast_in0 pads the one M-block on every core; mcast_in1 never: the factory gives every in0 reader
+        last_block_h = per_core_M (_plan_1d)."""
+        return self.mcast_in0
+
     def in0_reader_cores(self, p: Plan) -> int:
         """Cores that read in0 from DRAM: the one sender (mcast_in0), or every core (mcast_in1)."""
         return 1 if self.mcast_in0 else p.num_cores

@@ -48,6 +48,10 @@ class Mcast2D(GridOfBlocks):
         _check_padded_top_row(spec, mt, layout.per_core_m, ceil_div(mt, layout.per_core_m), m_cores)
         return layout
 
+    def pads_last_m_block(self, m_blocks: int) -> bool:
+        """Below the top row only: its in1 sender/writer has no M padding args (_check_padded_top_row)."""
+        return m_blocks > 1
+
     def in0_reader_cores(self, p: Plan) -> int:
         """One per M-block: the left column's senders (the top row's under transpose_mcast)."""
         return p.m_blocks
