@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from kgen.core.arch import ArchFacts
+from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.costs import load_costs
 from kgen.core.types import MATH_FIDELITY_VALUE
 from kgen.toolchain.compile import KernelInfo, jit_defines, read_kernels, toolchain_config
-from kgen.core.errors import KgenError
+from kgen.core.errors import Incomplete, KgenError
 from kgen.core.interrupts import scratch
 from kgen.core.resources import cache_root, config_table, writable_dir
 
@@ -80,6 +80,39 @@ def modelled_cycles(arch: ArchFacts) -> dict[str, float]:
     for x, y in c.multicast.bandwidth.points:
         cycles[f"mcast_bw@{x:g}"] = y
     return cycles
+
+
+# Where the activation enum the kernel includes lives in the header tree.
+TTNN_CPP = "ttnn/cpp"
+
+
+def _missing(what: str) -> KgenError:
+    return Incomplete(what)
+
+
+def header_tree():
+    """The TT-Metal header tree (kgen.toolchain.headers), or the missing-tool error."""
+    from kgen.toolchain.headers import find_headers
+
+    tree, note = find_headers()
+    if tree is None:
+        raise _missing(f"the SFPU activations need TT-Metal's LLK SFPU headers and none were found ({note}); "
+                       "fetch them with `kgen headers fetch` or point --headers / $TT_METAL_HOME at a tree")
+    return tree
+
+
+def llk_sfpu_include_dirs(arch_name: str, tree=None) -> list[Path]:
+    """The folders a kernel with a fused activation needs from the header tree, searched after the
+    host model's headers: TT-Metal's ``hw/ckernels/<arch>/metal/llk_api/llk_sfpu``, tt-llk's
+    ``common/inc`` and ttnn's ``cpp`` (the activation enum the kernel includes)."""
+    tree = tree or header_tree()
+    tc = load_arch(arch_name).toolchain
+    dirs = [tree.tt_metal / "hw" / "ckernels" / tc.ckernels_dir / "metal" / "llk_api" / "llk_sfpu",
+            tree.tt_metal / "tt-llk" / tc.llk_dir / "common" / "inc", tree.root / TTNN_CPP]
+    for d in dirs:
+        if not d.is_dir():
+            raise _missing(f"the header tree {tree.root} lacks {d} (the LLK SFPU functions)")
+    return dirs
 
 
 def emulator_config() -> dict:
@@ -211,7 +244,6 @@ def kernel_argv(hc: HostCompiler, arch: ArchFacts, k: KernelInfo, role: str, fol
     # rest of the ckernel headers); a missing tree is the missing-tool error (INCOMPLETE).
     sfpu_dirs: list[Path] = []
     if role in ROLE_SOURCES and any(name == "SFPU_ACTIVATION" for name, _ in k.defines):
-        from kgen.proof.sfpu_host import llk_sfpu_include_dirs
 
         sfpu_dirs = llk_sfpu_include_dirs(arch.name)
     argv = [hc.cxx, *KERNEL_FLAGS, *toolchain_config()["jit"]["warnings"],

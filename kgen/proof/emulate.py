@@ -32,14 +32,15 @@ import os
 import re
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from kgen.proof import tiles as tl
-from kgen.proof.emulate_report import emulated_op_totals, format_report  # noqa: F401 (importers read them here)
+# the values `kgen emulate` reports (re-exported: importers read them here)
+from kgen.proof.emulate_report import Emulation, ErrorStats, emulated_op_totals, format_report  # noqa: F401
 from kgen.proof.numerics import error_figures
 from kgen.proof.oracle import Float64Check
 from kgen.core.arch import ArchFacts, load_arch
@@ -436,13 +437,6 @@ def golden_bytes(plan, inputs: Inputs, out: Tensor, mode: str) -> bytes:
     return np.ascontiguousarray(g.bits.astype("<u2")).tobytes()
 
 
-@dataclass(frozen=True)
-class ErrorStats:
-    max_abs_err: float
-    max_rel_err: float
-    pcc: float
-
-
 def reference_product(inputs: Inputs) -> np.ndarray:
     """in0 x in1 in float64 as (batch*M, N): np.matmul over the batch when in1 holds one matrix per batch."""
     a, b = inputs.in0.astype(np.float64), inputs.in1.astype(np.float64)
@@ -482,52 +476,6 @@ def float64_check(values: np.ndarray, inputs: Inputs, plan, numerics: str, golde
         plain = golden_from_plan(plan, inputs.in0, inputs.in1, mode=numerics, plain=True).values
     return check(inputs.logical_output(values), inputs.logical_output(product), inputs.logical_output(plain),
                  None if inputs.bias is None else inputs.logical_bias(), n, golden_slack=slack)
-
-
-@dataclass(frozen=True)
-class Emulation:
-    """Everything `kgen emulate` reports."""
-
-    kernel_id: str
-    folder: Path
-    numerics: str
-    seed: int
-    status: str
-    exact_match: bool
-    mismatched: int                  # output elements that differ from the golden model
-    errors: ErrorStats
-    seconds: float                   # wall time of the whole command
-    emulate_seconds: float           # the emulator's run alone (first schedule)
-    schedules: int
-    schedules_identical: bool
-    hazards: tuple[dict, ...]
-    deadlock: str
-    processors: tuple[dict, ...]
-    cycles: int
-    macs: int
-    out_bytes: bytes = field(repr=False, default=b"")
-
-    golden_close: bool = False       # fast numerics: within FAST_TOLERANCE of the fast golden model
-    float64: Float64Check | None = None   # the output against float64 of the math (kgen.proof.oracle)
-
-    @property
-    def ok(self) -> bool:
-        agrees = self.exact_match if self.numerics == "exact" else self.golden_close
-        return (self.status == "ok" and not self.hazards and agrees and self.schedules_identical
-                and self.float64 is not None and self.float64.within)
-
-    def summary(self) -> dict:
-        return {
-            "kernel_id": self.kernel_id, "numerics": self.numerics, "seed": self.seed, "status": self.status,
-            "exact_match": self.exact_match, "mismatched_elements": self.mismatched, "ok": self.ok,
-            "max_abs_err": self.errors.max_abs_err, "max_rel_err": self.errors.max_rel_err, "pcc": self.errors.pcc,
-            "float64": None if self.float64 is None else self.float64.summary(),
-            "seconds": round(self.seconds, 4), "emulate_seconds": round(self.emulate_seconds, 4),
-            "macs": self.macs, "mac_per_second": round(self.macs / self.emulate_seconds) if self.emulate_seconds else None,
-            "schedules": self.schedules, "schedules_identical": self.schedules_identical,
-            "hazards": list(self.hazards), "deadlock": self.deadlock or None, "cycles": self.cycles,
-            "processors": list(self.processors),
-        }
 
 
 def _source_path(path: str, folder: Path) -> str:

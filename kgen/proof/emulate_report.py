@@ -1,14 +1,68 @@
-"""The text report of one emulation (`kgen emulate`), and the op counts summed over its processors."""
+"""What `kgen emulate` reports: the `Emulation` value, its text report, and the op counts summed over
+its processors."""
 
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from pathlib import Path
 
-if TYPE_CHECKING:
-    from kgen.proof.emulate import Emulation
+from kgen.proof.oracle import Float64Check
 
 WIDTH = 100     # the report reads in a 100-column terminal
+
+
+@dataclass(frozen=True)
+class ErrorStats:
+    max_abs_err: float
+    max_rel_err: float
+    pcc: float
+
+
+@dataclass(frozen=True)
+class Emulation:
+    """Everything `kgen emulate` reports."""
+
+    kernel_id: str
+    folder: Path
+    numerics: str
+    seed: int
+    status: str
+    exact_match: bool
+    mismatched: int                  # output elements that differ from the golden model
+    errors: ErrorStats
+    seconds: float                   # wall time of the whole command
+    emulate_seconds: float           # the emulator's run alone (first schedule)
+    schedules: int
+    schedules_identical: bool
+    hazards: tuple[dict, ...]
+    deadlock: str
+    processors: tuple[dict, ...]
+    cycles: int
+    macs: int
+    out_bytes: bytes = field(repr=False, default=b"")
+
+    golden_close: bool = False       # fast numerics: within FAST_TOLERANCE of the fast golden model
+    float64: Float64Check | None = None   # the output against float64 of the math (kgen.proof.oracle)
+
+    @property
+    def ok(self) -> bool:
+        agrees = self.exact_match if self.numerics == "exact" else self.golden_close
+        return (self.status == "ok" and not self.hazards and agrees and self.schedules_identical
+                and self.float64 is not None and self.float64.within)
+
+    def summary(self) -> dict:
+        return {
+            "kernel_id": self.kernel_id, "numerics": self.numerics, "seed": self.seed, "status": self.status,
+            "exact_match": self.exact_match, "mismatched_elements": self.mismatched, "ok": self.ok,
+            "max_abs_err": self.errors.max_abs_err, "max_rel_err": self.errors.max_rel_err, "pcc": self.errors.pcc,
+            "float64": None if self.float64 is None else self.float64.summary(),
+            "seconds": round(self.seconds, 4), "emulate_seconds": round(self.emulate_seconds, 4),
+            "macs": self.macs, "mac_per_second": round(self.macs / self.emulate_seconds) if self.emulate_seconds else None,
+            "schedules": self.schedules, "schedules_identical": self.schedules_identical,
+            "hazards": list(self.hazards), "deadlock": self.deadlock or None, "cycles": self.cycles,
+            "processors": list(self.processors),
+        }
 
 
 def emulated_op_totals(processors) -> dict[str, int]:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from kgen.core.arch import load_arch
 from kgen.core.errors import KgenError
 from kgen.core.interrupts import scratch
 from kgen.core.resources import cache_root, writable_dir
@@ -28,40 +27,8 @@ from kgen.gen.activations import KERNEL_ACTIVATIONS
 KINDS = KERNEL_ACTIVATIONS
 HARNESS = Path(__file__).resolve().parent / "emu" / "harness" / "sfpu_harness.cpp"
 HARNESS_FLAGS = ("-std=c++17", "-O1", "-fno-strict-aliasing")
-# Where TT's fused-activation header and the activation enum live in the header tree.
-TTNN_CPP = "ttnn/cpp"
+# Where TT's fused-activation header lives in the header tree.
 MATMUL_COMPUTE_KERNELS = "ttnn/cpp/ttnn/operations/matmul/device/kernels/compute"
-
-
-def _missing(what: str) -> KgenError:
-    from kgen.core.errors import Incomplete
-
-    return Incomplete(what)
-
-
-def header_tree():
-    """The TT-Metal header tree (kgen.toolchain.headers), or the missing-tool error."""
-    from kgen.toolchain.headers import find_headers
-
-    tree, note = find_headers()
-    if tree is None:
-        raise _missing(f"the SFPU activations need TT-Metal's LLK SFPU headers and none were found ({note}); "
-                       "fetch them with `kgen headers fetch` or point --headers / $TT_METAL_HOME at a tree")
-    return tree
-
-
-def llk_sfpu_include_dirs(arch_name: str, tree=None) -> list[Path]:
-    """The folders a kernel with a fused activation needs from the header tree, searched after the
-    host model's headers: TT-Metal's ``hw/ckernels/<arch>/metal/llk_api/llk_sfpu``, tt-llk's
-    ``common/inc`` and ttnn's ``cpp`` (the activation enum the kernel includes)."""
-    tree = tree or header_tree()
-    tc = load_arch(arch_name).toolchain
-    dirs = [tree.tt_metal / "hw" / "ckernels" / tc.ckernels_dir / "metal" / "llk_api" / "llk_sfpu",
-            tree.tt_metal / "tt-llk" / tc.llk_dir / "common" / "inc", tree.root / TTNN_CPP]
-    for d in dirs:
-        if not d.is_dir():
-            raise _missing(f"the header tree {tree.root} lacks {d} (the LLK SFPU functions)")
-    return dirs
 
 
 def _descriptor(fp32_dest: bool, approx: bool) -> str:
@@ -86,7 +53,8 @@ def _check(kind: str, arch: str, params: tuple[int, int, int]) -> int:
 
 def harness_binary(kind: str, p0: int, p1: int, p2: int, *, arch: str, fp32_dest: bool, approx: bool) -> Path:
     """The harness for one activation and configuration, compiled once (kgen's cache)."""
-    from kgen.proof.emu_build import EMU_DIR, _atomic_install, _compile, _digest, _emu_sources_digest, require_host_compiler
+    from kgen.proof.emu_build import (EMU_DIR, _atomic_install, _compile, _digest, _emu_sources_digest, header_tree,
+                                      llk_sfpu_include_dirs, require_host_compiler)
 
     value = _check(kind, arch, (p0, p1, p2))
     hc = require_host_compiler()
@@ -130,7 +98,7 @@ def run_activation(dst: np.ndarray, kind: str, p0: int, p1: int, p2: int, *, arc
         proc = subprocess.run([str(binary), str(inp), str(out), str(tiles), "1" if fp32_dest else "0"],
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0 or not out.is_file():
-            from kgen.proof.emulate import EmulatorCrash
+            from kgen.proof.emu_build import EmulatorCrash
 
             raise EmulatorCrash(f"the SFPU harness for {kind} failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
         result = np.frombuffer(out.read_bytes(), dtype="<f4").astype(np.float32)
