@@ -1,4 +1,5 @@
-"""The structure kgen keeps: layers that import only earlier layers (never the package root), dataflow
+"""The structure kgen keeps: layers that import only earlier layers (never the package root), modules
+that import each other in no circle (function-level and type-only imports count), dataflow
 names spelled only by the registry, and source files and functions small enough to read."""
 
 from __future__ import annotations
@@ -66,6 +67,40 @@ def test_a_layer_imports_only_earlier_layers(path):
         assert len(parts) > 1 and parts[1] in LAYERS, f"{_rel(path)}:{line} imports {module}, not a layer"
         assert LAYERS.index(parts[1]) <= layer, (f"{_rel(path)}:{line} imports {module}: "
                                                  f"{parts[1]} comes after {LAYERS[layer]}")
+
+
+def _module_of(name: str) -> str | None:
+    """The kgen source file (relative) a dotted name is, or None when it names no module."""
+    rel = Path(*name.split(".")[1:])
+    for candidate in (rel.with_suffix(".py"), rel / "__init__.py"):
+        if (ROOT / candidate).is_file():
+            return candidate.as_posix()
+    return None
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the kgen modules it imports (`from kgen.a import b` reaches kgen/a/b.py when that is a
+    module, else kgen/a), at module level, inside functions and under TYPE_CHECKING alike."""
+    graph: dict[str, set[str]] = {}
+    for path in SOURCES:
+        edges = graph.setdefault(_rel(path), set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("kgen"):
+                names = [f"{node.module}.{a.name}" if _module_of(f"{node.module}.{a.name}") else node.module
+                         for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.startswith("kgen.")]
+            edges.update(m for m in map(_module_of, names) if m and m != _rel(path))
+    return graph
+
+
+def test_the_modules_form_no_import_circle():
+    import graphlib
+    try:
+        graphlib.TopologicalSorter(_import_graph()).prepare()
+    except graphlib.CycleError as exc:
+        pytest.fail(f"an import circle: {' -> '.join(exc.args[1])}")
 
 
 def _string_constants(path: Path):
