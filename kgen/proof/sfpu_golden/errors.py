@@ -1,16 +1,9 @@
-"""Each activation's error against a float64 reference written as PyTorch defines the function,
-in ULPs of DST's format (Float32 or Float16_b), for `kgen emulate` and `kgen ab` to print.
-
-The references (torch.nn.functional's definitions): GELU with erf, GELU with tanh, tanh, sigmoid,
-SiLU = x * sigmoid(x), ReLU6 = clip(x, 0, max), hardsigmoid = clip(x/6 + 0.5, 0, 1), hardtanh =
-clip(x, min, max), SELU = scale * (x if x > 0 else alpha * expm1(x)), softplus = log1p(exp(beta x))
-/ beta where beta x <= threshold, else x. The parameters are read from (p0, p1, p2) as
-bmm_fused_activation.hpp reads them.
-"""
+"""Each activation's error against its float64 reference (the oracle's definition, as PyTorch
+defines the function), in ULPs of DST's format (Float32 or Float16_b), for `kgen emulate` and
+`kgen ab` to print."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,50 +11,25 @@ import numpy as np
 from kgen.proof.numerics import ulp_distance, ulp_histogram
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    try:
-        from scipy.special import erf
-    except ImportError:                       # scipy is optional: math.erf, element by element
-        return np.vectorize(math.erf, otypes=[np.float64])(x)
-    return erf(x)
-
-
 def _f32(bits: int) -> float:
     return float(np.uint32(bits).view(np.float32))
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return np.where(x >= 0, 1.0 / (1.0 + np.exp(-x)), np.exp(x) / (1.0 + np.exp(x)))
-
-
 def reference(kind: str, x, p0: int = 0, p1: int = 0, p2: int = 0) -> np.ndarray:
-    """The float64 value of activation `kind` at x (the DST input values)."""
-    x = np.asarray(x, np.float64)
+    """The float64 value of activation `kind` at x (the DST input values): the float64 oracle's
+    definition (kgen.proof.oracle), its parameters read from (p0, p1) as bmm_fused_activation.hpp
+    reads them (gelu's p0 is the approximation flag, sigmoid's the vector mode: neither changes the
+    function of one element)."""
+    from kgen.proof.oracle import FUNCTIONS
+
+    function = FUNCTIONS[kind]
+    params = tuple(_f32(p) for p in (p0, p1)[:len(function.defaults)])
+    if kind == "sigmoid":
+        params = (float(p0),)
+    if kind == "relu6" and not p0:
+        params = (6.0,)                       # relu_max_tile_pack's `PARAM0 ? PARAM0 : 6.0f`
     with np.errstate(over="ignore", invalid="ignore"):
-        if kind == "gelu":
-            return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
-        if kind == "gelu_tanh":
-            return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
-        if kind == "tanh":
-            return np.tanh(x)
-        if kind == "sigmoid":
-            return _sigmoid(x)
-        if kind == "silu":
-            return x * _sigmoid(x)
-        if kind == "relu6":
-            return np.clip(x, 0.0, _f32(p0) if p0 else 6.0)
-        if kind == "hardsigmoid":
-            return np.clip(x / 6.0 + 0.5, 0.0, 1.0)
-        if kind == "hardtanh":
-            return np.clip(x, _f32(p0), _f32(p1))
-        if kind == "selu":
-            return _f32(p0) * np.where(x > 0, x, _f32(p1) * np.expm1(np.minimum(x, 0.0)))
-        if kind == "softplus":
-            beta, threshold = _f32(p0), _f32(p1)
-            bx = beta * x
-            return np.where(bx <= threshold, np.logaddexp(0.0, bx) / beta, x)
-    raise ValueError(f"unknown activation kind {kind!r}")
+        return function.formula(np.asarray(x, np.float64), *params)
 
 
 @dataclass(frozen=True)
