@@ -26,7 +26,7 @@ from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
 from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
 from kgen.gen.dataflow.base import takes_batched_in1
 # re-exported: the plan and its factory interface are the planner's product
-from kgen.gen.planned import Factory, Plan, factory_departures  # noqa: F401
+from kgen.gen.planned import Plan, factory_departures  # noqa: F401
 
 # ----------------------------------------------------------------------------------------------
 
@@ -214,7 +214,7 @@ def _check_placements(spec: MatmulSpec) -> None:
         return
     if not mem.sharded:
         where = ", ".join(f"{t} = {'|'.join(sorted(w))}" for t, w in df.placements.items())
-        raise PlanError(f"{df.factory.value} takes its tensors sharded",
+        raise PlanError(f"{df.factory} takes its tensors sharded",
                         f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
                         f"{spec.dataflow}, which takes {where}", spec.span("dataflow"),
                         f"memory {{ {'  '.join(f'{t} = {sorted(w)[0]}' for t, w in df.placements.items())} }}")
@@ -261,7 +261,7 @@ def check_batched_in1(df: Dataflow, spec: MatmulSpec) -> None:
     takers = [d.name for d in REGISTRY if takes_batched_in1(d)]
     raise PlanError(BATCHED_IN1_RULE,
                     f"broadcast_in1 = false with batch = {spec.batch} asks for {spec.batch} in1 matrices, but "
-                    f"dataflow {df.name} ({df.factory.value}) fuses the batch into M and takes one in1 shared by "
+                    f"dataflow {df.name} ({df.factory}) fuses the batch into M and takes one in1 shared by "
                     f"every batch", spec.span("broadcast_in1"),
                     f"dataflow = {' or '.join(takers)}, or broadcast_in1 = true")
 

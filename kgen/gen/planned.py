@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -24,16 +23,6 @@ if TYPE_CHECKING:
     from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
     from kgen.gen.ir import CoreRange, Kernel, Semaphore
     from kgen.gen.matmul_spec import MemorySpec
-
-
-class Factory(Enum):
-    """TT-Metal's matmul program factories, one file each (ttnn/cpp/ttnn/operations/matmul/device/factory/,
-    TT-Metal 0.81.1), as its `enum class` of program-config families names them."""
-
-    REUSE = "matmul_multicore_reuse_program_factory.cpp"
-    MCAST_2D = "matmul_multicore_reuse_mcast_2d_program_factory.cpp"
-    MCAST_1D = "matmul_multicore_reuse_mcast_1d_program_factory.cpp"
-    DRAM_SHARDED = "matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp"
 
 
 @dataclass(frozen=True)
@@ -62,7 +51,8 @@ class Dataflow(ABC):
     sets what differs from the defaults below, and is listed once in kgen/gen/dataflow/__init__.py."""
 
     name: str                        # the spelling in a spec's `dataflow =` line
-    factory: Factory
+    # TT-Metal's program factory file it mirrors (ttnn/cpp/ttnn/operations/matmul/device/factory/, 0.81.1)
+    factory: str
     label: str                       # the factory as a sentence names it ("TT-Metal's 2D multicast factory")
     placements: Mapping[str, frozenset[Placement]] = DRAM_ONLY    # tensor -> where this factory accepts it
     transpose_mcast: bool = False    # takes the 2D config's transpose_mcast

@@ -16,10 +16,15 @@ import pytest
 
 from kgen.core.types import Placement
 from kgen.gen import dataflow as dataflows
-from kgen.gen.dataflow import REGISTRY, Factory, accepts
+from kgen.gen.dataflow import REGISTRY, accepts
 from kgen.gen.lower import lower
 from kgen.gen.plan import plan
 from kgen.gen.spec import MATMUL_KEYS, MEMORY_IN0, MEMORY_IN1, MEMORY_OUT, parse_text, resolve
+
+# TT-Metal 0.81.1's factory files (ttnn/cpp/ttnn/operations/matmul/device/factory/)
+MCAST_2D_FILE = "matmul_multicore_reuse_mcast_2d_program_factory.cpp"
+MCAST_1D_FILE = "matmul_multicore_reuse_mcast_1d_program_factory.cpp"
+DRAM_SHARDED_FILE = "matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp"
 
 DRAM_SHARDED_MEMORY = "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  out = l1_width_sharded }"
 
@@ -77,12 +82,12 @@ def test_the_grammar_admits_the_placements_some_factory_takes():
     # output width-sharded in L1 and in1 width-sharded over the DRAM banks, and nothing else; only the
     # 2D factory takes a choice of placements
     for d in REGISTRY:
-        if d.factory is Factory.DRAM_SHARDED:
+        if d.factory == DRAM_SHARDED_FILE:
             assert dict(d.placements) == {"in0": {Placement.L1_WIDTH_SHARDED}, "in1": {Placement.DRAM_WIDTH_SHARDED},
                                           "out": {Placement.L1_WIDTH_SHARDED}}
             continue
         assert all(Placement.DRAM in d.placements[t] for t in ("in0", "in1", "out"))
-        assert any(len(v) > 1 for v in d.placements.values()) == (d.factory is Factory.MCAST_2D)
+        assert any(len(v) > 1 for v in d.placements.values()) == (d.factory == MCAST_2D_FILE)
 
 
 def test_the_factories_semaphores_are_tt_metals():
@@ -94,7 +99,7 @@ def test_the_factories_semaphores_are_tt_metals():
     shapes = {"mcast_1d_in0": ("64 x 512 x 256", "2 x 4"), "mcast_1d_in1": ("512 x 64 x 256", "4 x 2")}
     for d in REGISTRY:
         shape, per_core = shapes.get(d.name, ("256 x 256 x 256", "auto"))
-        spec = decode_spec() if d.factory is Factory.DRAM_SHARDED else spec_of(d.name, shape, per_core)
+        spec = decode_spec() if d.factory == DRAM_SHARDED_FILE else spec_of(d.name, shape, per_core)
         program = lower(plan(spec))
         assert {s.name for s in program.semaphores} == expected[d.name]
         # every receiver the model paces by a sender is a receiver this factory lowers with that sender
@@ -106,10 +111,10 @@ def test_the_factories_semaphores_are_tt_metals():
 def test_no_factory_owns_an_l1_accumulation_rule_and_the_transpose_mcast_owners():
     for d in REGISTRY:
         assert not hasattr(d, "l1_acc_rule")          # one rule for every factory (blocking.packer_l1_acc_en)
-        assert d.transpose_mcast == (d.factory is Factory.MCAST_2D)
-        assert d.is_1d == (d.factory is Factory.MCAST_1D)
+        assert d.transpose_mcast == (d.factory == MCAST_2D_FILE)
+        assert d.is_1d == (d.factory == MCAST_1D_FILE)
         # a shared axis: the 1D factories' multicast operand, the DRAM-sharded factory's all of M
-        assert (d.shared_axis is not None) == (d.factory in (Factory.MCAST_1D, Factory.DRAM_SHARDED))
+        assert (d.shared_axis is not None) == (d.factory in (MCAST_1D_FILE, DRAM_SHARDED_FILE))
     assert dataflows.get("dram_sharded").shared_axis == 0
     assert dataflows.ONE_D == {"mcast_1d_in0": 0, "mcast_1d_in1": 1}
 
@@ -126,7 +131,7 @@ def test_a_placement_no_factory_but_mcast_2d_takes_is_refused_with_the_factory_t
     memory = "memory { in1 = l1 }"
     for d in REGISTRY:
         s = spec_of(d.name, "256 x 256 x 256", extra=memory)
-        if d.factory is Factory.DRAM_SHARDED:
+        if d.factory == DRAM_SHARDED_FILE:
             s = replace(s, fuse_bias=False)         # its own refusal of a bias would come first
         if accepts(d, s.memory):
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Mapping
 
-from kgen.gen.dataflow.base import Dataflow, Factory, Layout, accepts, takes_batched_in1, takes_dram
+from kgen.gen.dataflow.base import Dataflow, Layout, accepts, takes_batched_in1, takes_dram
 from kgen.gen.dataflow.dram_sharded import DRAM_SHARDED
 from kgen.gen.dataflow.mcast_1d import MCAST_1D_IN0, MCAST_1D_IN1
 from kgen.gen.dataflow.mcast_2d import MCAST_2D
@@ -42,5 +42,5 @@ def get(name: str) -> Dataflow:
 
 
 __all__ = ["BY_NAME", "DEFAULT", "DRAM_SHARDED", "GRID_2D", "MCAST_1D_IN0", "MCAST_1D_IN1", "MCAST_2D", "NAMES", "ONE_D", "PACED_BY",
-           "REGISTRY", "REUSE", "Dataflow", "Factory",
+           "REGISTRY", "REUSE", "Dataflow",
            "Layout", "accepts", "get", "takes_batched_in1"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kgen.core.types import Placement
-from kgen.gen.planned import DRAM_ONLY, Dataflow, Factory, Layout, Plan  # noqa: F401 (the factories' vocabulary)
+from kgen.gen.planned import DRAM_ONLY, Dataflow, Layout, Plan  # noqa: F401 (the factories' vocabulary)
 from kgen.gen.rules import PlanError, ceil_div, divisors, nearest
 
 if TYPE_CHECKING:

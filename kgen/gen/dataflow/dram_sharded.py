@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from kgen.core.arch import load_arch
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_dram_sharded
-from kgen.gen.dataflow.base import Dataflow, Factory, Layout, accepts
+from kgen.gen.dataflow.base import Dataflow, Layout, accepts
 from kgen.gen.dataflow.kernels import A, dm_kernel, out_block_loops, receiver_block, tensors_of
 from kgen.gen.ir import INVALID, VALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
 from kgen.gen.rules import (CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, PlanError, ceil_div, divisors,
@@ -49,7 +49,7 @@ DECODE_MAX_MT = 4
 
 class DramSharded(Dataflow):
     name = "dram_sharded"
-    factory = Factory.DRAM_SHARDED
+    factory = "matmul_multicore_reuse_mcast_dram_sharded_program_factory.cpp"
     label = "DRAM-sharded"
     placements: Mapping[str, frozenset[Placement]] = MappingProxyType({
         "in0": frozenset({Placement.L1_WIDTH_SHARDED}),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_mcast
-from kgen.gen.dataflow.base import DRAM_ONLY, Dataflow, Factory, Layout
+from kgen.gen.dataflow.base import DRAM_ONLY, Dataflow, Layout
 from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
                                        noc_rect, out_block_loops, receiver_block, sender_block, tensors_of,
                                        writer_ops)
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class Mcast1D(Dataflow):
     """One mode of the 1D factory: `mcast_in0` says which operand core (0, 0) multicasts."""
 
-    factory = Factory.MCAST_1D
+    factory = "matmul_multicore_reuse_mcast_1d_program_factory.cpp"
     label = "1D multicast"
     placements: Mapping[str, frozenset[Placement]] = DRAM_ONLY
     transpose_mcast = False

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_mcast
-from kgen.gen.dataflow.base import Factory, GridOfBlocks, Layout, grid_layout
+from kgen.gen.dataflow.base import GridOfBlocks, Layout, grid_layout
 from kgen.gen.dataflow.kernels import (A, Tiles, dm_kernel, in1_receiver_body_of, noc_rect, out_block_loops,
                                        receiver_block, sender_block, sharded_out_tail, tensors_of, writer_ops,
                                        needs_bias_read)
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 class Mcast2D(GridOfBlocks):
     name = "mcast_2d"
-    factory = Factory.MCAST_2D
+    factory = "matmul_multicore_reuse_mcast_2d_program_factory.cpp"
     label = "2D multicast"
     # in0 block- or height-sharded, in1 interleaved in L1, the output block-sharded (the factory and its
     # validation in matmul_device_operation.cpp)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Mapping, Union
 
 from kgen.core.errors import KgenError, SpecError
 from kgen.core.resources import config_table
-from kgen.core.types import DATA_FORMAT_VALUE, Placement
+from kgen.core.types import DATA_FORMAT_VALUE
 from kgen.gen.dataflow import MCAST_2D, REUSE
 from kgen.gen.targets import PortPlan
 
