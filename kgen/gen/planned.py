@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from random import Random
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -35,6 +36,32 @@ class Layout:
     grid: tuple[int, int]
     n_blocks: int
     in0_shards: int = 0
+
+
+@dataclass(frozen=True)
+class FuzzLimits:
+    """The bounds kgen fuzz keeps every case within (tiles, cores per grid side, tile products)."""
+
+    max_nt: int
+    max_kt: int
+    max_grid: int
+    max_tile_macs: int
+
+
+@dataclass(frozen=True)
+class FuzzLayout:
+    """A case a factory that places its own cores draws for kgen fuzz: the shape in tiles, the grid and
+    blocking a spec writes, and where in0 and the output live."""
+
+    mt: int
+    nt: int
+    kt: int
+    grid: tuple[int, int]
+    per_core: tuple[int, int]
+    out_block: tuple[int, int]
+    in0_block_w: int
+    subblock: tuple[int, int]
+    placements: tuple[Placement, Placement]         # in0, out
 
 
 DRAM_ONLY: Mapping[str, frozenset[Placement]] = MappingProxyType(
@@ -140,6 +167,11 @@ class Dataflow(ABC):
     def tune_grid(self, spec: MatmulSpec) -> tuple[int, int]:
         """With `places_own_cores`: the grid a candidate names."""
         raise NotImplementedError(f"{self.name} does not place its own cores")
+
+    def fuzz_layout(self, rng: Random, arch: str, fp32_dest_acc: bool, limits: FuzzLimits) -> FuzzLayout:
+        """For a factory that takes no DRAM-interleaved tensor: one case of its own for kgen fuzz (the
+        others are drawn by fuzz's 2D and 1D drawers from their placements and layouts)."""
+        raise NotImplementedError(f"{self.name} is drawn by kgen fuzz's own drawers")
 
     def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
         """Why port-check cannot run TT-Metal's program of this factory on `p` (built to `manifest`), None

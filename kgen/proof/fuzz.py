@@ -26,6 +26,7 @@ from kgen.core.errors import KgenBug, KgenError
 from kgen.core.types import ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
 from kgen.gen import activations
 from kgen.gen import dataflow as dataflows
+from kgen.gen.planned import FuzzLimits
 from kgen.proof.chain import EXIT_INCOMPLETE
 
 if TYPE_CHECKING:  # stage modules are imported lazily, as cli.py does, so generation stays cheap
@@ -53,9 +54,6 @@ TILE_PADDING_SHARE = 0.3
 TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks along x)
 SHARDED_SHARE = 0.3           # of the mcast_2d cases that can be: in0 and/or the output block-sharded in L1
 DRAM_SHARDED_SHARE = 0.1      # cases made TT-Metal's DRAM-sharded decode matmul (the factories taking no DRAM tensor)
-DRAM_SHARDED_MAX_MT = 4       # decode-sized M
-DRAM_SHARDED_PADDED_SHARE = 0.5   # of those, drawn with a padded last shard (Nt not a multiple of per_core_N)
-DRAM_SHARDED_LANES_SHARE = 0.4    # of those, drawn with a shard width the factory's subblock pads (per_core_N_compute)
 BATCHED_IN1_SHARE = 0.8      # of the batched cases on a factory that takes it: one in1 per batch
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
@@ -545,50 +543,19 @@ def _sharded(rng: random.Random, c: _Choice) -> _Choice:
 
 
 def _dram_sharded(rng: random.Random, c: _Choice) -> _Choice:
-    """Some cases made TT-Metal's DRAM-sharded decode matmul (kgen/gen/dataflow/dram_sharded.py): a
-    decode-sized M (all of it on every worker, per_core_M = Mt), N in in1 shards of per_core_N tiles over
-    the DRAM banks, the trailing banks holding padding only dropped, the shard width one the factory reads
-    right (div_up(Nt, workers)); half of them with a padded last shard (Nt not a multiple of the width),
-    which ttnn pads and the last worker computes whole. in0's K over the most workers dividing Kt, in0
-    and the output width-sharded in L1 and in1 over the banks. Its rules, restated: whole tiles (no tile
-    padding: the factory allows none that kgen shards), no bias, no untilize; per_core_M > 1 takes one
-    K-block per in0 shard. The workers fill a rectangle of at most MAX_GRID x MAX_GRID cores, written as
-    the grid. The subblock is the factory's own (get_matmul_subblock_params, widened on a one-tile-high
-    subblock, which may pad per_core_N_compute), written out as the spec may; a per_core_M whose subblock
-    would be taller than one tile and narrower than per_core_N is not drawn (the sharded-output rule)."""
+    """Some cases made by a factory that takes no DRAM-interleaved tensor (TT-Metal's DRAM-sharded
+    decode matmul): the factory draws its own layout (`Dataflow.fuzz_layout`, with its rules); no
+    bias, no untilize, no transpose, whole tiles."""
     sharded_only = [d for d in dataflows.REGISTRY if not dataflows.takes_dram(d)]
     if not sharded_only or rng.random() >= DRAM_SHARDED_SHARE:
         return c
     df = rng.choice(sharded_only)
-    banks = len(load_arch(c.arch).dram_bank_workers)
-    layouts = [(nt, w, df.shard_workers(nt, w, banks)) for nt in range(1, MAX_NT + 1) for w in df.shard_widths(nt, banks)]
-    layouts = [(nt, w, k) for nt, w, k in layouts
-               if any(k % cols == 0 and k // cols <= MAX_GRID for cols in range(1, MAX_GRID + 1))]
-    padded = [x for x in layouts if x[0] % x[1]]
-    # shard widths whose one-tile-high subblock the factory widens past them (padded lanes)
-    lanes = [x for x in layouts if df.subblock(1, x[1], c.fp32_dest_acc)[2] != x[1]]
-    if lanes and rng.random() < DRAM_SHARDED_LANES_SHARE:
-        padded, layouts = [x for x in lanes if x[0] % x[1]], lanes
-    nt, width, workers = rng.choice(padded if padded and rng.random() < DRAM_SHARDED_PADDED_SHARE else layouts)
-    cols = max(d for d in range(1, MAX_GRID + 1) if workers % d == 0 and workers // d <= MAX_GRID)
-    # the factory chooses the subblock (per_core_M x per_core_N, widened when one tile high); kgen's writer
-    # copies c_4 row by row, so a taller subblock must span per_core_N (TT's sharded-output rule)
-    mts = [m for m in range(1, DRAM_SHARDED_MAX_MT + 1)
-           if df.subblock(m, width, c.fp32_dest_acc)[0] == 1 or df.subblock(m, width, c.fp32_dest_acc)[1] == width]
-    mt = rng.choice(mts)
-    kt = rng.randint(1, min(MAX_KT, MAX_TILE_MACS // (mt * nt)))
-    if mt > 1:           # one K-block per shard: in0_block_w with Kt / in0_block_w <= workers
-        w = rng.choice([d for d in _divisors(kt) if kt // d <= workers])
-    else:
-        shards = max(d for d in _divisors(kt) if d <= workers)
-        w = rng.choice(_divisors(kt // shards))
-    sbh, sbw, n_compute = df.subblock(mt, width, c.fp32_dest_acc)
-    subblock = (sbh, sbw)
-    return dataclasses.replace(c, dataflow=df.name, batch=1, mt=mt, nt=nt, kt=kt, grid_req=(cols, workers // cols),
-                               per_core=(mt, width), out_block=(mt, n_compute), in0_block_w=w, subblock=subblock,
-                               bias=False, untilize=False, trim=(0, 0, 0), transpose_mcast=False,
-                               auto=frozenset(), omit=frozenset(c.omit - {"dataflow", "out_block"}),
-                               memory=(Placement.L1_WIDTH_SHARDED, Placement.L1_WIDTH_SHARDED),
+    d = df.fuzz_layout(rng, c.arch, c.fp32_dest_acc, FuzzLimits(MAX_NT, MAX_KT, MAX_GRID, MAX_TILE_MACS))
+    return dataclasses.replace(c, dataflow=df.name, batch=1, mt=d.mt, nt=d.nt, kt=d.kt, grid_req=d.grid,
+                               per_core=d.per_core, out_block=d.out_block, in0_block_w=d.in0_block_w,
+                               subblock=d.subblock, bias=False, untilize=False, trim=(0, 0, 0),
+                               transpose_mcast=False, auto=frozenset(),
+                               omit=frozenset(c.omit - {"dataflow", "out_block"}), memory=d.placements,
                                dtypes=c.dtypes[:3] + (None,))
 
 
@@ -689,7 +656,6 @@ def run_fuzz(*, count: int, seed: int, start: int = 0, keep: str | None = None, 
     also runs `kgen port-check`: TT-Metal's compute kernel, and where its factory's kernels run the plan
     (the multicast forms, reuse with whole blocks) TT-Metal's whole program, must give kgen's bits."""
     import tempfile
-    import time
     from pathlib import Path
 
     from kgen.core.interrupts import remove_tree

@@ -18,6 +18,7 @@ pairs with on the chip, TT's optimal DRAM-bank-to-worker assignment, is the arch
 
 from __future__ import annotations
 
+from random import Random
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -25,6 +26,7 @@ from kgen.core.arch import load_arch
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_dram_sharded
 from kgen.gen.dataflow.base import Dataflow, Layout, accepts
+from kgen.gen.planned import FuzzLayout, FuzzLimits
 from kgen.gen.dataflow.kernels import A, dm_kernel, out_block_loops, receiver_block, tensors_of
 from kgen.gen.ir import INVALID, VALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
 from kgen.gen.rules import (CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, PlanError, ceil_div, divisors,
@@ -45,6 +47,11 @@ IN0_DEPTH, IN1_DEPTH = 2, 3
 # small and DRAM-bandwidth to read weights is the limiting factor" (tech_reports/LLMs/llms.md,
 # 4.3.2.2 DRAM-Sharded Matmul); kgen's bound of "small": a few tiles of M.
 DECODE_MAX_MT = 4
+# kgen fuzz's cases of this factory: a decode-sized M, and the shares drawn with a padded last shard
+# (Nt not a multiple of per_core_N) and with a shard width the factory's subblock pads
+FUZZ_MAX_MT = 4
+FUZZ_PADDED_SHARE = 0.5
+FUZZ_LANES_SHARE = 0.4
 
 
 class DramSharded(Dataflow):
@@ -183,6 +190,43 @@ class DramSharded(Dataflow):
     def tune_grid(self, spec: MatmulSpec) -> tuple[int, int]:
         """The grid a candidate names: the factory places its own workers (one per DRAM bank) within it."""
         return load_arch(spec.arch).worker_grid
+
+    def fuzz_layout(self, rng: Random, arch: str, fp32_dest_acc: bool, limits: FuzzLimits) -> FuzzLayout:
+        """A decode-sized M (all of it on every worker, per_core_M = Mt), N in in1 shards of per_core_N
+        tiles over the DRAM banks, the trailing banks holding padding only dropped, the shard width one the
+        factory reads right (div_up(Nt, workers)); some with a padded last shard (Nt not a multiple of the
+        width), which ttnn pads and the last worker computes whole, some with a width the factory's
+        subblock pads. in0's K over the most workers dividing Kt, in0 and the output width-sharded in L1.
+        Its rules, restated: whole tiles, per_core_M > 1 takes one K-block per in0 shard; the workers fill
+        a rectangle within the limits' grid, written as the grid. The subblock is the factory's own
+        (get_matmul_subblock_params, widened on a one-tile-high subblock, which may pad per_core_N_compute);
+        a per_core_M whose subblock would be taller than one tile and narrower than per_core_N is not
+        drawn (the sharded-output rule)."""
+        banks, max_grid = len(load_arch(arch).dram_bank_workers), limits.max_grid
+        layouts = [(nt, w, self.shard_workers(nt, w, banks)) for nt in range(1, limits.max_nt + 1)
+                   for w in self.shard_widths(nt, banks)]
+        layouts = [(nt, w, k) for nt, w, k in layouts
+                   if any(k % cols == 0 and k // cols <= max_grid for cols in range(1, max_grid + 1))]
+        padded = [x for x in layouts if x[0] % x[1]]
+        # shard widths whose one-tile-high subblock the factory widens past them (padded lanes)
+        lanes = [x for x in layouts if self.subblock(1, x[1], fp32_dest_acc)[2] != x[1]]
+        if lanes and rng.random() < FUZZ_LANES_SHARE:
+            padded, layouts = [x for x in lanes if x[0] % x[1]], lanes
+        nt, width, workers = rng.choice(padded if padded and rng.random() < FUZZ_PADDED_SHARE else layouts)
+        cols = max(d for d in range(1, max_grid + 1) if workers % d == 0 and workers // d <= max_grid)
+        # kgen's writer copies c_4 row by row, so a taller subblock must span per_core_N (TT's sharded-output rule)
+        mts = [m for m in range(1, FUZZ_MAX_MT + 1)
+               if self.subblock(m, width, fp32_dest_acc)[0] == 1 or self.subblock(m, width, fp32_dest_acc)[1] == width]
+        mt = rng.choice(mts)
+        kt = rng.randint(1, min(limits.max_kt, limits.max_tile_macs // (mt * nt)))
+        if mt > 1:           # one K-block per shard: in0_block_w with Kt / in0_block_w <= workers
+            w = rng.choice([d for d in divisors(kt) if kt // d <= workers])
+        else:
+            shards = max(d for d in divisors(kt) if d <= workers)
+            w = rng.choice(divisors(kt // shards))
+        sbh, sbw, n_compute = self.subblock(mt, width, fp32_dest_acc)
+        return FuzzLayout(mt, nt, kt, (cols, workers // cols), (mt, width), (mt, n_compute), w, (sbh, sbw),
+                          (Placement.L1_WIDTH_SHARDED, Placement.L1_WIDTH_SHARDED))
 
     def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
         sems = tuple(Semaphore(name, i, VALID if name == "in0_sender_valid" else INVALID, all_cores)
