@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 from kgen.core.arch import load_arch
 from kgen.core.types import DATA_FORMAT_VALUE
 from kgen.gen.targets import blackhole_py as bh
-from kgen.proof.bhpy_typecheck import typechecked
+from kgen.proof.bhpy_typecheck import needs_checker, typechecked
 from kgen.proof.chain import (ChainOptions, ChainResult, ChainState, ChainStep, CommandRequest, Outputs, Step, Target,
-                              emulation_detail, needs_host_checker, needs_host_compiler, run_chain)
+                              emulation_detail, needs_host_compiler, run_chain)
 
 if TYPE_CHECKING:
     from kgen.proof.emulate import Emulation
@@ -226,8 +226,8 @@ def _report_build(chain: ChainResult, command: str, render_only: bool) -> int:
     say(f"{command}: {folder}\n  module   {folder / bhpy_export.MODULE} "
         f"(imports blackhole-py and numpy)\n  readme   {folder / 'README.md'}\n  target   {bh.source_line()}\n")
     say("".join(f"  note     {n}\n" for n in chain.notes))
-    say("  api      the kernels use TT-Metal 0.81.1's kernel API; blackhole-py bundles an older tree "
-        "(compute_kernel_api/*.h): see docs/blackhole-py.md\n")
+    say("  api      the kernels use TT-Metal 0.81.1's kernel API; blackhole-py compiles against its own, "
+        "older bundle (tt-metal-deps/): see docs/blackhole-py.md\n")
     if render_only:
         return chain.exit_code
     step = chain.step("typechecked")
@@ -270,7 +270,7 @@ def _port_check_text(pc: ExportPortCheck, options: ChainOptions) -> str:
 
 
 TARGET = Target(bh.NAME, outputs=_outputs, check_supported=_check_supported, steps=MappingProxyType({
-    "typechecked": ChainStep(typechecked, needs=(needs_host_checker,)),
+    "typechecked": ChainStep(typechecked, needs=(needs_checker,)),
     "emulated": ChainStep(_emulated, needs=(needs_host_compiler,)),
     "portchecked": ChainStep(_portchecked, needs=(needs_host_compiler,)),
 }), refuses=("schedules", "trace", "reference"), command=run_command, port_plan=bh.PORT_PLAN)

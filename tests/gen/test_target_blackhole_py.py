@@ -5,6 +5,7 @@ the planner rules and the exit-2 cases."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -219,12 +220,22 @@ def test_float16_partials_rule():
 
 
 def test_typecheck_with_blackhole_py_profile(tmp_path):
-    r = _cli("build", str(PADDED), "--target", "blackhole-py", "-o", str(tmp_path), "-j", "1")
+    """Without $BLACKHOLE_PY the check is against the 0.81.1 headers, and says that it is not
+    blackhole-py's tree (tests/proof/test_bhpy.py checks the other way)."""
+    env = {k: v for k, v in os.environ.items() if k != bh.CHECKOUT_ENV}
+    r = subprocess.run([sys.executable, "-m", "kgen", "build", str(PADDED), "--target", "blackhole-py", "-o",
+                        str(tmp_path), "-j", "1"], capture_output=True, text=True, cwd=ROOT, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "check    ok: type-checked 7 kernel builds with blackhole-py's defines" in r.stdout
-    from kgen.proof.bhpy_typecheck import profile_defines
+    said = " ".join(r.stdout.split())
+    assert ("check ok: type-checked 7 kernel builds against TT-Metal 0.81.1's headers, not blackhole-py's own "
+            "tree ($BLACKHOLE_PY is not set") in said, r.stdout
+    from kgen.proof.bhpy_typecheck import bhpy_defines, profile_defines
     assert "NOC_INDEX=1" in profile_defines("brisc") and "NOC_INDEX=0" in profile_defines("ncrisc")
     assert not any(d.startswith("KERNEL_COMPILE_TIME_ARGS") for d in profile_defines("math"))
+    # compiler.py's _device_defines for a P150 (kgen's Blackhole: 8 DRAM banks, 140 L1 banks)
+    assert {"NUM_DRAM_BANKS=8", "NUM_L1_BANKS=140", "PREFETCH_NOC_X=16", "DISPATCH_NOC_Y=3",
+            "LOG_BASE_2_OF_NUM_DRAM_BANKS=3"} <= set(bhpy_defines("trisc1"))
+    assert "PROGRAMMABLE_CORE_TYPE=0" in profile_defines("math") and "PROGRAMMABLE_CORE_TYPE=0" not in bhpy_defines("trisc1")
 
 
 def test_ab_stages_of_the_port_plan():
@@ -249,12 +260,33 @@ def test_module_main_runs_against_the_fakes(tmp_path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(STANDIN))
     sys.modules.pop("device", None)
     import device
-    device.Device.relu, device.Device.queued = module.RELU, 0
     monkeypatch.setattr(sys, "argv", ["blackhole_py_program.py", "--iters", "3"])
     module.main()
     out = capsys.readouterr().out
-    assert "PCC=" in out and "rel_l2=" in out and "(measured, with dispatch)" in out
-    assert device.Device.queued == 4                  # one checked run, then --iters timed runs
+    assert "PCC=" in out and "rel_l2=" in out and "host wall-clock of 3 queued runs" in out
+    # blackhole-py's device.queue only queues: one untimed run, the timed runs, then one read-back
+    assert device.Device.calls == ["open", "queue", "run 1", "queue", "queue", "queue", "run 3", "dram_read", "close"]
     x = module.inputs(0)
     assert x["in0"].shape == (224, 256) and not x["in0"][200:].any() and not x["in0"][:, 250:].any()
     assert x["bias"].shape == (32, 288) and not x["bias"][1:].any()
+
+
+def test_module_finds_the_checkout(tmp_path, monkeypatch):
+    """blackhole-py's modules are top-level files of its checkout: the module imports them from
+    $BLACKHOLE_PY, else from the current folder when it holds dispatch.py, else not at all."""
+    a = _artifacts()
+    p = bh.view(a.plan, a.rendered)
+    path = tmp_path / "build" / bhpy_export.MODULE
+    path.parent.mkdir()
+    path.write_text(bhpy_export.module_text(p, a.plan))
+    code = "import runpy, sys; sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0]); import dispatch; print(dispatch.__file__)"
+    probe = ["-c", code, str(path)]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", bh.CHECKOUT_ENV)}
+    # -P: no current folder on sys.path from -c itself, only what the module puts there
+    r = subprocess.run([sys.executable, "-P", *probe], capture_output=True, text=True, cwd=STANDIN, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == str(STANDIN / "dispatch.py"), r.stderr
+    r = subprocess.run([sys.executable, "-P", *probe], capture_output=True, text=True, cwd=tmp_path,
+                       env={**env, bh.CHECKOUT_ENV: str(STANDIN)})
+    assert r.returncode == 0 and r.stdout.strip() == str(STANDIN / "dispatch.py"), r.stderr
+    r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert r.returncode == 1 and "not a blackhole-py checkout" in r.stderr and "Traceback" not in r.stderr

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from kgen.gen.render import SourceFile
 
 NAME = "blackhole-py"
+# A blackhole-py checkout for the exported script to import from (when not run from one) and for kgen's
+# type-check to find blackhole-py's own tree (tt-metal-deps/) in
+CHECKOUT_ENV = "BLACKHOLE_PY"
 SUPPORTED_DATAFLOWS = (MCAST_2D.name, REUSE.name)
 # kgen's CB indices (TT-Metal 0.81.1's 2D factory) -> blackhole-py's: the output and the partials move
 # to 16 and 24, the pair dispatch.py gives one address.
