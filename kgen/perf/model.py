@@ -97,6 +97,12 @@ class Prediction:
     trace_us: float               # per-program overhead with trace (dispatch, op-to-op gap)
     host_us: float                # per-op host issue time without trace
 
+    @property
+    def wall_us(self) -> float:
+        """Per-op wall time of back-to-back calls without trace, as a host-timed loop sees it: the device
+        time plus the op-to-op gap, or the host's issue time where the host is the slower."""
+        return wall_us(self)
+
 
 # ----------------------------------------------------------------------------------------------
 # per-op costs
@@ -157,6 +163,8 @@ class _KernelCost:
         self._first_mcast = self._from_shard = False
         self._block_cycles = 0.0
         self._l1_acc = False          # the packer accumulates into L1 (pack_l1_acc)
+        self._after_dest_reload = False   # between a reload straight into DST and the next matmul
+        self._reconfigs_since_matmul = 0.0   # unpacker reconfiguration cycles since the last matmul
         if kernel.processor == "TRISC":
             self._compute_ops(kernel)
         else:
@@ -225,6 +233,7 @@ class _KernelCost:
     # -- the compute kernel's cost terms ---------------------------------------------------------
 
     def _matmul(self, o: Op, n: int) -> None:
+        self._after_dest_reload, self._reconfigs_since_matmul = False, 0.0
         c, flags = self.costs, self.program.compute
         rt, ct = int(o["rt"]), int(o["ct"])
         per_tile = c.matmul_tile_cycles(flags.math_fidelity, flags.fp32_dest_acc)
@@ -242,10 +251,21 @@ class _KernelCost:
 
     def _reload(self, o: Op, n: int) -> None:
         c = self.costs
+        fmt = self._format(o["cb"])
         tiles = optable.work_of(o).unpack_tiles
-        unpack = n * tiles * c.unpack_tile(self._format(o["cb"]))
-        copy = n * tiles * c.math.datacopy_cycles_per_tile
+        unpack = n * tiles * c.unpack_tile(fmt)
         self.add(UNPACK, "unpack", unpack)
+        if fmt == "Float32" and self.program.compute.fp32_dest_acc:
+            # Float32 partials go straight into DST (TT 0.81.1's partials CB is UnpackToDestFp32,
+            # bmm_large_block_zm_fused_bias_activation.cpp): per tile the math thread drains, hands DST
+            # to the unpacker and waits for the tile (tt-llk llk_math_eltwise_unary_datacopy.h:
+            # math_unpack_to_dest_math_ready / math_unpack_to_dest_tile_ready), so the FPU idles for the
+            # whole unpack and the unpacker cannot run ahead of the math: the reload is serial.
+            self.add(MATH, "sync", unpack + self._reconfigs_since_matmul)
+            self.policy["reload"] += unpack
+            self._after_dest_reload, self._reconfigs_since_matmul = True, 0.0
+            return
+        copy = n * tiles * c.math.datacopy_cycles_per_tile
         self.add(MATH, "math", copy)
         self.policy["reload"] += unpack + copy
 
@@ -278,7 +298,21 @@ class _KernelCost:
                  n * rows * (ct * c.pack.untilize_cycles_per_tile + c.pack.untilize_cycles_per_block / ct))
 
     def _reconfig(self, o: Op, n: int) -> None:
-        self.add(_THREAD[OPS[o.kind].thread], "sync", n * self.costs.sync.reconfig)
+        thread = _THREAD[OPS[o.kind].thread]
+        cycles = n * self.costs.sync.reconfig
+        self.add(thread, "sync", cycles)
+        if thread != UNPACK:
+            return
+        # An unpacker init or reconfiguration has a math half on TRISC1 (reconfig_data_format_srca,
+        # copy_init, matmul_block_init: UNPACK((llk_unpack_..)) and MATH((llk_math_..)) in
+        # api/compute/*.h at 0.81.1). Around a reload straight into DST the math runs them in series
+        # with the reload it hands DST over for, so the FPU pays them (the ones before the reload
+        # once the reload shows it goes to DST). Elsewhere they stay the unpacker's alone, as the
+        # emulator prices them (its math thread charges no init).
+        if self._after_dest_reload:
+            self.add(MATH, "sync", cycles)
+        else:
+            self._reconfigs_since_matmul += cycles
 
     def _dst_acquire(self, o: Op, n: int) -> None:
         self.sections += n
@@ -685,6 +719,13 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
         critical_core=critical.core, core_cycles=critical.cycles, math_cycles=critical.math_cycles, dram_floor_cycles=floor, blocks=critical.blocks,
         processors=processors, bottleneck=bottleneck, bottleneck_share=min(1.0, share), policy=program.policy,
         policy_cost=policy_cost, trace_us=costs.dispatch.trace_us, host_us=costs.dispatch.host_us)
+
+
+def wall_us(p: Prediction) -> float:
+    """max(device time + op-to-op gap, host issue time) of one op in a back-to-back loop without trace:
+    the host issues op n+1 while op n runs, so the slower of the two sets the pace (configs/perf
+    [dispatch] names the sources of both figures)."""
+    return max(p.microseconds + p.trace_us, p.host_us)
 
 
 def lower_bound_cycles(arch_name: str, per_core: tuple[int, int], kt: int, fidelity: str,

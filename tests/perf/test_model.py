@@ -543,3 +543,60 @@ matmul wide {
     output_cycles = 8192 * 8192 * 2 / 500e9 * 1350e6
     assert pr.math_cycles >= output_cycles
     assert pr.cycles >= pr.dram_floor_cycles
+
+
+# ---- per-K-block costs of the reload (issue #40) -----------------------------------------------
+
+def _reload_spec(fp32_dest: bool, w: int = 2):
+    return resolve(parse_text(f"""
+matmul t {{
+    arch = blackhole
+    shape = 256 x 256 x 1024
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+    grid = 1 x 1
+    dataflow = mcast_2d
+    block {{ in0_block_w = {w}  out_subblock = 1 x 1 }}
+    compute {{ math_fidelity = HiFi4  packer_l1_acc = false  fp32_dest_acc = {str(fp32_dest).lower()} }}
+}}""", "t.kspec"))
+
+
+def test_a_float32_reload_into_dst_keeps_the_fpu_waiting_for_every_tile_and_its_reconfigurations():
+    # TT 0.81.1 reloads Float32 partials straight into DST (UnpackToDestFp32): per tile the math thread
+    # hands DST over and waits for the unpacker (tt-llk math_unpack_to_dest_math_ready / _tile_ready),
+    # so the FPU is held for the whole unpack and for the reconfigurations around it, not a MOVA2D copy.
+    c = load_costs("blackhole")
+    pr = predict(verified(_reload_spec(fp32_dest=True)))
+    math = next(q for q in pr.processors if q.processor == MATH)
+    reload_unpack = pr.policy_cost.reload_cycles
+    assert reload_unpack > 0 and "math" in math.work
+    # the math thread's sync time holds the reload's unpack plus one reconfiguration per unpacker
+    # init or reconfiguration around each reload (four per subblock: srca there and back, copy init,
+    # matmul init)
+    reloaded_tiles = reload_unpack / c.unpack_tile("Float32")
+    assert math.work["sync"] >= reload_unpack + 4 * reloaded_tiles * c.sync.reconfig
+
+
+def test_a_bfloat16_reload_through_srca_leaves_the_fpu_its_copy_alone():
+    # Without fp32 DST the partials are Float16_b and go through SrcA (a MOVA2D copy per tile): the
+    # unpacker runs ahead, and the math pays the copy, as the emulator prices it
+    c = load_costs("blackhole")
+    bf16, fp32 = (predict(verified(_reload_spec(fp32_dest=f))) for f in (False, True))
+    math = lambda pr: next(q for q in pr.processors if q.processor == MATH)  # noqa: E731
+    reloaded_tiles = bf16.policy_cost.reload_cycles / (c.unpack_tile("Float16_b") + c.math.datacopy_cycles_per_tile)
+    assert math(bf16).work["math"] >= reloaded_tiles * c.math.datacopy_cycles_per_tile
+    # the same DST sections and handshakes either way; only the Float32 reload holds the FPU
+    assert math(fp32).work["sync"] - math(bf16).work["sync"] >= fp32.policy_cost.reload_cycles
+
+
+def test_the_float32_reload_cost_grows_with_the_number_of_k_blocks():
+    # narrower K-blocks mean more reloads of the same partials: the predicted time rises as
+    # in0_block_w shrinks at a fixed out block and subblock (the silicon direction of the Blackhole
+    # 12 x 10 sweep's narrow configs, benchmarks/bh_sweep.py)
+    cycles = [predict(verified(_reload_spec(fp32_dest=True, w=w))).cycles for w in (1, 2, 8)]
+    assert cycles[0] > cycles[1] > cycles[2]
+
+
+def test_the_wall_time_is_the_slower_of_device_plus_gap_and_host_issue():
+    pr = predict(verified(spec(shape="1024 x 1024 x 1024", grid="8 x 8")))
+    assert pr.wall_us == pytest.approx(max(pr.microseconds + pr.trace_us, pr.host_us))
+    assert pr.wall_us >= pr.host_us and pr.wall_us >= pr.microseconds
