@@ -53,6 +53,8 @@ def format_prediction(pr: Prediction, comparison: PolicyComparison, name: str) -
     lines = [f"kgen perf: {name}", ""]
     rows = [
         ("device time", f"{pr.microseconds:,.2f} us = {pr.cycles:,.0f} cycles at {pr.clock_mhz} MHz"),
+        ("wall time", f"{pr.wall_us:,.2f} us per op predicted, back to back without trace: max(device time + "
+                      f"{pr.trace_us:g} us op-to-op gap, {pr.host_us:g} us host issue time)"),
         ("TFLOPS", f"{pr.tflops:,.1f}"),
         ("utilization", f"{pr.utilization:.1%}  (ideal {pr.ideal_cycles:,.0f} cycles: M*K*N/32^3 tile products "
                         f"at the fidelity's cycles per tile over the full grid)"),
@@ -84,5 +86,6 @@ def format_prediction(pr: Prediction, comparison: PolicyComparison, name: str) -
 def prediction_to_dict(pr: Prediction, comparison: PolicyComparison) -> dict[str, Any]:
     data = asdict(pr)
     data["critical_core"] = list(pr.critical_core)
+    data["wall_us"] = pr.wall_us          # per op without trace, as a host-timed loop measures it
     data["policy_comparison"] = asdict(comparison)
     return data
