@@ -255,23 +255,35 @@ def _variant_summaries(spec_file, current: str | None) -> dict[str, str]:
 
 def _shown(path: Path) -> str:
     """A path as the user would type it: relative when it lies under the current folder."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+    from kgen.core.terminal import shown_path
+    return shown_path(path)
+
+
+def _print_wrapped(text: str, first: str = "", rest: str = "  ") -> None:
+    """A report line at the terminal's width, its further lines `rest` in."""
+    from kgen.core import terminal
+    sys.stdout.write("\n".join(terminal.wrap(text, terminal.width(), first, rest)) + "\n")
 
 
 def _build_summary(result) -> str:
+    from kgen.core import terminal
+    from kgen.core.terminal import keep_together
+
+    width = terminal.width()
     m = result.manifest
-    lines = [f"kgen build: {result.kernel_id}", f"  folder   {_shown(result.path)}"]
+    rows = [("folder", _shown(result.path))]
     for k in m["kernels"]:
         where = "TRISC unpack/math/pack" if k["processor"] == "TRISC" else f"{k['processor']} {k['noc']}"
-        lines.append(f"  kernel   {k['source']:<32} {where}")
-    lines.append("  CBs      " + ", ".join(f"c_{f['buffer_index']} {f['data_format']}" for cb in m["cbs"]
-                                          for f in cb["format_descriptors"]))
-    lines.append(f"  policy   {m['policy']}")
+        rows.append(("kernel", f"{k['source']:<32} {where}"))
+    rows.append(("CBs", ", ".join(keep_together(f"c_{f['buffer_index']} {f['data_format']}") for cb in m["cbs"]
+                                  for f in cb["format_descriptors"])))
+    rows.append(("policy", m["policy"]))
     tensors = ", ".join(f'"{t["name"]}": {t["name"]}_tensor' for t in m["io_tensors"])
-    lines.append(f'  run      kgen.device.runtime.run("{_shown(result.path)}", device, {{{tensors}}})   # on a machine with a card')
+    # the comment kept whole: the call, pasted wrapped, is still Python
+    rows.append(("run", f'kgen.device.runtime.run("{_shown(result.path)}", device, {{{tensors}}})   '
+                        + keep_together("# on a machine with a card")))
+    lines = terminal.hanging(f"kgen build: {result.kernel_id}", width)
+    lines += terminal.key_values(rows, width, gap=3)
     return "\n".join(lines) + "\n"
 
 
@@ -385,7 +397,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({**plan_to_dict(artifacts.plan, variants), "predicted": predicted}, indent=2))
         else:
-            sys.stdout.write(format_plan(artifacts.plan, variants) + f"\n  predicted     {predicted}\n")
+            sys.stdout.write(format_plan(artifacts.plan, variants, predicted=predicted))
         return 0
     if args.command == "perf":
         from kgen.perf.model import predict
@@ -461,7 +473,7 @@ def _build(args: argparse.Namespace, artifacts) -> int:
     step = chain.step("typechecked")
     _print_compile(step, args)
     if step.status == "skipped":
-        print(chain.last_line("kgen build") + "   (kgen doctor; --no-compile renders only)")
+        _print_wrapped(chain.last_line("kgen build") + "   (kgen doctor; --no-compile renders only)")
     return chain.exit_code
 
 
@@ -480,18 +492,19 @@ def _print_compile(step, args: argparse.Namespace) -> None:
     from kgen.toolchain.compile import failure_text
 
     if step.status == "skipped":
-        sys.stdout.write(f"  compile  skipped: {step.detail}\n")
+        _print_wrapped(f"compile  skipped: {step.detail}", "  ", " " * 11)
         return
     tc, mode, report = step.value
     if mode == "check" and not args.check:
-        sys.stdout.write("  compile  no SFPI found, so type-checking against the real headers instead "
-                         "(kgen doctor says how to get SFPI)\n")
+        _print_wrapped("compile  no SFPI found, so type-checking against the real headers instead "
+                       "(kgen doctor says how to get SFPI)", "  ", " " * 11)
     what = "type-checked" if mode == "check" else "compiled"
     total, failed = len(report.results), len(report.failures)
     verdict = f"{what:<8} {total} kernel builds" if not failed else \
         f"{'type-check' if mode == 'check' else 'compile':<8} FAILED for {failed} of {total} kernel builds"
-    sys.stdout.write(f"  {verdict} ({report.compiled} run, {total - report.compiled} from cache) in "
-                     f"{report.seconds:.2f} s against TT-Metal {tc.headers.version} headers ({tc.headers.root})\n")
+    _print_wrapped(f"{verdict} ({report.compiled} run, {total - report.compiled} from cache) in "
+                   f"{report.seconds:.2f} s against TT-Metal {tc.headers.version} headers ({tc.headers.root})",
+                   "  ", " " * 11)
     for r in report.failures:
         sys.stderr.write(f"kgen: {failure_text(r, args.spec)}\n")
     if report.failures:
@@ -502,7 +515,7 @@ def _print_compile(step, args: argparse.Namespace) -> None:
     if report.elf_table:
         sys.stdout.write(report.elf_table)
     elif mode == "sfpi":
-        sys.stdout.write(f"  link     skipped: {tc.note('firmware')}\n")
+        _print_wrapped(f"link     skipped: {tc.note('firmware')}", "  ", " " * 11)
 
 
 def _emulate(args: argparse.Namespace, artifacts) -> int:
@@ -539,7 +552,8 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
     result = step.value
     print(json.dumps(result.summary(), indent=2) if args.json else format_report(result, verbose=args.verbose))
     if trace is not None and not args.json:
-        print(f"  trace      {_shown(trace)} (open in https://ui.perfetto.dev or chrome://tracing)")
+        _print_wrapped(f"trace      {_shown(trace)} (open in https://ui.perfetto.dev or chrome://tracing)", "  ",
+                       " " * 13)
     return chain.exit_code
 
 
@@ -586,7 +600,7 @@ def _ab(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(abreport.format_text(comparison))
         for flag, path in outputs.items():
-            sys.stdout.write(f"  wrote     {_shown(path)} ({flag[2:]})\n")
+            _print_wrapped(f"wrote     {_shown(path)} ({flag[2:]})", "  ", " " * 12)
     # as kgen emulate: an emulated variant that is not its golden model's bits is a failure
     return 1 if any(r.emulated is not None and not r.emulated.ok for r in comparison.legal) else 0
 
@@ -626,9 +640,9 @@ def _doctor(args: argparse.Namespace) -> int:
                [missing_for_typecheck(tc, "sfpi" if tc.sfpi is not None else "check")] if why]
     missing += [f"kgen emulate cannot run: {why}" for why in [missing_for_emulation()] if why]
     if missing:
-        print("kgen doctor: INCOMPLETE; " + "; ".join(missing))
+        _print_wrapped("kgen doctor: INCOMPLETE; " + "; ".join(missing))
         return EXIT_INCOMPLETE
-    print("kgen doctor: kgen build, emulate and port-check can all run here")
+    _print_wrapped("kgen doctor: kgen build, emulate and port-check can all run here")
     return 0
 
 

@@ -110,6 +110,20 @@ def write_spec(tmp_path):
     return write
 
 
+def words(text: str) -> str:
+    """The text with each run of spaces and line breaks as one space: a phrase that a report wraps
+    at the terminal's width (kgen.core.terminal) reads the same."""
+    return " ".join(text.split())
+
+
+def last_paragraph(text: str) -> str:
+    """A command's last line, whole (its words): a report wraps a line longer than the terminal's
+    width, its further lines indented."""
+    lines = text.rstrip("\n").splitlines()
+    start = max(i for i, line in enumerate(lines) if not line.startswith(" "))
+    return words("\n".join(lines[start:]))
+
+
 def example(name: str) -> Path:
     return ROOT / "examples" / f"{name}.kspec"
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgen.core import terminal
+from kgen.core.terminal import Column
 from kgen.gen.plan import Plan
 
 
@@ -79,14 +81,6 @@ def _padding_dict(p: Plan) -> dict[str, Any]:
     }
 
 
-def _table(rows: list[list[str]], header: list[str]) -> list[str]:
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    fmt = "  ".join("{:<%d}" % w for w in widths)
-    lines = [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip()]
-    lines += [fmt.format(*r).rstrip() for r in rows]
-    return ["  " + ln for ln in lines]
-
-
 def _activation_line(p) -> list[tuple[str, str]]:
     """What TT's kernel receives for an SFPU activation (SFPU_ACTIVATION and its named args)."""
     act = p.sfpu_activation
@@ -105,7 +99,27 @@ def _compute_sources(c) -> list[tuple[str, str]]:
     return [("  from", f"{', '.join(keys)}: {source}") for source, keys in groups.items()]
 
 
-def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
+def _cb_table(p: Plan, width: int) -> list[str]:
+    """One row per CB: its index, name, role, format, page size, pages, bytes and L1 region."""
+    shared = {r.name: r for r in p.regions}
+    rows = []
+    for cb in p.cbs:
+        region = shared[cb.region]
+        note = ("shares L1 with " + ", ".join(f"c_{i}" for i in region.cb_indices if i != cb.index)
+                if len(region.cb_indices) > 1 else "")
+        if cb.buffer:
+            note = (note + "; " if note else "") + f"on the {cb.buffer} shard"
+        rows.append([f"c_{cb.index}", cb.name, cb.role, cb.data_format, str(cb.page_bytes), str(cb.pages),
+                     str(cb.total_bytes), note])
+    headers = ["CB", "name", "role", "format", "page B", "pages", "total B", "L1 region"]
+    return terminal.table([Column(h, [r[i] for r in rows]) for i, h in enumerate(headers)], width, rule=True)
+
+
+def format_plan(p: Plan, variants: dict[str, str] | None = None, predicted: str | None = None,
+                width: int | None = None) -> str:
+    """The plan at `width` columns (the terminal's): every value wrapped under itself, one line per
+    key; `predicted` (kgen check's one-line prediction) closes it."""
+    width = width or terminal.width()
     s = p.spec
     c = p.compute
     title = f"kgen plan: {s.name}" + (f" (variant {s.variant})" if s.variant else "") + f"  [{s.path}]"
@@ -153,30 +167,23 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None) -> str:
             where = "DRAM banks" if v.get("buffer_type") == "DRAM" else "cores"
             kv.append((f"{t} shards", f"{v['memory_layout']} {v['orientation']}, shard {v['shape'][0]} x "
                                       f"{v['shape'][1]} elements on {where} ({x0},{y0})-({x1},{y1})"))
-    width = max(len(k) for k, _ in kv)
-    lines = [title, ""] + [f"  {k:<{width}}  {v}" for k, v in kv]
-    lines += ["", "circular buffers (per core):"]
-    shared = {r.name: r for r in p.regions}
-    rows = []
-    for cb in p.cbs:
-        region = shared[cb.region]
-        note = ("shares L1 with " + ", ".join(f"c_{i}" for i in region.cb_indices if i != cb.index)
-                if len(region.cb_indices) > 1 else "")
-        if cb.buffer:
-            note = (note + "; " if note else "") + f"on the {cb.buffer} shard"
-        rows.append([f"c_{cb.index}", cb.name, cb.role, cb.data_format, str(cb.page_bytes), str(cb.pages),
-                     str(cb.total_bytes), note])
-    lines += _table(rows, ["CB", "name", "role", "format", "page B", "pages", "total B", "L1 region"])
+    key_width = max(len(k) for k, _ in kv)
+    lines = terminal.hanging(title, width) + [""] + terminal.key_values(kv, width)
+    lines += ["", "circular buffers (per core):"] + _cb_table(p, width)
     pct = 100.0 * p.cb_bytes / p.arch.usable_cb_bytes
-    lines += ["", f"L1: {p.cb_bytes} B of CBs in {len(p.regions)} region(s) vs {p.arch.usable_cb_bytes} B usable "
-                  f"on {p.arch.name} ({pct:.1f}%), margin {p.l1_margin} B"]
+    lines += [""] + terminal.hanging(f"L1: {p.cb_bytes} B of CBs in {len(p.regions)} region(s) vs "
+                                     f"{p.arch.usable_cb_bytes} B usable on {p.arch.name} ({pct:.1f}%), "
+                                     f"margin {p.l1_margin} B", width)
     if p.choices:
-        lines += ["", "auto choices:"] + [f"  - {ch}" for ch in p.choices]
+        lines += ["", "auto choices:"] + [line for ch in p.choices for line in terminal.bullet(ch, width)]
     if variants:
-        lines += ["", "variants:"] + [f"  - {name}: {summary}" for name, summary in variants.items()]
+        lines += ["", "variants:"] + [line for name, summary in variants.items()
+                                      for line in terminal.bullet(f"{name}: {summary}", width)]
     lines += [""]
     if p.warnings:
-        lines += ["warnings:"] + [f"  - {w}" for w in p.warnings]
+        lines += ["warnings:"] + [line for w in p.warnings for line in terminal.bullet(w, width)]
     else:
         lines += ["warnings: none"]
+    if predicted is not None:
+        lines += [""] + terminal.key_value("predicted", predicted, width, key_width)
     return "\n".join(lines) + "\n"

@@ -10,6 +10,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kgen.core import terminal
+from kgen.core.terminal import split_columns, split_tables
 from kgen.perf.ab import DISTRIBUTIONS, OP_KINDS
 from kgen.perf.abvalues import Comparison, Row
 from kgen.perf.abfloat64 import (FLOAT64_NOTE, all_within, float64_sentence, float64_sentences,  # noqa: F401
@@ -201,66 +203,9 @@ def rel_note() -> str:
             f"(similar positive sums: PCC would measure the error, not the agreement)").replace("%", " %")
 
 
-def width_of_terminal() -> int:
-    """The terminal's width: $COLUMNS, else the terminal's own, else 100."""
-    import shutil
-
-    return max(60, shutil.get_terminal_size((100, 24)).columns)
-
-
 def _wrap(text: str, width: int, indent: str = "  ", more: str = "    ") -> list[str]:
-    import textwrap
-
-    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=more,
-                         break_long_words=True, break_on_hyphens=False) or [indent.rstrip()]
-
-
-def _tables(title: str, keys: list[tuple[str, list[str]]], columns: list[tuple[str, list[str], bool]],
-            width: int) -> list[str]:
-    """Rows per variant (`keys`: header and cells of the leading columns), one column per figure,
-    split into as many tables as it takes to fit `width`; numbers right-aligned."""
-    from rich.console import Console
-
-    make, chunks = _chunks(keys, columns, width)
-    out = []
-    for i, chunk in enumerate(chunks):
-        # the title over the terminal's width, not the table's (rich would wrap it at the table's);
-        # the part, `(1 of 3)`, is one word (no-break spaces), never split across lines
-        part = f" ({i + 1}\N{NO-BREAK SPACE}of\N{NO-BREAK SPACE}{len(chunks)})" if len(chunks) > 1 else ""
-        out += [line.replace("\N{NO-BREAK SPACE}", " ") for line in _wrap(title + part, width, "", "  ")]
-        table = make(chunk)
-        buf = io.StringIO()
-        Console(file=buf, width=width, force_terminal=False, color_system=None, soft_wrap=False).print(table)
-        out += [line.rstrip() for line in buf.getvalue().rstrip().splitlines()]
-    return out
-
-
-def _chunks(keys: list[tuple[str, list[str]]], columns: list[tuple[str, list[str], bool]], width: int):
-    """(a maker of one table from some columns, the columns split into tables that fit `width`)."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
-    def need(header: str, cells: list[str]) -> int:
-        return max([len(c) for c in cells] + [len(w) for w in header.split()] + [1])
-
-    def make(chunk: list[tuple[str, list[str], bool]]) -> Table:
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        for h, cells in keys:
-            table.add_column(h, no_wrap=True, min_width=need(h, cells))
-        for h, cells, numeric in chunk:
-            table.add_column(h, justify="right" if numeric else "left", overflow="fold", min_width=need(h, cells))
-        for j in range(len(keys[0][1])):
-            table.add_row(*[cells[j] for _, cells in keys], *[cells[j] for _, cells, _ in chunk])
-        return table
-
-    measure = Console(width=10_000, color_system=None)
-    chunks: list[list[tuple[str, list[str], bool]]] = [[]]
-    for col in columns:       # each table takes columns while their unwrapped layout fits
-        if chunks[-1] and measure.measure(make(chunks[-1] + [col])).maximum > width:
-            chunks.append([])
-        chunks[-1].append(col)
-    return make, chunks
+    """A paragraph at `width`, its further lines at `more`."""
+    return terminal.wrap(text, width, indent, more)
 
 
 def summary_columns(c: Comparison) -> list[tuple[str, list[str], bool]]:
@@ -362,13 +307,13 @@ def _opt(value: float | None, spec: str) -> str:
 def format_text(c: Comparison, width: int | None = None) -> str:
     """The terminal's report at its width: the details per section, then the summary (one row per
     variant, or per variant and sweep value) and the verdict last, where the eye lands."""
-    width = width or width_of_terminal()
+    width = width or terminal.width()
     legal = c.legal
     keys = _keys(c)
     lines = _wrap(f"kgen ab: {c.spec_name} ({c.spec_path}, {c.arch})"
                   + (f", sweep {c.sweep_field}" if c.sweep_field else ""), width, "", "  ")
     for title, cols in detail_sections(c):
-        lines += [""] + _tables(title, keys, cols, width)
+        lines += [""] + split_tables(title, keys, cols, width)
     lines += ["", "kernel ids:"]
     for r in legal:
         name = r.label
@@ -376,9 +321,9 @@ def format_text(c: Comparison, width: int | None = None) -> str:
                        width)
     summary = summary_columns(c)
     plain = [col for col in summary if col[0] != "float64(d)"]
-    split = len(_chunks(keys, summary, width)[1]) > len(_chunks(keys, plain, width)[1])
+    split = len(split_columns(keys, summary, width)[1]) > len(split_columns(keys, plain, width)[1])
     # the verdict's column would split the summary: it goes under it, one line for every row
-    lines += [""] + _tables("summary, predicted by kgen's model (* fastest)", keys, plain if split else summary, width)
+    lines += [""] + split_tables("summary, predicted by kgen's model (* fastest)", keys, plain if split else summary, width)
     if split:
         lines += _wrap("float64 (d): " + ", ".join(f"{r.label} {float64_short(r.numerics.float64)}" for r in legal),
                        width)

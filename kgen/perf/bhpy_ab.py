@@ -62,23 +62,36 @@ def stages(spec_file, spec_text: str, target: Target, seed: int = 0) -> tuple[St
     return tuple(out)
 
 
-def format_stages(spec_name: str, rows: tuple[Stage, ...], target_name: str) -> str:
-    lines = [f"kgen ab --target {target_name}: {spec_name}, {target_name}'s port plan stage by stage "
-             "(time predicted by kgen's model, not measured; numerics from the golden model)",
-             f"  {'stage':<32} {'predicted us':>12} {'TFLOPS':>7} {'reload t':>8} {'reload cyc':>11} "
-             f"{'pack cyc':>10} {'L1acc sw':>8} {'max rel':>9} {'PCC':>9} {'max ULP':>8}"]
+def format_stages(spec_name: str, rows: tuple[Stage, ...], target_name: str, width: int | None = None) -> str:
+    """The stages at `width` columns (the terminal's): one row per rendered stage (in as many
+    tables as it takes to fit), then each stage kgen cannot render, with the reason."""
+    from kgen.core import terminal
+    from kgen.core.terminal import fitted_table
+
+    width = width or terminal.width()
+    done = [s for s in rows if s.why_not is None]
+    lines = terminal.hanging(f"kgen ab --target {target_name}: {spec_name}, {target_name}'s port plan stage by "
+                             "stage (time predicted by kgen's model, not measured; numerics from the golden model)",
+                             width)
+    if done:
+        lines += fitted_table("stages", [("stage", [s.name for s in done], False),
+                                         ("predicted us", [f"{s.microseconds:.1f}" for s in done], True),
+                                         ("TFLOPS", [f"{s.tflops:.1f}" for s in done], True),
+                                         ("reload t", [f"{s.reloads:d}" for s in done], True),
+                                         ("reload cyc", [f"{s.reload_cycles:.0f}" for s in done], True),
+                                         ("pack cyc", [f"{s.partials_pack_cycles:.0f}" for s in done], True),
+                                         ("L1acc sw", [f"{s.l1_acc_switches:d}" for s in done], True),
+                                         ("max rel", [_num(s.max_rel, ".2e") for s in done], True),
+                                         ("PCC", [_num(s.pcc, ".6f") for s in done], True),
+                                         ("max ULP", [f"{s.max_ulp:d}" for s in done], True)], width)
     for s in rows:
         if s.why_not is not None:
-            lines.append(f"  {s.name:<32} {s.why_not}")
-            continue
-        lines.append(f"  {s.name:<32} {s.microseconds:>12.1f} {s.tflops:>7.1f} {s.reloads:>8d} "
-                     f"{s.reload_cycles:>11.0f} {s.partials_pack_cycles:>10.0f} {s.l1_acc_switches:>8d} "
-                     f"{_num(s.max_rel, '.2e'):>9} {_num(s.pcc, '.6f'):>9} {s.max_ulp:>8d}")
-    done = [s for s in rows if s.why_not is None]
+            lines += terminal.hanging(f"{s.name}: {s.why_not}", width, "  ", "    ")
     if len(done) == 2 and done[1].microseconds:
         a, b = done
-        lines.append(f"  L1 accumulation: {a.microseconds / b.microseconds:.2f}x predicted speed-up, reloads "
-                     f"tiles {a.reloads} -> {b.reloads}, L1-acc switches {a.l1_acc_switches} -> {b.l1_acc_switches}")
+        lines += terminal.hanging(f"L1 accumulation: {a.microseconds / b.microseconds:.2f}x predicted speed-up, "
+                                  f"reloads tiles {a.reloads} -> {b.reloads}, L1-acc switches {a.l1_acc_switches} "
+                                  f"-> {b.l1_acc_switches}", width, "  ", "    ")
     return "\n".join(lines) + "\n"
 
 

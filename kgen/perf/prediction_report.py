@@ -49,8 +49,13 @@ def one_line(pr: Prediction) -> str:
             f"{pr.tflops:,.1f} TFLOPS, {pr.utilization:.1%} of the full-grid ideal; {pr.bottleneck}")
 
 
-def format_prediction(pr: Prediction, comparison: PolicyComparison, name: str) -> str:
-    lines = [f"kgen perf: {name}", ""]
+def format_prediction(pr: Prediction, comparison: PolicyComparison, name: str, width: int | None = None) -> str:
+    """The prediction at `width` columns (the terminal's)."""
+    from kgen.core import terminal
+    from kgen.core.terminal import Column, keep_together
+
+    width = width or terminal.width()
+    lines = terminal.hanging(f"kgen perf: {name}", width) + [""]
     rows = [
         ("device time", f"{pr.microseconds:,.2f} us = {pr.cycles:,.0f} cycles at {pr.clock_mhz} MHz"),
         ("wall time", f"{pr.wall_us:,.2f} us per op predicted, back to back without trace: max(device time + "
@@ -65,21 +70,26 @@ def format_prediction(pr: Prediction, comparison: PolicyComparison, name: str) -
         ("per program", f"+{pr.trace_us:g} us with trace (dispatch and op-to-op gap); "
                         f"~{pr.host_us:g} us host issue time per op without trace"),
     ]
-    width = max(len(r[0]) for r in rows)
-    lines += [f"  {k:<{width}}  {v}" for k, v in rows]
-    lines += ["", "  processor       kernel               busy cycles   stall cycles   busy by kind"]
-    for q in pr.processors:
-        kinds = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(q.work.items(), key=lambda kv: -kv[1]) if v)
-        lines.append(f"  {q.processor:<15} {q.kernel:<20} {q.busy:>12,.0f}   {q.stall:>12,.0f}   {kinds}")
+    lines += terminal.key_values(rows, width) + [""]
+    procs = pr.processors
+    # `dram 17,780` is one item: a wrapped kinds cell breaks between items only
+    kinds = [", ".join(keep_together(f"{k} {v:,.0f}") for k, v in sorted(q.work.items(), key=lambda kv: -kv[1]) if v)
+             for q in procs]
+    lines += terminal.table([Column("processor", [q.processor for q in procs]),
+                             Column("kernel", [q.kernel for q in procs]),
+                             Column("busy cycles", [f"{q.busy:,.0f}" for q in procs], numeric=True),
+                             Column("stall cycles", [f"{q.stall:,.0f}" for q in procs], numeric=True),
+                             Column("busy by kind", kinds)], width, gap=3)
     c = pr.policy_cost
-    lines += ["", f"  policy {pr.policy}: reload/copy {c.reload_cycles:,.0f} cycles, packs into partials "
-                  f"{c.partials_pack_cycles:,.0f} (of which L1-acc read-modify-write {c.l1_acc_surcharge:,.0f})"]
+    lines += [""] + terminal.hanging(f"policy {pr.policy}: reload/copy {c.reload_cycles:,.0f} cycles, packs into "
+                                     f"partials {c.partials_pack_cycles:,.0f} (of which L1-acc read-modify-write "
+                                     f"{c.l1_acc_surcharge:,.0f})", width, "  ")
     if comparison.other_policy is not None:
         delta = comparison.other_cycles - pr.cycles
-        lines.append(f"  same blocking with {comparison.other_policy}: {comparison.other_cycles:,.0f} cycles "
-                     f"({delta / pr.cycles:+.1%} against {pr.policy})")
+        lines += terminal.hanging(f"same blocking with {comparison.other_policy}: {comparison.other_cycles:,.0f} "
+                                  f"cycles ({delta / pr.cycles:+.1%} against {pr.policy})", width, "  ")
     else:
-        lines.append(f"  other policy: {comparison.note}")
+        lines += terminal.hanging(f"other policy: {comparison.note}", width, "  ")
     return "\n".join(lines) + "\n"
 
 

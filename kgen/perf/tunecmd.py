@@ -354,42 +354,13 @@ def _steps_text(steps: Mapping) -> str:
     return ", ".join(parts)
 
 
-def _table(title: str, columns: list[tuple[str, list[str], bool]], width: int) -> list[str]:
-    """The title, wrapped, over one rich table at `width`: numbers right-aligned, cells never split
-    (each column at least its widest cell and the widest word of its header), headers wrapped
-    between words. Where even that does not fit, ab's tables: as many as it takes, the first column
-    repeated in each."""
-    import io
-    import textwrap
-
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
-    from kgen.perf.abreport import _tables, _wrap
-
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=0)
-    for header, cells, numeric in columns:
-        need = max([len(c) for c in cells] + [len(w) for w in header.split()] + [1])
-        # the header wrapped at its column's width here, so that rich never has to narrow a column
-        table.add_column("\n".join(textwrap.wrap(header, need)) or header, justify="right" if numeric else "left",
-                         no_wrap=True, min_width=need)
-    for j in range(len(columns[0][1])):
-        table.add_row(*[cells[j] for _, cells, _ in columns])
-    if Console(width=10_000, color_system=None).measure(table).maximum > width:
-        return _tables(title, [columns[0][:2]], columns[1:], width)
-    buf = io.StringIO()
-    Console(file=buf, width=width, force_terminal=False, color_system=None, soft_wrap=False).print(table)
-    return _wrap(title, width) + [line.rstrip() for line in buf.getvalue().rstrip().splitlines()]
-
-
 def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, output, db_path, jobs,
                 width: int | None = None) -> str:
     """The terminal report at `width` (the terminal's): the search, the K best (predicted), their
     verification, TT-Metal's own choices beside the pick, the winner, and one legend."""
-    from kgen.perf.abreport import width_of_terminal
+    from kgen.core import terminal
 
-    width = width or width_of_terminal()
+    width = width or terminal.width()
     lines = _search_lines(spec, result, db_path, jobs, width)
     lines += _ranked_lines(spec, result.ranked, verdicts, errors, width)
     if verdicts:
@@ -422,6 +393,8 @@ def _search_lines(spec, result: TuneResult, db_path, jobs, width: int) -> list[s
 
 def _ranked_lines(spec, ranked, verdicts, errors, width: int) -> list[str]:
     """The K best as one table, one row per candidate."""
+    from kgen.core.terminal import fitted_table
+
     keys = [("#", [str(i + 1) for i in range(len(ranked))], True)]
     cols: list[tuple[str, list[str], bool]] = [
         ("predicted us", [f"{s.microseconds:,.2f}" for s in ranked], True),
@@ -442,7 +415,7 @@ def _ranked_lines(spec, ranked, verdicts, errors, width: int) -> list[str]:
         cols.append(("error (c)", [f"{errors[i]:.2e}" for i in range(len(ranked))], True))
     if verdicts:
         cols.append(("verify (d)", [_verify_cell(verdicts.get(i)) for i in range(len(ranked))], False))
-    return [""] + _table(f"the {len(ranked)} best, predicted by kgen's model", keys + cols, width)
+    return [""] + fitted_table(f"the {len(ranked)} best, predicted by kgen's model", keys + cols, width)
 
 
 def _verdict_lines(ranked, verdicts, width: int) -> list[str]:
@@ -517,6 +490,7 @@ def _verify_cell(v: Mapping | None) -> str:
 def _comparison_lines(comparison: list[dict], width: int) -> list[str]:
     """kgen's pick beside TT-Metal's choices: one table row each (predicted time, the ratio, grid,
     fidelity, dataflow, the config), then what makes a comparison not like for like."""
+    from kgen.core.terminal import fitted_table
     from kgen.perf.abreport import _wrap
 
     base = comparison[0]
@@ -538,8 +512,8 @@ def _comparison_lines(comparison: list[dict], width: int) -> list[str]:
         ("dataflow", [r.get("dataflow", "") for r in rows], False),
         ("policy", [r.get("policy", "") for r in rows], False),
     ]
-    out = _table(f"against TT-Metal ({TT_METAL_SOURCE}), each predicted by the same model with "
-                 f"DRAM-interleaved tensors", keys + cols, width)
+    out = fitted_table(f"against TT-Metal ({TT_METAL_SOURCE}), each predicted by the same model with "
+                       f"DRAM-interleaved tensors", keys + cols, width)
     for r in rows:
         notes = []
         if r["config"]:

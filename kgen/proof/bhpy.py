@@ -219,29 +219,39 @@ def run_command(request: CommandRequest, artifacts) -> int:
 
 
 def _report_build(chain: ChainResult, command: str, render_only: bool) -> int:
+    from kgen.core import terminal
     from kgen.gen.targets import bhpy_export
 
-    say = sys.stdout.write
+    width = terminal.width()
+
+    def say(key: str, value: str) -> None:
+        sys.stdout.write("\n".join(terminal.key_value(key, value, width, key_width=6, gap=3)) + "\n")
+
     folder = chain.value("built").path
-    say(f"{command}: {folder}\n  module   {folder / bhpy_export.MODULE} "
-        f"(imports blackhole-py and numpy)\n  readme   {folder / 'README.md'}\n  target   {bh.source_line()}\n")
-    say("".join(f"  note     {n}\n" for n in chain.notes))
-    say("  api      the kernels use TT-Metal 0.81.1's kernel API; blackhole-py compiles against its own, "
-        "older bundle (tt-metal-deps/): see docs/blackhole-py.md\n")
+    sys.stdout.write("\n".join(terminal.hanging(f"{command}: {terminal.shown_path(folder)}", width)) + "\n")
+    say("module", f"{terminal.shown_path(folder / bhpy_export.MODULE)} (imports blackhole-py and numpy)")
+    say("readme", terminal.shown_path(folder / "README.md"))
+    say("target", bh.source_line())
+    for note in chain.notes:
+        say("note", note)
+    say("api", "the kernels use TT-Metal 0.81.1's kernel API; blackhole-py compiles against its own, older "
+               "bundle (tt-metal-deps/): see docs/blackhole-py.md")
     if render_only:
         return chain.exit_code
     step = chain.step("typechecked")
     if step.status == "failed":
-        say("  check    FAILED\n")
+        say("check", "FAILED")
         sys.stderr.write(f"kgen: {step.detail}\n")
     else:
-        say(f"  check    {step.status}: {step.detail}\n")
+        say("check", f"{step.status}: {step.detail}")
     if step.status == "skipped":
-        say(chain.last_line(command) + "   (kgen doctor; --no-compile renders only)\n")
+        sys.stdout.write("\n".join(terminal.hanging(chain.last_line(command)
+                                                    + "   (kgen doctor; --no-compile renders only)", width)) + "\n")
     return chain.exit_code
 
 
 def _emulation_text(value: ExportEmulation, request: CommandRequest) -> str:
+    from kgen.core import terminal
     from kgen.proof.emulate import format_report
 
     result, p, rec = value.emulation, value.program, value.recorded
@@ -249,10 +259,13 @@ def _emulation_text(value: ExportEmulation, request: CommandRequest) -> str:
     if request.as_json:
         return json.dumps({**result.summary(), "target": bh.NAME, "rta_bytes": [lay.writer_bytes, lay.reader_bytes],
                            "sem_offset": lay.sem_offset, "cbs": [list(e) for e in rec.cbs]}, indent=2) + "\n"
-    return (format_report(result, verbose=request.verbose) + "\n"
-            f"  target     blackhole-py ({bh.source_line()}): reader NCRISC/NOC 0, writer BRISC/NOC 1; "
-            f"args writer {lay.writer_bytes} B + reader {lay.reader_bytes} B, {p.semaphores} semaphores at "
-            f"+{lay.sem_offset}; CB 16 and 24 at {hex(next(e[1] for e in rec.cbs if e[0] == 16))}\n")
+    width = terminal.width()
+    target = terminal.key_value(
+        "target", f"blackhole-py ({bh.source_line()}): reader NCRISC/NOC 0, writer BRISC/NOC 1; "
+                  f"args writer {lay.writer_bytes} B + reader {lay.reader_bytes} B, {p.semaphores} semaphores at "
+                  f"+{lay.sem_offset}; CB 16 and 24 at {hex(next(e[1] for e in rec.cbs if e[0] == 16))}",
+        width, key_width=10, gap=1)
+    return format_report(result, verbose=request.verbose, width=width) + "\n" + "\n".join(target) + "\n"
 
 
 def _port_check_json(pc: ExportPortCheck) -> str:
@@ -261,12 +274,18 @@ def _port_check_json(pc: ExportPortCheck) -> str:
 
 
 def _port_check_text(pc: ExportPortCheck, options: ChainOptions) -> str:
+    from kgen.core import terminal
+
     tt, ours = pc.tt, pc.ours
     verdict = "bit-identical" if pc.identical else "DIFFERENT"
-    return (f"kgen port-check --target blackhole-py: {tt.kernel_id}\n"
-            f"  tt-metal      {tt.status}, {'bit-exact' if tt.exact_match else 'not bit-exact'} vs the golden model\n"
-            f"  blackhole-py  {ours.status}, {'bit-exact' if ours.exact_match else 'not bit-exact'} vs the golden model\n"
-            f"  output        {verdict} ({len(ours.out_bytes)} bytes, seed {options.seed}, {options.numerics} numerics)\n")
+    width = terminal.width()
+    lines = terminal.hanging(f"kgen port-check --target blackhole-py: {tt.kernel_id}", width)
+    lines += terminal.key_values([
+        ("tt-metal", f"{tt.status}, {'bit-exact' if tt.exact_match else 'not bit-exact'} vs the golden model"),
+        ("blackhole-py", f"{ours.status}, {'bit-exact' if ours.exact_match else 'not bit-exact'} vs the golden model"),
+        ("output", f"{verdict} ({len(ours.out_bytes)} bytes, seed {options.seed}, {options.numerics} numerics)"),
+    ], width)
+    return "\n".join(lines) + "\n"
 
 
 TARGET = Target(bh.NAME, outputs=_outputs, check_supported=_check_supported, steps=MappingProxyType({

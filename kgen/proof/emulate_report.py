@@ -3,13 +3,12 @@ its processors."""
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kgen.core import terminal
+from kgen.core.terminal import Column, keep_together
 from kgen.proof.oracle import Float64Check
-
-WIDTH = 100     # the report reads in a 100-column terminal
 
 
 @dataclass(frozen=True)
@@ -75,54 +74,70 @@ def emulated_op_totals(processors) -> dict[str, int]:
     return dict(sorted(totals.items()))
 
 
-def format_report(e: Emulation, *, per_processor: bool = True, verbose: bool = False) -> str:
-    """The report; `per_processor` adds a summary of the cores and processors (the slowest core,
-    the busiest processor, the stalls, one row per role), `verbose` a row per core and processor
-    in its place."""
-    lines = [f"kgen emulate: {e.kernel_id} ({e.numerics} numerics, seed {e.seed})"]
+def format_report(e: Emulation, *, per_processor: bool = True, verbose: bool = False, width: int | None = None) -> str:
+    """The report at `width` columns (the terminal's); `per_processor` adds a summary of the cores
+    and processors (the slowest core, the busiest processor, the stalls, one row per role),
+    `verbose` a row per core and processor in its place."""
+    width = width or terminal.width()
+
+    def row(key: str, value: str) -> list[str]:
+        return _row(key, value, width)
+
+    lines = terminal.hanging(f"kgen emulate: {e.kernel_id} ({e.numerics} numerics, seed {e.seed})", width)
     verdict = {"ok": "finished", "deadlock": "DEADLOCK", "stopped": "STOPPED"}.get(e.status, e.status)
-    lines.append(f"  run        {verdict}; {len(e.processors)} processors on "
-                 f"{len({tuple(p['core']) for p in e.processors})} cores; {e.cycles} modelled cycles")
+    lines += row("run", f"{verdict}; {len(e.processors)} processors on "
+                        f"{len({tuple(p['core']) for p in e.processors})} cores; {e.cycles} modelled cycles")
     if e.status == "ok":
         golden = "bit-exact" if e.exact_match else f"DIFFERS in {e.mismatched} element(s)"
         if e.numerics == "fast" and not e.exact_match:
             golden += " (within the fast-mode tolerance)" if e.golden_close else " (BEYOND the fast-mode tolerance)"
-        lines.append(f"  golden     {golden} against the {e.numerics} golden model")
+        lines += row("golden", f"{golden} against the {e.numerics} golden model")
         if e.float64 is not None:
-            lines += textwrap.wrap(e.float64.line(), width=WIDTH, initial_indent="  float64    ",
-                                   subsequent_indent=" " * 13, break_on_hyphens=False)
-        lines.append(f"  vs float64 max_abs_err {e.errors.max_abs_err:.4g}  max_rel_err {e.errors.max_rel_err:.4g}  "
-                     f"pcc {e.errors.pcc:.6f}")
+            lines += row("float64", e.float64.line())
+        lines += row("vs float64", f"max_abs_err {e.errors.max_abs_err:.4g}  max_rel_err {e.errors.max_rel_err:.4g}  "
+                                   f"pcc {e.errors.pcc:.6f}")
     if e.schedules:
-        lines.append(f"  schedules  {e.schedules} random interleaving(s): "
-                     f"{'identical output' if e.schedules_identical else 'OUTPUT DIFFERS between schedules'}")
+        lines += row("schedules", f"{e.schedules} random interleaving(s): "
+                                  f"{'identical output' if e.schedules_identical else 'OUTPUT DIFFERS between schedules'}")
     rate = f", {e.macs / max(e.emulate_seconds, 1e-9) / 1e6:.1f} M MAC/s" if e.status == "ok" else ""
-    lines += textwrap.wrap(f"{e.seconds:.2f} s: {e.emulate_seconds:.2f} s emulating{rate}; the rest compiling "
-                           "the kernels for the host (cached) and computing the golden models", width=WIDTH,
-                           initial_indent="  time       ", subsequent_indent=" " * 13)
+    lines += row("time", f"{e.seconds:.2f} s: {e.emulate_seconds:.2f} s emulating{rate}; the rest compiling "
+                         "the kernels for the host (cached) and computing the golden models")
     if e.deadlock:
-        lines += ["", e.deadlock.rstrip()]
+        lines += [""] + _indented_lines(e.deadlock.rstrip(), width)
     for h in e.hazards:
-        lines.append(f"  HAZARD {h['kind']}: {h['file']}:{h['line']} core ({h['core'][0]},{h['core'][1]}) "
-                     f"{h['processor']}: {h['message']}")
+        lines += terminal.hanging(f"HAZARD {h['kind']}: {h['file']}:{h['line']} core ({h['core'][0]},{h['core'][1]}) "
+                                  f"{h['processor']}: {h['message']}", width, "  ")
     if per_processor and e.processors:
-        lines += [""] + (_per_processor_table(e.processors) if verbose else _summary(e.processors))
+        lines += [""] + (_per_processor_table(e.processors, width) if verbose else _summary(e.processors, width))
         totals = emulated_op_totals(e.processors)
-        # a no-break space inside each `name count` so that a line never ends between the two
-        items = ", ".join(f"{k}\u00a0{v}" for k, v in totals.items())
-        lines += [line.replace("\u00a0", " ") for line in
-                  textwrap.wrap("op counts (all cores): " + items, width=WIDTH, initial_indent="  ",
-                                subsequent_indent="    ", break_on_hyphens=False)]
+        # each `name count` one word, so that a line never ends between the two
+        items = ", ".join(keep_together(f"{k} {v}") for k, v in totals.items())
+        lines += terminal.hanging("op counts (all cores): " + items, width, "  ")
     return "\n".join(lines)
+
+
+def _row(key: str, value: str, width: int) -> list[str]:
+    """`  key        value`, the value wrapped under itself: every key of the report in one column."""
+    return terminal.key_value(key, value, width, key_width=10, gap=1)
+
+
+def _indented_lines(text: str, width: int) -> list[str]:
+    """Lines of a report made elsewhere (the emulator's deadlock report), each wrapped at its own
+    indent with its further lines a little further in."""
+    out = []
+    for line in text.splitlines():
+        indent = line[:len(line) - len(line.lstrip(" "))]
+        out += terminal.hanging(line.strip(), width, indent, "    ")
+    return out
 
 
 def _where(p) -> str:
     return f"({p['core'][0]},{p['core'][1]}) {p['processor']} {p['kernel']}"
 
 
-def _summary(processors) -> list[str]:
-    """A few lines that read at WIDTH columns whatever the grid: the slowest core, the busiest
-    processor, the stalls, and one row per role (processor and kernel) over the cores running it."""
+def _summary(processors, width: int) -> list[str]:
+    """A few lines that fit `width` whatever the grid: the slowest core, the busiest processor,
+    the stalls, and one row per role (processor and kernel) over the cores running it."""
     cores: dict[tuple[int, int], int] = {}
     for p in processors:
         core = (p["core"][0], p["core"][1])
@@ -134,26 +149,27 @@ def _summary(processors) -> list[str]:
     stalls = sum(p["stalls"] for p in processors)
     stall_cycles = sum(p["stall_cycles"] for p in processors)
     all_cycles = sum(p["cycles"] for p in processors)
-    lines = [
-        f"  slowest    core ({slowest[0]},{slowest[1]}) at {cores[slowest]} cycles; fastest core "
-        f"({fastest[0]},{fastest[1]}) at {cores[fastest]} (of {len(cores)} cores)",
-        f"  busiest    {_where(busiest)}: {busiest['busy_cycles']} busy cycles of {busiest['cycles']}",
-        f"  stalls     {stalls} stalls, {stall_cycles} stall cycles ({_share(stall_cycles, all_cycles)} of all "
-        f"processor cycles)",
-        f"  most wait  {_where(waiting)}: {waiting['stall_cycles']} stall cycles of {waiting['cycles']}",
-        "",
-        "  processor      kernel               cores  ops/core    stalls      stall cycles  max cycles",
-    ]
+    lines = [line for key, value in [
+        ("slowest", f"core ({slowest[0]},{slowest[1]}) at {cores[slowest]} cycles; fastest core "
+                    f"({fastest[0]},{fastest[1]}) at {cores[fastest]} (of {len(cores)} cores)"),
+        ("busiest", f"{_where(busiest)}: {busiest['busy_cycles']} busy cycles of {busiest['cycles']}"),
+        ("stalls", f"{stalls} stalls, {stall_cycles} stall cycles ({_share(stall_cycles, all_cycles)} of all "
+                   f"processor cycles)"),
+        ("most wait", f"{_where(waiting)}: {waiting['stall_cycles']} stall cycles of {waiting['cycles']}"),
+    ] for line in _row(key, value, width)] + [""]
     roles: dict[tuple[str, str], list] = {}
     for p in processors:
         roles.setdefault((p["processor"], p["kernel"]), []).append(p)
+    rows = []
     for (processor, kernel), ps in roles.items():
         ops = sorted({sum(p["ops"].values()) for p in ps})
         ops_text = str(ops[0]) if len(ops) == 1 else f"{ops[0]}-{ops[-1]}"
         stall_range = f"{min(p['stall_cycles'] for p in ps)}-{max(p['stall_cycles'] for p in ps)}"
-        lines.append(f"  {processor:<14} {kernel[:20]:<20} {len(ps):>5} {ops_text:>9} {sum(p['stalls'] for p in ps):>9} "
-                     f"{stall_range:>17} {max(p['cycles'] for p in ps):>11}")
-    lines.append("  (stalls: summed over the cores; stall cycles: their range over the cores)")
+        rows.append((processor, kernel, str(len(ps)), ops_text, str(sum(p["stalls"] for p in ps)), stall_range,
+                     str(max(p["cycles"] for p in ps))))
+    headers = ("processor", "kernel", "cores", "ops/core", "stalls", "stall cycles", "max cycles")
+    lines += terminal.table([Column(h, [r[i] for r in rows], numeric=i >= 2) for i, h in enumerate(headers)], width)
+    lines += terminal.hanging("(stalls: summed over the cores; stall cycles: their range over the cores)", width, "  ")
     lines.append("  every core and processor: --verbose, or --json")
     return lines
 
@@ -162,9 +178,8 @@ def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "0%"
 
 
-def _per_processor_table(processors) -> list[str]:
-    lines = ["  core   processor      kernel                 ops    stalls  stall cycles  cycles"]
-    for p in processors:
-        lines.append(f"  ({p['core'][0]},{p['core'][1]})  {p['processor']:<14} {p['kernel']:<20} "
-                     f"{sum(p['ops'].values()):>6} {p['stalls']:>8} {p['stall_cycles']:>13} {p['cycles']:>7}")
-    return lines
+def _per_processor_table(processors, width: int) -> list[str]:
+    headers = ("core", "processor", "kernel", "ops", "stalls", "stall cycles", "cycles")
+    rows = [(f"({p['core'][0]},{p['core'][1]})", p["processor"], p["kernel"], str(sum(p["ops"].values())),
+             str(p["stalls"]), str(p["stall_cycles"]), str(p["cycles"])) for p in processors]
+    return terminal.table([Column(h, [r[i] for r in rows], numeric=i >= 3) for i, h in enumerate(headers)], width)

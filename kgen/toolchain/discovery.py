@@ -82,14 +82,22 @@ def find_sfpi(explicit: str | os.PathLike | None = None) -> tuple[Sfpi | None, s
                 version = _run_version([str(cxx), "--version"]) or "unknown version"
                 return Sfpi(root.resolve(), cxx.resolve(), version), f"{origin}: {cxx}"
     where = ", ".join(str(r) for r, _ in roots)
-    install = cfg["install"].format(version=cfg["pinned_version"])
     return None, (f"not found in {where}. SFPI {cfg['pinned_version']} (pinned by TT-Metal {default_version()}) "
-                  f"ships only from GitHub: {install}")
+                  f"ships only from GitHub: {sfpi_install_command()}")
+
+
+def sfpi_install_command() -> str:
+    cfg = toolchain_config()["sfpi"]
+    return cfg["install"].format(version=cfg["pinned_version"])
+
+
+def host_checker_install_command() -> str:
+    return "apt-get install -y " + " ".join(toolchain_config()["host_check"]["apt_packages"])
 
 
 def find_host_checker() -> tuple[HostChecker | None, str]:
     cfg = toolchain_config()["host_check"]
-    apt = "apt-get install -y " + " ".join(cfg["apt_packages"])
+    apt = host_checker_install_command()
     cxx = shutil.which(cfg["compiler"])
     if cxx is None:
         return None, f"{cfg['compiler']} not found; get it with: {apt}"
@@ -157,21 +165,33 @@ def discover(sfpi: str | None = None, headers: str | None = None, firmware: str 
     return Toolchain(found_sfpi, tree, host, fw, notes)
 
 
-def doctor_text(tc: Toolchain) -> str:
-    def line(piece: str, ok: bool, optional: bool = False) -> str:
+def doctor_text(tc: Toolchain, width: int | None = None) -> str:
+    """What was found, one piece a line (its note wrapped under itself), at `width` columns."""
+    from kgen.core import terminal
+
+    width = width or terminal.width()
+
+    commands = (sfpi_install_command(), host_checker_install_command())
+
+    def line(piece: str, ok: bool, optional: bool = False, more: str = "") -> list[str]:
         mark = "ok  " if ok else ("--  " if optional else "MISSING")
-        return f"  {mark:<8}{piece:<14}{tc.note(piece)}"
+        label, note = f"  {mark:<8}{piece:<14}", tc.note(piece) + more
+        # a note that ends with a shell command shows it on lines of its own that paste back whole
+        command = next((c for c in commands if note.endswith(c) and len(label) + len(note) > width), None)
+        if command is None:
+            return terminal.wrap(note, width, label)
+        return (terminal.wrap(note[:-len(command)].rstrip(), width, label)
+                + terminal.command(command, width, " " * (len(label) + 2)))
 
     lines = ["kgen doctor: what this machine can build with", ""]
-    lines.append(line("sfpi", tc.sfpi is not None, optional=True))
-    lines.append(line("headers", tc.headers is not None))
-    if tc.headers is not None:
-        lines[-1] += f"  (TT-Metal {tc.headers.version})"
-    lines.append(line("runtime", tc.headers is not None and tc.headers.runtime_hw is not None, optional=True))
-    lines.append(line("firmware", tc.firmware is not None, optional=True))
-    lines.append(line("host checker", tc.host is not None))
+    lines += line("sfpi", tc.sfpi is not None, optional=True)
+    lines += line("headers", tc.headers is not None,
+                  more=f"  (TT-Metal {tc.headers.version})" if tc.headers is not None else "")
+    lines += line("runtime", tc.headers is not None and tc.headers.runtime_hw is not None, optional=True)
+    lines += line("firmware", tc.firmware is not None, optional=True)
+    lines += line("host checker", tc.host is not None)
     lines.append("")
-    lines.append("  kgen build will: " + build_mode_text(tc))
+    lines += terminal.wrap("kgen build will: " + build_mode_text(tc), width, "  ", "    ")
     return "\n".join(lines) + "\n"
 
 

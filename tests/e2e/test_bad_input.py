@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT
+from conftest import ROOT, words
 from kgen.cli import main
 
 EXAMPLES_DIR = ROOT / "examples"
@@ -62,6 +62,17 @@ def edit(text: str, *changes: tuple[str, str]) -> str:
         assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"
         text = text.replace(old, new)
     return text
+
+
+def bullets(report: str) -> list[str]:
+    """Each `  - ...` item of a report, whole (its words), however the report wrapped it."""
+    items: list[str] = []
+    for line in report.splitlines():
+        if line.lstrip().startswith("- "):
+            items.append(line)
+        elif items and line.startswith("    "):
+            items[-1] += "\n" + line
+    return [words(item) for item in items]
 
 
 def line_of(text: str, needle: str) -> int:
@@ -1124,7 +1135,7 @@ def test_bias_dtype_without_a_fused_bias_warns(capsys, tmp_path):
     text = edit(BASE, ("out = bfloat16 }", "out = bfloat16  bias = bfloat8_b }"))
     path, rc, out, err = check_text(capsys, tmp_path, text)
     assert rc == 0, err
-    warning = next(ln for ln in out.splitlines() if "dtype bias" in ln)
+    warning = next(ln for ln in bullets(out) if "dtype bias" in ln)
     assert "no effect" in warning and "fuse { bias = true }" in warning and f"{path}:{line_of(text, 'bias =')}" in warning
 
 

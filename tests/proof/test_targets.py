@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, example
+from conftest import ROOT, example, last_paragraph
 from kgen.cli import main
 from kgen.core.errors import SpecError
 from kgen.gen.pipeline import run
@@ -51,7 +51,7 @@ def test_without_a_host_compiler_every_target_is_incomplete(name, command, step,
     """One policy for one missing tool, whatever the target: the chain's last line and exit 4."""
     monkeypatch.setattr(chain, "missing_for_emulation", lambda: "no host g++ (test)")
     assert main([command, SPEC, "--target", name, "-j", "1"]) == EXIT_INCOMPLETE
-    last = capsys.readouterr().out.splitlines()[-1]
+    last = last_paragraph(capsys.readouterr().out)
     assert last.startswith(f"kgen {command}") and "INCOMPLETE (built ran)" in last, last
     assert f"not {step}: no host g++ (test)" in last
 
@@ -60,7 +60,7 @@ def test_without_a_host_compiler_every_target_is_incomplete(name, command, step,
 def test_a_build_whose_type_check_cannot_run_is_incomplete(name, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(chain, "missing_for_typecheck", lambda tc, mode: "no TT-Metal headers (test)")
     assert main(["build", SPEC, "--target", name, "-o", str(tmp_path)]) == EXIT_INCOMPLETE
-    last = capsys.readouterr().out.splitlines()[-1]
+    last = last_paragraph(capsys.readouterr().out)
     assert last.startswith("kgen build") and "INCOMPLETE (built ran); not type-checked: no TT-Metal headers (test)" in last
     # --no-compile asks for rendering only
     assert main(["build", SPEC, "--target", name, "-o", str(tmp_path), "--no-compile"]) == 0

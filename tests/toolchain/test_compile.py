@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, ROOT, example, need_tool
+from conftest import EXAMPLES, ROOT, example, last_paragraph, need_tool
 from kgen.core.arch import load_arch
 from kgen.gen.build import build, write_artifacts
 from kgen.cli import main
@@ -419,7 +419,7 @@ def test_check_without_headers_is_a_clean_error(tmp_path, capsys, monkeypatch):
     from kgen.proof.chain import EXIT_INCOMPLETE
     for flags in (["--check"], []):
         code = main(["build", str(example("peak_small")), "-o", str(tmp_path / "o"), *flags])
-        last = capsys.readouterr().out.splitlines()[-1]
+        last = last_paragraph(capsys.readouterr().out)
         assert code == EXIT_INCOMPLETE and "INCOMPLETE" in last and "not type-checked" in last, (flags, last)
         assert "kgen headers fetch" in last
     assert main(["build", str(example("peak_small")), "-o", str(tmp_path / "o"), "--no-compile"]) == 0

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import last_paragraph
 from kgen.core.arch import load_arch
 from kgen.cli import main
 from kgen.toolchain.headers import HeadersError, fetch_headers, find_headers, toolchain_config
@@ -171,7 +172,7 @@ def test_doctor_reports_every_piece_with_the_command_that_gets_it(tmp_path, cach
     # line and exit code say so
     assert main(["doctor", "--sfpi", str(tmp_path)]) == EXIT_INCOMPLETE
     out = capsys.readouterr().out
-    last = out.splitlines()[-1]
+    last = last_paragraph(out)
     assert last.startswith("kgen doctor: INCOMPLETE") and "kgen build cannot type-check" in last, last
     for piece in ("sfpi", "headers", "runtime", "firmware", "host checker"):
         assert re.search(rf"^\s+\S+\s+{piece}\s", out, re.M), piece
