@@ -410,13 +410,21 @@ class TuneDb:
     def count(self) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM candidates").fetchone()[0]
 
-    def report(self) -> str:
-        """What is known, per target: candidates evaluated, legal, verified; the best predicted and
-        the best verified."""
+    def report(self, width: int | None = None) -> str:
+        """What is known, per target, at `width` columns (the terminal's): candidates evaluated,
+        legal, verified; the best predicted and the best verified."""
+        from kgen.core import terminal
+
+        width = width or terminal.width()
+
+        def row(key: str, value: str) -> list[str]:
+            return terminal.key_value(key, value, width, key_width=14, indent="    ")
+
         targets = self.conn.execute("SELECT id, key, arch, m, n, k, dtypes, fidelity, kgen_version, tt_metal_version, "
                                     "model FROM targets ORDER BY id").fetchall()
-        lines = [f"kgen tune database: {self.path}", f"  {len(targets)} target(s), {self.count()} candidate row(s); "
-                 f"verdicts shown are this kgen's (emulator and toolchain {checker_digest()})"]
+        lines = terminal.hanging(f"kgen tune database: {self.path}", width)
+        lines += terminal.hanging(f"{len(targets)} target(s), {self.count()} candidate row(s); verdicts shown are "
+                                  f"this kgen's (emulator and toolchain {checker_digest()})", width, "  ")
         joined = (generator_digest(), checker_digest())
         for tid, key, arch, m, n, k, dtypes, fid, kv, tv, model in targets:
             t = json.loads(key)
@@ -432,24 +440,25 @@ class TuneDb:
                 extras.append(str(t["activation"]))
             if t.get("placement"):
                 extras.append("placement " + ",".join(f"{a}={b}" for a, b in t["placement"].items()))
-            lines += ["", f"  target {tid}: {arch} {m} x {n} x {k}"
-                          f"{' batch ' + str(t['batch']) if t.get('batch', 1) != 1 else ''} {dtypes} {fid}"
-                          f"{' (' + ', '.join(extras) + ')' if extras else ''}; kgen {kv}, TT-Metal {tv}, model {model}",
-                      f"    evaluated {stats[0]}, legal {stats[1] or 0}, illegal {stats[2] or 0}, "
-                      f"verified passed {stats[3] or 0}, failed {stats[4] or 0}"]
+            lines += [""] + terminal.hanging(
+                f"target {tid}: {arch} {m} x {n} x {k}{' batch ' + str(t['batch']) if t.get('batch', 1) != 1 else ''} "
+                f"{dtypes} {fid}{' (' + ', '.join(extras) + ')' if extras else ''}; kgen {kv}, TT-Metal {tv}, "
+                f"model {model}", width, "  ", "    ")
+            lines += terminal.paragraph(f"evaluated {stats[0]}, legal {stats[1] or 0}, illegal {stats[2] or 0}, "
+                                        f"verified passed {stats[3] or 0}, failed {stats[4] or 0}", width, "    ")
             best = self.conn.execute(f"SELECT c.config, c.microseconds, c.tflops, v.status FROM {_JOINED} WHERE "
                                      "c.target_id = ? AND c.status = 'predicted' ORDER BY c.cycles, c.config LIMIT 1",
                                      joined + (tid,)).fetchone()
             if best:
-                lines.append(f"    best predicted  {best[1]:,.2f} us {best[2]:,.1f} TFLOPS  "
-                             f"{TuneConfig.from_key(best[0]).short()}  [{best[3] or 'not verified'}]")
+                lines += row("best predicted", f"{best[1]:,.2f} us {best[2]:,.1f} TFLOPS  "
+                                               f"{TuneConfig.from_key(best[0]).short()}  [{best[3] or 'not verified'}]")
             bv = self.conn.execute(f"SELECT c.config, c.microseconds, c.kernel_id FROM {_JOINED} WHERE c.target_id = ? "
                                    "AND v.status = 'passed' ORDER BY c.cycles, c.config LIMIT 1", joined + (tid,)).fetchone()
             if bv:
-                lines.append(f"    best verified   {bv[1]:,.2f} us  {TuneConfig.from_key(bv[0]).short()}  {bv[2]}")
+                lines += row("best verified", f"{bv[1]:,.2f} us  {TuneConfig.from_key(bv[0]).short()}  {bv[2]}")
             for cfg, errs in self.conn.execute(f"SELECT c.config, v.errors FROM {_JOINED} WHERE c.target_id = ? AND "
                                                "v.status = 'failed' ORDER BY c.cycles LIMIT 5", joined + (tid,)):
-                lines.append(f"    FAILED          {TuneConfig.from_key(cfg).short()}: {'; '.join(json.loads(errs or '[]'))}")
+                lines += row("FAILED", f"{TuneConfig.from_key(cfg).short()}: {'; '.join(json.loads(errs or '[]'))}")
         return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kgen.core import terminal
+from kgen.core.terminal import keep_together
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.errors import KgenBug, KgenError
 from kgen.core.types import ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW, Placement
@@ -696,6 +698,8 @@ def _run_cases(seed: int, indices: range, keep_dir, kept: bool, typecheck: bool,
 
     from kgen.proof.chain import ChainOptions, run_chain
 
+    width = terminal.width()
+
     started = time.perf_counter()
     checked = ported = 0
     not_run: dict[str, str] = {}              # step -> why it could not run
@@ -734,13 +738,19 @@ def _run_cases(seed: int, indices: range, keep_dir, kept: bool, typecheck: bool,
                       f"  repro: kgen fuzz --seed {seed} --start {index} --count 1{pc_flag}\n")
             return 1
         f = features(result.plan)
-        out.write(f"ok   case {index:4d} {case.name}  {f['arch']:<11} {f['dataflow']:<8} {f['dtypes']:<28} "
-                  f"{f['policy']:<14} {f['num_blocks']:>2} K-blk  grid {f['grid']}  "
-                  f"{time.perf_counter() - t0:5.2f} s\n")
+        head = f"ok   case {index:4d} {case.name}  "
+        blocks = keep_together(f"{f['num_blocks']:>2} K-blk")
+        grid = keep_together(f"grid {f['grid']}")
+        took = keep_together(f"{time.perf_counter() - t0:5.2f} s")
+        # the columns after the name stay columns when the line wraps: its rest goes under them
+        out.write("\n".join(terminal.wrap(
+            f"{head}{f['arch']:<11} {f['dataflow']:<8} {f['dtypes']:<28} {f['policy']:<14} {blocks}  {grid}  {took}",
+            width, "", " " * len(head))) + "\n")
         out.flush()
     count = len(indices)
     ran = ["built"] + (["emulated bit-exact and within the float64 bound"] if "emulated" not in not_run else [])
-    tc_note = (f", {checked} type-checked against the TT-Metal headers" if typecheck and "typechecked" not in not_run
+    checked_words = keep_together(f"{checked} type-checked")
+    tc_note = (f", {checked_words} against the TT-Metal headers" if typecheck and "typechecked" not in not_run
                else ", type-check not asked for (--no-typecheck)" if not typecheck else "")
     if port_check and "portchecked" not in not_run:
         tc_note += (f"; TT-Metal's compute kernel bit-identical on all, its whole program on the {ported} "
@@ -749,8 +759,9 @@ def _run_cases(seed: int, indices: range, keep_dir, kept: bool, typecheck: bool,
     seconds = f"{time.perf_counter() - started:.1f} s"
     if not_run:
         why = "; ".join(f"{_STEP_NAMES[name]} not run: {reason}" for name, reason in not_run.items())
-        out.write(f"fuzz: {count} case(s) of seed {seed} INCOMPLETE: {', '.join(ran)}{tc_note}; {seconds}{where}; "
-                  f"{why} (kgen doctor)\n")
+        out.write("\n".join(terminal.hanging(f"fuzz: {count} case(s) of seed {seed} INCOMPLETE: {', '.join(ran)}"
+                                             f"{tc_note}; {seconds}{where}; {why} (kgen doctor)", width)) + "\n")
         return EXIT_INCOMPLETE
-    out.write(f"fuzz: {count} case(s) of seed {seed} passed: {', '.join(ran)}{tc_note}; {seconds}{where}\n")
+    out.write("\n".join(terminal.hanging(f"fuzz: {count} case(s) of seed {seed} passed: {', '.join(ran)}{tc_note}; "
+                                         f"{seconds}{where}", width)) + "\n")
     return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import last_paragraph
 from kgen.core.interrupts import scratch, sweep_stale
 from kgen.gen.pipeline import run
 from kgen.gen.spec import load_file, resolve
@@ -196,6 +197,6 @@ def test_fuzz_without_headers_says_so_in_its_last_line(host_cxx, capsys, monkeyp
 
     monkeypatch.setattr(chain, "missing_for_typecheck", lambda tc, mode: "no TT-Metal headers (test)")
     assert main(["fuzz", "--count", "1", "--seed", "3"]) == EXIT_INCOMPLETE
-    last = capsys.readouterr().out.splitlines()[-1]
+    last = last_paragraph(capsys.readouterr().out)
     assert "INCOMPLETE" in last and "type-check not run: no TT-Metal headers (test)" in last, last
     assert "passed" not in last
