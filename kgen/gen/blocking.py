@@ -11,7 +11,7 @@ from kgen.core.types import Placement
 from kgen.gen.dataflow import get as dataflow_of
 from kgen.gen.ir import CircularBuffer, L1Region
 from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, CB_PARTIALS,
-                            SUBBLOCK_HW_CHOICES, PlanError, divisors, fmt_pair, nearest)
+                            SUBBLOCK_HW_CHOICES, Offer, PlanError, divisors, fmt_pair, nearest_offer, suggestion)
 from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
 
 # in0/in1 CBs are double-buffered when more than one K-block flows (MCAST_INPUT_BUFFERING_DEPTH).
@@ -19,6 +19,15 @@ INPUT_BUFFERING_DEPTH = 2
 # Upper bound of the auto in0_block_w search: deeper K-blocks buy little once the matrix engine is
 # fed and cost L1 twice (double buffering).
 AUTO_IN0_BLOCK_W_MAX = 8
+
+
+def in0_block_w_edit(v: int) -> tuple[str, int]:
+    return "block.in0_block_w", v
+
+
+def _out_block_dim(ob: tuple[int, int], i: int):
+    """The edit of one dimension of out_block (i = 0: h, 1: w), the other kept."""
+    return lambda v: ("block.out_block", (v, ob[1]) if i == 0 else (ob[0], v))
 
 
 POLICY_L1_ACC = "packer_l1_acc"
@@ -160,13 +169,18 @@ class Blocking:
             if per % ob[i]:
                 raise PlanError(f"per_core_{'MN'[i]} % out_block_{dim} == 0",
                                 f"out_block_{dim} = {ob[i]} does not divide per_core_{'MN'[i]} = {per}",
-                                self.spec.span("block.out_block"), nearest(divisors(per), ob[i]))
+                                self.spec.span("block.out_block"),
+                                nearest_offer(divisors(per), ob[i], f"out_block_{dim} dividing per_core_{'MN'[i]}",
+                                              _out_block_dim(ob, i)))
         if not self.sharded_out_allows(ob):
             raise PlanError("sharded output: out_block_w == per_core_N || out_block_h == 1",
                             f"out_block {fmt_pair(ob)} with a sharded output and per_core_N = {self.per_core_n}",
-                            self.spec.span("block.out_block"), f"{ob[0]} x {self.per_core_n}, 1 x {ob[1]}")
+                            self.spec.span("block.out_block"),
+                            Offer(tuple(suggestion(fmt_pair(o), ("block.out_block", o))
+                                        for o in ((ob[0], self.per_core_n), (1, ob[1]))),
+                                  "out_block with out_block_w == per_core_N or out_block_h == 1"))
 
-    def padding_violation(self, ob: tuple[int, int]) -> tuple[str, str, str] | None:
+    def padding_violation(self, ob: tuple[int, int]) -> tuple[str, str, Offer] | None:
         """TT-Metal's _padding readers skip rows/columns past the tensor only in a core's last out block
         (reader_bmm_tile_layout_in0_sender_padding.cpp: `bh < num_blocks_h_dim - 1 || h < last_block_h`;
         in1: `bw < num_blocks_w_dim - 1 || w < last_block_w`): every earlier block is read whole. So the
@@ -180,7 +194,8 @@ class Blocking:
                         f"the last core along {'yx'[i]} holds {last} of per_core_{mn} = {per} tiles, so out_block_{dim} "
                         f"= {ob[i]} leaves it {(per - last) // ob[i]} out block(s) entirely past the tensor, which "
                         f"TT-Metal's _padding readers would read in full",
-                        nearest([d for d in divisors(per) if last > per - d], ob[i]))
+                        nearest_offer([d for d in divisors(per) if last > per - d], ob[i],
+                                      f"out_block_{dim} reaching into the last core's tiles", _out_block_dim(ob, i)))
         return None
 
     def check_padding(self, ob: tuple[int, int]) -> None:
@@ -191,11 +206,14 @@ class Blocking:
     def check_in0_block_w(self, w: int) -> None:
         if self.kt % w:
             raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {self.kt}",
-                            self.spec.span("block.in0_block_w"), nearest(divisors(self.kt), w))
+                            self.spec.span("block.in0_block_w"),
+                            nearest_offer(divisors(self.kt), w, "in0_block_w dividing Kt", in0_block_w_edit))
         if self.in0_shard_w and self.in0_shard_w % w:
             raise PlanError("shard_shape[1] / tile_width % in0_block_w == 0 (sharded in0)",
                             f"in0_block_w = {w} does not divide the in0 shard width of {self.in0_shard_w} tiles",
-                            self.spec.span("block.in0_block_w"), nearest(divisors(self.in0_shard_w), w))
+                            self.spec.span("block.in0_block_w"),
+                            nearest_offer(divisors(self.in0_shard_w), w, "in0_block_w dividing the shard width",
+                                          in0_block_w_edit))
 
     def w_allowed(self, w: int) -> bool:
         return not self.in0_shard_w or self.in0_shard_w % w == 0
@@ -211,18 +229,26 @@ class Blocking:
             if ob[i] % sb[i]:
                 raise PlanError(f"out_block_{dim} % out_subblock_{dim} == 0",
                                 f"out_subblock_{dim} = {sb[i]} does not divide out_block_{dim} = {ob[i]}",
-                                self.spec.span("block.out_subblock"), nearest(divisors(ob[i]), sb[i]))
+                                self.spec.span("block.out_subblock"),
+                                nearest_offer(divisors(ob[i]), sb[i], f"out_subblock_{dim} dividing out_block_{dim}",
+                                              lambda v, i=i: ("block.out_subblock", (v, sb[1]) if i == 0 else (sb[0], v))))
         if sb[0] * sb[1] > self.capacity:
-            legal = [f"{h} x {w}" for h, w in SUBBLOCK_HW_CHOICES
-                     if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity][:4]
+            legal = [(h, w) for h, w in SUBBLOCK_HW_CHOICES
+                     if ob[0] % h == 0 and ob[1] % w == 0 and h * w <= self.capacity]
             raise PlanError("out_subblock_h * out_subblock_w <= get_dest_reg_count",
                             f"out_subblock {fmt_pair(sb)} = {sb[0] * sb[1]} tiles, but DST holds {self.capacity} "
                             f"tiles in {self.dst_sync} with {self.dst_accum} accumulation",
-                            self.spec.span("block.out_subblock"), ", ".join(legal) or "none")
+                            self.spec.span("block.out_subblock"),
+                            Offer(tuple(suggestion(fmt_pair(hw), ("block.out_subblock", hw)) for hw in legal),
+                                  "out_subblock of TT-Metal's SUBBLOCK_HW_CHOICES within DST"))
         if not self.sharded_out_allows(sb):
             raise PlanError("sharded output: out_subblock_w == per_core_N || out_subblock_h == 1",
                             f"out_subblock {fmt_pair(sb)} with a sharded output and per_core_N = {self.per_core_n}",
-                            self.spec.span("block.out_subblock"), f"1 x {sb[1]}")
+                            self.spec.span("block.out_subblock"),
+                            Offer((suggestion(f"1 x {sb[1]}", ("block.out_subblock", (1, sb[1]))),
+                                   suggestion(f"{sb[0]} x {self.per_core_n}",
+                                              ("block.out_subblock", (sb[0], self.per_core_n)))),
+                                  "out_subblock with out_subblock_h == 1 or out_subblock_w == per_core_N"))
 
     def cbs_for(self, ob: tuple[int, int], w: int, sb: tuple[int, int]):
         nb = self.kt // w
@@ -351,17 +377,14 @@ def partials_format(c: ComputeConfig, l1acc: bool, out_fmt: str) -> tuple[str, s
 
 
 
-def l1_suggestions(kt: int, pm: int, pn: int, ob: tuple[int, int], w: int, sb: tuple[int, int], fits) -> str:
-    options: list[str] = []
-    for d in reversed(divisors(kt)):
-        if d < w and fits(ob, d, sb):
-            options.append(f"in0_block_w = {d}")
-            break
-    for h in reversed(divisors(pm)):
-        for ww in reversed(divisors(pn)):
-            if h * ww < ob[0] * ob[1] and h % sb[0] == 0 and ww % sb[1] == 0 and fits((h, ww), w, sb):
-                options.append(f"out_block = {h} x {ww}")
-                break
-        if len(options) >= 2:
-            break
-    return "; ".join(options) or "a smaller per_core block or a larger grid"
+def l1_offers(blocking: Blocking, ob: tuple[int, int], w: int, sb: tuple[int, int]) -> tuple[Offer, ...]:
+    """What an L1 overflow offers: the largest smaller in0_block_w, and the largest smaller out block
+    (its tallest first), each one the spec re-plans with (PlanError re-plans them when shown)."""
+    given_sb = blocking.spec.block.out_subblock is not None
+    ws = (suggestion(f"in0_block_w = {d}", ("block.in0_block_w", d))
+          for d in reversed(divisors(blocking.kt)) if d < w)
+    obs = (suggestion(f"out_block = {h} x {ww}", ("block.out_block", (h, ww)))
+           for h in reversed(divisors(blocking.per_core_m)) for ww in reversed(divisors(blocking.per_core_n))
+           if h * ww < ob[0] * ob[1] and (not given_sb or (h % sb[0] == 0 and ww % sb[1] == 0)))
+    return (Offer(ws, f"in0_block_w below {w}", count=1),
+            Offer(obs, f"out_block smaller than {fmt_pair(ob)}", count=1))

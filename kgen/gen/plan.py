@@ -12,14 +12,16 @@ cores, the L1-accumulation threshold, the placements taken) is the dataflow modu
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from kgen.core.arch import ArchFacts, load_arch
+from kgen.core.errors import SpecError
 # re-exported: the CB indices, the CB table's types and TT-Metal's subblock table are the plan's vocabulary
 from kgen.gen.blocking import (POLICY_DST, POLICY_L1_ACC, POLICY_SPILL, SUBBLOCK_HW_CHOICES,  # noqa: F401
-                               Blocking, CircularBuffer, L1Region, accumulation_policy, l1_suggestions,
+                               Blocking, CircularBuffer, L1Region, accumulation_policy, l1_offers,
                                partials_format)
 from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS,  # noqa: F401
-                            PlanError, divisors, fmt_pair, nearest, round_up_tiles)
+                            Offer, PlanError, divisors, fmt_pair, round_up_tiles, suggestion)
 from kgen.gen import activations
 from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
@@ -36,8 +38,60 @@ def dst_capacity(arch: ArchFacts, compute: ComputeConfig) -> int:
 
 def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
     """Fill every auto and take every decision the 2D multicast factory takes, in its order: the grid,
-    per-core M/N, the blocking that fits L1, the accumulation policy and the CB table."""
+    per-core M/N, the blocking that fits L1, the accumulation policy and the CB table.
+
+    A refused spec raises PlanError, whose hint offers only values with which the spec plans (each
+    re-planned when the hint is read: `refusal`), or says that none does."""
     arch = arch or load_arch(spec.arch)
+    try:
+        return _plan(spec, arch)
+    except PlanError as exc:
+        exc.bind(lambda edits: refusal(edited(spec, edits), arch))
+        raise
+
+
+def refusal(spec: MatmulSpec, arch: ArchFacts | None = None) -> SpecError | None:
+    """The error the planner refuses the spec with, or None when every rule passes."""
+    try:
+        _plan(spec, arch or load_arch(spec.arch))
+    except SpecError as exc:
+        return exc
+    return None
+
+
+def is_legal(spec: MatmulSpec, arch: ArchFacts | None = None) -> bool:
+    """Whether the planner takes the spec: every rule passes."""
+    return refusal(spec, arch) is None
+
+
+def edited(spec: MatmulSpec, edits: tuple[tuple[str, Any], ...]) -> MatmulSpec:
+    """The spec with the keys a hint's value sets (`Suggestion.edits`): `block.*`, `memory.*`, `grid`,
+    `dataflow`, `fuse.bias`, `dtype.out` (and the bias's dtype with it when the spec leaves it to the
+    output's), `untilize_out`, `transpose_mcast`, `broadcast_in1`. The compute config stays as resolved:
+    ttnn's default math fidelity depends on whether the spec sets block values, which no rule reads."""
+    block: dict[str, Any] = {}
+    memory: dict[str, Any] = {}
+    top: dict[str, Any] = {}
+    for key, value in edits:
+        group, _, name = key.partition(".")
+        if group == "block":
+            block[name] = value
+        elif group == "memory":
+            memory[name] = value
+        elif key == "fuse.bias":
+            top["fuse_bias"] = value
+        elif key == "dtype.out":
+            top["dtype_out"] = value
+            if "dtype.bias" not in spec.spans:
+                top["dtype_bias"] = value
+        elif key in ("grid", "dataflow", "untilize_out", "transpose_mcast", "broadcast_in1"):
+            top[key] = value
+        else:
+            raise KeyError(f"a hint edits {key}, which kgen.gen.plan.edited does not know")
+    return replace(spec, block=replace(spec.block, **block), memory=replace(spec.memory, **memory), **top)
+
+
+def _plan(spec: MatmulSpec, arch: ArchFacts) -> Plan:
     c = spec.compute
     choices: list[str] = []
 
@@ -92,8 +146,8 @@ def plan(spec: MatmulSpec, arch: ArchFacts | None = None) -> Plan:
         raise PlanError("CBs fit the usable L1 of the core",
                         f"CBs need {total} bytes per core but {arch.name} has {arch.usable_cb_bytes} "
                         f"usable L1 bytes (over by {total - arch.usable_cb_bytes})",
-                        spec.span("block"), l1_suggestions(kt, per_core_m, per_core_n, (obh, obw), in0_block_w,
-                                                            (sbh, sbw), blocking.fits))
+                        spec.span("block"), l1_offers(blocking, (obh, obw), in0_block_w, (sbh, sbw)),
+                        otherwise="a smaller per_core block or a larger grid")
     _check_untilized_output(spec, out_fmt, partials_fmt, partials_reason)
     _check_untilized_padding(spec, mt, nt, per_core_m, per_core_n)
 
@@ -121,7 +175,9 @@ def _requested_grid(spec: MatmulSpec, arch: ArchFacts, choices: list[str]) -> tu
     if grid_req[0] > gx or grid_req[1] > gy:
         raise PlanError("grid within compute_with_storage_grid_size",
                         f"grid {fmt_pair(grid_req)} exceeds the {arch.name} worker grid {gx} x {gy}",
-                        spec.span("grid"), f"{min(grid_req[0], gx)} x {min(grid_req[1], gy)}")
+                        spec.span("grid"), Offer((suggestion(f"{min(grid_req[0], gx)} x {min(grid_req[1], gy)}",
+                                                             ("grid", (min(grid_req[0], gx), min(grid_req[1], gy)))),),
+                                                 f"grid within {gx} x {gy}"))
     return grid_req
 
 
@@ -129,7 +185,9 @@ def _check_untilized_output(spec: MatmulSpec, out_fmt: str, partials_fmt: str, p
     if spec.untilize_out and out_fmt.startswith("Bfp"):
         raise PlanError("row-major (untilized) output needs a non-block-float dtype",
                         f"untilize_out with out = {spec.dtype_out}: block-float formats exist only as tiles",
-                        spec.span("untilize_out"), "dtype out = bfloat16 or float32")
+                        spec.span("untilize_out"),
+                        Offer(tuple(suggestion(d, ("dtype.out", d)) for d in ("bfloat16", "float32")),
+                              "row-major output dtype", prefix="dtype out = ", sep=" or "))
 
     # The bias stage packs into the partials CB when the output is untilized, after the kernel has
     # set the packer to the output format (bmm_large_block_zm_fused_bias_activation.cpp:
@@ -139,9 +197,9 @@ def _check_untilized_output(spec: MatmulSpec, out_fmt: str, partials_fmt: str, p
         raise PlanError("with a fused bias, untilize_out needs the partials in the output format",
                         f"untilize_out with a fused bias packs the biased result into the partials CB "
                         f"({partials_fmt}: {partials_reason}) with the packer set to the output format {out_fmt}",
-                        spec.span("untilize_out"),
-                        "untilize_out = false, dtype out = the partials' dtype, or a compute config whose "
-                        "partials format is the output format (see `kgen check`: partials)")
+                        spec.span("untilize_out"), _untilize_false(),
+                        also="dtype out = the partials' dtype, or a compute config whose partials format is the "
+                             "output format (see `kgen check`: partials)")
 
 
 def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, per_core_n: int,
@@ -154,33 +212,40 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
     if not mem.sharded:
         if mem.orientation is not None:
             raise PlanError("a shard orientation needs a sharded tensor", "memory.orientation is given but no tensor "
-                            "is sharded", spec.span("memory.orientation"), "leave memory.orientation out")
+                            "is sharded", spec.span("memory.orientation"), _no_orientation())
         return 0
     if mem.orientation is not None and mem.in0 != Placement.L1_BLOCK_SHARDED:
         raise PlanError("memory.orientation is a block-sharded in0's",
                         f"memory.orientation = {mem.orientation} with in0 = {mem.in0}: only a block-sharded in0 takes "
                         f"an orientation (the output's shards follow the grid with work, as TT-Metal computes them)",
-                        spec.span("memory.orientation"), "leave memory.orientation out")
+                        spec.span("memory.orientation"), _no_orientation())
     required = "col_major" if spec.transpose_mcast else "row_major"
     if mem.in0 == Placement.L1_BLOCK_SHARDED and mem.orientation not in (None, required):
         raise PlanError("BLOCK_SHARDED in0: COL_MAJOR orientation with transpose_mcast, else ROW_MAJOR",
                         f"memory.orientation = {mem.orientation} with transpose_mcast = "
                         f"{str(spec.transpose_mcast).lower()}: in0's shards must be laid {required.upper()} so that "
                         f"each core's K slice lies along its in0 multicast", spec.span("memory.orientation"),
-                        f"memory.orientation = {required}")
+                        Offer((suggestion(f"memory.orientation = {required}", ("memory.orientation", required)),
+                               suggestion("leave memory.orientation out", ("memory.orientation", None))),
+                              "memory.orientation", sep=", or "))
     if mem.in0 == Placement.L1_HEIGHT_SHARDED and spec.transpose_mcast:
         raise PlanError("HEIGHT_SHARDED in0 needs !transpose_mcast",
                         "in0 = l1_height_sharded with transpose_mcast = true (TT-Metal: \"Transpose MCAST not "
                         "supported with HEIGHT_SHARDED layout\")", spec.span("memory.in0"),
-                        "transpose_mcast = false, or in0 = l1_block_sharded")
+                        Offer((suggestion("transpose_mcast = false", ("transpose_mcast", False)),
+                               suggestion("in0 = l1_block_sharded", ("memory.in0", Placement.L1_BLOCK_SHARDED))),
+                              "change of transpose_mcast or in0", sep=", or "))
     if mem.in0 == Placement.L1_HEIGHT_SHARDED and spec.block.in0_block_w not in (None, kt):
         raise PlanError("HEIGHT_SHARDED in0: K == in0_block_w == shard width",
                         f"in0 = l1_height_sharded holds all Kt = {kt} tiles of a row per core and TT-Metal reads "
                         f"them as one K-block, but in0_block_w = {spec.block.in0_block_w}",
-                        spec.span("block.in0_block_w"), f"in0_block_w = {kt}")
+                        spec.span("block.in0_block_w"),
+                        Offer((suggestion(f"in0_block_w = {kt}", ("block.in0_block_w", kt)),
+                               suggestion("leave in0_block_w out", ("block.in0_block_w", None))),
+                              "in0_block_w", sep=", or "))
     if spec.untilize_out and mem.out != Placement.DRAM:
         raise PlanError("a sharded output is tiles", "untilize_out with out = l1_block_sharded: the output CB is "
-                        "the shard itself, packed as tiles", spec.span("untilize_out"), "untilize_out = false")
+                        "the shard itself, packed as tiles", spec.span("untilize_out"), _untilize_false())
     # kgen's limits (not TT's): whole shards, one per core with work
     sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if where != Placement.DRAM]
     # a factory that pads the last N shard itself (its in1 and output shards) takes any Nt
@@ -196,13 +261,17 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                         f"in0 = l1_height_sharded with out_block_h = {spec.block.out_block[0]} < per_core_M = "
                         f"{per_core_m}: TT-Metal's c_0, globally allocated on the shard, holds out_block_h x K tiles, "
                         f"so the shard's later rows would never reach the compute kernel",
-                        spec.span("block.out_block"), f"out_block = {per_core_m} x {spec.block.out_block[1]}")
+                        spec.span("block.out_block"),
+                        Offer((suggestion(f"out_block = {per_core_m} x {spec.block.out_block[1]}",
+                                          ("block.out_block", (per_core_m, spec.block.out_block[1]))),
+                               suggestion("leave out_block out", ("block.out_block", None))),
+                              "out_block with out_block_h == per_core_M", sep=", or "))
     if mem.in0 == Placement.L1_BLOCK_SHARDED:
         if kt % n_blocks:
             raise PlanError("kgen: in0's shard grid is the grid with work",
                             f"in0 = l1_block_sharded splits Kt = {kt} over the {n_blocks} cores along each in0 "
                             f"multicast, which does not divide it", spec.span("memory.in0"),
-                            nearest([d for d in divisors(kt) if d <= 64], n_blocks))
+                            _shard_grid_offer(spec, mt, nt, kt, per_core_m, n_blocks))
         return kt // n_blocks
     return 0
 
@@ -217,12 +286,16 @@ def _check_placements(spec: MatmulSpec) -> None:
         raise PlanError(f"{df.factory} takes its tensors sharded",
                         f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
                         f"{spec.dataflow}, which takes {where}", spec.span("dataflow"),
-                        f"memory {{ {'  '.join(f'{t} = {sorted(w)[0]}' for t, w in df.placements.items())} }}")
+                        Offer((suggestion(f"memory {{ {'  '.join(f'{t} = {sorted(w)[0]}' for t, w in df.placements.items())} }}",
+                                          *((f"memory.{t}", sorted(w)[0]) for t, w in df.placements.items())),),
+                              f"memory placement of {df.name}"))
     raise PlanError("L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)",
                     f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
                     f"{spec.dataflow}: kgen places tensors in L1 as TT-Metal's 2D multicast factory does, "
                     f"or as its DRAM-sharded factory does",
-                    spec.span("memory"), ", ".join(f"dataflow = {d.name}" for d in REGISTRY if accepts(d, mem)))
+                    spec.span("memory"),
+                    Offer(tuple(suggestion(f"dataflow = {d.name}", ("dataflow", d.name)) for d in REGISTRY
+                                if accepts(d, mem)), "dataflow taking these placements", count=len(REGISTRY)))
 
 
 def _check_transpose_mcast(spec: MatmulSpec) -> None:
@@ -242,7 +315,7 @@ def _check_untilized_padding(spec: MatmulSpec, mt: int, nt: int, per_core_m: int
         raise PlanError("untilize_out needs tile-multiple shapes and per_core dividing Mt and Nt",
                         "untilize_out with a padded shape or a padded last block: kgen's row-major writer "
                         "writes whole out blocks (and TT-Metal's 2D multicast writers write tiles only)",
-                        spec.span("untilize_out"), "untilize_out = false, or per_core dividing Mt x Nt")
+                        spec.span("untilize_out"), _untilize_false(), also="or per_core dividing Mt x Nt")
 
 
 # TT-Metal's rule behind a refused batched in1 (tenstorrent/tt-metal@001cea9a, ttnn 0.81.1): the 2D and
@@ -263,7 +336,26 @@ def check_batched_in1(df: Dataflow, spec: MatmulSpec) -> None:
                     f"broadcast_in1 = false with batch = {spec.batch} asks for {spec.batch} in1 matrices, but "
                     f"dataflow {df.name} ({df.factory}) fuses the batch into M and takes one in1 shared by "
                     f"every batch", spec.span("broadcast_in1"),
-                    f"dataflow = {' or '.join(takers)}, or broadcast_in1 = true")
+                    Offer(tuple(suggestion(f"dataflow = {t}", ("dataflow", t)) for t in takers)
+                          + (suggestion("broadcast_in1 = true", ("broadcast_in1", True)),),
+                          "change of dataflow or broadcast_in1", count=len(takers) + 1, sep=", or "))
+
+
+def _untilize_false() -> Offer:
+    return Offer((suggestion("untilize_out = false", ("untilize_out", False)),), "change of untilize_out")
+
+
+def _no_orientation() -> Offer:
+    return Offer((suggestion("leave memory.orientation out", ("memory.orientation", None)),),
+                 "change of memory.orientation")
+
+
+def _shard_grid_offer(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, n_blocks: int) -> Offer:
+    """per_core values whose cores along the in0 multicast (Nt / per_core_N of them) divide Kt, the count
+    of cores nearest the spec's first."""
+    widths = sorted((d for d in divisors(nt) if kt % (nt // d) == 0), key=lambda d: (abs(nt // d - n_blocks), d))
+    return Offer(tuple(suggestion(f"per_core = {per_core_m} x {d}", ("block.per_core", (per_core_m, d)))
+                       for d in widths), "per_core_N whose cores along N divide Kt")
 
 
 def _warnings(p: Plan) -> tuple[str, ...]:

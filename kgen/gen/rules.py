@@ -3,7 +3,8 @@ of tiles and of the nearest legal values a rule error suggests."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kgen.core.errors import SpecError, Span
 from kgen.core.types import TILE_HW
@@ -47,14 +48,149 @@ def matmul_subblock_params(per_core_m: int, per_core_n: int, fp32_dest_acc: bool
     return 1, 1
 
 
+@dataclass(frozen=True)
+class Suggestion:
+    """One value a rule error offers: how its hint writes it, and the spec keys it sets (`edits`, as
+    `kgen.gen.plan.edited` applies them), so that the planner can re-plan the spec with it before
+    offering it."""
+
+    text: str
+    edits: tuple[tuple[str, Any], ...]
+    order: float = 0                    # where it is shown among the values taken (Offer.ascending)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """Values for one key (or one kind of change), most preferred first. The hint shows the first
+    `count` that pass every rule when the spec is re-planned with them: `prefix` then the values
+    joined by `sep`; `what` names them when none passes. Made when the error is raised, which tune
+    and fuzz do by the thousand, so the candidates are best a generator, ranked when read."""
+
+    candidates: Iterable[Suggestion]    # read once, when the hint is first read: a generator is welcome
+    what: str
+    count: int = 4
+    prefix: str = ""
+    sep: str = ", "
+    ascending: bool = False             # show the values taken in ascending `order` (nearest())
+
+
+def suggestion(text: str, *edits: tuple[str, Any], order: float = 0) -> Suggestion:
+    return Suggestion(text, tuple(edits), order)
+
+
+def nearest_offer(values: Iterable[int], target: int, what: str, edit: Callable[[int], tuple[str, Any]],
+                  count: int = 4, prefix: str = "") -> Offer:
+    """The values nearest `target` first (as `nearest` ranks them), each setting one key through `edit`;
+    shown in ascending order, as `nearest` shows them."""
+    def ranked() -> Iterator[Suggestion]:
+        for v in sorted(set(values), key=lambda v: (abs(v - target), v)):
+            yield Suggestion(str(v), (edit(v),), v)
+    return Offer(ranked(), what, count, prefix, ascending=True)
+
+
+# the most re-plans one hint may spend before it settles on what it has (a hint is made only when an
+# error is shown, and each re-plan is one plan() of the spec)
+MAX_REPLANS = 400
+
+
 class PlanError(SpecError):
     """A spec that breaks one of TT-Metal's rules (or kgen's): names the rule, the values, and the
-    nearest legal values."""
+    nearest legal values.
 
-    def __init__(self, rule: str, message: str, span: Span | None, nearest: str | None = None):
-        super().__init__(f"{message} [rule: {rule}]", span,
-                         hint=f"nearest legal values: {nearest}" if nearest else None)
+    `nearest` is the hint's text, or the Offers it is made from. Offers are checked lazily, when the
+    hint is read (an error shown, not one of the thousands tune and fuzz count): `kgen.gen.plan.plan`
+    binds the error to its spec, and the hint then offers only values with which the spec re-plans
+    without any error, or says that none does and what the nearest one runs into (`otherwise` then
+    adds what else to try). `also` follows the values: a change that is not one value ("or per_core
+    dividing Mt x Nt")."""
+
+    def __init__(self, rule: str, message: str, span: Span | None,
+                 nearest: str | Offer | Sequence[Offer] | None = None, *, also: str | None = None,
+                 otherwise: str | None = None):
+        text = nearest if isinstance(nearest, str) else None
+        super().__init__(f"{message} [rule: {rule}]", span, hint=f"nearest legal values: {text}" if text else None)
         self.rule = rule
+        if isinstance(nearest, Offer):
+            self.offers = (nearest,)
+        elif nearest is not None and not isinstance(nearest, str):
+            self.offers = tuple(nearest)
+        self.also = also
+        self.otherwise = otherwise
+        self._replan: Callable[[tuple[tuple[str, Any], ...]], SpecError | None] | None = None
+        self._taken: tuple[tuple[Suggestion, ...], ...] | None = None
+        self._first_refused: tuple[Suggestion, SpecError] | None = None
+
+    def bind(self, replan: Callable[[tuple[tuple[str, Any], ...]], SpecError | None]) -> None:
+        """Check the offered values with `replan(edits)` (the error of the spec so edited, None when
+        it plans) when the hint is read. The first binding holds (the plan() that raised this error)."""
+        if self._replan is None:
+            self._replan = replan
+
+    @property
+    def taken(self) -> tuple[tuple[Suggestion, ...], ...]:
+        """Per offer, the values the hint shows: each one the spec re-plans with (unbound: the first
+        `count` of each offer, unchecked)."""
+        if self._taken is None:
+            budget = MAX_REPLANS
+            taken = []
+            for offer in self.offers:
+                chosen: list[Suggestion] = []
+                for candidate in offer.candidates:
+                    if len(chosen) >= offer.count or budget <= 0:
+                        break
+                    if self._replan is not None:
+                        budget -= 1
+                        refusal = self._replan(candidate.edits)
+                        if refusal is not None:
+                            self._first_refused = self._first_refused or (candidate, refusal)
+                            continue
+                    chosen.append(candidate)
+                taken.append(tuple(sorted(chosen, key=lambda c: c.order) if offer.ascending else chosen))
+            self._taken = tuple(taken)
+        return self._taken
+
+    @property
+    def hint(self) -> str | None:
+        if not self.offers:
+            return self._hint_text
+        parts = [offer.prefix + offer.sep.join(c.text for c in chosen)
+                 for offer, chosen in zip(self.offers, self.taken) if chosen]
+        if parts:
+            none = [offer.what for offer, chosen in zip(self.offers, self.taken) if not chosen and offer.what]
+            text = "nearest legal values: " + "; ".join(parts)
+            if self.also:
+                text += f", {self.also}"
+            if none:
+                text += f" (no {' or '.join(none)} passes every rule)"
+            return text
+        text = f"no {' or '.join(o.what for o in self.offers)} passes every rule"
+        if self._first_refused is not None:
+            candidate, refusal = self._first_refused
+            rule = getattr(refusal, "rule", None)
+            broken = "this rule still" if rule == self.rule else f"[rule: {rule}]" if rule else refusal.message
+            text += f" (with {edits_text(candidate.edits)} it breaks {broken})"
+        if self.also:
+            text += f"; {self.also.removeprefix('or ')}"
+        elif self.otherwise:
+            text += f"; {self.otherwise}"
+        return text
+
+    @hint.setter
+    def hint(self, value: str | None) -> None:     # SpecError's own: a text, no offers
+        self._hint_text = value
+        self.offers: tuple[Offer, ...] = ()
+
+
+def edits_text(edits: tuple[tuple[str, Any], ...]) -> str:
+    """Spec edits as the spec writes them: `per_core = 4 x 1`, `dataflow = reuse`, `out_block = auto`."""
+    def one(key: str, v: Any) -> str:
+        name = key.removeprefix("block.")
+        if v is None:
+            return f"{name} = auto" if key.startswith("block.") else f"{name} left out"
+        if isinstance(v, bool):
+            return f"{name} = {str(v).lower()}"
+        return f"{name} = {fmt_pair(v) if isinstance(v, tuple) else v}"
+    return ", ".join(one(key, v) for key, v in edits)
 
 
 def round_up_tiles(elements: int) -> int:

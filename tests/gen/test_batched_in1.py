@@ -60,8 +60,14 @@ def test_multicast_factories_refuse_a_batched_in1_with_tts_rule(dataflow, per_co
         plan(spec(dataflow, per_core=per_core))
     text = str(err.value)
     assert "matmul_device_operation.cpp @001cea9a" in text and "get_batch_size(b_shape_padded) == 1" in text
-    assert "dataflow = reuse" in str(err.value.hint)       # the factory that takes it
+    # the factory that takes it, offered only where the spec plans on it: reuse needs per_core
+    # dividing Mt x Nt = 8 x 8, which these per_core values do not
+    assert "dataflow = reuse" not in str(err.value.hint) and "broadcast_in1 = true" in str(err.value.hint)
     plan(spec(dataflow, per_core=per_core, broadcast=True))     # one in1 for every batch is what they run
+    with pytest.raises(KgenError) as err:
+        plan(spec(dataflow, per_core="2 x 2"))
+    assert "dataflow = reuse" in str(err.value.hint)
+    plan(spec("reuse", per_core="2 x 2"))
 
 
 def test_a_batch_of_one_is_one_in1_on_any_factory():

@@ -3,11 +3,12 @@ factories (2D multicast, reuse) share. The factory interface itself is `kgen.gen
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kgen.core.types import Placement
 from kgen.gen.planned import DRAM_ONLY, Dataflow, Layout, Plan  # noqa: F401 (the factories' vocabulary)
-from kgen.gen.rules import PlanError, ceil_div, divisors, nearest
+from kgen.gen.rules import PlanError, ceil_div, divisors, nearest_offer
 
 if TYPE_CHECKING:
     from kgen.gen.matmul_spec import MatmulSpec, MemorySpec
@@ -32,10 +33,25 @@ def accepts(df: Dataflow, memory: MemorySpec) -> bool:
 # The 2D grid of blocks (2D multicast, reuse): M blocks over the grid's rows, N blocks over its columns
 # ----------------------------------------------------------------------------------------------
 
+def per_core_edit(spec: MatmulSpec, dim: str, other: int | None = None):
+    """A hint's edit of one dimension of per_core ("M" or "N"); the other is `other` when given (the
+    planner's value, or one that passes the rule the given one breaks), else as the spec gives it."""
+    pc = spec.block.per_core
+
+    def edit(v: int) -> tuple[str, tuple[int, int]]:
+        m, n = pc if pc else (other, other)
+        if other is not None:
+            m, n = (m, other) if dim == "M" else (other, n)
+        return "block.per_core", (v, n) if dim == "M" else (m, v)
+    return edit
+
+
 def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | None, choices: list[str],
-              axis: str) -> int:
+              axis: str, other: tuple[int, int, int | None] = (1, 1, None)) -> int:
     """per_core_M (dim "M", over the grid's y cores, x with transpose_mcast) or per_core_N ("N", over
-    x, or y): the given value checked, or the smallest that spreads the tiles over at most `cores` cores."""
+    x, or y): the given value checked, or the smallest that spreads the tiles over at most `cores` cores.
+    `other`: the other dimension's tiles, cores and given value, for the hint (which changes it too when
+    it breaks the same rule)."""
     legal = [d for d in divisors(tiles) if tiles // d <= cores]
     if given is None:
         value = min(legal)
@@ -47,11 +63,20 @@ def _per_core(spec: MatmulSpec, dim: str, tiles: int, cores: int, given: int | N
         # the smallest per_core that fits is ceil(tiles / cores); it need not divide (padded last block)
         least = ceil_div(tiles, cores)
         blocks_name = "num_blocks_y" if dim == "M" else "num_blocks_x"     # the factory's names, whatever the axis
+        other_tiles, other_cores, other_given = other
+        fixed = other_given
+        if other_given is not None and ceil_div(other_tiles, other_given) > other_cores:
+            fixed = ceil_div(other_tiles, other_cores)      # the other dimension breaks the rule too
+        offer = nearest_offer(range(least, tiles + 1), given, f"per_core_{dim} of at most {cores} core{'s' * (cores != 1)}",
+                              per_core_edit(spec, dim, fixed))
+        if fixed != other_given:
+            pair = (lambda v: f"{v} x {fixed}") if dim == "M" else (lambda v: f"{fixed} x {v}")
+            offer = replace(offer, candidates=(replace(c, text=pair(int(c.order))) for c in offer.candidates),
+                            prefix="per_core = ", what=f"per_core within {cores} x {other_cores} cores")
         raise PlanError(f"{blocks_name} <= grid.{axis}, {blocks_name} = ceil({dim}t / per_core_{dim})"
                         + (" (swapped by transpose_mcast)" if spec.transpose_mcast else ""),
                         f"per_core_{dim} = {given} needs {blocks} cores along {axis}, "
-                        f"the grid has {cores}", spec.span("block.per_core"),
-                        nearest(range(least, min(tiles, least + 3) + 1), given))
+                        f"the grid has {cores}", spec.span("block.per_core"), offer)
     return given
 
 
@@ -60,8 +85,11 @@ def grid_layout(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], c
     `if (transpose_mcast) std::swap(num_cores_with_work_c, num_cores_with_work_r)`)."""
     pc = spec.block.per_core
     m_axis, n_axis = (0, 1) if spec.transpose_mcast else (1, 0)
-    per_core_m = _per_core(spec, "M", mt, grid_req[m_axis], pc[0] if pc else None, choices, "xy"[m_axis])
-    per_core_n = _per_core(spec, "N", nt, grid_req[n_axis], pc[1] if pc else None, choices, "xy"[n_axis])
+    given_m, given_n = pc if pc else (None, None)
+    per_core_m = _per_core(spec, "M", mt, grid_req[m_axis], given_m, choices, "xy"[m_axis],
+                           (nt, grid_req[n_axis], given_n))
+    per_core_n = _per_core(spec, "N", nt, grid_req[n_axis], given_n, choices, "xy"[n_axis],
+                           (mt, grid_req[m_axis], given_m))
     # num_blocks_x = ceil(Nt / per_core_N), num_blocks_y = ceil(Mt / per_core_M) (2D factory)
     m_blocks, n_blocks = ceil_div(mt, per_core_m), ceil_div(nt, per_core_n)
     grid = (m_blocks, n_blocks) if spec.transpose_mcast else (n_blocks, m_blocks)

@@ -30,7 +30,7 @@ from kgen.gen.planned import FuzzLayout, FuzzLimits
 from kgen.gen.dataflow.kernels import A, dm_kernel, out_block_loops, receiver_block, tensors_of
 from kgen.gen.ir import INVALID, VALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
 from kgen.gen.rules import (CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, PlanError, ceil_div, divisors,
-                            matmul_subblock_params, nearest)
+                            matmul_subblock_params, nearest_offer, Offer, suggestion)
 
 if TYPE_CHECKING:
     from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
@@ -82,10 +82,14 @@ class DramSharded(Dataflow):
             raise PlanError("kgen: dram_sharded without a fused bias",
                             "fuse.bias = true with dataflow = dram_sharded: TT-Metal's factory reads the bias from "
                             "the DRAM banks beside in1 (FUSE_BIAS); kgen's DRAM-sharded program has no bias reader",
-                            spec.span("fuse.bias"), "fuse.bias = false")
+                            spec.span("fuse.bias"),
+                            Offer((suggestion("fuse.bias = false", ("fuse.bias", False)),), "change of fuse.bias"))
         banks = len(load_arch(spec.arch).dram_bank_workers)
         per_core_m, per_core_n, workers = plan_workers(spec, mt, nt, banks, choices)
-        grid = worker_rectangle(spec, workers, grid_req)
+        widths = (w for w in shard_widths(nt, banks) if _rectangle(shard_workers(nt, w, banks), grid_req))
+        grid = worker_rectangle(spec, workers, grid_req,
+                                nearest_offer(widths, per_core_n, "in1 shard width whose workers fill a rectangle",
+                                              lambda v: ("block.per_core", (mt, v)), prefix=f"per_core = {mt} x "))
         kt = ceil_div(spec.k, 32)
         shards = in0_shard_count(spec, kt, per_core_m, workers, choices)
         choices.append(f"dram_sharded: {workers} workers, worker i reading DRAM bank i's {per_core_n}-tile-wide "
@@ -132,7 +136,10 @@ class DramSharded(Dataflow):
             raise PlanError(rule, f"out_subblock = {block.out_subblock[0]} x {block.out_subblock[1]} with dataflow = "
                             f"dram_sharded: the factory runs {sbh} x {sbw} for per_core = {per_core_m} x {per_core_n}"
                             + (f" (per_core_N_compute = {n_compute})" if n_compute != per_core_n else ""),
-                            spec.span("block.out_subblock"), f"out_subblock = {sbh} x {sbw}, or leave it out")
+                            spec.span("block.out_subblock"),
+                            Offer((suggestion(f"out_subblock = {sbh} x {sbw}", ("block.out_subblock", (sbh, sbw))),
+                                   suggestion("leave it out", ("block.out_subblock", None))),
+                                  "out_subblock", sep=", or "))
         if sbh > 1 and sbw != n_compute:
             # The compute kernel packs c_4 subblock by subblock; the factory's writer copies it into the
             # output shard one tile row at a time (out_tensor_stride_w_bytes), which is the same order only
@@ -148,7 +155,10 @@ class DramSharded(Dataflow):
             raise PlanError(f"{RULE}: one output block per worker, out_block = per_core",
                             f"out_block = {block.out_block[0]} x {block.out_block[1]} with dataflow = dram_sharded and "
                             f"per_core = {per_core_m} x {per_core_n}", spec.span("block.out_block"),
-                            f"out_block = {per_core_m} x {per_core_n}, or leave it out")
+                            Offer((suggestion(f"out_block = {per_core_m} x {per_core_n}",
+                                              ("block.out_block", (per_core_m, per_core_n))),
+                                   suggestion("leave it out", ("block.out_block", None))),
+                                  "out_block", sep=", or "))
         choices.append(f"out_subblock -> {sbh} x {sbw}, out_block {per_core_m} x {n_compute}: {RULE}'s own "
                        f"(get_matmul_subblock_params({per_core_m}, {per_core_n}) widened on a one-tile-high "
                        f"subblock); per_core_N_compute = {n_compute}"
@@ -301,7 +311,10 @@ def plan_workers(spec: MatmulSpec, mt: int, nt: int, banks: int, choices: list[s
     if pc and pc[0] != mt:
         raise PlanError(f"dram_sharded: per_core_M == Mt ({RULE}: every worker computes all of M from the "
                         f"gathered in0)", f"per_core_M = {pc[0]} with Mt = {mt}", spec.span("block.per_core"),
-                        f"per_core = {mt} x {auto_n}")
+                        Offer((suggestion(f"per_core = {mt} x {pc[1]}", ("block.per_core", (mt, pc[1]))),
+                               suggestion(f"per_core = {mt} x {auto_n}", ("block.per_core", (mt, auto_n))),
+                               suggestion("leave per_core out", ("block.per_core", None))),
+                              f"per_core with per_core_M = {mt}", count=1))
     per_core_n = pc[1] if pc else auto_n
     legal = shard_widths(nt, banks)
     if per_core_n not in legal:
@@ -314,7 +327,9 @@ def plan_workers(spec: MatmulSpec, mt: int, nt: int, banks: int, choices: list[s
                         f"banks - padding-only banks ({RULE}: `per_core_N_in1_sender = div_up(N, num_workers)`, "
                         f"\"Remove cores assigned to padding-only DRAM banks\")",
                         f"per_core_N = {per_core_n} with Nt = {nt} over {banks} banks: {why}",
-                        spec.span("block.per_core"), f"per_core = {mt} x {nearest(legal, per_core_n)}")
+                        spec.span("block.per_core"),
+                        nearest_offer(legal, per_core_n, "in1 shard width", lambda v: ("block.per_core", (mt, v)),
+                                      prefix=f"per_core = {mt} x "))
     workers = shard_workers(nt, per_core_n, banks)
     if pc is None:
         choices.append(f"per_core auto -> {mt} x {per_core_n}: all of Mt = {mt} on each worker, "
@@ -322,13 +337,21 @@ def plan_workers(spec: MatmulSpec, mt: int, nt: int, banks: int, choices: list[s
     return mt, per_core_n, workers
 
 
-def worker_rectangle(spec: MatmulSpec, workers: int, grid_req: tuple[int, int]) -> tuple[int, int]:
-    """kgen's logical cores for the workers: the widest rectangle of exactly `workers` cores in the grid."""
-    cols = max((d for d in divisors(workers) if d <= grid_req[0] and workers // d <= grid_req[1]), default=0)
+def _rectangle(workers: int, grid_req: tuple[int, int]) -> int:
+    """The widest rectangle's columns for `workers` cores in the grid, 0 when none holds exactly them."""
+    return max((d for d in divisors(workers) if d <= grid_req[0] and workers // d <= grid_req[1]), default=0)
+
+
+def worker_rectangle(spec: MatmulSpec, workers: int, grid_req: tuple[int, int], widths: Offer | None = None
+                     ) -> tuple[int, int]:
+    """kgen's logical cores for the workers: the widest rectangle of exactly `workers` cores in the grid.
+    `widths`: the shard widths (per_core) a refusal offers."""
+    cols = _rectangle(workers, grid_req)
     if not cols:
         raise PlanError("kgen: dram_sharded workers fill a rectangle of the grid",
                         f"{workers} workers fit no rectangle of the {grid_req[0]} x {grid_req[1]} grid",
-                        spec.span("shape"), "an N that needs fewer DRAM banks")
+                        spec.span("shape"), widths, also="or an N that needs fewer DRAM banks",
+                        otherwise="an N that needs fewer DRAM banks")
     return cols, workers // cols
 
 
@@ -343,13 +366,16 @@ def in0_shard_count(spec: MatmulSpec, kt: int, per_core_m: int, workers: int, ch
                         f"support per_core_M larger than 1, while split one shard into multiple blocks\")",
                         f"per_core_M = {per_core_m} with in0_block_w = {w or 'auto'}: Kt = {kt} in shards of one "
                         f"K-block each needs in0_block_w dividing Kt with Kt / in0_block_w <= {workers} workers",
-                        spec.span("block.in0_block_w"), f"in0_block_w = {nearest(one_block, w or one_block[0])}")
+                        spec.span("block.in0_block_w"),
+                        nearest_offer(one_block, w or one_block[0], "in0_block_w of one K-block per in0 shard",
+                                      lambda v: ("block.in0_block_w", v), prefix="in0_block_w = "))
     if w is not None and per_core_m > 1:
         return kt // w
     fits = [d for d in divisors(kt) if d <= workers and (w is None or (kt // d) % w == 0)]
     if not fits:
         raise PlanError("Kt % in0_block_w == 0", f"in0_block_w = {w} does not divide Kt = {kt}",
-                        spec.span("block.in0_block_w"), nearest(divisors(kt), w or 1))
+                        spec.span("block.in0_block_w"),
+                        nearest_offer(divisors(kt), w or 1, "in0_block_w dividing Kt", lambda v: ("block.in0_block_w", v)))
     return max(fits)
 
 

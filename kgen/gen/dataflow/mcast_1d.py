@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_mcast
-from kgen.gen.dataflow.base import DRAM_ONLY, Dataflow, Layout
+from kgen.gen.dataflow.base import DRAM_ONLY, Dataflow, Layout, per_core_edit
 from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
                                        noc_rect, out_block_loops, receiver_block, sender_block, tensors_of,
                                        writer_ops)
 from kgen.gen.ir import INVALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, TensorArg
-from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, PlanError, ceil_div, divisors, fmt_pair, nearest
+from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, Offer, PlanError, ceil_div, divisors, fmt_pair, nearest_offer, suggestion
 
 if TYPE_CHECKING:
     from kgen.gen.dataflow.tt_program import TtProgram
@@ -140,7 +140,9 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
                         f"per_core_{shared_dim} = {given_shared} splits {shared_dim}t = {shared_tiles} over "
                         f"{ceil_div(shared_tiles, given_shared)} blocks, but TT-Metal's 1D factory multicasts "
                         f"{'in0' if in0 else 'in1'} to every core, so every core holds all of {shared_dim}",
-                        spec.span("block.per_core"), str(shared_tiles))
+                        spec.span("block.per_core"),
+                        Offer((suggestion(str(shared_tiles), per_core_edit(spec, shared_dim)(shared_tiles)),),
+                              f"per_core_{shared_dim} covering {shared_dim}t"))
     else:
         shared = given_shared
     if given_split is None:
@@ -157,7 +159,8 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
         raise PlanError("num_blocks_x * num_blocks_y <= grid.x * grid.y (1D factory)",
                         f"per_core_{split_dim} = {split} needs {cores} cores, the {fmt_pair(grid_req)} grid has "
                         f"{cells}", spec.span("block.per_core"),
-                        nearest(range(least, min(split_tiles, least + 3) + 1), split))
+                        nearest_offer(range(least, split_tiles + 1), split, f"per_core_{split_dim} within {cells} cores",
+                                      per_core_edit(spec, split_dim, shared)))
     grid = _rectangle_of(cores, cols)
     if grid is None:
         fits = [d for d in range(1, split_tiles + 1)
@@ -167,7 +170,9 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
                         f"row{'' if cores // cols == 1 else 's'} of the "
                         f"{cols}-wide grid and part of another; TT-Metal's multicast rectangle (their bounding box) "
                         f"would include cores without work, which kgen does not plan",
-                        spec.span("block.per_core"), nearest(fits, split))
+                        spec.span("block.per_core"),
+                        nearest_offer(fits, split, f"per_core_{split_dim} filling whole rows",
+                                      per_core_edit(spec, split_dim, shared)))
     if not in0 and split_tiles % split:
         # the factory's mcast_in1 in0 readers all get last_block_h = per_core_M: no M padding
         raise PlanError("mcast_in1: per_core_M divides Mt (TT-Metal's 1D factory gives every in0 reader "
@@ -175,7 +180,8 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
                         f"per_core_M = {split} leaves the last core {split_tiles % split} of {split} rows of tiles; "
                         f"TT-Metal's in0 reader would read the rest past the tensor",
                         spec.span("block.per_core"),
-                        nearest([d for d in divisors(split_tiles) if split_tiles // d <= cells], split))
+                        nearest_offer([d for d in divisors(split_tiles) if split_tiles // d <= cells], split,
+                                      "per_core_M dividing Mt", per_core_edit(spec, split_dim, shared)))
     return (shared, split, grid) if in0 else (split, shared, grid)
 
 

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_mcast
-from kgen.gen.dataflow.base import GridOfBlocks, Layout, grid_layout
+from kgen.gen.dataflow.base import GridOfBlocks, Layout, grid_layout, per_core_edit
 from kgen.gen.dataflow.kernels import (A, Tiles, dm_kernel, in1_receiver_body_of, noc_rect, out_block_loops,
                                        receiver_block, sender_block, sharded_out_tail, tensors_of, writer_ops,
                                        needs_bias_read)
 from kgen.gen.ir import INVALID, VALID, Affine, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
-from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, PlanError, ceil_div, divisors, nearest
+from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, PlanError, ceil_div, nearest_offer
 
 if TYPE_CHECKING:
     from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
@@ -44,8 +44,7 @@ class Mcast2D(GridOfBlocks):
 
     def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
         layout = grid_layout(spec, mt, nt, grid_req, choices)
-        m_cores = grid_req[0] if spec.transpose_mcast else grid_req[1]
-        _check_padded_top_row(spec, mt, layout.per_core_m, ceil_div(mt, layout.per_core_m), m_cores)
+        _check_padded_top_row(spec, mt, layout.per_core_m, ceil_div(mt, layout.per_core_m))
         return layout
 
     def pads_last_m_block(self, m_blocks: int) -> bool:
@@ -74,7 +73,7 @@ class Mcast2D(GridOfBlocks):
 MCAST_2D = Mcast2D()
 
 
-def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, m_blocks: int, m_cores: int) -> None:
+def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, m_blocks: int) -> None:
     """The 2D factory gives the top row's in1 sender/writer no M padding: its writer args are
     out_block_h / out_subblock_h, out_subblock_h and a 0 h-skip whatever the row (only the receiver
     writers of the rows below get last_block_num_nonzero_subblocks_h, last_subblock_of_last_block_h and
@@ -86,8 +85,8 @@ def _check_padded_top_row(spec: MatmulSpec, mt: int, per_core_m: int, m_blocks: 
                         f"per_core_M = {per_core_m} leaves Mt = {mt} on one row of cores with {per_core_m - mt} "
                         f"padded rows of tiles, which TT-Metal's 2D factory would write past the output",
                         spec.span("block.per_core"),
-                        nearest([d for d in divisors(mt) if d <= per_core_m]
-                                 + ([ceil_div(mt, 2)] if m_cores > 1 else []), per_core_m))
+                        nearest_offer(range(1, mt + 1), per_core_m, "per_core_M without a padded single row of cores",
+                                      per_core_edit(spec, "M")))
 
 
 SEMAPHORE_IDS = {"in0_sender": 0, "in0_receiver": 1, "in1_sender": 2, "in1_receiver": 3}

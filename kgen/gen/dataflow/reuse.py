@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_reuse
-from kgen.gen.dataflow.base import DRAM_ONLY, GridOfBlocks, Layout, grid_layout
+from kgen.gen.dataflow.base import DRAM_ONLY, GridOfBlocks, Layout, grid_layout, per_core_edit
 from kgen.gen.dataflow.kernels import (Tiles, dm_kernel, needs_bias_read, out_block_loops, read_block, tensors_of,
                                        writer_ops)
 from kgen.gen.ir import CoreRange, Kernel, Loop, Node, Semaphore
-from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, PlanError, divisors, nearest
+from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, PlanError, divisors, nearest_offer
 
 if TYPE_CHECKING:
     from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
@@ -84,7 +84,9 @@ def _check_whole_blocks(spec: MatmulSpec, mt: int, nt: int, layout: Layout) -> N
                             f"per_core_{dim} = {per_core} leaves a padded last block of {dim}t = {tiles} tiles per "
                             f"batch; with broadcast_in1 = false the reuse factory's reader and writer loop over the "
                             f"batch without padding args", spec.span("block.per_core"),
-                            nearest([d for d in divisors(tiles)], per_core))
+                            nearest_offer(divisors(tiles), per_core, f"per_core_{dim} dividing {dim}t",
+                                          per_core_edit(spec, dim, layout.per_core_n if dim == "M" else
+                                                        layout.per_core_m)))
 
 
 def _reuse_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
