@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import shutil
 import signal
 import tempfile
@@ -121,7 +120,7 @@ def scratch(prefix: str, parent: Path | None = None) -> Iterator[Path]:
         # after the mkdir still finds it here (masking the signal does not hold it off in a process
         # with other threads: one of them takes it, and the main thread raises at once)
         for _ in range(100):
-            path = base / f"{prefix}-p{os.getpid()}-{secrets.token_hex(4)}"
+            path = base / f"{prefix}-p{os.getpid()}-{os.urandom(4).hex()}"
             try:
                 path.mkdir(mode=0o700)
                 break

@@ -6,6 +6,7 @@ file that cannot be read or parsed is a SpecError that points at the text.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -44,10 +45,49 @@ class RawGroup:
     groups: tuple["RawGroup", ...]
 
 
+PARSER_OPTIONS: dict[str, Any] = {"parser": "lalr", "propagate_positions": True}
+
+
 @cache
 def _parser() -> lark.Lark:
+    """The LALR parser of kspec.lark. Building its tables is most of what `kgen check` spends before
+    it reads the spec, so lark's own cache of them is kept under $KGEN_CACHE_DIR (else ~/.cache/kgen)
+    in a file named by the digest of the grammar, lark's version and Python's: a changed grammar or
+    lark gets a new file, and lark checks the digest again when it loads one. The file appears whole
+    (written aside, then renamed). Without a usable cache folder the tables are built each run."""
     grammar = (Path(__file__).parent / "kspec.lark").read_text()
-    return lark.Lark(grammar, parser="lalr", propagate_positions=True)
+    cached = _parser_cache_file(grammar)
+    if cached is None:
+        return lark.Lark(grammar, **PARSER_OPTIONS)
+    if cached.is_file():
+        return lark.Lark(grammar, cache=str(cached), **PARSER_OPTIONS)
+    aside = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+    parser = lark.Lark(grammar, cache=str(aside), **PARSER_OPTIONS)    # lark writes it once built
+    try:
+        os.replace(aside, cached)
+    except OSError:                     # lark could not write it (a full or read-only cache): no cache
+        with contextlib.suppress(OSError):
+            aside.unlink()
+    return parser
+
+
+def _parser_cache_file(grammar: str) -> Path | None:
+    """Where the parser's tables are cached, or None when kgen has no cache folder it may write."""
+    import hashlib
+    import sys
+
+    from kgen.core.errors import KgenError
+    from kgen.core.resources import cache_root
+
+    try:
+        folder = cache_root() / "parser"
+        folder.mkdir(parents=True, exist_ok=True)
+    except (KgenError, OSError, RuntimeError):     # RuntimeError: Path.home() without a home
+        return None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return None
+    key = "\n".join((grammar, repr(sorted(PARSER_OPTIONS.items())), lark.__version__, sys.version))
+    return folder / f"kspec-{hashlib.sha256(key.encode()).hexdigest()[:16]}.lark"
 
 
 class Source:

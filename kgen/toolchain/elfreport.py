@@ -10,11 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.constants import SH_FLAGS
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
 from kgen.core.arch import ArchFacts
 from kgen.core.errors import KgenError
 
@@ -60,6 +55,12 @@ class ElfSizes:
 
 
 def elf_sizes(path: Path, processor: str, arch: ArchFacts, largest: int = 5) -> ElfSizes:
+    # pyelftools only when there is an ELF to read: `kgen build` and `check` start without it
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.constants import SH_FLAGS
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
     limits = arch.processors[processor]
     try:
         with open(path, "rb") as f:
