@@ -523,10 +523,12 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
     Exit 1 when the run shows a problem (a deadlock, a hazard, output that is not the golden
     model's); EXIT_INCOMPLETE when a tool it needs is missing (the last line says which)."""
     from kgen.proof.chain import run_chain
-    from kgen.proof.emulate import check_host_memory
+    from kgen.proof.emulate import check_host_memory, duration_notice
 
     check_host_memory(artifacts.plan)          # before the build and any allocation
     port = args.command == "port-check"
+    if notice := duration_notice(artifacts.plan, f"kgen {args.command}", programs=3 if port else 1):
+        sys.stderr.write(notice + "\n")            # a long run says so before it starts
     trace = Path(args.trace) if getattr(args, "trace", None) else None
     with _progress() as progress:
         progress("building")

@@ -522,6 +522,51 @@ def host_memory_need(plan) -> int:
     return (a + b) * 20 + c * 44 + plan.num_cores * plan.arch.l1_bytes
 
 
+# CPU seconds per input/output element (making the inputs, encoding them as tiles and DRAM lines, the
+# golden model's quantisation) and per multiply-add (the golden model's accumulation and the
+# emulation) of one emulated program, measured with `kgen emulate` (CPU time) on a 2-core x86 machine
+# (examples/wh_decode_dram_sharded_11008: 45.6 M elements, 1.44 G MACs, 39 s; wh_fp32_hifi4: 5.2 M,
+# 2.1 G, 41 s; l1acc_two_blocks: 0.5 M, 67 M, 1.4 s). Port-check emulates three programs (kgen's,
+# TT-Metal's compute kernel in it, TT-Metal's whole program): ~112 s for the 11008 example.
+SECONDS_PER_ELEMENT = 0.27e-6
+SECONDS_PER_MAC = 18e-9
+LONG_RUN_SECONDS = 20                    # from here on, a command says up front how long it will take
+
+
+def expected_seconds(plan, programs: int = 1) -> float:
+    """Roughly the CPU time of emulating `programs` programs of the plan (with its golden model), from
+    the plan's size: the elements of the inputs and the output, and the multiply-adds."""
+    tiles = 32 * 32
+    batches = plan.batch_ct
+    elements = batches * (plan.mt * plan.kt + plan.kt * plan.nt + plan.mt * plan.nt) * tiles
+    macs = batches * plan.mt * plan.nt * plan.kt * tiles * 32
+    return programs * (elements * SECONDS_PER_ELEMENT + macs * SECONDS_PER_MAC)
+
+
+def duration_notice(plan, command: str, programs: int = 1) -> str | None:
+    """What `kgen emulate` / `kgen port-check` says on stderr before a run that takes a while: how long,
+    roughly, and why (None for a quick one), wrapped at the terminal's width ($COLUMNS, at most 100)."""
+    import shutil
+    import textwrap
+
+    seconds = expected_seconds(plan, programs)
+    if seconds < LONG_RUN_SECONDS:
+        return None
+    if seconds < 45:
+        about = f"about {round(seconds, -1):.0f} seconds"
+    elif seconds < 90:
+        about = "about a minute"
+    else:
+        about = f"about {round(seconds / 60):.0f} minutes"
+    m, n, k = plan.batch_ct * plan.mt * 32, plan.nt * 32, plan.kt * 32
+    what = f"{programs} programs emulated" if programs > 1 else "the emulation"
+    text = (f"{command}: expect {about} of CPU time, longer on a busy machine: {what} and a golden model "
+            f"over {'batch * ' if plan.spec.batch > 1 else ''}M x N x K = {m} x {n} x {k}, "
+            f"{m * n * k / 1e9:.1f} G multiply-adds")
+    width = max(40, min(100, shutil.get_terminal_size().columns))
+    return textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False)
+
+
 def check_host_memory(plan) -> None:
     """Refuse, before anything is allocated, an emulation this machine cannot hold."""
     need, have = host_memory_need(plan), available_host_memory()
