@@ -255,14 +255,25 @@ def _ktile_padding_barriers(plan) -> int:
     return plan.in0_reader_cores * plan.batch_ct * plan.num_blocks_h_dim * plan.num_blocks_w_dim * plan.out_block_h
 
 
-def format_port_check(pc: PortCheck) -> str:
-    lines = [f"kgen port-check: {pc.ours.kernel_id}",
-             f"  reference  {pc.reference}",
-             f"  output     {'bit-identical to kgen' if pc.bit_identical else 'DIFFERENT from kgen'} "
-             f"(kgen {pc.ours.status}, exact vs golden {pc.ours.exact_match}; "
-             f"TT-Metal {pc.theirs.status}, exact vs golden {pc.theirs.exact_match})"]
+def format_port_check(pc: PortCheck, width: int | None = None) -> str:
+    """The report at `width` columns (the terminal's): every value wrapped under itself."""
+    from kgen.core import terminal
+
+    width = width or terminal.width()
+
+    def row(key: str, value: str) -> list[str]:
+        return terminal.key_value(key, value, width, key_width=9)
+
+    def starred(name: str, d: dict) -> list[str]:
+        return terminal.wrap(f"{name}: {d['explanation']}", width, "  * ", "    ")
+
+    lines = terminal.hanging(f"kgen port-check: {pc.ours.kernel_id}", width)
+    lines += row("reference", str(pc.reference))
+    lines += row("output", f"{'bit-identical to kgen' if pc.bit_identical else 'DIFFERENT from kgen'} "
+                           f"(kgen {pc.ours.status}, exact vs golden {pc.ours.exact_match}; "
+                           f"TT-Metal {pc.theirs.status}, exact vs golden {pc.theirs.exact_match})")
     for d in pc.departures:
-        lines.append(f"  departs    TT-Metal's kernel ran as ttnn.matmul 0.81.1 would not run it: {d}")
+        lines += row("departs", f"TT-Metal's kernel ran as ttnn.matmul 0.81.1 would not run it: {d}")
     ours, theirs = pc.op_counts(pc.ours), pc.op_counts(pc.theirs)
     diffs = pc.differences()
     lines.append(f"  {'compute op':<28} {'kgen':>8} {'TT-Metal':>9}")
@@ -270,13 +281,13 @@ def format_port_check(pc: PortCheck) -> str:
         mark = "  *" if name in diffs else ""
         lines.append(f"  {name:<28} {ours.get(name, 0):>8} {theirs.get(name, 0):>9}{mark}")
     for name, d in diffs.items():
-        lines.append(f"  * {name}: {d['explanation']}")
+        lines += starred(name, d)
     if pc.program is None:
-        lines.append(f"  program    not run: {pc.program_note}")
+        lines += row("program", f"not run: {pc.program_note}")
     else:
-        lines.append(f"  program    {'bit-identical' if pc.program_bit_identical else 'DIFFERENT'} "
-                     f"(TT-Metal's whole program {pc.program.status}, exact vs golden {pc.program.exact_match})")
-        lines.append(f"             {pc.program_note}")
+        lines += row("program", f"{'bit-identical' if pc.program_bit_identical else 'DIFFERENT'} (TT-Metal's whole "
+                                f"program {pc.program.status}, exact vs golden {pc.program.exact_match})")
+        lines += terminal.paragraph(pc.program_note, width, " " * 13)
         ours_dm, theirs_dm = pc.dataflow_op_counts(pc.ours), pc.dataflow_op_counts(pc.program)
         lines.append(f"  {'data-movement op':<28} {'kgen':>8} {'TT-Metal':>9}")
         dm_diffs = pc.dataflow_differences()
@@ -284,15 +295,16 @@ def format_port_check(pc: PortCheck) -> str:
             mark = "  *" if name in dm_diffs else ""
             lines.append(f"  {name:<28} {ours_dm.get(name, 0):>8} {theirs_dm.get(name, 0):>9}{mark}")
         for name, d in dm_diffs.items():
-            lines.append(f"  * {name}: {d['explanation']}")
+            lines += starred(name, d)
     for h in [*pc.ours.hazards, *pc.theirs.hazards, *(pc.program.hazards if pc.program else ())]:
-        lines.append(f"  HAZARD {h['kind']}: {h['file']}:{h['line']}: {h['message']}")
+        lines += terminal.hanging(f"HAZARD {h['kind']}: {h['file']}:{h['line']}: {h['message']}", width, "  ", "    ")
     if pc.passed:
         agreement = ("bit-exact against the golden model" if pc.ours.numerics == "exact" else
                      "within the fast-numerics tolerance of the fast golden model (not a bit-exact check)")
-        lines.append(f"  float64    {pc.ours.float64.line()}")
-        lines.append(f"  verdict    PASS: every program finished {agreement} and within its float64 bound, "
-                     "without a hazard, and TT-Metal's output is kgen's bit for bit")
+        lines += row("float64", pc.ours.float64.line())
+        lines += row("verdict", f"PASS: every program finished {agreement} and within its float64 bound, "
+                                "without a hazard, and TT-Metal's output is kgen's bit for bit")
     else:
-        lines += ["  verdict    FAIL:"] + [f"             - {f}" for f in pc.failures]
+        lines += row("verdict", "FAIL:")
+        lines += [line for f in pc.failures for line in terminal.bullet(f, width, " " * 13)]
     return "\n".join(lines)
