@@ -278,10 +278,12 @@ def _build_summary(result) -> str:
     rows.append(("CBs", ", ".join(keep_together(f"c_{f['buffer_index']} {f['data_format']}") for cb in m["cbs"]
                                   for f in cb["format_descriptors"])))
     rows.append(("policy", m["policy"]))
-    tensors = ", ".join(f'"{t["name"]}": {t["name"]}_tensor' for t in m["io_tensors"])
-    # the comment kept whole: the call, pasted wrapped, is still Python
-    rows.append(("run", f'kgen.device.runtime.run("{_shown(result.path)}", device, {{{tensors}}})   '
-                        + keep_together("# on a machine with a card")))
+    tensors = ", ".join(keep_together(f'"{t["name"]}": {t["name"]}_tensor') for t in m["io_tensors"])
+    # wrapped between its arguments (after `(` when the folder would not fit beside the call) and
+    # with its comment whole, the call pasted back is still Python
+    call = f'kgen.device.runtime.run("{_shown(result.path)}",'
+    call = call.replace("(", "(\n", 1) if len(call) + 11 > width else call
+    rows.append(("run", f"{call} device, {{{tensors}}})   " + keep_together("# on a machine with a card")))
     lines = terminal.hanging(f"kgen build: {result.kernel_id}", width)
     lines += terminal.key_values(rows, width, gap=3)
     return "\n".join(lines) + "\n"

@@ -163,25 +163,55 @@ class Column:
     numeric: bool = False
 
 
-def table(columns: Sequence[Column], width: int, indent: str = "  ", gap: int = 2, rule: bool = False) -> list[str]:
+def table(columns: Sequence[Column], width: int, indent: str = "  ", gap: int = 2, rule: bool = False,
+          keys: int = 1) -> list[str]:
     """Columns side by side, each as wide as its widest cell and header. Where that is wider than
     `width`: the headers wrap between their words (a column as wide as its widest cell and
     header word), then the last column's cells wrap under it, if it holds words; numbers are never
-    split. `rule`: a line of dashes under the header."""
+    split. Where even that does not fit, the columns after the first `keys` (the ones that name a
+    row) go into as many tables as it takes, each repeating the `keys` columns. `rule`: a line of
+    dashes under the header."""
+    sizes = _sizes(columns, width, indent, gap)
+    if _fits(sizes, width, indent, gap) or len(columns) <= keys + 1:
+        return _render(columns, sizes, indent, gap, rule)
+    parts: list[list[Column]] = [[]]
+    for col in columns[keys:]:        # each table takes columns while they fit beside the keys
+        wider = [*columns[:keys], *parts[-1], col]
+        if parts[-1] and not _fits(_sizes(wider, width, indent, gap), width, indent, gap):
+            parts.append([])
+        parts[-1].append(col)
+    out: list[str] = []
+    for n, part in enumerate(parts):
+        chosen = [*columns[:keys], *part]
+        out += ([""] if n else []) + _render(chosen, _sizes(chosen, width, indent, gap), indent, gap, rule)
+    return out
+
+
+def _fits(sizes: Sequence[int], width: int, indent: str, gap: int) -> bool:
+    return len(indent) + sum(sizes) + gap * (len(sizes) - 1) <= width
+
+
+def _sizes(columns: Sequence[Column], width: int, indent: str, gap: int) -> list[int]:
+    """Each column's width: its widest cell and header where they fit, else narrower (see `table`)."""
     natural = [max([len(c) for c in col.cells] + [len(col.header)]) for col in columns]
-    sizes = list(natural)
     room = width - len(indent) - gap * (len(columns) - 1)
+    if sum(natural) <= room:
+        return natural
+    # each column as narrow as its cells and header words allow; the last one's words fill what is
+    # left, then a header takes back its line where the room allows
+    sizes = [max([len(c) for c in col.cells] + [len(w) for w in col.header.split()] + [1]) for col in columns]
     last = columns[-1]
-    if sum(sizes) > room:
-        # each column as narrow as its cells and header words allow; the last one's words fill
-        # what is left, then a header takes back its line where the room allows
-        sizes = [max([len(c) for c in col.cells] + [len(w) for w in col.header.split()] + [1]) for col in columns]
-        if not last.numeric:
-            words = [len(w) for c in last.cells for _, w in _words(c)] + [len(w) for w in last.header.split()]
-            sizes[-1] = max(max(words, default=1), min(natural[-1], room - sum(sizes[:-1])))
-        for i in sorted(range(len(columns)), key=lambda i: natural[i] - sizes[i]):
-            if sum(sizes) - sizes[i] + natural[i] <= room:
-                sizes[i] = natural[i]
+    if not last.numeric:
+        words = [len(w) for c in last.cells for _, w in _words(c)] + [len(w) for w in last.header.split()]
+        sizes[-1] = max(max(words, default=1), min(natural[-1], room - sum(sizes[:-1])))
+    for i in sorted(range(len(columns)), key=lambda i: natural[i] - sizes[i]):
+        if sum(sizes) - sizes[i] + natural[i] <= room:
+            sizes[i] = natural[i]
+    return sizes
+
+
+def _render(columns: Sequence[Column], sizes: Sequence[int], indent: str, gap: int, rule: bool) -> list[str]:
+    last = columns[-1]
     headers = [_header_lines(col.header, size) for col, size in zip(columns, sizes)]
     depth = max(len(h) for h in headers)
     headers = [[""] * (depth - len(h)) + h for h in headers]          # headers sit on the rule

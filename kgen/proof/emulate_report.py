@@ -168,7 +168,8 @@ def _summary(processors, width: int) -> list[str]:
         rows.append((processor, kernel, str(len(ps)), ops_text, str(sum(p["stalls"] for p in ps)), stall_range,
                      str(max(p["cycles"] for p in ps))))
     headers = ("processor", "kernel", "cores", "ops/core", "stalls", "stall cycles", "max cycles")
-    lines += terminal.table([Column(h, [r[i] for r in rows], numeric=i >= 2) for i, h in enumerate(headers)], width)
+    lines += terminal.table([Column(h, [r[i] for r in rows], numeric=i >= 2) for i, h in enumerate(headers)], width,
+                            keys=2)
     lines += terminal.hanging("(stalls: summed over the cores; stall cycles: their range over the cores)", width, "  ")
     lines.append("  every core and processor: --verbose, or --json")
     return lines
@@ -182,4 +183,5 @@ def _per_processor_table(processors, width: int) -> list[str]:
     headers = ("core", "processor", "kernel", "ops", "stalls", "stall cycles", "cycles")
     rows = [(f"({p['core'][0]},{p['core'][1]})", p["processor"], p["kernel"], str(sum(p["ops"].values())),
              str(p["stalls"]), str(p["stall_cycles"]), str(p["cycles"])) for p in processors]
-    return terminal.table([Column(h, [r[i] for r in rows], numeric=i >= 3) for i, h in enumerate(headers)], width)
+    return terminal.table([Column(h, [r[i] for r in rows], numeric=i >= 3) for i, h in enumerate(headers)], width,
+                          keys=3)

@@ -173,3 +173,18 @@ def test_a_table_wraps_headers_then_its_last_column_never_a_number():
     ends = {line.index("1,117,172") + 9 for line in narrow if "1,117,172" in line}
     ends |= {line.index("1,886,552") + 9 for line in narrow if "1,886,552" in line}
     assert len(ends) == 1
+
+
+def test_a_table_no_narrowing_fits_splits_repeating_the_columns_that_name_a_row():
+    rows = [("trisc0/unpack", "compute", "64", "6537", "268416", "1081346-1081717", "2238483"),
+            ("brisc", "in1_receiver_writer", "56", "517", "3696", "2220988-2220992", "2324212")]
+    headers = ("processor", "kernel", "cores", "ops/core", "stalls", "stall cycles", "max cycles")
+    columns = [terminal.Column(h, [r[i] for r in rows], numeric=i >= 2) for i, h in enumerate(headers)]
+    lines = terminal.table(columns, 60, keys=2)
+    assert all(len(line) <= 60 for line in lines)
+    parts = "\n".join(lines).split("\n\n")
+    assert len(parts) >= 2
+    for part in parts:                      # each part names its rows, and every figure is in one part
+        assert part.splitlines()[-2].split()[:2] == ["trisc0/unpack", "compute"]
+    for figure in ("6537", "268416", "1081346-1081717", "2324212"):
+        assert sum(figure in part for part in parts) == 1, figure
