@@ -1,5 +1,7 @@
-"""The one terminal layer of kgen's text reports: the width every command lays its report out for,
-and the wrapping they share (a paragraph, a bullet, a `key  value` line, a table).
+"""The one terminal layer of kgen's text reports: the width every command lays its report out for
+(`width`), and what they share to fit it: wrapped paragraphs, bullets, `key  value` lines and
+shell commands, plain tables (`table`), and the tables of figures `kgen ab` and `kgen tune` print
+through rich (`fitted_table`, `split_tables`).
 
 A report never cuts a word to fit: lines break between words, and a word longer than a line (a
 path, a URL) gets a line to itself. The text stays plain (no colour, no control codes), so a report
@@ -15,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-MAX_WIDTH = 100   # the reports are laid out for 100 columns; wider, prose lines read worse, not better
+MAX_WIDTH = 100   # a terminal's width counts up to 100 columns: wider, prose lines read worse, not better
 MIN_WIDTH = 60    # narrower, a table cannot keep its columns whole: a tinier terminal wraps the lines itself
+MAX_COLUMNS = 10_000   # a larger $COLUMNS is no width anyone means
 
 NBSP = "\N{NO-BREAK SPACE}"
 
@@ -27,15 +30,16 @@ _GLUE_MAX = 32
 
 
 def width() -> int:
-    """The width to lay a report out for: $COLUMNS when it is a positive whole number, else the
-    terminal's when stdout is one, else MAX_WIDTH; never above MAX_WIDTH nor below MIN_WIDTH."""
+    """The width to lay a report out for: $COLUMNS when it is a whole number from 1 to MAX_COLUMNS
+    (asked for, so taken as it is: COLUMNS=200 gives 200), else the terminal's when stdout is one,
+    up to MAX_WIDTH, else MAX_WIDTH; never below MIN_WIDTH."""
     text = os.environ.get("COLUMNS", "").strip()
-    columns = int(text) if text.isdigit() else 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.stdout.fileno()).columns
-        except (AttributeError, OSError, ValueError):   # not a terminal (a pipe, a file, a test's capture)
-            columns = 0
+    if text.isdigit() and 0 < int(text) <= MAX_COLUMNS:
+        return max(MIN_WIDTH, int(text))
+    try:
+        columns = os.get_terminal_size(sys.stdout.fileno()).columns
+    except (AttributeError, OSError, ValueError):   # not a terminal (a pipe, a file, a test's capture)
+        columns = 0
     return max(MIN_WIDTH, min(MAX_WIDTH, columns or MAX_WIDTH))
 
 

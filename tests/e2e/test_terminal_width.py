@@ -111,12 +111,22 @@ def test_check_and_perf_fit_the_width_on_every_example(command, width, monkeypat
 # kgen.core.terminal's rules
 # ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("columns, expected", [("80", 80), ("100", 100), ("250", 100), ("30", terminal.MIN_WIDTH),
-                                               ("", 100), ("wide", 100), ("0", 100)])
+@pytest.mark.parametrize("columns, expected", [("80", 80), ("100", 100), ("250", 250), ("30", terminal.MIN_WIDTH),
+                                               ("", 100), ("wide", 100), ("0", 100), ("-5", 100), ("99999", 100)])
 def test_the_width_is_columns_within_its_bounds(columns, expected, monkeypatch):
-    # under pytest stdout is no terminal: without a usable COLUMNS the width is the default
+    # under pytest stdout is no terminal: without a usable COLUMNS the width is the default, 100
     monkeypatch.setenv("COLUMNS", columns)
     assert terminal.width() == expected
+
+
+def test_a_terminal_wider_than_100_columns_gets_100(monkeypatch):
+    import os
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(os, "get_terminal_size", lambda fd: os.terminal_size((180, 50)))
+    assert terminal.width() == terminal.MAX_WIDTH
+    monkeypatch.setattr(os, "get_terminal_size", lambda fd: os.terminal_size((72, 50)))
+    assert terminal.width() == 72
 
 
 def test_wrap_breaks_between_words_and_keeps_the_spaces_written():
