@@ -48,21 +48,20 @@ def keep_together(text: str) -> str:
     return text.replace(" ", NBSP)
 
 
-def wrap(text: str, width: int, first: str = "", rest: str | None = None, outer: str | None = None) -> list[str]:
+def wrap(text: str, width: int, first: str = "", rest: str | None = None) -> list[str]:
     """`text` in lines of at most `width` columns: the first starts with `first` (an indent, or a
     label such as `  key    `), the others with `rest` (spaces; default: as wide as `first`).
     Lines break only between words, and the spaces between two words on one line are kept as
     written. A no-break space never breaks, nor does a short product, equation or kgen command
     (`4 x 8`, `Kt = 32`, `kgen headers fetch`): each reads as one word. A word too long for a
-    line gets a line to itself, at `rest`, else at `outer` (default: `first`'s own indent) if it
-    fits there: only a word longer than the whole width passes the width. A last line of one
-    short word takes the word before it along. A newline in `text` starts a line at `rest`."""
+    line at `rest` (a path, a URL) gets a line to itself, moved left of `rest` just enough to end
+    at the margin: only a word longer than the whole width passes it, from `rest`. A last line of
+    one short word takes the word before it along. A newline in `text` starts a line at `rest`."""
     rest = " " * len(first) if rest is None else rest
-    outer = first[:len(first) - len(first.lstrip(" "))] if outer is None else outer
     lines: list[str] = []
     for n, part in enumerate(text.split("\n")):
         prefix = first if n == 0 else rest
-        lines += _fill(_words(_GLUE.sub(_glued, part)), width, prefix, rest, outer)
+        lines += _fill(_words(_GLUE.sub(_glued, part)), width, prefix, rest)
     return [line.replace(NBSP, " ") for line in lines]
 
 
@@ -84,7 +83,7 @@ def _line_length(row: list[Word]) -> int:
     return sum(len(sep) + len(word) for sep, word in row) - len(row[0][0]) if row else 0
 
 
-def _fill(words: list[Word], width: int, first: str, rest: str, outer: str) -> list[str]:
+def _fill(words: list[Word], width: int, first: str, rest: str) -> list[str]:
     """Greedy filling, then the last line's lone short word joined by its neighbour."""
     rows: list[tuple[str, list[Word]]] = []          # (prefix, words) per line
     prefix, row = first, []
@@ -98,10 +97,11 @@ def _fill(words: list[Word], width: int, first: str, rest: str, outer: str) -> l
         if len(prefix) + len(word[1]) <= width:
             row = [word]
             continue
-        # too long for a line at this prefix: a line of its own, as far left as makes it fit
+        # too long for a line at this prefix: a line of its own, ending at the margin if it can
         if prefix.strip():                           # the first line's label stays on its own line
             rows.append((prefix, []))
-        rows.append((next((p for p in (rest, outer) if len(p) + len(word[1]) <= width), rest), [word]))
+        spare = width - len(word[1])
+        rows.append((" " * min(spare, len(rest)) if spare >= 0 else rest, [word]))
         prefix, row = rest, []
     if row or not rows:
         rows.append((prefix, row))

@@ -28,14 +28,14 @@ NOT_REPORTS = ("--json", "kgen ir ", "headers fetch", "--engine ray")
 
 
 def overflow(text: str, width: int) -> list[str]:
-    """The lines of `text` wider than `width`, but for a line that holds one word (and maybe a
-    shell command's closing ` \\`) that no indent could fit."""
+    """The lines of `text` wider than `width`, but for a line that holds one word longer than the
+    width (with a shell command's closing ` \\`, if it has one): no line could hold it."""
     bad = []
     for line in text.splitlines():
         if len(line) <= width:
             continue
-        words = line.removesuffix(" \\").split()
-        if len(words) == 1 and len(words[0]) > width - 6:
+        word = line.removesuffix(" \\")
+        if len(word.split()) == 1 and len(word.strip()) + len(line) - len(word) > width:
             continue
         bad.append(line)
     return bad
@@ -138,10 +138,12 @@ def test_wrap_breaks_between_words_and_keeps_the_spaces_written():
     assert " ".join(" ".join(lines).split()) == " ".join(("vs float64 " + text).split())
 
 
-def test_a_word_longer_than_a_line_stands_alone_as_far_left_as_it_fits():
+def test_a_word_longer_than_a_line_stands_alone_ending_at_the_margin():
     path = "/cache/" + "x" * 80 + "/kernel.cpp"                   # 98 characters
     lines = terminal.key_value("reference", f"the kernel {path} as given", 100, key_width=9)
     assert lines == ["  reference  the kernel", f"  {path}", "             as given"]
+    lines = terminal.paragraph(f"from {path[:89]}", 100, " " * 13)    # 89: fits from column 11, not 13
+    assert lines == [" " * 13 + "from", f"           {path[:89]}"]
     longer = "/" + "y" * 120
     lines = terminal.key_value("reference", longer, 100, key_width=9)
     assert lines == ["  reference", f"             {longer}"]    # longer than any line: its own, in its column
