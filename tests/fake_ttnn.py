@@ -45,6 +45,11 @@ class NOC(enum.Enum):
 
 
 
+class UnpackToDestMode(enum.Enum):
+    UnpackToDestFp32 = 0     # values as 0.81.1's _ttnn has them
+    Default = 1
+
+
 class DataMovementProcessor(enum.Enum):
     RISCV_0 = 0
     RISCV_1 = 1
@@ -144,6 +149,18 @@ class ComputeConfigDescriptor:
             _require(isinstance(v, bool), f"{name}: bool")
         self.math_fidelity, self.math_approx_mode = math_fidelity, math_approx_mode
         self.fp32_dest_acc_en, self.dst_full_sync_en, self.bfp8_pack_precise = fp32_dest_acc_en, dst_full_sync_en, bfp8_pack_precise
+        self._unpack_to_dest_mode: list = []
+
+    # an attribute, not a constructor argument, in 0.81.1 (a VectorUnpackToDestMode, empty by default)
+    @property
+    def unpack_to_dest_mode(self) -> list:
+        return list(self._unpack_to_dest_mode)
+
+    @unpack_to_dest_mode.setter
+    def unpack_to_dest_mode(self, modes) -> None:
+        _require(isinstance(modes, (list, tuple)) and all(isinstance(m, UnpackToDestMode) for m in modes),
+                 "unpack_to_dest_mode: a list of UnpackToDestMode")
+        self._unpack_to_dest_mode = list(modes)
 
 
 class DataMovementConfigDescriptor:

@@ -3,7 +3,8 @@
 ttnn is imported only when a function here is called without an explicit `ttnn` module, so kgen
 itself never needs it. The mapping follows ttnn 0.81.1's Python bindings: `ProgramDescriptor`,
 `KernelDescriptor` (FILE_PATH source, `CoreRangeSet`, `RuntimeArgs` set as `rt[x][y]`),
-`ComputeConfigDescriptor` / `DataMovementConfigDescriptor`, `CBDescriptor` with one
+`ComputeConfigDescriptor` (its `unpack_to_dest_mode` set as an attribute, as the binding has it) /
+`DataMovementConfigDescriptor`, `CBDescriptor` with one
 `CBFormatDescriptor` per CB index sharing the allocation, `SemaphoreDescriptor`, and
 `custom_program_hash`. Values only known on the device (buffer addresses, NoC coordinates) are
 resolved here from the tensors and the device.
@@ -72,6 +73,20 @@ def _check_compute_config(kernel: Mapping[str, Any]) -> None:
         raise ManifestError(f"kernel {kernel['name']}: fp32_dest_acc_en = {fp32} disagrees with FP32_DEST_ACC_EN")
 
 
+def _unpack_to_dest_mode(ttnn, marked: Mapping[str, str], arch: str, where: str) -> list:
+    """ComputeConfigDescriptor.unpack_to_dest_mode: one ttnn.UnpackToDestMode per CB index of the arch
+    (NUM_CIRCULAR_BUFFERS: TT's JIT requires them all), Default but where the manifest marks a CB."""
+    from kgen.core.arch import load_arch
+
+    modes = [ttnn.UnpackToDestMode.Default] * load_arch(arch).max_cbs
+    for index, mode in marked.items():
+        if not index.isdigit() or int(index) >= len(modes) or not hasattr(ttnn.UnpackToDestMode, mode):
+            raise ManifestError(f"{where}: unpack_to_dest_mode {{{index!r}: {mode!r}}} is not a CB index of {arch} "
+                                f"and a ttnn.UnpackToDestMode")
+        modes[int(index)] = getattr(ttnn.UnpackToDestMode, mode)
+    return modes
+
+
 def program_descriptor(folder: str | Path, *, addresses: Mapping[str, int],
                        noc: Callable[[str, int], int], ttnn=None, buffers: Mapping[str, Any] | None = None):
     """The build folder as a `ttnn.ProgramDescriptor`. `addresses` maps io tensor names (in0, in1,
@@ -90,6 +105,8 @@ def program_descriptor(folder: str | Path, *, addresses: Mapping[str, int],
                 math_fidelity=getattr(ttnn.MathFidelity, cc["math_fidelity"]),
                 math_approx_mode=bool(cc["math_approx_mode"]), fp32_dest_acc_en=bool(cc["fp32_dest_acc_en"]),
                 dst_full_sync_en=bool(cc["dst_full_sync_en"]))
+            if cc.get("unpack_to_dest_mode"):
+                config.unpack_to_dest_mode = _unpack_to_dest_mode(ttnn, cc["unpack_to_dest_mode"], m["arch"], where)
         else:
             config = ttnn.DataMovementConfigDescriptor(
                 processor=getattr(ttnn.DataMovementProcessor, k["processor"]), noc=getattr(ttnn.NOC, k["noc"]))

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 from kgen.core.arch import ArchFacts
 from kgen.core.types import Placement
+from kgen.core.errors import KgenBug
 from kgen.gen.dataflow import get as dataflow_of
+from kgen.gen.planned import partials_unpack_to_dest_cb
 from kgen.gen.ir import CircularBuffer, L1Region
 from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, CB_PARTIALS,
                             SUBBLOCK_HW_CHOICES, Offer, PlanError, divisors, fmt_pair, nearest_offer, suggestion)
@@ -121,8 +123,19 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
     if out_shard_w:
         cbs.append(CircularBuffer(CB_OUT_SHARD, "cb_out_shard", "out shard", out_fmt, tb[out_fmt],
                                   per_core[0] * out_shard_w, "out shard", buffer="out"))
+    # TT-Metal 0.81.1's UnpackToDestFp32 for the reload (Dataflow.partials_unpack_to_dest): on the partials, or
+    # on an alias over the same pages (with its own index, handed over by MM_PARTIALS_RELOAD_ALIAS_CB)
+    to_dest = partials_unpack_to_dest_cb(dataflow_of(spec.dataflow), spec.compute.fp32_dest_acc, partials_fmt,
+                                         spec.fuse_bias)
+    partials_region = out_region if share else "partials"
     cbs.append(CircularBuffer(CB_PARTIALS, "cb_intermed0", "partials", partials_fmt, tb[partials_fmt], obh * obw,
-                              out_region if share else "partials"))
+                              partials_region, unpack_to_dest=to_dest == CB_PARTIALS))
+    if to_dest not in (None, CB_PARTIALS):
+        if any(c.index == to_dest for c in cbs):
+            raise KgenBug(f"the partials' reload alias c_{to_dest} is taken in the CB table")
+        cbs.append(CircularBuffer(to_dest, "cb_intermed0_reload_alias", "partials reload alias", partials_fmt,
+                                  tb[partials_fmt], obh * obw, partials_region, unpack_to_dest=True,
+                                  index_define="MM_PARTIALS_RELOAD_ALIAS_CB"))
     regions: dict[str, list[CircularBuffer]] = {}
     for c in cbs:
         regions.setdefault(c.region, []).append(c)

@@ -3,8 +3,9 @@
 Per CB index: the unpacker's source (L1) and destination (register) formats, the packer's source
 (register) and destination (L1) formats, and the tile geometry; plus the compute config constants
 MATH_FIDELITY, APPROX, DST_ACCUM_MODE and DST_SYNC_MODE. The format rules are TT-Metal's genfiles /
-data_format.cpp rules as digested in docs/reference/matmul.md §4.1; unused indices carry hlk_desc.hpp's
-defaults (format Invalid = 255, 32x32 tile of 4 faces, tile size 1088).
+data_format.cpp rules as digested in docs/reference/matmul.md §4.1, with the compute config's
+unpack_to_dest_mode (a CB marked UnpackToDestFp32: CircularBuffer.unpack_to_dest); unused indices carry
+hlk_desc.hpp's defaults (format Invalid = 255, 32x32 tile of 4 faces, tile size 1088).
 """
 
 from __future__ import annotations
@@ -82,9 +83,12 @@ def _register_format(fmts: list[str], fp32_dest_acc: bool) -> str:
     return "Float16_b" if exp_b else "Float16"
 
 
-def _unpack_dst(fmt: str, conditional: str) -> str:
+def _unpack_dst(fmt: str, conditional: str, unpack_to_dest: bool = False) -> str:
+    """get_unpack_dst_formats (libtt_metal.so 0.81.1, 0xd60c30): a Float32 CB whose unpack_to_dest_mode is
+    UnpackToDestFp32 unpacks as Float32 (0xd6105e-0xd61092; straight into DST), any other Float32 CB to the
+    register format (TF32 with fp32 accumulation)."""
     if fmt == "Float32":
-        return conditional
+        return "Float32" if unpack_to_dest else conditional
     if fmt.startswith("Bfp"):
         return "Bfp8_b" if fmt.endswith("_b") else "Bfp8"
     return fmt
@@ -112,7 +116,7 @@ def hlk_descriptor(program: Program) -> HlkDescriptor:
     cbs = [UNUSED] * program.arch.max_cbs
     for cb in program.cbs:
         cbs[cb.index] = CBDescriptor(
-            unpack_src=cb.data_format, unpack_dst=_unpack_dst(cb.data_format, conditional),
+            unpack_src=cb.data_format, unpack_dst=_unpack_dst(cb.data_format, conditional, cb.unpack_to_dest),
             pack_src=_pack_src(cb.data_format, fp32, conditional), pack_dst=cb.data_format,
             tile_size=cb.page_bytes)
     return HlkDescriptor(tuple(cbs), MATH_FIDELITY_VALUE[flags.math_fidelity], flags.math_approx,

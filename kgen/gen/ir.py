@@ -143,11 +143,11 @@ Arg = Union[int, bool, str, Affine, RuntimeArg, Extent, None, tuple]
 OP_KINDS: dict[str, tuple[str, ...]] = {kind: row.args for kind, row in OPS.items()}
 
 # Trailing arguments an op may leave out (None).
-OPTIONAL_ARGS = frozenset({"row_extent", "col_extent"})
+OPTIONAL_ARGS = frozenset({"row_extent", "col_extent", "view"})
 
 # Arguments that name a circular buffer (printed by CB name).
 CB_ARGS = frozenset({"cb", "src_cb", "in0", "in1", "out", "old", "new", "a", "b",
-                     "srca_old", "srca_new", "srcb_old", "srcb_new"})
+                     "srca_old", "srca_new", "srcb_old", "srcb_new", "view"})
 
 
 @dataclass(frozen=True)
@@ -372,6 +372,12 @@ class CircularBuffer:
     pages: int
     region: str           # CBs with the same region share one L1 allocation
     buffer: str | None = None   # the tensor whose L1 buffer this CB is globally allocated on (a shard)
+    # TT-Metal's unpack_to_dest_mode[index] = UnpackToDestFp32 (ComputeConfigDescriptor): a Float32 CB the
+    # unpacker writes straight into DST, never through SrcA (the JIT's unpack_dst_format is Float32)
+    unpack_to_dest: bool = False
+    # the compute define that hands the kernel this CB's index, where TT-Metal passes no named arg for it
+    # (MM_PARTIALS_RELOAD_ALIAS_CB)
+    index_define: str = ""
 
     @property
     def total_bytes(self) -> int:

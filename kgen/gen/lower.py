@@ -98,7 +98,7 @@ def _dram_sharded_compute(p: Plan) -> bool:
 
 # Every define TT-Metal's matmul compute kernel reads that kgen plans for (§1.3); the rendered kernel
 # refuses to build when the program's defines disagree with the plan it was generated for.
-COMPUTE_DEFINE_NAMES = ("FUSE_BIAS", "PACK_RELU", "PACKER_L1_ACC", "FP32_DEST_ACC_EN")
+COMPUTE_DEFINE_NAMES = ("FUSE_BIAS", "PACK_RELU", "PACKER_L1_ACC", "FP32_DEST_ACC_EN", "MM_PARTIALS_RELOAD_ALIAS_CB")
 
 
 def compute_defines(p: Plan) -> tuple[tuple[str, str], ...]:
@@ -114,6 +114,8 @@ def compute_defines(p: Plan) -> tuple[tuple[str, str], ...]:
         defines.append(("PACKER_L1_ACC", "1"))
     if p.compute.fp32_dest_acc:
         defines.append(("FP32_DEST_ACC_EN", "1"))
+    # the partials' UnpackToDestFp32 alias, by index, as 0.81.1's legacy builders hand it over
+    defines += [(cb.index_define, str(cb.index)) for cb in p.cbs if cb.index_define]
     return tuple(defines) + p.dataflow.compute_defines
 
 
@@ -174,13 +176,19 @@ class _ComputeLowering:
 
     # --- the K-block loop ------------------------------------------------------------------------
     def reload_ops(self) -> list[Node]:
+        """reload_from_cb_to_dst: through the partials CB, or through their UnpackToDestFp32 alias (the
+        partials' read pointer copied into it first), per the plan (Plan.reload_cb)."""
+        via = self.p.reload_cb
+        alias = None if via == CB_PARTIALS else via
+        into = "straight into DST (UnpackToDestFp32)" if self.p.reload_to_dest else "into DST through SrcA"
         return [
-            op("reconfig_srca", CB_IN1, CB_PARTIALS, note="SrcA: in1 -> partials format"),
-            op("copy_init", CB_PARTIALS),
+            op("reconfig_srca", CB_IN1, via, note="SrcA: in1 -> partials format"),
+            op("copy_init", via),
             op("cb_wait_front", CB_PARTIALS, self.sb),
-            op("copy_block", CB_PARTIALS, 0, 0, self.sb, note="reload partials into DST"),
+            op("copy_block", CB_PARTIALS, 0, 0, self.sb, alias,
+               note=f"reload partials {into}" + (f", through their alias c_{via}" if alias is not None else "")),
             op("cb_pop_front", CB_PARTIALS, self.sb),
-            op("reconfig_srca", CB_PARTIALS, CB_IN1, note="SrcA back to in1"),
+            op("reconfig_srca", via, CB_IN1, note="SrcA back to in1"),
             self.init,
         ]
 

@@ -252,7 +252,10 @@ _ROWS: tuple[OpSpec, ...] = (
              MATH, "matmul.h", reads_front=(("in0", "in0_tile", 1), ("in1", "in1_tile", "ct")), dst=WRITES_DST,
              dst_tiles=lambda o: o["ct"] * o["rt"], pads_dst=True, bounds=MATMUL_OPERANDS, work=_matmul_work,
              cost=Cost.MATMUL),
-    _compute(K.COPY_BLOCK, ("cb", "tile", "dst", "tiles"), DATACOPY, MATH, "tile_move_copy.h",   # reload partials -> DST
+    # reload partials -> DST. `view`: the CB index the unpacker reads `cb`'s waited pages through (TT's
+    # MM_PARTIALS_RELOAD_ALIAS_CB: an alias of the same L1 whose read pointer is first set to `cb`'s), or
+    # None for `cb` itself; the pages read, waited and popped are `cb`'s either way
+    _compute(K.COPY_BLOCK, ("cb", "tile", "dst", "tiles", "view"), DATACOPY, MATH, "tile_move_copy.h",
              reads_front=(("cb", "tile", "tiles"),), consumes=("cb",), dst=WRITES_DST, dst_tiles=lambda o: o["tiles"],
              work=lambda o: Work(unpack_tiles=int(o["tiles"])), cost=Cost.RELOAD),
     _compute(K.COPY_TILE, ("cb", "tile", "dst"), DATACOPY, MATH, "tile_move_copy.h", reads_front=(("cb", "tile", 1),),

@@ -18,7 +18,7 @@ from kgen.gen import activations
 from kgen.gen.activations import Activation
 from kgen.gen.ir import CircularBuffer, L1Region, SubblockCounts
 from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
-from kgen.gen.rules import round_up_tiles
+from kgen.gen.rules import CB_PARTIALS, CB_PARTIALS_RELOAD_ALIAS, round_up_tiles
 
 if TYPE_CHECKING:
     from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
@@ -113,6 +113,16 @@ class Dataflow(ABC):
     # builder (create_program_mcast_in0_in1_spec, 0x1234b8e-0x1234ba8) and both 1D builders test it; the
     # reuse config has no out block, and the DRAM-sharded builder shares c_4 and c_5 on formats alone.
     do_not_inplace_interm0_out: bool = False
+    # Float32 partials reload straight into DST (UnpackToDestFp32), read in 0.81.1's _ttnncpp.so
+    # (docs/reference/provenance.md N8): with fp32_dest_acc_en and Float32 partials every builder ttnn.matmul
+    # reaches (2D create_program_mcast_in0_in1_spec, 1D create_program_mcast_in{0,1}_artifacts, reuse
+    # MatmulMultiCoreReuseOptimizedProgramFactory::create_program_artifacts, create_program_dram_sharded_spec)
+    # gives the partials buffer UnpackMode::UnpackToDest, or, with a fused bias (whose add reads the partials
+    # through SrcA), a second buffer over the same L1 with the kernel define MM_PARTIALS_RELOAD_ALIAS; the
+    # legacy builders do it by CB index (c_5, or c_7 with MM_PARTIALS_RELOAD_ALIAS_CB = 7). The JIT then
+    # writes unpack_dst_format Float32 for that CB (libtt_metal.so get_unpack_dst_formats), so the reload
+    # keeps every bit instead of truncating to TF32 in SrcA. No 0.81.1 factory leaves it out.
+    partials_unpack_to_dest: bool = True
 
     def __repr__(self) -> str:
         return f"<dataflow {self.name}>"
@@ -190,6 +200,16 @@ class Dataflow(ABC):
         """Where TT-Metal's program counts a data-movement op differently from kgen's by design, when
         port-check runs it: (op, TT's count minus kgen's, why)."""
         return ()
+
+
+def partials_unpack_to_dest_cb(dataflow: Dataflow, fp32_dest_acc: bool, partials_format: str,
+                               fuse_bias: bool) -> int | None:
+    """The CB index TT-Metal's factory gives UnpackToDestFp32 (Dataflow.partials_unpack_to_dest), None when
+    none: with fp32_dest_acc_en and Float32 partials, the partials CB (c_5), or with a fused bias, whose
+    add reads the partials through SrcA, the reload's alias over them (CB_PARTIALS_RELOAD_ALIAS)."""
+    if not (dataflow.partials_unpack_to_dest and fp32_dest_acc and partials_format == "Float32"):
+        return None
+    return CB_PARTIALS_RELOAD_ALIAS if fuse_bias else CB_PARTIALS
 
 
 @dataclass(frozen=True)
@@ -391,6 +411,24 @@ class Plan(SubblockCounts):
 
     def cb(self, index: int) -> CircularBuffer:
         return next(c for c in self.cbs if c.index == index)
+
+    @property
+    def reload_cb(self) -> int:
+        """The CB index the K-block reload copies the partials through: their UnpackToDestFp32 alias where
+        the factory makes one (a fused bias), else the partials CB itself (TT's mm_partials_reload_cb_id)."""
+        return next((c.index for c in self.cbs if c.index_define), CB_PARTIALS)
+
+    @property
+    def reload_to_dest(self) -> bool:
+        """The K-block reload unpacks the Float32 partials straight into DST, losslessly (UnpackToDestFp32
+        on the CB it copies through), instead of through SrcA's TF32."""
+        return self.cb(self.reload_cb).unpack_to_dest
+
+    @property
+    def untilize_copy_to_dest(self) -> bool:
+        """untilize_out's copy of the result out of the partials CB goes straight into DST: the partials
+        CB itself carries UnpackToDestFp32 (not its alias: with a bias it is read through SrcA)."""
+        return self.cb(CB_PARTIALS).unpack_to_dest
 
     # The last row / column of cores may hold a partial block: TT-Metal's 2D factory computes the grid
     # as ceil(Mt / per_core_M) x ceil(Nt / per_core_N) and gives the last row/column these values

@@ -164,19 +164,23 @@ def _cb_names(program: Program) -> dict[int, str]:
     return {cb.index: identifier(cb.name) for cb in program.cbs}
 
 
-def _used_cbs(lines: list[Line], cb_names: dict[int, str]) -> list[tuple[str, int]]:
+def _used_cbs(lines: list[Line]) -> list[int]:
+    """The CB indices the kernel's ops name."""
     used = set()
     for line in lines:
         if line.kind == "op":
             for key, v in line.node.args:
                 if key in CB_ARGS and isinstance(v, int) and not isinstance(v, bool):
                     used.add(v)
-    return [(cb_names[i], i) for i in sorted(used)]
+    return sorted(used)
 
 
 def _kernel_context(program: Program, kernel: Kernel) -> dict[str, Any]:
     cb_names = _cb_names(program)
     lines = flatten(kernel.body)
+    used = _used_cbs(lines)
+    # a CB whose index a define hands over (TT-Metal passes no named arg for it)
+    defines = {cb.index: cb.index_define for cb in program.cbs if cb.index_define}
     return {
         "kernel": kernel,
         "program": program,                # comment lines only: code reads the kernel and compute
@@ -187,7 +191,8 @@ def _kernel_context(program: Program, kernel: Kernel) -> dict[str, Any]:
         "tt_metal_version": TT_METAL_VERSION,
         "lines": lines,
         "cb": cb_names,
-        "used_cbs": _used_cbs(lines, cb_names),
+        "used_cbs": [(cb_names[i], i) for i in used if i not in defines],
+        "defined_cbs": [(cb_names[i], i, defines[i]) for i in used if i in defines],
         # named CT args that are not CB indices (bias_ntiles)
         "named_scalars": [(identifier(n), v) for n, v in kernel.named_compile_time_args if not n.startswith("cb_")],
         "ct_args": [(identifier(n), v) for n, v in kernel.compile_time_args],
@@ -325,6 +330,10 @@ def manifest_body(program: Program) -> dict[str, Any]:
                 "math_approx_mode": c.math_approx, "dst_full_sync_en": c.dst_full_sync,
                 "l1_acc_enabled": c.l1_acc_enabled,
             }
+            # ComputeConfigDescriptor.unpack_to_dest_mode, the CBs that are not Default (only when there are)
+            to_dest = {str(cb.index): "UnpackToDestFp32" for cb in program.cbs if cb.unpack_to_dest}
+            if to_dest:
+                entry["compute_config"]["unpack_to_dest_mode"] = to_dest
         kernels.append(entry)
     cbs = []
     for region in program.regions:

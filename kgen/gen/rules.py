@@ -21,6 +21,13 @@ CB_IN0_SHARD = 2
 # (the DRAM-sharded factory: `out_reshard` / tensor::out_shard, matmul_multicore_reuse_mcast_dram_sharded_
 # program_factory.cpp, tenstorrent/tt-metal@01502698)
 CB_OUT_SHARD = 7
+# A second CB index over the partials' L1 that the K-block reload copies through, carrying
+# UnpackToDestFp32, when a fused bias reads the partials themselves through SrcA. 0.81.1's legacy builders
+# hand the compute kernel this index as the define MM_PARTIALS_RELOAD_ALIAS_CB = "7" (_ttnncpp.so,
+# process_mcast_in0_program_and_create_override_variables at 0x11e9797; its Metal 2.0 builders name the
+# buffer intermed0_reload_alias and number it themselves; docs/reference/provenance.md N8). The DRAM-sharded
+# factory's c_7 (CB_OUT_SHARD) never meets it: kgen fuses no bias there.
+CB_PARTIALS_RELOAD_ALIAS = 7
 
 # SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
 # bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (docs/reference/matmul.md §3.4).

@@ -9,7 +9,9 @@ Checks (TT-Metal's CB API contract, tenstorrent/tt-metal PR #42427):
 - packs only into reserved pages, only while the packer owns DST;
 - with packer L1 accumulation the partials CB holds exactly one output block; L1 accumulation is
   off when the compute kernel ends;
-- multicast semaphores: increments and multicast sets that reach a core balance its waits.
+- multicast semaphores: increments and multicast sets that reach a core balance its waits;
+- a CB unpacked straight into DST (UnpackToDestFp32) is no FPU operand, and a copy through a view
+  (the partials' reload alias) reads a CB whose pages the view shares.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from kgen.core.errors import KgenBug
 from kgen.gen.ir import Affine, Extent, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, counted, walk
 from kgen.gen import activations
 from kgen.gen.optable import (ACQUIRE, ACTIVATION_APPLY, ACTIVATION_INIT, CB_POP, CB_PROTOCOL, CB_PUSH, CB_RESERVE,
-                              CB_WAIT, COMMIT, FILLS_PAGES, FILLS_RESERVED, FILLS_UNMODELLED, L1_ACC_SWITCH,
-                              MATMUL_OPERANDS, OPS, READS_DST, RELEASE, ROW_NEST, SEM_INCREMENTS, SEM_MULTICASTS,
+                              CB_WAIT, COMMIT, ELTWISE, FILLS_PAGES, FILLS_RESERVED, FILLS_UNMODELLED, L1_ACC_SWITCH,
+                              MATMUL, MATMUL_OPERANDS, OPS, READS_DST, RELEASE, ROW_NEST, SEM_INCREMENTS,
+                              SEM_MULTICASTS,
                               SEM_WAITS, SFPU, SHARD_BLOCK, SHARD_MCAST, TILE_NEST, WAIT, WRITES_DST)
 from kgen.gen.plan import CB_OUT, CB_PARTIALS
 
@@ -595,6 +598,33 @@ def _check_activation(program: Program, kernel: Kernel) -> None:
                                       f"passes out_subblock_num_tiles = {program.blocking.out_subblock_tiles}")
 
 
+def _check_unpack_to_dest(program: Program, kernel: Kernel) -> None:
+    """A CB unpacked straight into DST (UnpackToDestFp32) feeds no FPU operand: tt-llk converts Float32 to
+    Float32 only into DST, never into SrcA / SrcB (TT-Metal's factory gives a CB the bias reads an alias for
+    the reload instead). A copy through a view reads the pages of a CB it shares the L1 region and pages
+    with, and the define that hands the kernel the view's index says that index."""
+    cbs = {cb.index: cb for cb in program.cbs}
+    defines = dict(kernel.defines)
+    for cb in program.cbs:
+        if cb.index_define and defines.get(cb.index_define) != str(cb.index):
+            raise IRVerificationError(kernel.name, f"c_{cb.index}'s index reaches the kernel as {cb.index_define}, "
+                                      f"defined {defines.get(cb.index_define)!r}")
+    for n, _ in walk(kernel.body):
+        row = OPS[n.kind]
+        if row.category in (MATMUL, ELTWISE):
+            for arg, _, _ in row.reads_front:
+                if cbs[n[arg]].unpack_to_dest:
+                    raise IRVerificationError(kernel.name, f"`{n.kind}` reads c_{n[arg]} as an FPU operand, but it "
+                                              f"is unpacked straight into DST (UnpackToDestFp32)")
+        view = n.get("view") if "view" in row.args else None
+        if view is not None:
+            base, alias = cbs[n["cb"]], cbs[view]
+            if not alias.index_define or (alias.region, alias.pages, alias.page_bytes, alias.data_format) != (
+                    base.region, base.pages, base.page_bytes, base.data_format):
+                raise IRVerificationError(kernel.name, f"`{n.kind}` reads c_{base.index} through c_{view}, which is "
+                                          f"not an alias of its pages")
+
+
 def verify(program: Program) -> Program:
     totals: dict[str, Counter] = {}
     for kernel in program.kernels:
@@ -605,6 +635,7 @@ def verify(program: Program) -> Program:
         _check_interface(program, kernel)
         if kernel.processor == "TRISC":
             _check_activation(program, kernel)
+            _check_unpack_to_dest(program, kernel)
         totals[kernel.name] = op_totals(kernel.body)
     _check_balance(program, totals)
     _check_semaphores(program)

@@ -7,7 +7,8 @@ Flow per output element (§6, §7, docs/reference/matmul.md §1.5-§1.11):
 * For each K-block ``b`` (``in0_block_w`` K-tiles): Dst starts at 0 or at the reloaded partials;
   for each K-tile, for each fidelity phase, for K-face 0 then 1: one MVMUL (§4, §6).
 * End of block, **spill/reload** (no packer L1 acc): blocks before the last pack Dst to the partials
-  CB (``partials_format``) and every later block reloads them (§7.2).
+  CB (``partials_format``) and every later block reloads them (§7.2); Float32 partials straight into
+  Dst (UnpackToDestFp32, as TT-Metal 0.81.1's factories mark them), others through SrcA.
   **Packer L1 acc**: block 0 packs (overwrite), blocks 1..n-2 start from a zero Dst and pack with
   ``L1 += Dst``, and the last block reloads the L1 sum once (§7.3). With a fused bias every block,
   the last too, packs into the partials with L1 acc (block 0 overwrites).
@@ -95,6 +96,9 @@ class MatmulConfig:
     wormhole_bug: bool
     reload_unpack_to_dest: bool
     bfp_pack_src: str
+    # untilize_out's copy of the result out of the partials CB goes straight into DST (the partials CB
+    # itself is UnpackToDestFp32; with a bias only its reload alias is)
+    untilize_unpack_to_dest: bool = False
     # the fused SFPU activation as the kernel receives it, (kind, param0, param1, param2), or None;
     # applied to DST where TT's kernel applies it (kgen.gen.activations)
     activation: tuple[str, int, int, int] | None = None
@@ -119,9 +123,9 @@ def golden_matmul(in0, in1, *, fidelity: str, fp32_dest_acc: bool, packer_l1_acc
                   in0_block_w: int | None = None, num_k_blocks: int | None = None,
                   bias=None, bias_format: str | None = None, relu: bool = False,
                   untilize_out: bool = False, arch: str = "blackhole",
-                  reload_unpack_to_dest: bool = False, bfp_pack_src: str = "Float16_b",
+                  reload_unpack_to_dest: bool = True, bfp_pack_src: str = "Float16_b",
                   activation: tuple[str, int, int, int] | None = None, math_approx: bool = False,
-                  mode: str = "exact") -> GoldenResult:
+                  untilize_unpack_to_dest: bool | None = None, mode: str = "exact") -> GoldenResult:
     """Exact output of TT-Metal's blocked matmul ``in0 @ in1 (+ bias) (relu)`` on Tensix.
 
     ``in0`` (M, K) and ``in1`` (K, N): float values (quantised to their formats by the host rule if
@@ -134,9 +138,13 @@ def golden_matmul(in0, in1, *, fidelity: str, fp32_dest_acc: bool, packer_l1_acc
     ``num_k_blocks``, if given, must equal Kt / in0_block_w. ``bias``: (N,) row added by the fused
     bias stage (``bias_format`` defaults to ``out_format``). ``relu``: packer ReLU on the final pack.
     ``arch``: its ``fpu_renormalisation_quirk`` (Wormhole's, §4 step 8) is modelled when set.
-    ``reload_unpack_to_dest``: Float32 partials reload losslessly (newest TT-Metal kernels) instead
-    of through TF32 SrcA. ``bfp_pack_src``: packer intermediate for block-float outputs,
-    ``Float16_b`` (§8.1) or ``Bfp8_b`` (E8M6). ``mode``: ``exact`` or ``fast``.
+    ``reload_unpack_to_dest``: Float32 partials reload losslessly, straight into Dst, as every TT-Metal
+    0.81.1 factory has them with fp32 accumulation (the CB the reload copies through is
+    UnpackToDestFp32, docs/reference/provenance.md N8; ``golden_from_plan`` takes it from the plan);
+    False: through SrcA, truncated to TF32. ``untilize_unpack_to_dest``: the same for untilize_out's
+    copy out of the partials CB (default: as the reload without a bias; with one only the reload's
+    alias is UnpackToDestFp32 and the copy goes through SrcA). ``bfp_pack_src``: packer intermediate
+    for block-float outputs, ``Float16_b`` (§8.1) or ``Bfp8_b`` (E8M6). ``mode``: ``exact`` or ``fast``.
     """
     a = np.asarray(in0, dtype=np.float32)
     b = np.asarray(in1, dtype=np.float32)
@@ -165,6 +173,8 @@ def golden_matmul(in0, in1, *, fidelity: str, fp32_dest_acc: bool, packer_l1_acc
         in0_block_w=w, num_k_blocks=nb, relu=bool(relu), fused_bias=bias is not None,
         untilize_out=bool(untilize_out), wormhole_bug=load_arch(arch).behaviour.fpu_renormalisation_quirk,
         reload_unpack_to_dest=bool(reload_unpack_to_dest), bfp_pack_src=bfp_pack_src,
+        untilize_unpack_to_dest=bool(reload_unpack_to_dest and bias is None if untilize_unpack_to_dest is None
+                                     else untilize_unpack_to_dest),
         activation=tuple(activation) if activation else None, arch=load_arch(arch).name,
         math_approx=bool(math_approx))
     nx.phases_of(fidelity)
@@ -214,7 +224,9 @@ def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", plain: b
         in0_block_w=plan.in0_block_w, num_k_blocks=plan.num_blocks,
         bias=bias if plan.fuse_bias else None, bias_format=plan.bias_format, relu=plan.pack_relu,
         untilize_out=plan.untilize_out, arch=plan.arch.name, mode=mode, math_approx=plan.compute.math_approx,
-        activation=_activation_of(plan))
+        activation=_activation_of(plan),
+        # TT-Metal's UnpackToDestFp32 on the CB the reload copies through, and on the partials CB itself
+        reload_unpack_to_dest=plan.reload_to_dest, untilize_unpack_to_dest=plan.untilize_copy_to_dest)
     if plain:
         # and without untilize_out's copy through the partials CB: TT's kernel applies the activation
         # before it, so the oracle adds the copy's rounding after the activation
@@ -306,7 +318,8 @@ class _Flow:
         dst = _activate(dst, cfg)
         if cfg.untilize_out:                                     # docs/reference/matmul.md §1.11
             staged = self._pack(dst, cfg.partials_format, relu=cfg.relu)
-            return self._pack(self._reload(staged), cfg.out_format)
+            copied = nx.reload_to_dst(staged, cfg.fp32_dest_acc, cfg.untilize_unpack_to_dest)
+            return self._pack(copied, cfg.out_format)
         return self._pack(dst, cfg.out_format, relu=cfg.relu)
 
 

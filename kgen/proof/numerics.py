@@ -141,8 +141,9 @@ def reload_to_dst(data: L1Data, fp32_dest_acc: bool, unpack_to_dest_fp32: bool =
     """Reload of partials into Dst (``copy_tile`` / ``copy_block_matmul_partials``, §7.2).
 
     The partials go through SrcA and a datacopy: Float32 partials are truncated to TF32 (fp32 Dst)
-    unless the CB is unpacked straight to Dst (``UnpackToDestFp32``, lossless; newest kernels only),
-    bf16 and block-float partials arrive exactly as bf16. Returns fp32 patterns (Dst values)."""
+    unless the CB is unpacked straight to Dst (``UnpackToDestFp32``, lossless but for denormals, which
+    become 0; TT-Metal 0.81.1's factories mark the partials so with fp32 accumulation), bf16 and
+    block-float partials arrive exactly as bf16. Returns fp32 patterns (Dst values)."""
     if data.format == "Float32" and fp32_dest_acc and unpack_to_dest_fp32:
         return _flush_denormal32(data.bits)
     return src19_to_fp32(unpack_to_src(data, fp32_dest_acc))

@@ -45,6 +45,12 @@ def test_manifest_maps_onto_program_descriptor(path, tmp_path):
             assert cfg.fp32_dest_acc_en == k["compute_config"]["fp32_dest_acc_en"]
             assert cfg.dst_full_sync_en == k["compute_config"]["dst_full_sync_en"]
             assert cfg.math_approx_mode == k["compute_config"]["math_approx_mode"]
+            # UnpackToDestFp32 on the CBs the manifest marks, every other CB index of the arch Default
+            marked = {int(i) for i in k["compute_config"].get("unpack_to_dest_mode", {})}
+            want = [] if not marked else [
+                fake_ttnn.UnpackToDestMode.UnpackToDestFp32 if i in marked else fake_ttnn.UnpackToDestMode.Default
+                for i in range({"wormhole_b0": 32, "blackhole": 64}[m["arch"]])]
+            assert cfg.unpack_to_dest_mode == want
         else:
             assert kd.config.processor.name == k["processor"] and kd.config.noc.name == k["noc"]
             # runtime args resolved per core: logical coordinate, NoC coordinates, addresses

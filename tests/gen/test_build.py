@@ -64,9 +64,14 @@ def test_every_example_builds_and_its_manifest_matches_the_plan(path, tmp_path, 
     kernels = {k["name"]: k for k in m["kernels"]}
     compute = kernels["compute"]
     cc = spec.compute
+    # fp32 accumulation with Float32 partials: TT-Metal 0.81.1 unpacks the partials (c_5), or with a fused bias
+    # their reload alias (c_7), straight into DST (provenance N8, tests/data/wheel_unpack_to_dest.toml)
+    to_dest = ({"7" if plan_json["fuse"]["bias"] else "5": "UnpackToDestFp32"}
+               if cc.fp32_dest_acc and plan_json["formats"]["partials"] == "Float32" else None)
     assert compute["compute_config"] == {
         "math_fidelity": cc.math_fidelity, "fp32_dest_acc_en": cc.fp32_dest_acc, "math_approx_mode": cc.math_approx,
-        "dst_full_sync_en": cc.dst_full_sync, "l1_acc_enabled": plan_json["packer_l1_acc_enabled"]}
+        "dst_full_sync_en": cc.dst_full_sync, "l1_acc_enabled": plan_json["packer_l1_acc_enabled"],
+        **({"unpack_to_dest_mode": to_dest} if to_dest else {})}
     assert ("PACKER_L1_ACC" in compute["defines"]) == plan_json["packer_l1_acc_enabled"]
     assert ("FP32_DEST_ACC_EN" in compute["defines"]) == cc.fp32_dest_acc
     assert compute["core_ranges"] == [{"start": [0, 0], "end": [nx - 1, ny - 1]}]

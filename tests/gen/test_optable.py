@@ -54,8 +54,19 @@ def test_the_macros_are_the_tables_ops(processor):
 
 def _sample(kind: str) -> Op:
     values = {"mode": "zero", "enable": True, "transpose": False, "tensor": "in0", "sem": "in0_mcast",
-              "row_extent": None, "col_extent": None}
+              "row_extent": None, "col_extent": None, "view": None}
     return Op(kind, tuple((a, values.get(a, 1)) for a in OPS[kind].args))
+
+
+def test_copy_block_through_a_view_sets_the_views_read_pointer_first():
+    # reload_from_cb_to_dst with MM_PARTIALS_RELOAD_ALIAS_CB: the unpacker's read pointer of the alias is the
+    # partials', then copy_block reads through the alias
+    module = _environment().get_template("compute/ops.j2").module
+    o = Op("copy_block", (("cb", 5), ("tile", 0), ("dst", 0), ("tiles", 4), ("view", 7)))
+    text = str(module.copy_block(o, {5: "cb_intermed0", 7: "cb_intermed0_reload_alias"})).strip()
+    assert text == ("UNPACK((get_local_cb_interface(cb_intermed0_reload_alias).fifo_rd_ptr = "
+                    "get_local_cb_interface(cb_intermed0).fifo_rd_ptr)); "
+                    "copy_block(cb_intermed0_reload_alias, 0, 0, 4);")
 
 
 @pytest.mark.parametrize("kind", list(OPS))

@@ -101,7 +101,7 @@ def accumulation_events(statements: list[str]) -> list[str]:
     for s in statements:
         if m := re.match(r"pack_reconfig_l1_acc\((\d)\);", s):
             events.append(f"l1acc({m.group(1)})")
-        elif s.startswith("copy_block("):
+        elif "copy_block(" in s:                  # through the partials' alias: after its read-pointer copy
             events.append("reload")
         elif m := re.match(r"pack_block\(0, (\w+), ", s):
             events.append("pack:" + {"cb_intermed0": "partials", "cb_out": "out"}[m.group(1)])
@@ -209,9 +209,15 @@ def test_defines_follow_tt_factory_and_agree_everywhere(name, variant):
         expected.add("FP32_DEST_ACC_EN")
     defines_h = r.files["jit/compute/defines_generated.h"]
     assert set(re.findall(r"#define (\w+) 1", defines_h)) == expected
+    # with fp32 accumulation (Float32 partials) and a bias, 0.81.1's legacy builders hand over the partials'
+    # UnpackToDestFp32 alias: MM_PARTIALS_RELOAD_ALIAS_CB = 7 (provenance N8)
+    alias = s.compute.fp32_dest_acc and s.fuse_bias
+    assert re.findall(r"#define MM_PARTIALS_RELOAD_ALIAS_CB (\w+)", defines_h) == (["7"] if alias else [])
+    expected |= {"MM_PARTIALS_RELOAD_ALIAS_CB"} if alias else set()
     src = r.files["kernels/compute.cpp"]
     assert set(re.findall(r"#ifndef (\w+)\n#error", src)) == expected
-    assert set(re.findall(r"#ifdef (\w+)\n#error", src)) == {"FUSE_BIAS", "PACK_RELU", "PACKER_L1_ACC", "FP32_DEST_ACC_EN"} - expected
+    assert set(re.findall(r"#ifdef (\w+)\n#error", src)) == {
+        "FUSE_BIAS", "PACK_RELU", "PACKER_L1_ACC", "FP32_DEST_ACC_EN", "MM_PARTIALS_RELOAD_ALIAS_CB"} - expected
     desc = r.files["jit/compute/chlkc_descriptors.h"]
     assert f"constexpr bool DST_ACCUM_MODE = {'true' if s.compute.fp32_dest_acc else 'false'};" in desc
     assert f"static_assert(DST_ACCUM_MODE == {'true' if s.compute.fp32_dest_acc else 'false'}" in src
@@ -238,6 +244,12 @@ def test_descriptor_arrays_hold_each_cbs_format(name, variant):
     expected = {0: FORMAT[s.dtype_in0], 1: FORMAT[s.dtype_in1], 4: FORMAT[s.dtype_out], 5: FORMAT[tt_partials_format(s, r.plan.in0_block_w)]}
     if s.fuse_bias:
         expected[3] = FORMAT[s.dtype_bias]
+    # the CB TT-Metal 0.81.1 unpacks straight into DST with Float32 partials (provenance N8): the partials, or
+    # with a bias their alias c_7 over the same pages
+    to_dest = None
+    if s.compute.fp32_dest_acc:
+        to_dest = 7 if s.fuse_bias else 5
+        expected[to_dest] = expected[5]
     for name_ in ("unpack_src_format", "pack_dst_format"):
         arr = arrays[name_]
         assert len(arr) == n
@@ -251,7 +263,9 @@ def test_descriptor_arrays_hold_each_cbs_format(name, variant):
     # register formats: Float16_b, Tf32 (4) for Float32 data under fp32 dest acc, Bfp8_b for bfp
     for i, fmt in expected.items():
         reg = arrays["unpack_dst_format"][i]
-        if fmt == 0:
+        if i == to_dest:
+            assert reg == 0                          # Float32: straight into DST
+        elif fmt == 0:
             assert reg == (4 if s.compute.fp32_dest_acc else 5)
         elif fmt in (6, 7):
             assert reg == 6

@@ -201,6 +201,13 @@ def test_block_float_and_dst_rule(tmp_path):
     dst.write_text(dst.read_text().replace("dst_full_sync = false", "dst_full_sync = true"))
     r = _cli("build", str(dst), "--target", "blackhole-py", "-o", str(tmp_path / "o"), "--no-compile")
     assert r.returncode == 0 and "fp32 Dst with SyncFull: 8 tiles per section, subblock 8 tiles" in r.stdout
+    # fp32 Dst with a fused bias: blackhole-py's compiler.py gives CB 24 (Float32 partials) Float32 as its
+    # unpack destination too, straight into DST, where the bias stage's SrcA read cannot take them
+    bias = tmp_path / "fp32bias.kspec"
+    bias.write_text(text.replace("fp32_dest_acc = false", "fp32_dest_acc = true"))
+    r = _cli("build", str(bias), "--target", "blackhole-py", "-o", str(tmp_path / "o"), "--no-compile")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "cannot read the Float32 partials" in " ".join(r.stderr.split()), r.stderr
 
 
 def test_float16_partials_rule():

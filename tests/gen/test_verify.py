@@ -262,3 +262,28 @@ def test_pack_of_lanes_no_matmul_wrote_outside_the_padding_is_caught():
                         lambda o: with_args(o, ct=4) if narrowed(o) else [o])
     with pytest.raises(IRVerificationError, match=r"packs DST tile 7 which math never wrote"):
         verify(prog)
+
+
+def test_an_fpu_operand_unpacked_to_dest_is_caught():
+    # bh_fp32_bias:spill: fp32 accumulation, a bias, spill/reload. TT-Metal 0.81.1 marks the reload's alias
+    # c_7 UnpackToDestFp32, not the partials c_5 the bias add reads through SrcA (provenance N8); marking
+    # c_5 itself (kgen's bug class: descriptors that disagree with the factory's) breaks the bias add
+    prog = program("bh_fp32_bias", "spill")
+    verify(prog)
+    assert prog.cb(7).unpack_to_dest and not prog.cb(CB_PARTIALS).unpack_to_dest
+    marked = replace(prog, cbs=tuple(replace(c, unpack_to_dest=c.index == CB_PARTIALS) for c in prog.cbs))
+    with pytest.raises(IRVerificationError, match=r"`add_bcast_rows` reads c_5 as an FPU operand"):
+        verify(marked)
+
+
+def test_a_reload_through_a_cb_that_is_not_the_partials_alias_is_caught():
+    prog = program("bh_fp32_bias", "spill")
+    broken = break_kernel(prog, "compute", once(lambda o: o.kind == "copy_block", lambda o: with_args(o, view=CB_IN0)))
+    with pytest.raises(IRVerificationError, match=r"reads c_5 through c_0, which is not an alias of its pages"):
+        verify(broken)
+    # the alias's index reaches the kernel through MM_PARTIALS_RELOAD_ALIAS_CB, and must say c_7
+    compute = next(k for k in prog.kernels if k.name == "compute")
+    wrong = replace(compute, defines=tuple((n, "9" if n == "MM_PARTIALS_RELOAD_ALIAS_CB" else v)
+                                           for n, v in compute.defines))
+    with pytest.raises(IRVerificationError, match=r"c_7's index reaches the kernel as MM_PARTIALS_RELOAD_ALIAS_CB"):
+        verify(replace(prog, kernels=tuple(wrong if k.name == "compute" else k for k in prog.kernels)))

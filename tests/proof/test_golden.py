@@ -216,17 +216,54 @@ def test_two_blocks_with_l1_acc_and_no_bias_run_as_tt_metals_kernel():
 
 
 def test_fp32_spill_reload_loses_to_tf32_unless_unpacked_to_dest():
-    """§7.2 / #46101 / PR #50250: with fp32 Dst and spill/reload the Float32 partials come back
-    through TF32 SrcA (truncated) — worse than L1 accumulation; UnpackToDestFp32 reloads them whole."""
+    """§7.2 / #46101 / PR #50250: with fp32 Dst and spill/reload, Float32 partials that came back
+    through TF32 SrcA (truncated) would be worse than L1 accumulation; UnpackToDestFp32, which every
+    TT-Metal 0.81.1 factory sets on them (provenance N8) and the golden model's default, reloads them whole."""
     a, b = randn((32, 2048)), randn((2048, 32))
     ref = a.astype(np.float64) @ b
     kw = dict(fidelity="HiFi4", fp32_dest_acc=True, in0_block_w=1, out_format="Float32")
-    spill = golden_matmul(a, b, packer_l1_acc=False, **kw).values
+    tf32 = golden_matmul(a, b, packer_l1_acc=False, reload_unpack_to_dest=False, **kw).values
     l1acc = golden_matmul(a, b, packer_l1_acc=True, **kw).values
-    lossless = golden_matmul(a, b, packer_l1_acc=False, reload_unpack_to_dest=True, **kw).values
+    lossless = golden_matmul(a, b, packer_l1_acc=False, **kw).values
+    assert np.array_equal(lossless, golden_matmul(a, b, packer_l1_acc=False, reload_unpack_to_dest=True, **kw).values)
     err = lambda v: np.abs(v - ref).mean()
-    assert err(spill) > 10 * err(l1acc)
+    assert err(tf32) > 10 * err(l1acc)
     assert err(lossless) < 2 * err(l1acc)
+
+
+FP32_SPILL = """matmul t {{
+    arch = {arch}
+    shape = 64 x 64 x 4096
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = float32  bias = bfloat16 }}
+    grid = {grid}
+    dataflow = {dataflow}
+    block {{ per_core = {per_core}  in0_block_w = 1  out_subblock = 1 x 1 }}
+    compute {{ math_fidelity = HiFi4  fp32_dest_acc = true  packer_l1_acc = false }}
+    fuse {{ bias = {bias} }}
+}}"""
+
+
+@pytest.mark.parametrize("dataflow,bias,arch,grid,per_core", [
+    ("mcast_2d", False, "blackhole", "2 x 2", "1 x 1"), ("mcast_2d", True, "blackhole", "2 x 2", "1 x 1"),
+    ("reuse", False, "wormhole_b0", "2 x 2", "1 x 1"), ("mcast_1d_in1", True, "blackhole", "2 x 1", "1 x 2")])
+def test_fp32_spill_with_many_k_blocks_tracks_float64_as_tt_reloads_it(dataflow, bias, arch, grid, per_core):
+    """An fp32-accumulated spill/reload plan over 128 K-blocks, as kgen now plans it (TT-Metal 0.81.1's
+    UnpackToDestFp32 partials, or their alias with a bias): the golden model the emulator and port-check are
+    held to reloads every partial whole, so its output follows a float64-accumulated reference as closely
+    as one K-block in DST (an fp32 sum) does, and far closer than the TF32 reload kgen used to plan."""
+    p = plan(resolve(parse_text(FP32_SPILL.format(arch=arch, dataflow=dataflow, bias=str(bias).lower(), grid=grid,
+                                                  per_core=per_core), "t.kspec")))
+    assert p.num_blocks == 128 and p.policy == "spill_reload" and p.partials_format == "Float32"
+    assert p.reload_to_dest and p.reload_cb == (7 if bias else 5)
+    a, b = randn((64, 4096)), randn((4096, 64))
+    row = randn((64,)) if bias else None
+    ref = a.astype(np.float64) @ b.astype(np.float64) + (0 if row is None else row.astype(np.float64))
+    err = lambda v: float(np.abs(v.astype(np.float64) - ref).mean())
+    now = golden_from_plan(p, a, b, row).values
+    tf32 = golden_from_plan(p, a, b, row, reload_unpack_to_dest=False).values
+    whole = golden_from_plan(p, a, b, row, in0_block_w=128, num_k_blocks=1).values      # all of K in DST
+    assert err(tf32) > 20 * err(now)
+    assert err(now) < 1.5 * err(whole)
 
 
 def test_spill_partials_in_output_format():
@@ -275,14 +312,18 @@ def test_relu_and_bias():
     assert np.all(tl.f32_bits(r.values) >> 31 == 0)               # no -0
 
 
-def test_untilize_out_goes_through_tf32_reload():
-    """ttmetal-matmul §1.11 with §7.2: untilize packs the result into the Float32 partials and
-    copies it back through SrcA, so a Float32 output keeps only TF32 bits."""
+def test_untilize_out_copies_the_partials_whole_only_where_they_are_unpacked_to_dest():
+    """ttmetal-matmul §1.11 with §7.2: untilize packs the result into the Float32 partials and copies
+    it back into DST. The partials CB is UnpackToDestFp32 in TT-Metal 0.81.1 (provenance N8): the copy
+    keeps every bit. With a fused bias only the reload's alias is, and the copy out of the partials goes
+    through SrcA, so a Float32 output keeps only TF32 bits."""
     a, b = randn((32, 64)), randn((64, 32))
     kw = dict(fidelity="HiFi4", fp32_dest_acc=True, packer_l1_acc=False, out_format="Float32")
-    r = golden_matmul(a, b, untilize_out=True, **kw)
-    assert np.all(r.bits & 0x1FFF == 0)
+    assert np.array_equal(golden_matmul(a, b, untilize_out=True, **kw).bits, golden_matmul(a, b, **kw).bits)
     assert np.any(golden_matmul(a, b, **kw).bits & 0x1FFF != 0)
+    assert np.all(golden_matmul(a, b, untilize_out=True, untilize_unpack_to_dest=False, **kw).bits & 0x1FFF == 0)
+    bias = np.zeros(32, np.float32)
+    assert np.all(golden_matmul(a, b, untilize_out=True, bias=bias, **kw).bits & 0x1FFF == 0)
 
 
 # ---------------------------------------------------------------------------------------------

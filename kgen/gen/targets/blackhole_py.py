@@ -99,6 +99,17 @@ def check_supported(spec, plan) -> tuple[str, ...]:
                         f"{spec.compute.math_fidelity}", spec.span("compute"),
                         hint="set compute.math_fidelity = HiFi2 (or LoFi)")
     _check_formats(spec, plan, where)
+    if plan.compute.fp32_dest_acc and plan.fuse_bias:
+        # compiler.py writes each CB's Dtype as both its unpack source and destination format, so the
+        # Float32 partials (CB 24) unpack Float32 -> Float32, straight into DST (what TT-Metal's factory
+        # asks with UnpackToDestFp32, docs/reference/provenance.md N8); the bias stage reads them through
+        # SrcA, which tt-llk supports only into DST (is_unpacker_format_conversion_supported_dest).
+        # TT-Metal gives the reload an alias CB over the partials instead; dispatch.py shares an address
+        # between CB 16 and 24 only.
+        raise SpecError(f"{where} unpacks every Float32 CB straight into DST (its compute headers give each CB "
+                        "one format for unpack source and destination), so the fused bias cannot read the "
+                        "Float32 partials of fp32_dest_acc through SrcA", spec.span("compute"),
+                        hint="set compute.fp32_dest_acc = false, or fuse.bias = false")
     return hazard_notes(plan)
 
 

@@ -353,15 +353,20 @@ uint32_t dst_capacity(Core *c) {
 }
 }  // namespace
 
-void cfg_unpack(int reg, uint32_t cb, int l1_format, Where at) {
+void cfg_unpack(int reg, uint32_t cb, int l1_format, int dst_format, Where at) {
     Proc *p = cur(at);
     DataFormat f = to_format(l1_format, at, "unpacker configuration");
+    // Float32 in L1 and Float32 as the unpacker's destination: the CB is UnpackToDestFp32 (tt-llk
+    // should_unpack_to_dest: 32-bit in and out), its tiles go straight into DST
+    bool to_dest = f == DataFormat::Float32 && dst_format == 0;
     if (reg == 0) {
         p->core->srca_fmt = f;
         p->core->srca_cb = static_cast<int>(cb);
+        p->core->srca_to_dest = to_dest;
     } else {
         p->core->srcb_fmt = f;
         p->core->srcb_cb = static_cast<int>(cb);
+        p->core->srcb_to_dest = to_dest;
     }
     work(reg == 0 ? "reconfig_srca" : "reconfig_srcb", "cfg_op", at, 1, cb);
 }
@@ -406,7 +411,9 @@ void pack_relu(bool on, Where at) {
 // ---- compute: unpack -----------------------------------------------------------------------
 
 namespace {
-// The L1 address of tile `index` past the unpacker's read pointer of `cb`, with the read checks.
+// The L1 address of tile `index` past the unpacker's read pointer of `cb`, with the read checks. Through an
+// alias view the kernel waits on the CB it views and first copies that CB's read pointer into the view
+// (reload_from_cb_to_dst); the read counts against the viewed CB's waited pages.
 const uint8_t *unpack_tile_addr(Proc *p, uint32_t cb, uint32_t index, DataFormat configured, Where at, const char *what) {
     CB &b = cb_checked(p, cb, at, what);
     if (configured != b.fmt) {
@@ -414,15 +421,36 @@ const uint8_t *unpack_tile_addr(Proc *p, uint32_t cb, uint32_t index, DataFormat
                fmt_str("%s reads c_%u (%s pages) with the unpacker configured for %s (missing reconfig_data_format?)",
                        what, cb, format_name(b.fmt), format_name(configured)));
     }
-    if (index >= p->waited[cb])
-        hazard("read beyond waited", at,
-               fmt_str("%s reads tile %u of c_%u but the unpacker waited for %u page(s)", what, index, cb, p->waited[cb]));
     LocalCBInterface &l = p->local[cb];
+    uint32_t from = cb;
+    int viewed = viewed_cb(p, cb);
+    if (viewed >= 0) {
+        if (l.fifo_rd_ptr != p->local[viewed].fifo_rd_ptr)
+            hazard("alias read pointer", at,
+                   fmt_str("%s reads c_%u, an alias of c_%d's pages, at 0x%x, but c_%d's front is at 0x%x (the alias's "
+                           "read pointer must be set to c_%d's first)", what, cb, viewed, l.fifo_rd_ptr, viewed,
+                           p->local[viewed].fifo_rd_ptr, viewed));
+        from = static_cast<uint32_t>(viewed);
+    }
+    if (index >= p->waited[from])
+        hazard("read beyond waited", at,
+               fmt_str("%s reads tile %u of c_%u but the unpacker waited for %u page(s)", what, index, from,
+                       p->waited[from]));
     uint32_t addr = l.fifo_rd_ptr + index * l.fifo_page_size;
     if (addr >= l.fifo_limit) addr -= l.fifo_size;
     check_read_from(p, addr, b.page_size, at, what);
-    note_read(b, addr, b.page_size, at, what);
+    note_read(p->core->cbs[from], addr, b.page_size, at, what);
     return local_l1(p, addr, tile_bytes(configured), at, what);
+}
+
+// An FPU operand (matmul, add) cannot come from a CB unpacked Float32 -> Float32: tt-llk supports that
+// conversion only into DST (is_unpacker_format_conversion_supported_dest), not into SrcA / SrcB.
+void check_fpu_operands(Core *c, Where at, const char *what) {
+    if (c->srca_to_dest || c->srcb_to_dest)
+        fatal("FPU operand unpacked to DST", at,
+              fmt_str("%s reads c_%d as an FPU operand, but its descriptor unpacks it Float32 -> Float32, straight "
+                      "into DST (UnpackToDestFp32); TT-Metal's factory gives the reload an alias over such a CB "
+                      "instead (MM_PARTIALS_RELOAD_ALIAS_CB)", what, c->srca_to_dest ? c->srca_cb : c->srcb_cb));
 }
 
 void push_src(Proc *p, SrcItem &item, uint64_t start, uint32_t tiles, Where at) {
@@ -455,6 +483,7 @@ void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t
                    uint32_t rt_dim, uint32_t kt_dim, Where at) {
     Proc *p = cur(at);
     Core *c = p->core;
+    check_fpu_operands(c, at, "matmul_block");
     SrcItem &item = src_slot_for_unpack(p, at);
     item.kind = SrcItem::MATMUL;
     item.rt = rt_dim;
@@ -499,6 +528,7 @@ void unpack_copy(uint32_t cb, uint32_t tile, uint32_t count, Where at) {
     item.kind = SrcItem::COPY;
     item.count = count;
     item.fmt = c->srca_fmt;
+    item.to_dest = c->srca_to_dest;
     item.at = at;
     uint32_t tb = tile_bytes(c->srca_fmt);
     item.bytes.resize(size_t(tb) * count);
@@ -515,6 +545,7 @@ void unpack_binary(uint32_t cb_a, uint32_t cb_b, uint32_t tile_a, uint32_t tile_
     Proc *p = cur(at);
     Core *c = p->core;
     SrcItem &item = src_slot_for_unpack(p, at);
+    check_fpu_operands(c, at, "add_tiles");
     item.kind = SrcItem::BINARY;
     item.bcast_rows = bcast_rows;
     item.at = at;
@@ -597,7 +628,7 @@ void math_copy(uint32_t dst_index, uint32_t count, Where at) {
     mc.fast = M.fast;
     uint32_t tb = tile_bytes(item.fmt);
     for (uint32_t i = 0; i < count; ++i)
-        copy_tile_to_dst(item.bytes.data() + size_t(i) * tb, item.fmt, mc, false,
+        copy_tile_to_dst(item.bytes.data() + size_t(i) * tb, item.fmt, mc, item.to_dest,
                          math_dst_tile(p, dst_index + i, at, "copy_tile"));
     work("copy_tile", "datacopy_tile", at, count, dst_index, count);
     pop_src(p, item, cost("datacopy_tile"));

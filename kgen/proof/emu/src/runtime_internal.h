@@ -126,6 +126,7 @@ struct SrcItem {
     std::vector<std::unique_ptr<SrcAOperand>> in1;
     std::vector<uint8_t> bytes;      // COPY: raw tiles
     DataFormat fmt = DataFormat::Invalid;
+    bool to_dest = false;            // COPY: unpacked straight into DST (the CB is UnpackToDestFp32)
     std::vector<uint32_t> a19, b19;  // BINARY
     Where at{nullptr, 0};
     // The unpacker streams an item tile by tile: math may start on its first tile and cannot finish
@@ -150,6 +151,8 @@ struct Core {
     bool dst_configured = false;    // a TRISC has set fp32_dest_acc / dst_full_sync (cfg_math, cfg_fp32)
     DataFormat srca_fmt = DataFormat::Invalid, srcb_fmt = DataFormat::Invalid, pack_fmt = DataFormat::Invalid;
     int srca_cb = -1, srcb_cb = -1, pack_cb = -1;
+    // the unpacker is configured to write the CB straight into DST (Float32 -> Float32: UnpackToDestFp32)
+    bool srca_to_dest = false, srcb_to_dest = false;
     bool l1_acc = false, relu = false;
     std::vector<uint32_t> dst;  // DST_TILES x 1024 fp32 patterns
     uint64_t dst_committed = 0, dst_released = 0;
@@ -245,6 +248,7 @@ void note_read(CB &b, uint32_t addr, uint32_t bytes, Where at, const char *what)
 bool inside_window(const CB &b, uint64_t first, uint64_t last, uint32_t addr, uint32_t bytes);
 void check_write_into(Core *c, uint32_t addr, uint32_t bytes, int except, Where at, const char *what);
 void check_read_from(Proc *p, uint32_t addr, uint32_t bytes, Where at, const char *what);
+int viewed_cb(Proc *p, uint32_t cb);     // the CB an alias index views (MM_PARTIALS_RELOAD_ALIAS_CB), or -1
 NocTarget resolve_noc(uint64_t noc_addr, uint32_t bytes, Where at, const char *what);
 std::vector<Core *> mcast_targets(uint64_t mcast, bool loopback, Where at, const char *what);
 void advance(LocalCBInterface &l, uint32_t &ptr, uint32_t pages);

@@ -337,6 +337,21 @@ uint8_t *local_l1(Proc *p, uint32_t addr, uint32_t bytes, Where at, const char *
     return reinterpret_cast<uint8_t *>(static_cast<uintptr_t>(addr));
 }
 
+// The CB whose pages `cb` is an alias view of: another index over the same L1, page size and pages, waited
+// on by this processor, where `cb` itself is never pushed (TT-Metal's MM_PARTIALS_RELOAD_ALIAS_CB, the
+// partials' UnpackToDestFp32 view); -1 when none.
+int viewed_cb(Proc *p, uint32_t cb) {
+    const CB &b = p->core->cbs[cb];
+    if (b.received != 0 || p->waited[cb] != 0) return -1;
+    for (int i = 0; i < MAX_CBS; ++i) {
+        const CB &o = p->core->cbs[i];
+        if (i != static_cast<int>(cb) && o.configured && o.base == b.base && o.page_size == b.page_size &&
+            o.num_pages == b.num_pages && p->waited[i] > 0)
+            return i;
+    }
+    return -1;
+}
+
 // Pages of `b` pushed and not yet popped: [acked, received). Does [addr, addr+bytes) touch them?
 // Pages already read by the consumer may be overwritten (TT-Metal's untilize stage packs rows into
 // out pages whose partials it has just copied into DST); they are marked, and a later read of them

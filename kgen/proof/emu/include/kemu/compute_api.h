@@ -20,6 +20,9 @@
 namespace kemu_compute {
 #if defined(KEMU_TRISC_UNPACK) || defined(KEMU_TRISC_MATH)
 inline int unpack_format(uint32_t cb) { return static_cast<int>(unpack_src_format[cb]); }
+// the unpacker's destination format: Float32 for a Float32 CB the compute config marks UnpackToDestFp32
+// (the JIT's get_unpack_dst_formats), which the unpacker then writes straight into DST
+inline int unpack_dst(uint32_t cb) { return static_cast<int>(unpack_dst_format[cb]); }
 #endif
 #ifdef KEMU_TRISC_PACK
 inline int pack_format(uint32_t cb) { return static_cast<int>(pack_dst_format[cb]); }
@@ -31,8 +34,14 @@ inline bool full_sync() {
     return false;
 #endif
 }
-inline void configure_srca(uint32_t cb, kemu::Where at) { UNPACK((kemu::cfg_unpack(0, cb, unpack_format(cb), at))); (void)cb; (void)at; }
-inline void configure_srcb(uint32_t cb, kemu::Where at) { UNPACK((kemu::cfg_unpack(1, cb, unpack_format(cb), at))); (void)cb; (void)at; }
+inline void configure_srca(uint32_t cb, kemu::Where at) {
+    UNPACK((kemu::cfg_unpack(0, cb, unpack_format(cb), unpack_dst(cb), at)));
+    (void)cb; (void)at;
+}
+inline void configure_srcb(uint32_t cb, kemu::Where at) {
+    UNPACK((kemu::cfg_unpack(1, cb, unpack_format(cb), unpack_dst(cb), at)));
+    (void)cb; (void)at;
+}
 inline void configure_pack(uint32_t cb, kemu::Where at) { PACK((kemu::cfg_pack(cb, pack_format(cb), at))); (void)cb; (void)at; }
 inline void configure_threads(kemu::Where at) {
     MATH((kemu::cfg_math(static_cast<int>(MATH_FIDELITY), DST_ACCUM_MODE, full_sync(), KEMU_WORMHOLE, at)));

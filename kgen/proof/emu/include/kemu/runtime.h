@@ -84,8 +84,9 @@ KEMU_API [[noreturn]] void unsupported(const char *what, Where at);
 KEMU_API [[noreturn]] void assert_failed(const char *condition, Where at);
 
 // ---- compute: configuration -----------------------------------------------------------------
-// Unpacker source formats (tt::DataFormat numbers from chlkc_descriptors.h) per register.
-KEMU_API void cfg_unpack(int reg /*0 = SrcA, 1 = SrcB*/, uint32_t cb, int l1_format, Where at);
+// Unpacker source and destination formats (tt::DataFormat numbers from chlkc_descriptors.h) per register:
+// a Float32 CB unpacked to Float32 goes straight into DST (UnpackToDestFp32), not through the register.
+KEMU_API void cfg_unpack(int reg /*0 = SrcA, 1 = SrcB*/, uint32_t cb, int l1_format, int dst_format, Where at);
 KEMU_API void cfg_pack(uint32_t cb, int l1_format, Where at);
 KEMU_API void cfg_math(int fidelity, bool fp32_dest_acc, bool dst_full_sync, bool wormhole, Where at);
 KEMU_API void cfg_fp32(bool fp32_dest_acc, bool dst_full_sync, Where at);

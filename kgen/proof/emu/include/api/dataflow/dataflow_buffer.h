@@ -20,6 +20,9 @@ public:
     void push_back(uint32_t n, KEMU_WHERE) const { kemu::cb_push_back(id_, n, KEMU_AT); }
     uint32_t get_write_ptr(KEMU_WHERE) const { return kemu::cb_write_ptr(id_, KEMU_AT); }
     uint32_t get_read_ptr(KEMU_WHERE) const { return kemu::cb_read_ptr(id_, KEMU_AT); }
+    // Metal 2.0's reload alias (bmm_large_block_zm_fused_bias_activation_metal2.cpp): its read pointer set to
+    // the partials buffer's, on the unpacker
+    void evil_set_read_ptr(uint32_t addr, KEMU_WHERE) const { kemu::local_cb(id_, KEMU_AT).fifo_rd_ptr = addr; }
     uint32_t get_tile_size(KEMU_WHERE) const { return kemu::local_cb(id_, KEMU_AT).fifo_page_size; }
     bool pages_reservable_at_back(int32_t n, KEMU_WHERE) const {
         return kemu::cb_pages_reservable_at_back(id_, static_cast<uint32_t>(n), KEMU_AT);
