@@ -192,6 +192,28 @@ def _tune_parser(sub) -> None:
     tune.add_argument("-j", "--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
                       help="processes that plan and predict (default: the number of CPUs)")
     tune.add_argument("--json", action="store_true", help="print the result as JSON")
+    accuracy = tune.add_argument_group("accuracy target", "the fastest configuration accurate enough: precision "
+                                       "searched with the blocking, each candidate's error predicted by the golden "
+                                       "model against float64 (docs/tune.md)")
+    accuracy.add_argument("--min-pcc", type=_number, metavar="P",
+                          help="the output's PCC against float64 must reach P, in (0, 1] (such as 0.999)")
+    accuracy.add_argument("--max-rel-error", type=_number, metavar="E",
+                          help="max |error| over the output's max magnitude must stay at most E (such as 0.01)")
+    accuracy.add_argument("--allow-dtype", action="append", default=[], metavar="OPERAND",
+                          help="let the search choose in0's or in1's format (bfloat16, bfloat8_b, bfloat4_b); "
+                               "repeat or comma-separate for both")
+    accuracy.add_argument("--inputs", nargs=2, metavar=("A.npy", "B.npy"),
+                          help="the operands (.npy) in place of seeded N(0, 1) inputs, in the prediction and "
+                               "in --verify; '-' leaves one random")
+    accuracy.add_argument("--html", metavar="FILE", help="write the speed-accuracy front as an HTML page")
+
+
+def _number(text: str) -> float:
+    """An argparse type: a number (its range is the command's to check), else one clear error."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
 def _whole_number(low: int, high: int):
@@ -360,7 +382,9 @@ def _run(args: argparse.Namespace) -> int:
             spec=args.spec, variant=args.variant, space=args.space, allow_precision=args.allow_precision,
             padded=args.padded, top=args.top, verify=args.verify, numerics=args.numerics, output=args.output,
             db_file=args.db, no_db=args.no_db, report=args.report, engine=args.engine, ray_address=args.ray_address,
-            ray_workers=args.ray_workers, budget=args.budget, seed=args.seed, jobs=args.jobs, as_json=args.json))
+            ray_workers=args.ray_workers, budget=args.budget, seed=args.seed, jobs=args.jobs, as_json=args.json,
+            min_pcc=args.min_pcc, max_rel_error=args.max_rel_error, allow_dtype=tuple(args.allow_dtype),
+            inputs=tuple(args.inputs) if args.inputs else None, html=args.html))
     if args.command == "fuzz":
         from kgen.proof.fuzz import run_fuzz
         return run_fuzz(count=args.count, seed=args.seed, start=args.start, keep=args.keep,

@@ -44,6 +44,11 @@ class TuneOptions:
     seed: int
     jobs: int
     as_json: bool                    # --json
+    min_pcc: float | None = None     # an accuracy target (kgen/perf/accuracycmd.py)
+    max_rel_error: float | None = None
+    allow_dtype: tuple[str, ...] = ()
+    inputs: tuple[str, ...] | None = None
+    html: str | None = None
 
 
 def _progress_bar(enabled: bool):
@@ -105,6 +110,10 @@ def run_tune(options: TuneOptions) -> int:
                         hint="kgen tune examples/peak_bf16.kspec")
     if options.no_db and (options.db_file or options.report):
         raise SpecError("--no-db cannot go with --db or --report")
+    if options.min_pcc is not None or options.max_rel_error is not None:
+        return _run_accuracy(options)
+    from kgen.perf.accuracycmd import check_flags
+    check_flags(options)
     output = output_file("-o", Path(options.output)) if options.output else None
     engine = None
     if options.engine == "ray":
@@ -158,6 +167,22 @@ def run_tune(options: TuneOptions) -> int:
         incomplete = verdicts and all(v.get("status") == "incomplete" for v in verdicts.values())
         return EXIT_INCOMPLETE if incomplete else 1
     return 0
+
+
+def _run_accuracy(options: TuneOptions) -> int:
+    """`--min-pcc` / `--max-rel-error`: kgen/perf/accuracycmd.py."""
+    from kgen.perf.accuracycmd import AccuracyRequest, run_accuracy
+    from kgen.perf.tune.accuracy import AccuracyTarget
+
+    target = AccuracyTarget(options.min_pcc, options.max_rel_error)     # a bad value: exit 2 before any work
+    if options.report or options.engine != "local":
+        raise SpecError(f"{'--report' if options.report else '--engine ' + options.engine} does not go with an "
+                        f"accuracy target (--min-pcc, --max-rel-error): its verification runs here")
+    return run_accuracy(AccuracyRequest(
+        spec=options.spec, variant=options.variant, target=target, allow_dtype=options.allow_dtype,
+        inputs=options.inputs, space=options.space, padded=options.padded, verify=options.verify, top=options.top,
+        output=options.output, html=options.html, db_file=None if options.no_db else _db_path(options.db_file),
+        budget=options.budget, seed=options.seed, jobs=options.jobs, as_json=options.as_json))
 
 
 def _verify(spec, result: TuneResult, engine: Engine, numerics: str, db, target_id) -> dict[int, dict]:

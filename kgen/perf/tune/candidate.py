@@ -5,7 +5,7 @@ search.py), the database (kgen/perf/tunedb.py) and the command share."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from kgen.gen.plan import round_up_tiles
 from kgen.gen.spec import BlockSpec, MatmulSpec, MemorySpec
@@ -39,8 +39,11 @@ class TuneConfig:
     memory: MemorySpec = MemorySpec()  # where the tensors live: not searched, but part of the program
 
     def key(self) -> str:
-        """Canonical text of the config: the database's per-target key."""
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        """Canonical text of the config: the database's per-target key (json of asdict(self), built
+        without asdict's deep copies: a search asks it of every candidate)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["memory"] = {f.name: getattr(self.memory, f.name) for f in fields(self.memory)}
+        return json.dumps(values, sort_keys=True, separators=(",", ":"))
 
     @staticmethod
     def from_key(text: str) -> "TuneConfig":

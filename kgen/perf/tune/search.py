@@ -75,6 +75,7 @@ class SearchStats:
     groups_illegal: int = 0
     seconds: float = 0.0
     bound_violations: int = 0        # predictions below their group's bound (a model change; the search says so)
+    inadmissible: int = 0            # fast enough to rank, refused by `admit` (an accuracy target)
 
     @property
     def rate(self) -> float:
@@ -259,7 +260,9 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
          keep: tuple[str, ...] = (),
          placement: Mapping[str, str] | None = None, top: int = 1, budget: int = DEFAULT_BUDGET, seed: int = 0,
          known: Mapping[str, Outcome] | None = None, progress: Callable[[int, int, Scored | None], None] | None = None,
-         prune: bool = True, keep_all: bool = False, jobs: int = 1, estimator: Estimator | None = None) -> TuneResult:
+         prune: bool = True, keep_all: bool = False, jobs: int = 1, estimator: Estimator | None = None,
+         admit: Callable[[Scored], bool] | None = None,
+         may_admit: Callable[[str, bool, int, bool], bool] | None = None) -> TuneResult:
     """Search `spec`'s space; return the `top` best legal candidates (best first).
 
     `known`: candidate key -> Outcome from the database, reused instead of planning again.
@@ -268,7 +271,12 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     processes evaluate a group's candidates in chunks (fork; the groups stay in bound order).
     `placement` ({"in0": "sharded", "out": "sharded"}, as benchmarks/gemm_rows.placement) is written
     into the spec's memory {} first (`with_placement`); the result's spec is that one. `estimator`
-    prices the candidates (default: the performance model and its lower bound)."""
+    prices the candidates (default: the performance model and its lower bound). `admit(scored)`,
+    asked only of a candidate fast enough to enter the `top`, refuses it (an accuracy target): the
+    result is then the `top` fastest admitted candidates, still exhaustive, as a group's bound
+    holds for its admitted members too. `may_admit(fidelity, fp32_dest_acc, in0_block_w,
+    packer_l1_acc)` False says `admit` refuses every candidate with these values: they are neither
+    planned nor predicted (nor a group with no other)."""
     estimator = estimator or model_estimator()
     if top < 1:
         raise TuneError(f"--top {top}: expected at least 1")
@@ -280,8 +288,8 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
     stats = SearchStats()
     groups = _search_order(spec, sp, estimator, budget, seed, stats)
     known = known or {}
-    tally = _Tally(top, keep_all, stats)
-    take, kth_best = tally.take, tally.kth_best
+    tally = _Tally(top, keep_all, stats, admit)
+    kth_best = tally.kth_best
     outcomes: list[Outcome] = []         # evaluated in this run (for the database)
     done = 0
 
@@ -293,43 +301,67 @@ def tune(spec: MatmulSpec, *, space: str = "auto", allow_precision: bool = False
 
     with CandidatePool(spec, partial(_evaluate, estimator=estimator), jobs if stats.candidates >= POOL_MIN_CANDIDATES else 1) as pool:
         for g in groups:
-            if prune and g.bound_cycles >= kth_best():
-                stats.pruned += g.size
-                stats.groups_pruned += 1
+            if _skipped(spec, g, prune and g.bound_cycles >= kth_best(), may_admit, stats):
                 tick(g.size)
                 continue
-            if _group_rejected(spec, g):
-                stats.groups_illegal += 1
-                stats.planned += 1
-                stats.illegal += g.size
-                tick(g.size)
-                continue
-            fresh: list[TuneConfig] = []
-            for c in g.members():
-                o = known.get(c.key())
-                if o is not None:
-                    stats.reused += 1
-                    take(replace(o, scored=replace(o.scored, reused=True)) if o.scored else o, g.bound_cycles)
-                    tick(1)
-                else:
-                    fresh.append(c)
+            fresh, reused = _split_known(g, known, may_admit)
+            stats.inadmissible += g.size - len(fresh) - len(reused)
+            stats.reused += len(reused)
+            tally.take_all(reused, g.bound_cycles)
+            tick(len(reused))
             chunks = [fresh[i:i + CHUNK] for i in range(0, len(fresh), CHUNK)]
             for chunk_outcomes in pool.map(chunks):
                 for o in chunk_outcomes:
                     stats.planned += 1
                     stats.predicted += o.status == "predicted"
                     outcomes.append(o)
-                    take(o, g.bound_cycles)
+                tally.take_all(chunk_outcomes, g.bound_cycles)
                 tick(len(chunk_outcomes))
     if stats.bound_violations and prune:
         # the lower bound no longer holds for the model (its constants changed shape): search again
         # without it, so the answer stays exhaustive
         return tune(spec, space=space, allow_precision=allow_precision, padded=padded, keep=keep, top=top, budget=budget,
                     seed=seed, known=known, progress=progress, prune=False, keep_all=keep_all, jobs=jobs,
-                    estimator=estimator)
+                    estimator=estimator, admit=admit, may_admit=may_admit)
     stats.seconds = time.perf_counter() - start
     ranked = tuple(sorted(tally.legal, key=_rank_key)) if keep_all else tuple(tally.best)
     return TuneResult(spec, sp, ranked, stats, tuple(outcomes))
+
+
+def _skipped(spec: MatmulSpec, g: _Group, pruned: bool, may_admit: Callable[[str, bool, int, bool], bool] | None,
+             stats: SearchStats) -> bool:
+    """Whether a group is decided whole, counted in `stats`: pruned by its bound, refused by
+    `may_admit` for every member, or rejected by the planner for its per_core or grid."""
+    if pruned:
+        stats.pruned += g.size
+        stats.groups_pruned += 1
+    elif may_admit is not None and not any(may_admit(g.math_fidelity, g.fp32_dest_acc, w, acc)
+                                           for w in g.widths for acc in g.policies):
+        stats.inadmissible += g.size
+    elif _group_rejected(spec, g):
+        stats.groups_illegal += 1
+        stats.planned += 1
+        stats.illegal += g.size
+    else:
+        return False
+    return True
+
+
+def _split_known(g: _Group, known: Mapping[str, Outcome],
+                 may_admit: Callable[[str, bool, int, bool], bool] | None) -> tuple[list[TuneConfig], list[Outcome]]:
+    """A group's members to evaluate, and the outcomes the database already holds for others;
+    members `may_admit` refuses are in neither."""
+    fresh: list[TuneConfig] = []
+    reused: list[Outcome] = []
+    for c in g.members():
+        if may_admit is not None and not may_admit(c.math_fidelity, c.fp32_dest_acc, c.in0_block_w, c.packer_l1_acc):
+            continue
+        o = known.get(c.key()) if known else None
+        if o is not None:
+            reused.append(replace(o, scored=replace(o.scored, reused=True)) if o.scored else o)
+        else:
+            fresh.append(c)
+    return fresh, reused
 
 
 def _search_order(spec: MatmulSpec, sp, estimator: Estimator, budget: int, seed: int,
@@ -357,11 +389,17 @@ class _Tally:
     top: int
     keep_all: bool
     stats: SearchStats
+    admit: Callable[[Scored], bool] | None = None
     best: list[Scored] = field(default_factory=list)      # sorted, at most `top`
     legal: list[Scored] = field(default_factory=list)
 
     def kth_best(self) -> float:
         return self.best[self.top - 1].cycles if len(self.best) >= self.top else float("inf")
+
+    def take_all(self, outcomes: list[Outcome], bound: float) -> None:
+        # fastest first, so that `admit` (which may run the golden model) is asked of as few as can enter the top
+        for o in sorted(outcomes, key=_outcome_order) if self.admit is not None else outcomes:
+            self.take(o, bound)
 
     def take(self, o: Outcome, bound: float) -> None:
         if o.status == "illegal":
@@ -374,9 +412,16 @@ class _Tally:
             if self.keep_all:
                 self.legal.append(o.scored)
             if len(self.best) < self.top or _rank_key(o.scored) < _rank_key(self.best[-1]):
+                if self.admit is not None and not self.admit(o.scored):
+                    self.stats.inadmissible += 1
+                    return
                 self.best.append(o.scored)
                 self.best.sort(key=_rank_key)
                 del self.best[self.top:]
+
+
+def _outcome_order(o: Outcome) -> tuple:
+    return (0, _rank_key(o.scored)) if o.scored is not None else (1,)
 
 
 def _rank_key(s: Scored) -> tuple:
