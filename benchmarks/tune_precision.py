@@ -163,13 +163,60 @@ def _row(r: dict) -> str:
             f"{r['pred_rel_at_block']:.3g} | {r['emu_rel']:.3g} | {where} |")
 
 
+# tenstorrent/tt-metal#32584: ttnn.matmul with its default config of torch.rand bf16 inputs (uniform
+# [0, 1): every product positive, the sums large), M = 128, N = 768, measured on a card: PCC 0.99,
+# 0.98 and 0.95 at K = 512, 1,024 and 2,048 (against torch.matmul of the same bf16 tensors).
+SILICON = [(512, 0.99), (1024, 0.98), (2048, 0.95)]
+SILICON_SPEC = """matmul tt_32584 {{
+    arch  = wormhole_b0
+    shape = 128 x 768 x {k}
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+}}
+"""
+
+
+def silicon() -> list[dict]:
+    """tt-metal#32584 against kgen: TT's automatic config (kgen/perf/ttchoice.py) with ttnn.matmul's
+    default compute config, predicted on uniform [0, 1) bf16 inputs and emulated exact whole."""
+    import numpy as np
+
+    from kgen.perf.ttchoice import tt_auto
+    from kgen.perf.tune.precision import InputSource, OperandData
+    from kgen.proof.tiles import quantize
+
+    rows = []
+    for k, measured in SILICON:
+        spec = tt_auto(resolve(parse_text(SILICON_SPEC.format(k=k), "<tt_32584>"))).spec
+        p = plan(spec)
+        rng = np.random.default_rng(0)
+        a = quantize(rng.random((128, k), np.float32), "Float16_b")       # torch.rand(..., dtype=bfloat16)
+        b = quantize(rng.random((k, 768), np.float32), "Float16_b")
+        source = InputSource(OperandData.of(a, "rand_a"), OperandData.of(b, "rand_b"))
+        pred = predict_accuracy(p, 128, 768, source)
+        judged = Judged(Scored(candidate_of(p), 0.0, 0.0, 0.0, 0.0, "", p.policy), ("bfloat16", "bfloat16"),
+                        NumericsPath.of_plan(p), pred, 0.0)
+        emu, block, whole = emulate_accuracy(spec, judged, AccuracyTarget(min_pcc=0.5), source)
+        c = p.compute
+        rows.append({"k": k, "silicon_pcc": measured, "pred_pcc": pred.pcc, "emu_pcc": emu.pcc, "whole": whole,
+                     "config": f"{c.math_fidelity}{' fp32' if c.fp32_dest_acc else ''} {p.policy} w {p.in0_block_w} "
+                               f"partials {p.partials_format}"})
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--table", action="store_true", help="print the tables from --out")
     ap.add_argument("--growth-only", action="store_true")
     ap.add_argument("--grid-only", action="store_true")
+    ap.add_argument("--silicon", action="store_true", help="tt-metal#32584's silicon PCC against kgen's")
     args = ap.parse_args()
+    if args.silicon:
+        print("| K | TT auto's config (ttnn.matmul default compute) | silicon PCC | predicted | emulated exact |")
+        print("|---|---|---|---|---|")
+        for r in silicon():
+            print(f"| {r['k']:,} | {r['config']} | {r['silicon_pcc']} | {r['pred_pcc']:.4f} | {r['emu_pcc']:.4f} |")
+        return 0
     if args.table:
         sys.stdout.write(table([predicted(json.loads(line)) for line in args.out.read_text().splitlines()]))
         return 0

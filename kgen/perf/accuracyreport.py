@@ -167,11 +167,11 @@ def _pick_lines(result: AccuracyResult, pick: Judged | None, verified: list[Veri
                            f"{t.margin(pick.prediction.pcc, pick.prediction.rel_error)}")
         b = result.baseline
         if b is not None:
-            lines += w("vs HiFi4", f"the fastest meeting the target at HiFi4 + fp32 dest with {result.spec.name}'s "
-                                   f"dtypes: {b.microseconds:,.2f} us predicted ({b.scored.candidate.short(b.scored.policy)}); "
-                                   f"the pick is {b.scored.cycles / pick.scored.cycles:.2f}x as fast")
+            lines += w("vs HiFi4", f"the fastest meeting the target at HiFi4 + fp32 dest: {b.microseconds:,.2f} us "
+                                   f"predicted ({config_text(b, result)}); the pick is "
+                                   f"{b.scored.cycles / pick.scored.cycles:.2f}x as fast")
         else:
-            lines += w("vs HiFi4", "no configuration at HiFi4 + fp32 dest with the spec's dtypes meets the target")
+            lines += w("vs HiFi4", "no configuration at HiFi4 + fp32 dest meets the target")
     for n, v in enumerate(verified):
         lines += w("verified" if n == 0 else "", _verified_text(v, result))
     if not verified and pick is not None:

@@ -197,7 +197,7 @@ class AccuracyResult:
     front: tuple[Judged, ...]        # fastest first, each more accurate than the one before; the pick last
     pick: Judged | None
     judged: tuple[Judged, ...]       # every candidate whose accuracy was predicted (the chart's points)
-    baseline: Judged | None          # the fastest meeting the target at HiFi4 + fp32 dest, the spec's dtypes
+    baseline: Judged | None          # the fastest meeting the target at HiFi4 + fp32 dest (same dtype choices)
     searches: int
     predicted: int                   # candidates predicted by the performance model over all searches
     paths: int                       # numerics paths whose accuracy was predicted (golden-model proxies)
@@ -371,7 +371,7 @@ def tune_for_accuracy(spec: MatmulSpec, target: AccuracyTarget, *, allow_dtype: 
     front = pareto_front(judge.seen.values(), pick)
     say("searching the fastest configuration meeting the target at HiFi4 + fp32 dest (the comparison)")
     hifi4 = replace(spec, compute=replace(spec.compute, math_fidelity="HiFi4", fp32_dest_acc=True))
-    baseline = fastest(None, hifi4, [(spec.dtype_in0, spec.dtype_in1)])
+    baseline = fastest(None, hifi4)
     mt, nt, kt = tiles(spec)
     rows, cols = proxy_tiles(mt, nt, kt)
     return AccuracyResult(spec, target, source, tuple(choices), tuple(front), pick,
