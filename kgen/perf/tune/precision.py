@@ -12,8 +12,9 @@ Two measures:
   blocking the numerics see: kgen/proof/golden.py), as large as PROXY_MACS allows. The PCC is the
   proxy's. The relative error is a ratio of two maxima over M x N elements, and the error's tail is
   heavier than the output's, so it grows with M and N: both maxima are extrapolated from the
-  proxy's elements to the output's count by a fitted Weibull tail (`tail_max`), validated against
-  exact emulation in benchmarks/tune_precision.py (docs/tune.md).
+  proxy's elements to the output's count by a fitted Weibull tail (`tail_max`), and their ratio
+  scaled by REL_ERROR_SCALE, measured against exact emulation in benchmarks/tune_precision.py
+  (docs/tune.md).
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ PROXY_TILES = 1          # M and N of --allow-precision's proxy, in tiles: one o
 PROXY_MACS = 1 << 24     # the accuracy proxy's size: ~0.3-1 s of the exact golden model here
 PROXY_TILES_MAX = 4      # at most 4 x 4 output tiles (16,384 elements)
 TAIL_SHARE = 0.1         # the top 10 % of the proxy's elements fit the tail
+# The extrapolated ratio of the two maxima ran 0.89x of the emulated relative error (median over the
+# 288 points of benchmarks/tune_precision.py's grid, the same for every format, K, fidelity and
+# policy; p10 0.75x, p90 0.98x): the error's tail grows faster than the fit says. The prediction is
+# scaled by its inverse, so that it errs neither way on the grid (docs/tune.md, with the growth set)
+REL_ERROR_SCALE = 1.12
 
 
 @cache
@@ -261,7 +267,7 @@ def predict_accuracy(plan: Plan, m: int, n: int, source: InputSource = RANDOM_IN
     out, ref = _PROXIES[key]
     err = np.asarray(out, np.float64) - ref
     scale = tail_max(ref, m * n)
-    rel = tail_max(err, m * n) / scale if scale > 0 else 0.0
+    rel = REL_ERROR_SCALE * tail_max(err, m * n) / scale if scale > 0 else 0.0
     pred = _PREDICTIONS[key, m * n] = ErrorPrediction(measure(out, ref).pcc, rel, (rows * TILE_HW, cols * TILE_HW),
                                                       m * n)
     return pred
