@@ -32,7 +32,7 @@ import os
 import re
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -77,6 +77,8 @@ class Inputs:
     # Shapes that are not tile multiples: the arrays above are ttnn's padded tensors (zeros past the
     # logical shape, as tilize pads), and these say which output elements are real: (batch, M, N).
     logical: tuple[int, int, int] | None = None
+    # each tensor's tile images, once per Inputs (every shard and every program of a port-check reads them)
+    encoded: dict[tuple[str, str], bytes] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def logical_bias(self) -> np.ndarray:
         """The real (N,) part of the padded bias row."""
@@ -142,6 +144,13 @@ def make_inputs(manifest: dict, seed: int) -> Inputs:
 
 
 def _tensor_bytes(t: Tensor, inputs: Inputs) -> bytes:
+    key = (t.name, t.data_format)
+    if key not in inputs.encoded:
+        inputs.encoded[key] = _encode_tensor(t, inputs)
+    return inputs.encoded[key]
+
+
+def _encode_tensor(t: Tensor, inputs: Inputs) -> bytes:
     if t.name == "in0":
         m = inputs.in0
     elif t.name == "in1":

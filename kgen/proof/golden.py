@@ -27,6 +27,8 @@ the same blocking, and the exact unpack / pack / L1-acc / reload conversions at 
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -185,13 +187,35 @@ def golden_matmul(in0, in1, *, fidelity: str, fp32_dest_acc: bool, packer_l1_acc
         bias_row = np.asarray(bias, dtype=np.float32).reshape(-1)
         if bias_row.shape[0] != n:
             raise ValueError(f"bias has {bias_row.shape[0]} values, N = {n}")
-    if mode == "exact":
-        data = _exact(a, b, bias_row, cfg)
-    elif mode == "fast":
-        data = _fast(a, b, bias_row, cfg)
-    else:
+    if mode not in ("exact", "fast"):
         raise ValueError(f"mode must be 'exact' or 'fast', not {mode!r}")
-    return GoldenResult(data, mode)
+    return _computed(cfg, mode, a, b, bias_row)
+
+
+# port-check emulates three programs of one plan on the same inputs, and the float64 check asks for
+# the plain matmul again: the same golden matmul, computed once (keyed by the inputs' bytes)
+_RECENT: OrderedDict[tuple, GoldenResult] = OrderedDict()
+_RECENT_SIZE = 4
+
+
+def _computed(cfg: MatmulConfig, mode: str, a, b, bias_row) -> GoldenResult:
+    key = (cfg, mode, _digest(a), _digest(b), None if bias_row is None else _digest(bias_row))
+    if key in _RECENT:
+        _RECENT.move_to_end(key)
+        return _RECENT[key]
+    data = _exact(a, b, bias_row, cfg) if mode == "exact" else _fast(a, b, bias_row, cfg)
+    for arr in (data.bits, data.exps):
+        if arr is not None:
+            arr.setflags(write=False)       # shared by every caller of the same matmul
+    result = _RECENT[key] = GoldenResult(data, mode)
+    while len(_RECENT) > _RECENT_SIZE:
+        _RECENT.popitem(last=False)
+    return result
+
+
+def _digest(values: np.ndarray) -> tuple:
+    data = np.ascontiguousarray(values)
+    return data.shape, hashlib.blake2b(memoryview(data).cast("B"), digest_size=16).digest()
 
 
 def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", plain: bool = False,

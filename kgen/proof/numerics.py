@@ -21,6 +21,7 @@ format conversion, and round-to-nearest-even only in the packer's L1 accumulator
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -53,7 +54,7 @@ def _u32(x) -> np.ndarray:
 
 
 def _i64(x) -> np.ndarray:
-    return np.asarray(x).astype(np.int64)
+    return np.asarray(x, dtype=np.int64)        # no copy when it is one already: callers never write to it
 
 
 # =============================================================================================
@@ -93,19 +94,28 @@ def bfp_to_bf16_hw(exps, codes, fmt: str) -> np.ndarray:
     hardware does); sign=1 with magnitude 0 decodes to -inf (0xFF80), magnitude 0 otherwise to +0.
     """
     fmt = canonical_format(fmt)
+    fixed, lz, nonzero = _bfp_unpack_tables(fmt)
+    c = np.asarray(codes, dtype=np.uint8) & ((1 << (BFP_MAG_BITS[fmt] + 1)) - 1)
+    e = np.repeat(np.asarray(exps, dtype=np.uint8), FACE, axis=-1)
+    exp = (e - lz[c]).astype(np.uint16)          # uint8 arithmetic: wraps as the 8-bit exponent does
+    exp <<= 7
+    exp *= nonzero[c]
+    return fixed[c] | exp
+
+
+@cache
+def _bfp_unpack_tables(fmt: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per code (sign and magnitude): the BF16 bits that do not depend on the shared exponent (sign
+    and normalised mantissa, or the whole result for a zero magnitude), the leading-zero count the
+    exponent is reduced by, and whether the exponent field is used."""
     mag_bits = BFP_MAG_BITS[fmt]
-    c = np.asarray(codes, dtype=np.int64)
+    c = np.arange(1 << (mag_bits + 1), dtype=np.int64)
     sign = (c >> mag_bits) & 1
-    mag = (c & ((1 << mag_bits) - 1)) << (7 - mag_bits)       # 7-bit BFP8 magnitude
-    e = np.repeat(np.asarray(exps, dtype=np.int64), FACE, axis=-1)
-    mag8 = mag << 1                                            # magnitude in bits 7..1
-    nbits = np.frexp(mag8.astype(np.float64))[1]              # bit length (0 for 0)
-    lz = 8 - nbits
-    norm = (mag8 << np.where(mag8 > 0, lz, 0)) & 0xFF
-    exp = (e - lz) & 0xFF
-    out = (sign << 15) | (exp << 7) | (norm & 0x7E)
-    out = np.where(mag8 == 0, np.where(sign == 1, 0xFF80, 0), out)
-    return out.astype(np.uint16)
+    mag8 = ((c & ((1 << mag_bits) - 1)) << (7 - mag_bits)) << 1    # 7-bit BFP8 magnitude, in bits 7..1
+    lz = 8 - np.frexp(mag8.astype(np.float64))[1]
+    norm = (mag8 << np.where(mag8 > 0, lz, 0)) & 0x7E
+    fixed = np.where(mag8 == 0, np.where(sign == 1, 0xFF80, 0), (sign << 15) | norm)
+    return fixed.astype(np.uint16), np.where(mag8 == 0, 0, lz).astype(np.uint8), (mag8 != 0).astype(np.uint16)
 
 
 def unpack_src_format(l1_format: str, fp32_dest_acc: bool) -> str:

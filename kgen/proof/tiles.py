@@ -146,23 +146,24 @@ def bfp_host_encode(values, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     b = f32_bits(values)
     if b.shape[-1] % FACE:
         raise ValueError("block-float groups are 16 datums: last axis must be a multiple of 16")
-    g = b.reshape(b.shape[:-1] + (b.shape[-1] // FACE, FACE)).astype(np.int64)
+    # int32 in place: a 24-bit significand shifted by 31 is already 0, so the shift is capped there
+    g = b.reshape(b.shape[:-1] + (b.shape[-1] // FACE, FACE)).view(np.int32)
     exp = (g >> 23) & 0xFF
     shared = exp.max(axis=-1)
+    shift = shared[..., None] - exp
+    np.minimum(shift, 31, out=shift)
     man = (g & 0x7FFFFF) | 0x800000
-    diff = np.minimum(shared[..., None] - exp, 63)
-    man = man >> diff
+    man >>= shift
     sh = 24 - mag_bits
     tie = 1 << (sh - 1)
     low = man & ((1 << sh) - 1)
-    m = man >> sh
-    m = m + ((low > tie) | ((low == tie) & ((m & 1) == 1)))
-    m = np.minimum(m, (1 << mag_bits) - 1)
-    zero = (g & 0x7FFFFFFF) == 0
-    m = np.where(zero, 0, m)
-    sign = np.where(m != 0, (g >> 31) & 1, 0)
-    codes = (sign << mag_bits) | m
-    return shared.astype(np.uint8), codes.reshape(b.shape).astype(np.uint8)
+    man >>= sh
+    man += (low > tie) | ((low == tie) & ((man & 1) == 1))
+    np.minimum(man, (1 << mag_bits) - 1, out=man)
+    man[(g & 0x7FFFFFFF) == 0] = 0
+    codes = man.astype(np.uint8)
+    codes[(g < 0) & (man != 0)] |= np.uint8(1 << mag_bits)     # a zero magnitude never carries a sign
+    return shared.astype(np.uint8), codes.reshape(b.shape)
 
 
 def bfp_decode(exps, codes, fmt: str) -> np.ndarray:
@@ -172,13 +173,16 @@ def bfp_decode(exps, codes, fmt: str) -> np.ndarray:
     a zero magnitude decodes to +-0.
     """
     mag_bits = BFP_MAG_BITS[canonical_format(fmt)]
-    c = np.asarray(codes, dtype=np.int64)
-    e = np.repeat(np.asarray(exps, dtype=np.int64), FACE, axis=-1)
-    mag = c & ((1 << mag_bits) - 1)
-    sign = (c >> mag_bits) & 1
-    v = np.ldexp(mag.astype(np.float64), e - 127 - (mag_bits - 1))
-    v = np.where(sign == 1, -v, v)
-    return v.astype(np.float32)
+    c = np.asarray(codes, dtype=np.uint8) & ((1 << (mag_bits + 1)) - 1)
+    # +-mag per code, then one power of two per group: the product is exact, or rounds once into a
+    # float32 denormal or infinity, as the float64 value converted to float32 would
+    code = np.arange(1 << (mag_bits + 1))
+    mag = (code & ((1 << mag_bits) - 1)).astype(np.float32)
+    signed = np.where((code >> mag_bits) & 1 == 1, -mag, mag)         # -0.0 for a signed zero magnitude
+    scale = np.ldexp(np.float32(1), np.asarray(exps, dtype=np.int32) - (127 + mag_bits - 1)).astype(np.float32)
+    v = signed[c].reshape(c.shape[:-1] + (c.shape[-1] // FACE, FACE))
+    v *= scale[..., None]
+    return v.reshape(c.shape)
 
 
 def quantize(values, fmt: str) -> np.ndarray:

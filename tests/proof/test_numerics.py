@@ -548,3 +548,28 @@ def test_ulp_histogram_bins_cover_every_distance_once():
     hist = dict(nx.ulp_histogram(ulps))
     assert sum(hist.values()) == ulps.size
     assert hist == {"0": 1, "1": 1, "2": 1, "3-4": 2, "5-8": 1, "9-16": 1, "17-256": 2, ">256": 2}
+
+
+@pytest.mark.parametrize("fmt", ["Bfp8_b", "Bfp4_b"])
+def test_bfp_to_bf16_every_code_at_every_exponent(fmt):
+    """ISA-FBP BFP8ToBF16, one datum at a time: the 7-bit magnitude (1.6 fixed point; BFP4's 3 bits
+    moved up to its top) is shifted left until its leading one is the implicit bit 6, the shared
+    exponent reduced by the same count in 8 bits (wrapping), the 6 bits below it are the top of the
+    7-bit mantissa; a zero magnitude is +0, or -inf with the sign set. Every code at every one of
+    the 256 shared exponents."""
+    mag_bits = tl.BFP_MAG_BITS[fmt]
+    codes = np.arange(1 << (mag_bits + 1))
+    codes = np.resize(codes, 16 * -(-len(codes) // 16))
+    exps = np.arange(256)
+
+    def datum(e: int, code: int) -> int:
+        sign, mag = code >> mag_bits & 1, (code & ((1 << mag_bits) - 1)) << (7 - mag_bits)
+        if mag == 0:
+            return 0xFF80 if sign else 0
+        shifts = 7 - mag.bit_length()
+        return sign << 15 | ((e - shifts) & 0xFF) << 7 | ((mag << shifts) & 0x3F) << 1
+
+    got = nx.bfp_to_bf16_hw(np.repeat(exps[:, None], len(codes) // 16, axis=1).astype(np.uint8),
+                            np.tile(codes, (256, 1)).astype(np.uint8), fmt)
+    want = [[datum(int(e), int(c)) for c in codes] for e in exps]
+    assert np.array_equal(got, np.array(want, np.uint16))

@@ -216,3 +216,55 @@ def test_bf16_bits_rne_matches_an_independent_model():
     want = np.array([oracle(int(b)) for b in sample], dtype=np.uint16)
     got = tl.bf16_bits_rne(sample.view(np.float32))
     assert got.dtype == np.uint16 and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("fmt", ["Bfp8_b", "Bfp4_b"])
+def test_bfp_decode_every_code_at_every_exponent(fmt):
+    """TM-BFP convert_bfp_to_u32 in float64: +-mag / 2**(mag_bits - 1) * 2**(exp - 127), then one
+    rounding to float32 (denormals, and infinity above float32's range), for every code at every
+    one of the 256 shared exponents."""
+    mag_bits = tl.BFP_MAG_BITS[fmt]
+    codes = np.resize(np.arange(1 << (mag_bits + 1)), 16 * -(-(1 << (mag_bits + 1)) // 16))
+    want = np.empty((256, len(codes)), np.float32)
+    for e in range(256):
+        for i, c in enumerate(codes):
+            v = float(c & ((1 << mag_bits) - 1)) / 2.0 ** (mag_bits - 1) * 2.0 ** (e - 127)
+            with np.errstate(over="ignore"):
+                want[e, i] = np.float32(-v if c >> mag_bits & 1 else v)
+    with np.errstate(over="ignore"):
+        got = tl.bfp_decode(np.repeat(np.arange(256)[:, None], len(codes) // 16, axis=1).astype(np.uint8),
+                            np.tile(codes, (256, 1)).astype(np.uint8), fmt)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("fmt", ["Bfp8_b", "Bfp4_b"])
+def test_bfp_host_encode_against_a_datum_by_datum_reference(fmt):
+    """TM-BFP convert_u32_to_bfp one datum at a time, in Python integers: the shared exponent is the
+    group's largest exponent field; each 24-bit significand (implicit one included) shifted right
+    by the difference, truncating, then rounded to mag_bits bits, ties to even, saturated; an exact
+    zero (either sign) is code 0. Random groups spanning many exponents, zeros, denormals, infinities."""
+    mag_bits = tl.BFP_MAG_BITS[fmt]
+    rng = np.random.default_rng(11)
+    v = (rng.standard_normal((64, 64)) * np.exp2(rng.integers(-40, 40, (64, 64)))).astype(np.float32)
+    v[rng.random(v.shape) < 0.05] = 0.0
+    v[rng.random(v.shape) < 0.02] = -0.0
+    v[rng.random(v.shape) < 0.02] = np.float32(1e-40)
+    v[rng.random(v.shape) < 0.01] = np.inf
+    exps, codes = tl.bfp_host_encode(v, fmt)
+    bits = v.view(np.uint32).reshape(64, 4, 16)
+    for r in range(64):
+        for g in range(4):
+            group = [int(x) for x in bits[r, g]]
+            shared = max(x >> 23 & 0xFF for x in group)
+            assert exps[r, g] == shared
+            for j, x in enumerate(group):
+                if x & 0x7FFFFFFF == 0:
+                    assert codes[r, 16 * g + j] == 0
+                    continue
+                man = ((x & 0x7FFFFF) | 0x800000) >> min(shared - (x >> 23 & 0xFF), 63)
+                drop = 24 - mag_bits
+                m, low = man >> drop, man & ((1 << drop) - 1)
+                half = 1 << (drop - 1)
+                m = min(m + (low > half or (low == half and m & 1)), (1 << mag_bits) - 1)
+                want = (x >> 31 << mag_bits if m else 0) | m
+                assert codes[r, 16 * g + j] == want, (r, g, j, hex(x))
