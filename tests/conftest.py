@@ -3,6 +3,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -158,6 +159,29 @@ def need_tool(what: str, how: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message + " (CI=true: .ci/run should have installed it)")
     pytest.skip(message)
+
+
+def fresh_copy(dest: Path) -> Path:
+    """The files git tracks, as they are in the work tree (a clone plus any uncommitted edit), in a
+    new folder: no build/, no .venv, nothing a developer's earlier runs left behind."""
+    if shutil.which("git") is None:
+        need_tool("git", "apt-get install git")
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    dest.mkdir(parents=True)
+    for name in filter(None, files.decode().split("\0")):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    assert not (dest / "build" / "mm_").exists()
+    return dest
+
+
+@pytest.fixture(scope="session")
+def fresh_clone(tmp_path_factory) -> Path:
+    """One fresh copy of the repository for the session's documented commands (test_readme.py,
+    test_terminal_width.py), so a command's builds serve the next one as they would a user's."""
+    return fresh_copy(tmp_path_factory.mktemp("clone") / "kgen")
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, need_tool
+from conftest import ROOT, fresh_copy, need_tool  # noqa: F401 (fresh_copy: test_setup.py's too)
 
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
@@ -48,22 +48,6 @@ def page_commands(text: str) -> list[str]:
 def first_line() -> str:
     """The README's first command line, whole: what a new user pastes first."""
     return next(line for line in code_blocks(README.read_text())[0].splitlines() if line.strip())
-
-
-def fresh_copy(dest: Path) -> Path:
-    """The files git tracks, as they are in the work tree (a clone plus any uncommitted edit), in a
-    new folder: no build/, no .venv, nothing a developer's earlier runs left behind."""
-    if shutil.which("git") is None:
-        need_tool("git", "apt-get install git")
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    dest.mkdir(parents=True)
-    for name in filter(None, files.decode().split("\0")):
-        src = ROOT / name
-        if src.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-    assert not (dest / "build" / "mm_").exists()
-    return dest
 
 
 COMMANDS = [(page.relative_to(ROOT).as_posix(), c) for page in PAGES for c in page_commands(page.read_text())]
@@ -98,19 +82,36 @@ def test_every_page_of_the_manual_is_linked_from_the_readme():
         assert f"docs/{page.name}" in text, f"README.md does not link docs/{page.name}"
 
 
-@pytest.fixture(scope="session")
-def fresh_clone(tmp_path_factory) -> Path:
-    return fresh_copy(tmp_path_factory.mktemp("clone") / "kgen")
+# A user's terminal: the README's commands run at 100 columns; test_terminal_width.py checks that
+# run's lines and runs each command again at 80
+README_WIDTH = 100
+_RUNS: dict[tuple[str, int], subprocess.CompletedProcess] = {}
+
+
+def shown(command: str) -> str:
+    """The command as the shell runs it: without its comment."""
+    return command.split("#")[0].strip()
+
+
+def run_documented(command: str, width: int, clone: Path) -> subprocess.CompletedProcess:
+    """`command` run as written through bash in `clone` with COLUMNS=width, once per session: a
+    command shown on two pages, or checked by both test files, is the same run."""
+    key = (shown(command), width)
+    if key not in _RUNS:
+        if shutil.which("kgen") is None:
+            need_tool("the kgen command", "pip install -e . (bash .ci/setup does it)")
+        env = {**os.environ, "COLUMNS": str(width)}
+        env.pop("TT_METAL_HOME", None)
+        _RUNS[key] = subprocess.run(["bash", "-c", command], cwd=clone, env=env, capture_output=True, text=True,
+                                    timeout=1800)
+    return _RUNS[key]
 
 
 @pytest.mark.parametrize("command", [_param(page, c) for page, c in RUN])
 def test_command_runs_as_written(command, fresh_clone, host_toolchain, host_cxx):
-    if shutil.which("kgen") is None:
-        need_tool("the kgen command", "pip install -e . (bash .ci/setup does it)")
     env = dict(os.environ)
     env.pop("TT_METAL_HOME", None)
-    proc = subprocess.run(["bash", "-c", command], cwd=fresh_clone, env=env, capture_output=True, text=True,
-                          timeout=1800)
+    proc = run_documented(command, README_WIDTH, fresh_clone)
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
     assert proc.returncode == 0, f"`{command}` exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     words = command.split("#")[0].split()

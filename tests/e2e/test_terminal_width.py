@@ -2,9 +2,10 @@
 docs/*.md show, run as written with COLUMNS=80 and COLUMNS=100, prints no line wider than that,
 but for a word that no line can hold (a long path, a URL), which then stands on a line of its own.
 
-The commands run in one fresh copy of the repository for both widths (test_readme.py's), so the
-second width reuses the first one's builds and compiled kernels; the ones that compile, emulate,
-search or build many kernels are marked slow, as in test_readme.py. JSON output (`--json`) and
+The commands run in test_readme.py's fresh copy of the repository, through its run_documented: the
+run at 100 columns is the one test_readme.py checks (a command is run once per width in a session),
+and the one at 80 reuses its builds and compiled kernels; the ones that compile, emulate, search or
+build many kernels are marked slow, as in test_readme.py. JSON output (`--json`) and
 `kgen ir` (the IR listing, also the build folder's ir.txt) are not reports and are left out, and so
 are the commands test_readme.py leaves out or that need a network or Ray. The rules of the wrapping
 itself are tested on kgen.core.terminal directly, and `check` and `perf` on every example in-process.
@@ -12,13 +13,10 @@ itself are tested on kgen.core.terminal directly, and `check` and `perf` on ever
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
 
 from conftest import EXAMPLES, ROOT
-from test_readme import RUN, SLOW_WORDS, fresh_copy
+from test_readme import RUN, SLOW_WORDS, run_documented
 
 from kgen.cli import main
 from kgen.core import terminal
@@ -55,11 +53,6 @@ def _documented() -> list:
     return params
 
 
-@pytest.fixture(scope="module")
-def clone(tmp_path_factory):
-    return fresh_copy(tmp_path_factory.mktemp("widths") / "kgen")
-
-
 def test_the_documented_commands_are_found():
     # a parsing slip must not leave the test with nothing to run
     shown = {p.values[0].split()[1] for p in _documented()}
@@ -67,10 +60,8 @@ def test_the_documented_commands_are_found():
 
 
 @pytest.mark.parametrize("command, width", _documented())
-def test_a_documented_command_fits_the_width(command, width, clone, host_toolchain, host_cxx):
-    env = {**os.environ, "COLUMNS": str(width)}
-    env.pop("TT_METAL_HOME", None)
-    proc = subprocess.run(["bash", "-c", command], cwd=clone, env=env, capture_output=True, text=True, timeout=1800)
+def test_a_documented_command_fits_the_width(command, width, fresh_clone, host_toolchain, host_cxx):
+    proc = run_documented(command, width, fresh_clone)
     assert proc.returncode == 0, f"`{command}` exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
     assert proc.stdout.strip(), command
     assert not overflow(proc.stdout, width), "\n".join(overflow(proc.stdout, width))
