@@ -381,18 +381,19 @@ def _steps_text(steps: Mapping) -> str:
 
 def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, output, db_path, jobs,
                 width: int | None = None) -> str:
-    """The terminal report at `width` (the terminal's): the search, the K best (predicted), their
-    verification, TT-Metal's own choices beside the pick, the winner, and one legend."""
+    """The terminal report at `width` (the terminal's): the search, the K best (predicted) and the
+    legend of their table, their verification, TT-Metal's own choices beside the pick, and the
+    winner last, where the terminal leaves the eye."""
     from kgen.core import terminal
 
     width = width or terminal.width()
     lines = _search_lines(spec, result, db_path, jobs, width)
     lines += _ranked_lines(spec, result.ranked, verdicts, errors, width)
+    lines += _legend_lines(spec, result.ranked, verdicts, errors, width)
     if verdicts:
         lines += _verdict_lines(result.ranked, verdicts, width)
     lines += [""] + _comparison_lines(comparison, width)
     lines += _winner_lines(winner, verdicts, output, width)
-    lines += _legend_lines(spec, result.ranked, verdicts, errors, width)
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 

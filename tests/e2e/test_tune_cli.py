@@ -353,6 +353,9 @@ def test_the_report_fits_100_columns_and_labels_what_is_predicted():
     assert "each predicted by the same model" in flat
     # one legend, explaining the abbreviations; utilization says what it is measured against
     assert flat.count("legend:") == 1
+    # the winner is the last thing printed: the legend explains the table, above it (issue #42)
+    assert flat.index("legend:") < flat.index("winner grid") and "  winner " in proc.stdout.split("legend:")[1]
+    assert proc.stdout.rstrip().splitlines()[-1].strip().startswith("predicted")
     for words in ("w: in0_block_w", "sb: out_subblock", "same policy either way:", "grid: cores x by y"):
         assert words in flat, words
     assert "against the full card grid at each candidate's own fidelity's peak rate" in flat
