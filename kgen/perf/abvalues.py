@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from kgen.device.measure import Measured
 from kgen.perf.abbase import BASE
+from kgen.proof.numerics import REL_ERR_FLOOR
 from kgen.proof.oracle import Float64Check
 
 
@@ -77,7 +78,7 @@ class Speed:
 #   PCC       only where neither the output nor the reference is constant (else it is undefined),
 #             and the reference's spread is at least PCC_MIN_SPREAD of its RMS.
 ULP_FLOOR = 1e-3
-REL_FLOOR = 1e-2
+REL_FLOOR = REL_ERR_FLOOR          # emulate's and port-check's max_rel_err too
 PCC_MIN_SPREAD = 0.1
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kgen.core import terminal
 from kgen.core.terminal import Column, keep_together
+from kgen.proof.numerics import REL_ERR_FLOOR
 from kgen.proof.oracle import Float64Check
 
 
@@ -94,8 +95,9 @@ def format_report(e: Emulation, *, per_processor: bool = True, verbose: bool = F
         lines += row("golden", f"{golden} against the {e.numerics} golden model")
         if e.float64 is not None:
             lines += row("float64", e.float64.line())
-        lines += row("vs float64", f"max_abs_err {e.errors.max_abs_err:.4g}  max_rel_err {e.errors.max_rel_err:.4g}  "
-                                   f"pcc {e.errors.pcc:.6f}")
+        lines += row("vs float64", f"max_abs_err {e.errors.max_abs_err:.4g}  max_rel_err {e.errors.max_rel_err:.4g} "
+                                   f"(where |float64| >= {REL_ERR_FLOOR:.0%} of its max, as kgen ab)  "
+                                   f"pcc {e.errors.pcc:.6f}".replace("%", " %"))
     if e.schedules:
         lines += row("schedules", f"{e.schedules} random interleaving(s): "
                                   f"{'identical output' if e.schedules_identical else 'OUTPUT DIFFERS between schedules'}")

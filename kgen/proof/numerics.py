@@ -642,8 +642,9 @@ def pcc(out, ref) -> float:
         return float(np.corrcoef(o, r)[0, 1])
 
 
-# Relative error near zero is noise: it is taken only where |ref| >= this fraction of max|ref|.
-REL_ERR_FLOOR = 1e-3
+# Relative error near zero measures cancellation, not the kernel: it is taken only where |ref| is at
+# least this fraction of max|ref|. The one definition of kgen's max_rel_err (emulate, port-check, ab)
+REL_ERR_FLOOR = 1e-2
 
 
 def error_figures(out, ref) -> tuple[float, float, float]:

@@ -523,12 +523,14 @@ def test_pcc_is_pearsons_r_and_defined_for_constant_arrays():
 
 
 def test_error_figures_max_rel_ignores_elements_near_zero():
-    ref = np.array([1000.0, 2.0, 4.0, 0.5])
-    out = ref + np.array([1.0, 0.0, 2.0, 0.5])             # 0.1% / 0 / 50% / 100% relative error
+    ref = np.array([1000.0, 20.0, 40.0, 5.0])
+    out = ref + np.array([1.0, 0.0, 20.0, 5.0])            # 0.1% / 0 / 50% / 100% relative error
     max_abs, max_rel, r = nx.error_figures(out, ref)
-    assert max_abs == pytest.approx(2.0)
-    # 0.5 < 1e-3 * 1000 is left out; 4.0 is kept
+    assert max_abs == pytest.approx(20.0)
+    # 5 < 1 % of 1000 is left out; 40 is kept: kgen ab's definition (relative_error) too
     assert max_rel == pytest.approx(0.5)
+    from kgen.perf.ab import relative_error
+    assert relative_error(out, ref)[0] == pytest.approx(max_rel)
     assert r == pytest.approx(np.corrcoef(out, ref)[0, 1])
     assert nx.error_figures(np.array([0.5, 0.0]), np.zeros(2))[:2] == (0.5, 0.5)   # all-zero ref: absolute
 
