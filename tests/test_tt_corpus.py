@@ -1,0 +1,116 @@
+"""benchmarks/tt_corpus.py: TT-Metal's matmul_oob corpus mapped into specs. Every expected value
+below was read by hand from the stored CSV row it names (benchmarks/data/tt_matmul_oob_cases.csv,
+a copy of tenstorrent/tt-metal tests/ttnn/unit_tests/benchmarks/matmul_oob/cases.csv
+@ c9482b1ca67da3f62e2cf8dee66f694d703d7e8e), not taken from kgen's output."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import ROOT
+
+from kgen.gen.spec import parse_text, resolve
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import tt_corpus
+
+ROWS = {row["case"]: row for row in tt_corpus.read_cases(tt_corpus.CSV_PATH)}
+
+
+def spec_of(case: str, arch: str = "wormhole_b0"):
+    mapped = tt_corpus.map_case(ROWS[case], arch)
+    assert mapped.spec_text is not None, mapped.missing
+    return resolve(parse_text(mapped.spec_text)), mapped.spec_text
+
+
+def test_the_stored_copy_is_the_whole_file():
+    # read_file gave 67,353 characters; TT's csv module wrote CRLF line ends; README.md: 539 cases
+    raw = tt_corpus.CSV_PATH.read_bytes()
+    assert len(raw) == 67353 and raw.count(b"\r\n") == 540 and raw.endswith(b"LoFi,0,0\r\n")
+    assert len(ROWS) == 539
+
+
+def test_a_2d_matmul_with_silu():
+    # i45311_2048x2048x2048-silu: 2048x2048 @ 2048x2048, bf16, linear, silu, HiFi2, fp32_acc 0, l1 acc 1
+    spec, _ = spec_of("i45311_2048x2048x2048-silu")
+    assert (spec.m, spec.n, spec.k, spec.batch) == (2048, 2048, 2048, 1)
+    assert (spec.dtype_in0, spec.dtype_in1, spec.dtype_out) == ("bfloat16",) * 3
+    assert spec.activation == "silu" and not spec.fuse_bias
+    c = spec.compute
+    assert (c.math_fidelity, c.fp32_dest_acc, c.packer_l1_acc, c.math_approx) == ("HiFi2", False, True, False)
+
+
+def test_leading_ones_and_an_empty_out_dtype():
+    # m_llama8b_w1_decode: 1x1x32x4096 @ 4096x14336, bf16 x bfp4, out_dtype empty (A's), LoFi
+    spec, text = spec_of("m_llama8b_w1_decode")
+    assert (spec.m, spec.n, spec.k, spec.batch) == (32, 14336, 4096, 1)
+    assert (spec.dtype_in0, spec.dtype_in1, spec.dtype_out) == ("bfloat16", "bfloat4_b", "bfloat16")
+    assert spec.compute.math_fidelity == "LoFi"
+    assert "grid" not in text and "memory" not in text and "fuse" not in text
+
+
+def test_a_broadcast_b_makes_a_batch():
+    # i25503_704: 1x704x703x128 @ 128x128, bfp8 x bfp8: 704 batches of 703 x 128 x 128, B shared
+    spec, text = spec_of("i25503_704")
+    assert (spec.m, spec.n, spec.k, spec.batch, spec.broadcast_in1) == (703, 128, 128, 704, True)
+    assert spec.dtype_out == "bfloat8_b" and "broadcast_in1" not in text
+
+
+def test_a_batched_b_is_one_b_per_batch():
+    # i35396_attn_av: 64x6x256x256 @ 64x6x256x64: 384 batches, B batched the same way
+    spec, _ = spec_of("i35396_attn_av")
+    assert (spec.m, spec.n, spec.k, spec.batch, spec.broadcast_in1) == (256, 64, 256, 384, False)
+
+
+def test_bias_takes_b_dtype_and_core_grid_is_x_by_y():
+    # t_linear_752bf21cf0: 8x1x128x1024 @ 1024x4096, bf16 x bfp8 -> bfp8, bias, no core grid
+    spec, _ = spec_of("t_linear_752bf21cf0")
+    assert (spec.m, spec.n, spec.k, spec.batch) == (128, 4096, 1024, 8)
+    assert spec.fuse_bias and spec.dtype_bias == "bfloat8_b" and spec.dtype_out == "bfloat8_b"
+    assert spec.grid is None
+    # t_linear_e075ed14b9: core_grid "(8, 7)", activation gelu_approx (TT's GELU, fast), bf16 out
+    spec, _ = spec_of("t_linear_e075ed14b9")
+    assert spec.grid == (8, 7) and spec.activation == "gelu_fast" and not spec.fuse_bias
+    assert (spec.m, spec.n, spec.k) == (32, 18176, 4544)
+
+
+@pytest.mark.parametrize("arch, grid", [("wormhole_b0", (8, 8)), ("blackhole", (13, 10))])
+def test_core_grid_device_is_the_whole_grid(arch, grid):
+    spec, _ = spec_of("i56976_gemma4_mlp-grid", arch)        # core_grid = device
+    assert spec.arch == arch and spec.grid == grid
+
+
+def test_sharded_placements():
+    # s_b_2048x2048x2048_bout: a_mem l1_block, b_mem dram, out_mem l1_block, no shard spec
+    spec, _ = spec_of("s_b_2048x2048x2048_bout")
+    assert (spec.memory.in0, spec.memory.in1, spec.memory.out) == ("l1_block_sharded", "dram", "l1_block_sharded")
+
+
+@pytest.mark.parametrize("case, missing", [
+    ("i35396_attn_qk", ["transpose_b"]),                                  # transpose_b = 1
+    ("i36426_ta_11008", ["transpose_a"]),                                 # transpose_a = 1
+    ("g_32x1024x1024_bf16_l1", ["L1-interleaved in0", "L1-interleaved out"]),   # l1, dram, l1
+    ("i25502_bmm704_l1", ["L1-interleaved in0", "L1-interleaved out"]),   # l1, l1, l1 (in1 l1 is fine)
+    ("t_s_matmul_7ada312b72", ["height-sharded in1", "height-sharded out",
+                               "an explicit shard spec (in0)", "an explicit shard spec (in1)"]),
+])
+def test_what_the_spec_language_cannot_say(case, missing):
+    assert list(tt_corpus.map_case(ROWS[case], "wormhole_b0").missing) == missing
+    result = tt_corpus.classify(ROWS[case], "wormhole_b0")
+    assert (result.status, result.origin, result.cause) == ("refused", "spec language",
+                                                            f"no spec syntax: {missing[0]}")
+
+
+def test_rule_origin_follows_the_kgen_tag():
+    assert tt_corpus.rule_origin("kgen: sharded tensors in whole shards") == "kgen"
+    assert tt_corpus.rule_origin("1D multicast: the cores fill whole rows of the grid (kgen)") == "kgen"
+    assert tt_corpus.rule_origin("Kt % in0_block_w == 0") == "TT-Metal"
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    assert tt_corpus.main(["--csv", str(tmp_path / "none.csv")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    with pytest.raises(SystemExit) as exc:
+        tt_corpus.main(["--no-such-flag"])
+    assert exc.value.code == 2 and capsys.readouterr().err.count("\n") == 1
