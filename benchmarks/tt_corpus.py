@@ -28,8 +28,8 @@ else (dataflow, grid unless `core_grid` is given, every block value) is left to 
                        fp32 float32); an empty out_dtype is ttnn's default, A's dtype.
     a/b/out_mem        memory.in0 / in1 / out: dram -> dram (kgen's default, left unwritten),
                        l1_block / l1_height / l1_width -> l1_*_sharded (sharded over the device
-                       grid, the shard spec left to the op), l1 (interleaved) -> in1 = l1.
-                       L1-interleaved in0/out and height-sharded in1/out have no spec syntax.
+                       grid, the shard spec left to the op), l1 (interleaved) -> l1.
+                       Height-sharded in1/out have no spec syntax.
     a/b/out_shard      an explicit shard grid and shape: no spec syntax (refused).
     transpose_a/_b     no spec syntax (refused).
     op, bias           linear with bias=1 -> `fuse { bias = true }`; run_suite.py makes the bias
@@ -86,10 +86,11 @@ ARCHS = ("wormhole_b0", "blackhole")
 DTYPES = {"bf16": "bfloat16", "bfp8": "bfloat8_b", "bfp4": "bfloat4_b", "fp32": "float32"}
 # (tensor, suite.py placement) -> kgen memory.* value; a placement missing here has no spec syntax
 MEMORY = {
-    ("in0", "dram"): "dram", ("in0", "l1_block"): "l1_block_sharded",
+    ("in0", "dram"): "dram", ("in0", "l1"): "l1", ("in0", "l1_block"): "l1_block_sharded",
     ("in0", "l1_height"): "l1_height_sharded", ("in0", "l1_width"): "l1_width_sharded",
     ("in1", "dram"): "dram", ("in1", "l1"): "l1",
-    ("out", "dram"): "dram", ("out", "l1_block"): "l1_block_sharded", ("out", "l1_width"): "l1_width_sharded",
+    ("out", "dram"): "dram", ("out", "l1"): "l1", ("out", "l1_block"): "l1_block_sharded",
+    ("out", "l1_width"): "l1_width_sharded",
 }
 PLACEMENT_WORDS = {"l1": "L1-interleaved", "l1_block": "block-sharded", "l1_height": "height-sharded",
                    "l1_width": "width-sharded"}
@@ -103,7 +104,7 @@ MAX_BATCH = 4096                                    # kgen's `batch` range (docs
 # a rule not listed here is shown by its own text, cut to fit the table.
 SHORT_RULES = {
     BATCHED_IN1_RULE: "B batched: fuse_batch (mcast_2d) needs B's batch == 1",
-    "L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)":
+    "sharded L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)":
         "L1 placement the default mcast_2d does not take",
     "grid within compute_with_storage_grid_size": "core_grid larger than the arch's worker grid",
     "CBs fit the usable L1 of the core": "CBs do not fit L1",

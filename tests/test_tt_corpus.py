@@ -87,11 +87,23 @@ def test_sharded_placements():
     assert (spec.memory.in0, spec.memory.in1, spec.memory.out) == ("l1_block_sharded", "dram", "l1_block_sharded")
 
 
+@pytest.mark.parametrize("case, placements, cause", [
+    ("g_32x1024x1024_bf16_l1", ("l1", "dram", "l1"), None),     # a_mem l1, b_mem dram, out_mem l1: planned
+    # l1, l1, l1 with one B per batch: said, then refused by TT's fuse_batch rule, not for its placements
+    ("i25502_bmm704_l1", ("l1", "l1", "l1"), "B batched: fuse_batch (mcast_2d) needs B's batch == 1"),
+])
+def test_l1_interleaved_placements(case, placements, cause):
+    """An interleaved L1 tensor is `l1` for in0, in1 and the output alike (issue #39), and the default
+    mcast_2d takes it."""
+    spec, _ = spec_of(case)
+    assert (spec.memory.in0, spec.memory.in1, spec.memory.out) == placements
+    result = tt_corpus.classify(ROWS[case], "wormhole_b0")
+    assert (result.status, result.cause or None) == ("refused" if cause else "planned", cause)
+
+
 @pytest.mark.parametrize("case, missing", [
     ("i35396_attn_qk", ["transpose_b"]),                                  # transpose_b = 1
     ("i36426_ta_11008", ["transpose_a"]),                                 # transpose_a = 1
-    ("g_32x1024x1024_bf16_l1", ["L1-interleaved in0", "L1-interleaved out"]),   # l1, dram, l1
-    ("i25502_bmm704_l1", ["L1-interleaved in0", "L1-interleaved out"]),   # l1, l1, l1 (in1 l1 is fine)
     ("t_s_matmul_7ada312b72", ["height-sharded in1", "height-sharded out",
                                "an explicit shard spec (in0)", "an explicit shard spec (in1)"]),
 ])

@@ -33,6 +33,13 @@ class Placement(StrEnum):
     DRAM_WIDTH_SHARDED = "dram_width_sharded"
 
 
+def is_sharded(where: str) -> bool:
+    """Whether a placement shards the tensor (in L1 or over the DRAM banks); `dram` and `l1` are
+    interleaved: pages dealt round-robin over the DRAM banks or the L1 banks, read and written through the
+    same TensorAccessor, its ArgConfig's IsDram bit telling which."""
+    return str(where).endswith("_sharded")
+
+
 TILE_HW = 32  # TILE_HEIGHT = TILE_WIDTH = 32 (constants.hpp); kgen plans 32x32 tiles only
 
 # tt::DataFormat values (tt_backend_api_types.hpp) of the formats kgen emits into the JIT

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgen.core.arch import ArchFacts
-from kgen.core.types import Placement
+from kgen.core.types import Placement, is_sharded
 from kgen.core.errors import KgenBug
 from kgen.gen.dataflow import get as dataflow_of
 from kgen.gen.planned import partials_unpack_to_dest_cb
@@ -46,7 +46,7 @@ def do_not_inplace_interm0_out(spec: MatmulSpec, per_core: tuple[int, int], out_
     a sharded output whose c_4 holds more than one output block, i.e. per_core_M != out_block_h or
     per_core_N != out_block_w, on the factories that test it (Dataflow.do_not_inplace_interm0_out); None when
     it does not fire."""
-    if spec.memory.out == Placement.DRAM or not dataflow_of(spec.dataflow).do_not_inplace_interm0_out:
+    if not is_sharded(spec.memory.out) or not dataflow_of(spec.dataflow).do_not_inplace_interm0_out:
         return None
     if per_core == out_block:
         return None
@@ -97,7 +97,7 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
     obh, obw = out_block
     depth = INPUT_BUFFERING_DEPTH if batch_ct * num_blocks > 1 else 1
     in0_depth, in1_depth = dataflow_of(spec.dataflow).cb_depths(batch_ct * num_blocks, depth)
-    out_sharded = spec.memory.out != Placement.DRAM
+    out_sharded = is_sharded(spec.memory.out)
     share, sharing = out_partials_share(spec, partials_fmt, out_fmt, in1_num_subblocks, num_blocks,
                                         out_blocks_per_core)
     tt_split = do_not_inplace_interm0_out(spec, per_core, out_block)
@@ -169,7 +169,7 @@ class Blocking:
 
     @property
     def out_sharded(self) -> bool:
-        return self.spec.memory.out != Placement.DRAM
+        return is_sharded(self.spec.memory.out)
 
     def sharded_out_allows(self, hw: tuple[int, int]) -> bool:
         """TT's validation of a sharded output (matmul_device_operation.cpp @001cea9a): out_subblock_w ==

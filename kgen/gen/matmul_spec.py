@@ -40,12 +40,13 @@ class BlockSpec:
 
 # Where each tensor lives (ttnn MemoryConfig): interleaved in DRAM, or in L1, as the 2D multicast
 # factory takes them (matmul_multicore_reuse_mcast_2d_program_factory.cpp; its validation in
-# matmul_device_operation.cpp): in0 block- or height-sharded, in1 interleaved in L1 (or DRAM), the
-# output block-sharded; the DRAM-sharded factory's in0 and output width-sharded in L1 and in1
-# width-sharded over the DRAM banks.
-MEMORY_IN0 = (Placement.DRAM, Placement.L1_BLOCK_SHARDED, Placement.L1_HEIGHT_SHARDED, Placement.L1_WIDTH_SHARDED)
+# matmul_device_operation.cpp): each tensor interleaved in DRAM or in L1 (the same readers and writers,
+# their TensorAccessorArgs saying which), in0 block- or height-sharded, the output block-sharded; the
+# DRAM-sharded factory's in0 and output width-sharded in L1 and in1 width-sharded over the DRAM banks.
+MEMORY_IN0 = (Placement.DRAM, Placement.L1, Placement.L1_BLOCK_SHARDED, Placement.L1_HEIGHT_SHARDED,
+              Placement.L1_WIDTH_SHARDED)
 MEMORY_IN1 = (Placement.DRAM, Placement.L1, Placement.DRAM_WIDTH_SHARDED)
-MEMORY_OUT = (Placement.DRAM, Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED)
+MEMORY_OUT = (Placement.DRAM, Placement.L1, Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED)
 SHARD_ORIENTATIONS = ("row_major", "col_major")
 
 

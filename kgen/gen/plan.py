@@ -24,7 +24,7 @@ from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS,  # noq
                             Offer, PlanError, divisors, fmt_pair, round_up_tiles, suggestion)
 from kgen.gen import activations
 from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
-from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement
+from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement, is_sharded
 from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
 from kgen.gen.dataflow.base import takes_batched_in1
 # re-exported: the plan and its factory interface are the planner's product
@@ -243,11 +243,11 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                         Offer((suggestion(f"in0_block_w = {kt}", ("block.in0_block_w", kt)),
                                suggestion("leave in0_block_w out", ("block.in0_block_w", None))),
                               "in0_block_w", sep=", or "))
-    if spec.untilize_out and mem.out != Placement.DRAM:
+    if spec.untilize_out and is_sharded(mem.out):
         raise PlanError("a sharded output is tiles", "untilize_out with out = l1_block_sharded: the output CB is "
                         "the shard itself, packed as tiles", spec.span("untilize_out"), _untilize_false())
     # kgen's limits (not TT's): whole shards, one per core with work
-    sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if where != Placement.DRAM]
+    sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if is_sharded(where)]
     # a factory that pads the last N shard itself (its in1 and output shards) takes any Nt
     n_uneven = nt % per_core_n and not dataflow_of(spec.dataflow).pads_last_n_shard
     if sharded and (spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW or mt % per_core_m or n_uneven):
@@ -281,7 +281,7 @@ def _check_placements(spec: MatmulSpec) -> None:
     mem, df = spec.memory, dataflow_of(spec.dataflow)
     if accepts(df, mem):
         return
-    if not mem.sharded:
+    if not any(is_sharded(w) for w in (mem.in0, mem.in1, mem.out)):    # interleaved, in DRAM or L1
         where = ", ".join(f"{t} = {'|'.join(sorted(w))}" for t, w in df.placements.items())
         raise PlanError(f"{df.factory} takes its tensors sharded",
                         f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
@@ -289,9 +289,9 @@ def _check_placements(spec: MatmulSpec) -> None:
                         Offer((suggestion(f"memory {{ {'  '.join(f'{t} = {sorted(w)[0]}' for t, w in df.placements.items())} }}",
                                           *((f"memory.{t}", sorted(w)[0]) for t, w in df.placements.items())),),
                               f"memory placement of {df.name}"))
-    raise PlanError("L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)",
+    raise PlanError("sharded L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)",
                     f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
-                    f"{spec.dataflow}: kgen places tensors in L1 as TT-Metal's 2D multicast factory does, "
+                    f"{spec.dataflow}: kgen shards tensors as TT-Metal's 2D multicast factory does, "
                     f"or as its DRAM-sharded factory does",
                     spec.span("memory"),
                     Offer(tuple(suggestion(f"dataflow = {d.name}", ("dataflow", d.name)) for d in REGISTRY

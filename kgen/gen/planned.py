@@ -66,6 +66,11 @@ class FuzzLayout:
 
 DRAM_ONLY: Mapping[str, frozenset[Placement]] = MappingProxyType(
     {t: frozenset({Placement.DRAM}) for t in ("in0", "in1", "out")})
+# Every tensor interleaved, in DRAM or over the L1 banks: the factories whose readers and writers take a
+# TensorAccessor built from each buffer (TensorAccessorArgs(*buffer), its IsDram bit the buffer's), as
+# TT-Metal 0.81.1's reuse and 1D multicast factories do
+INTERLEAVED: Mapping[str, frozenset[Placement]] = MappingProxyType(
+    {t: frozenset({Placement.DRAM, Placement.L1}) for t in ("in0", "in1", "out")})
 
 
 class Dataflow(ABC):

@@ -648,9 +648,10 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     `placement` moves tensors out of DRAM ({"in0": "sharded", "out": "l1"}), as TT's benchmark rows
     do where kgen cannot yet generate that dataflow; the ops stay the program's."""
     costs = costs or load_costs(program.arch.name)
-    # where the plan itself puts a tensor (`memory { in1 = l1 }`); a sharded in0 or output needs nothing
-    # here: its program reads no DRAM for it (copy_shard, mcast_shard) and writes none
-    placement = {**({"in1": L1} if program.placement("in1") == Placement.L1 else {}),
+    # where the plan itself puts a tensor (`memory { in0 = l1 }`, in1, out): read and written at L1's rates;
+    # a sharded in0 or output needs nothing here: its program reads no DRAM for it (copy_shard,
+    # mcast_shard) and writes none
+    placement = {**{t: L1 for t in ("in0", "in1", "out") if program.placement(t) == Placement.L1},
                  **({"in1": BANK} if program.placement("in1") == Placement.DRAM_WIDTH_SHARDED else {}), **(placement or {})}
     unknown = {v for v in placement.values()} - {DRAM, L1, SHARDED, BANK}
     if unknown:

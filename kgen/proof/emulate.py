@@ -377,7 +377,8 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
                     path.write_bytes(_shard_bytes(_tensor_bytes(t, inputs), t.page_size, cols, spec, r0, c0, nr, nc))
                     lines.append(f"l1_input {core_id[core]} {shard_address[t.name]} {size} {path}")
         elif t.name == "out":
-            lines.append(f"output out {t.address} {t.page_size} {t.num_pages} {workdir / 'out.bin'}")
+            kind = "l1_interleaved_output" if t.name in in_l1 else "output"  # over the L1 banks or DRAM's
+            lines.append(f"{kind} out {t.address} {t.page_size} {t.num_pages} {workdir / 'out.bin'}")
         else:
             path = workdir / f"{t.name}.bin"
             path.write_bytes(_tensor_bytes(t, inputs))

@@ -107,9 +107,11 @@ def test_the_default_is_what_the_parser_fills_in(key):
         assert default == f"`{_resolved(spec, key)}`", (key, default)
 
 
-SAMPLES = {"transpose_mcast": "transpose_mcast = true", "memory.in0": "memory { in0 = l1_block_sharded }",
-           "memory.in1": "memory { in1 = l1 }", "memory.out": "memory { out = l1_block_sharded }",
+SAMPLES = {"transpose_mcast": "transpose_mcast = true",
            "memory.orientation": "memory { in0 = l1_block_sharded  orientation = row_major }"}
+# the memory keys: `dram` and `l1` (interleaved) on every dataflow but dram_sharded, the sharded
+# placements the table gives `mcast_2d` on it alone
+SHARDED_SAMPLES = {"memory.in0": "memory { in0 = l1_block_sharded }", "memory.out": "memory { out = l1_block_sharded }"}
 
 
 # A small matmul each dataflow plans as it is (the 1D ones need one row or column of blocks).
@@ -134,6 +136,20 @@ def test_keys_of_one_dataflow_are_refused_by_the_others(key):
         plan(_dataflow_spec(other))                                   # the base plans there
         with pytest.raises(KgenError, match=f"with dataflow = {other}"):
             plan(_dataflow_spec(other, SAMPLES[key]))
+
+
+@pytest.mark.parametrize("key", ["memory.in0", "memory.in1", "memory.out"])
+def test_interleaved_placements_are_every_dataflows_and_sharded_ones_mcast_2ds(key):
+    tensor = key.split(".")[1]
+    assert TABLE[key][3].startswith("`dram`, `l1`: every dataflow but `dram_sharded`")
+    for dataflow in DATAFLOW_BASES:
+        plan(_dataflow_spec(dataflow, f"memory {{ {tensor} = l1 }}"))
+    if key in SHARDED_SAMPLES:
+        assert "`l1_block_sharded`" in TABLE[key][0]
+        plan(_dataflow_spec("mcast_2d", SHARDED_SAMPLES[key]))
+        for other in ("reuse", "mcast_1d_in0", "mcast_1d_in1"):
+            with pytest.raises(KgenError, match=f"with dataflow = {other}"):
+                plan(_dataflow_spec(other, SHARDED_SAMPLES[key]))
 
 
 def test_the_readme_is_a_front_page():

@@ -78,16 +78,17 @@ def test_the_grammar_admits_the_placements_some_factory_takes():
         taken = set().union(*(d.placements[tensor] for d in REGISTRY))
         assert set(grammar) == taken
         assert all(isinstance(p, Placement) for p in grammar)
-    # every factory takes tensors interleaved in DRAM but the DRAM-sharded one, which takes in0 and the
-    # output width-sharded in L1 and in1 width-sharded over the DRAM banks, and nothing else; only the
-    # 2D factory takes a choice of placements
+    # every factory takes tensors interleaved in DRAM or in L1 but the DRAM-sharded one, which takes in0
+    # and the output width-sharded in L1 and in1 width-sharded over the DRAM banks, and nothing else; only
+    # the 2D factory takes sharded ones too
+    interleaved = {Placement.DRAM, Placement.L1}
     for d in REGISTRY:
         if d.factory == DRAM_SHARDED_FILE:
             assert dict(d.placements) == {"in0": {Placement.L1_WIDTH_SHARDED}, "in1": {Placement.DRAM_WIDTH_SHARDED},
                                           "out": {Placement.L1_WIDTH_SHARDED}}
             continue
-        assert all(Placement.DRAM in d.placements[t] for t in ("in0", "in1", "out"))
-        assert any(len(v) > 1 for v in d.placements.values()) == (d.factory == MCAST_2D_FILE)
+        assert all(interleaved <= d.placements[t] for t in ("in0", "in1", "out"))
+        assert any(v - interleaved for v in d.placements.values()) == (d.factory == MCAST_2D_FILE)
 
 
 def test_the_factories_semaphores_are_tt_metals():
@@ -128,7 +129,7 @@ def test_paced_by_has_one_sender_per_receiver():
 def test_a_placement_no_factory_but_mcast_2d_takes_is_refused_with_the_factory_that_takes_it():
     from kgen.gen.plan import PlanError
     from dataclasses import replace
-    memory = "memory { in1 = l1 }"
+    memory = "memory { out = l1_block_sharded }"     # (an interleaved `l1` every factory but dram_sharded takes)
     for d in REGISTRY:
         s = spec_of(d.name, "256 x 256 x 256", extra=memory)
         if d.factory == DRAM_SHARDED_FILE:

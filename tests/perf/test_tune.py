@@ -451,8 +451,8 @@ def test_the_candidate_a_dram_priced_search_picked_is_illegal_sharded():
 
 
 def test_a_placement_kgen_cannot_build_is_bad_input():
-    with pytest.raises(TuneError, match="in0=l1"):
-        tune(load(SMALL), placement={"in0": "l1"})
+    with pytest.raises(TuneError, match="in1=sharded"):
+        tune(load(SMALL), placement={"in1": "sharded"})
 
 
 # ----------------------------------------------------------------------------------------------

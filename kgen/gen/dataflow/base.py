@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kgen.core.types import Placement
-from kgen.gen.planned import DRAM_ONLY, Dataflow, Layout, Plan  # noqa: F401 (the factories' vocabulary)
+from kgen.gen.planned import DRAM_ONLY, INTERLEAVED, Dataflow, Layout, Plan  # noqa: F401 (the factories' vocabulary)
 from kgen.gen.rules import PlanError, ceil_div, divisors, nearest_offer
 
 if TYPE_CHECKING:

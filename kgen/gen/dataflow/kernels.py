@@ -4,9 +4,10 @@ kernel's host interface."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
-from kgen.core.types import TILE_HW, Placement
+from kgen.core.types import TILE_HW, Placement, is_sharded
 from kgen.gen.ir import INVALID, VALID, Affine, CoreRange, Extent, Kernel, Loop, Node, RuntimeArg, TensorArg, op
 from kgen.gen.rules import CB_BIAS, CB_IN1, CB_OUT
 
@@ -91,7 +92,7 @@ def read_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride
 def writer_ops(p: Plan, t: Tiles) -> list[Node]:
     """The output writer of one output block: de-scatters subblock-major tiles (docs/reference/matmul.md §2.7).
     A sharded output needs nothing per block: c_4 is the core's shard (see sharded_out_tail)."""
-    if p.memory.out != Placement.DRAM:
+    if is_sharded(p.memory.out):
         return []
     if p.untilize_out:
         tile_row_bytes = row_bytes_per_tile(p)
@@ -120,7 +121,7 @@ def sharded_out_tail(p: Plan) -> list[Node]:
     the compute kernel packs, row by row of the shard (TT's out_subblock_w == per_core_N ||
     out_subblock_h == 1 rule); the writer only waits for the whole shard and frees it, as TT's OUT_SHARDED
     writers do (reader_bmm_tile_layout_in1_*_writer_padding.cpp)."""
-    if p.memory.out == Placement.DRAM:
+    if not is_sharded(p.memory.out):
         return []
     shard = p.batch_ct * p.per_core_m * p.per_core_n
     return [op("cb_wait_front", CB_OUT, shard, note="the whole output shard is in place"),
@@ -170,9 +171,9 @@ def tensors_of(p: Plan) -> dict[str, TensorArg]:
     tile = p.arch.tile_bytes
     out = (TensorArg("out", p.out_format, p.nt * row_bytes_per_tile(p), "ROW_MAJOR")
            if p.untilize_out else TensorArg("out", p.out_format, tile[p.out_format], "TILE"))
-    tensors = {"in0": TensorArg("in0", p.in0_format, tile[p.in0_format], "TILE"),
+    tensors = {"in0": TensorArg("in0", p.in0_format, tile[p.in0_format], "TILE", in_l1=p.memory.in0 == Placement.L1),
                "in1": TensorArg("in1", p.in1_format, tile[p.in1_format], "TILE", in_l1=p.memory.in1 == Placement.L1),
-               "out": out}
+               "out": replace(out, in_l1=p.memory.out == Placement.L1)}
     if p.fuse_bias and p.bias_format:
         tensors["bias"] = TensorArg("bias", p.bias_format, tile[p.bias_format], "TILE")
     return tensors

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_mcast
-from kgen.gen.dataflow.base import DRAM_ONLY, Dataflow, Layout, per_core_edit
+from kgen.gen.dataflow.base import INTERLEAVED, Dataflow, Layout, per_core_edit
 from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
                                        noc_rect, out_block_loops, receiver_block, sender_block, tensors_of,
                                        writer_ops)
@@ -29,7 +29,7 @@ class Mcast1D(Dataflow):
 
     factory = "matmul_multicore_reuse_mcast_1d_program_factory.cpp"
     label = "1D multicast"
-    placements: Mapping[str, frozenset[Placement]] = DRAM_ONLY
+    placements: Mapping[str, frozenset[Placement]] = INTERLEAVED   # in DRAM or L1
     transpose_mcast = False
     # A multicast receiver waits for its sender: it runs at the sender's pace.
     paced_by: Mapping[str, str] = MappingProxyType({"in0_receiver": "in0_sender",

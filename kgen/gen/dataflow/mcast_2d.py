@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
-from kgen.core.types import Placement
+from kgen.core.types import Placement, is_sharded
 from kgen.gen.dataflow import tt_mcast
 from kgen.gen.dataflow.base import GridOfBlocks, Layout, grid_layout, per_core_edit
 from kgen.gen.dataflow.kernels import (A, Tiles, dm_kernel, in1_receiver_body_of, noc_rect, out_block_loops,
@@ -27,12 +27,13 @@ class Mcast2D(GridOfBlocks):
     name = "mcast_2d"
     factory = "matmul_multicore_reuse_mcast_2d_program_factory.cpp"
     label = "2D multicast"
-    # in0 block- or height-sharded, in1 interleaved in L1, the output block-sharded (the factory and its
-    # validation in matmul_device_operation.cpp)
+    # each tensor interleaved in DRAM or L1 (its readers and writers take TensorAccessorArgs(*buffer)), in0
+    # block- or height-sharded, the output block-sharded (the factory and its validation in
+    # matmul_device_operation.cpp)
     placements: Mapping[str, frozenset[Placement]] = MappingProxyType({
-        "in0": frozenset({Placement.DRAM, Placement.L1_BLOCK_SHARDED, Placement.L1_HEIGHT_SHARDED}),
+        "in0": frozenset({Placement.DRAM, Placement.L1, Placement.L1_BLOCK_SHARDED, Placement.L1_HEIGHT_SHARDED}),
         "in1": frozenset({Placement.DRAM, Placement.L1}),
-        "out": frozenset({Placement.DRAM, Placement.L1_BLOCK_SHARDED})})
+        "out": frozenset({Placement.DRAM, Placement.L1, Placement.L1_BLOCK_SHARDED})})
     transpose_mcast = True
     do_not_inplace_interm0_out = True
     shared_axis: int | None = None
@@ -133,7 +134,7 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     if p.memory.in0 != Placement.L1_BLOCK_SHARDED:
         kernels.append(dm_kernel("in0_sender", "NCRISC", in0_noc, in0_senders,
                                   out_block_loops(p, lambda first: (in0_send,)),
-                                  (tensors["in0"],) if p.memory.in0 == Placement.DRAM else (),
+                                  (tensors["in0"],) if not is_sharded(p.memory.in0) else (),
                                   (("cb_in0", CB_IN0),), in0_sems, in0_rect if in0_dests else ()))
     if in0_dests and p.memory.in0 != Placement.L1_BLOCK_SHARDED:
         in0_sender_core = (RuntimeArg("in0_sender_noc_x", "noc_x", in0_from[0]),
@@ -156,7 +157,7 @@ def _mcast_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
         return tuple(ops + writer_ops(p, t))
 
     writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
-    written = ("out",) if p.memory.out == Placement.DRAM else ()
+    written = ("out",) if not is_sharded(p.memory.out) else ()
     send_tensors = tuple(tensors[n] for n in ("in1", "bias", *written) if n in tensors)
     kernels.append(dm_kernel("in1_sender_writer", "BRISC", in1_noc, in1_senders,
                               out_block_loops(p, in1_sender_body) + tuple(sharded_out_tail(p)), send_tensors,

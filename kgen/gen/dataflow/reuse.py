@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_reuse
-from kgen.gen.dataflow.base import DRAM_ONLY, GridOfBlocks, Layout, grid_layout, per_core_edit
+from kgen.gen.dataflow.base import INTERLEAVED, GridOfBlocks, Layout, grid_layout, per_core_edit
 from kgen.gen.dataflow.kernels import (Tiles, dm_kernel, needs_bias_read, out_block_loops, read_block, tensors_of,
                                        writer_ops)
 from kgen.gen.ir import CoreRange, Kernel, Loop, Node, Semaphore
@@ -42,7 +42,7 @@ class Reuse(GridOfBlocks):
     name = "reuse"
     factory = "matmul_multicore_reuse_program_factory.cpp"
     label = "reuse"
-    placements: Mapping[str, frozenset[Placement]] = DRAM_ONLY
+    placements: Mapping[str, frozenset[Placement]] = INTERLEAVED   # in DRAM or L1
     transpose_mcast = False
     shared_axis: int | None = None
     paced_by: Mapping[str, str] = MappingProxyType({})

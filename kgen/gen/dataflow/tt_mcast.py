@@ -26,8 +26,8 @@ For an `mcast_1d_in0` / `mcast_1d_in1` plan the same four TT-Metal kernels run i
 kgen's receivers of a grid taller than one row are two kernels (`*_rows` for the rows below the
 first); both get TT-Metal's receiver kernel, as the factory's one kernel on a CoreRangeSet.
 
-Only what kgen's plans use is reproduced: tensors in tile layout, interleaved in DRAM (in1 also in
-L1), in0 block- or height-sharded and the output block-sharded in L1 (the factory's
+Only what kgen's plans use is reproduced: tensors in tile layout, interleaved in DRAM or L1 (the same
+kernels, TensorAccessorArgs with or without IsDram), in0 block- or height-sharded and the output block-sharded in L1 (the factory's
 reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp on every core for a block-sharded
 in0, IN0_SHARDED and OUT_SHARDED otherwise), no sparsity and no fused collectives. transpose_mcast is the factory's: in0_idx and in1_idx swap (M
 blocks along x), the in0 sender is the top row multicasting down its column and the in1
@@ -43,8 +43,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from kgen.core.manifest import cores_of
-from kgen.core.types import TILE_HW, Placement
+from kgen.core.types import TILE_HW, Placement, is_sharded
 from kgen.gen.dataflow.tt_program import (INTERLEAVED_DRAM, INTERLEAVED_L1, DataflowSwapError, ExpectedDifference,
+                                         accessor_config,
                                          TtKernelArgs, TtProgram, aligned_pages, noc_index, untiled_tensor)
 
 # kgen kernel name -> TT-Metal 0.81.1 kernel file (in the headers' dataflow kernel folder).
@@ -108,15 +109,15 @@ class FactoryValues:
     def in0_shard_tiles(self) -> tuple[int, int]:
         """The factory's in0_shard_width_in_tiles, in0_shard_height_in_tiles (0, 0 unless in0 is sharded)."""
         p = self.plan
-        return (p.in0_shard_w, p.per_core_m) if p.memory.in0 != Placement.DRAM else (0, 0)
+        return (p.in0_shard_w, p.per_core_m) if is_sharded(p.memory.in0) else (0, 0)
 
     @property
     def out_sharded(self) -> bool:
-        return self.plan.memory.out != Placement.DRAM
+        return is_sharded(self.plan.memory.out)
 
     @property
     def out_accessor(self) -> int:
-        return INTERLEAVED_L1 if self.out_sharded else INTERLEAVED_DRAM
+        return accessor_config(self.plan.memory.out)       # L1 when sharded or interleaved in L1
 
     @property
     def cols(self) -> int:
@@ -242,7 +243,7 @@ def _in0_sender(f: FactoryValues, k: dict) -> TtKernelArgs:
          p.num_blocks_h_dim, f.sems["in0_sender"], f.sems["in0_receiver"], cols - 1, cols - 1, p.mt * kt,
          f.batch, f.batch,
          0, 0, 0, 1, 0, 0,                    # reuse_in0, batchB, sparsity page, bcast_A, batch from reader, fuse_op
-         INTERLEAVED_L1 if sharded else INTERLEAVED_DRAM, f.page["in0"], 0, 0,  # TensorAccessorArgs(in0), sparsity's
+         accessor_config(p.memory.in0), f.page["in0"], 0, 0,  # TensorAccessorArgs(in0), sparsity's
          0),                                  # num_batch_compute (sparsity off)
         {"cb_in0": f.named["in0_sender"]["cb_in0"], "cb_in0_sharded": TT_FIXED_CBS["cb_in0_sharded"],
          "cb_sparsity": TT_FIXED_CBS["in0_sender cb_sparsity"], "num_active": 0},
@@ -285,7 +286,7 @@ def _in1_sender_writer(f: FactoryValues, k: dict) -> TtKernelArgs:
          f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
          *f.writer_ct(),
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output
-         INTERLEAVED_L1 if p.memory.in1 == Placement.L1 else INTERLEAVED_DRAM, f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
+         accessor_config(p.memory.in1), f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
          *((INTERLEAVED_DRAM, f.page["bias"]) if bias else ())),
         {**f.cb_fixed("in1_sender_writer"), "cb_sparsity": TT_FIXED_CBS["in1_sender cb_sparsity"], "num_active": 0},
         {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if rows == 1 else {}),
@@ -347,7 +348,7 @@ def _in0_sender_ct_1d(f: FactoryValues, dests: int, cores: int, sems: tuple[int,
             p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim, *sems, dests, cores, p.mt * kt,
             f.batch, f.batch, 0, 0, 0, 1, 0,       # B, B, reuse_in0_in_CB, batchB, sparsity page, bcast_A, from reader
             0,                                     # fuse_op (all-gather)
-            INTERLEAVED_DRAM, f.page["in0"], 0, 0,  # TensorAccessorArgs(in0), TensorAccessorArgs() for sparsity
+            accessor_config(p.memory.in0), f.page["in0"], 0, 0,  # TensorAccessorArgs(in0), TensorAccessorArgs() for sparsity
             0)                                     # num_batch_compute
 
 
@@ -358,7 +359,7 @@ def _in1_sender_writer_ct_1d(f: FactoryValues, dests: int, cores: int, sems: tup
             *sems, dests, cores, p.kt * nt, f.batch, 1, 0, 0,   # KtNt, batch, bcast_B (in1 has no batch), sparsity
             *f.writer_ct(),
             1 if f.bias else 0, 0, 0, 0,              # bias stride, all-gather, reduce-scatter, compact_output
-            INTERLEAVED_DRAM, f.page["in1"], 0, 0, INTERLEAVED_DRAM, f.page["out"],
+            accessor_config(p.memory.in1), f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
             *((INTERLEAVED_DRAM, f.page["bias"]) if f.bias else ()))
 
 
@@ -451,7 +452,7 @@ def _in1_receiver_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
         (p.out_block_w * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in1_sender"], f.sems["in1_receiver"], f.batch,
          *f.writer_ct(),
-         p.out_block_w if f.bias else 0, 0, INTERLEAVED_DRAM, f.page["out"]),
+         p.out_block_w if f.bias else 0, 0, f.out_accessor, f.page["out"]),
         f.cb_fixed(k["name"]),
         {"FUSE_BIAS": "1"} if f.bias else {},
         tuple(rt))

@@ -27,6 +27,17 @@ INTERLEAVED_DRAM = IS_DRAM
 INTERLEAVED_L1 = 0
 
 
+def accessor_config(where: str) -> int:
+    """The ArgConfig word the factory's TensorAccessorArgs(*buffer) writes for a tensor placed `where`
+    (a spec placement): IsDram for a DRAM buffer, 0 for one in L1, interleaved over the L1 banks or
+    sharded (see INTERLEAVED_L1). TT-Metal 0.81.1's matmul readers and writers read an L1-interleaved
+    tensor with the same code as a DRAM one: `TensorAccessor(args, addr)` resolves a page to an L1 bank
+    when IsDram is clear (ttnn/cpp/ttnn/operations/matmul/device/kernels/dataflow/
+    reader_bmm_tile_layout_in0_sender_padding.cpp `TensorAccessorArgs<28>()`, reader_bmm_tile_layout.cpp,
+    writer_bmm_tile_layout.cpp, tt-metal v0.81.1)."""
+    return INTERLEAVED_DRAM if where == "dram" else INTERLEAVED_L1
+
+
 class DataflowSwapError(KgenError):
     """TT-Metal's data-movement kernels cannot be put in this plan's place."""
 

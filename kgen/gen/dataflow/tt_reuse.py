@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.manifest import cores_of
-from kgen.core.types import Placement
-from kgen.gen.dataflow.tt_program import (INTERLEAVED_DRAM, DataflowSwapError, ExpectedDifference, TtKernelArgs,
+from kgen.core.types import is_sharded
+from kgen.gen.dataflow.tt_program import (DataflowSwapError, accessor_config, ExpectedDifference, TtKernelArgs,
                                          TtProgram, aligned_pages, untiled_tensor)
 
 if TYPE_CHECKING:
@@ -49,8 +49,8 @@ def unsupported_reason(plan: Plan, manifest: Mapping[str, Any]) -> str | None:
                 f"reuse reader reads per_core_M x in0_block_w tiles of in0 per K-block (one output block per core)")
     if p.fuse_bias:
         return "a fused bias: TT-Metal's reuse factory reads no bias (reader_bmm_tile_layout.cpp reads in0 and in1 only)"
-    if any(where != Placement.DRAM for where in (p.memory.in0, p.memory.in1, p.memory.out)):
-        return "a tensor in L1: TT-Metal's reuse factory reads and writes interleaved DRAM tensors"
+    if any(is_sharded(where) for where in (p.memory.in0, p.memory.in1, p.memory.out)):
+        return "a sharded tensor: kgen runs TT-Metal's reuse factory on interleaved tensors (DRAM or L1) only"
     return None
 
 
@@ -100,10 +100,12 @@ def kernel_args(plan: Plan, kernel: dict, page: Mapping[str, int]) -> TtKernelAr
     name, named = kernel["name"], kernel["named_compile_time_args"]
     cores = cores_of(kernel["core_ranges"])
     if name == "reader":
-        return TtKernelArgs(name, REUSE_KERNELS[name], (INTERLEAVED_DRAM, page["in0"], INTERLEAVED_DRAM, page["in1"]),
+        # TensorAccessorArgs(in0), (in1): IsDram per buffer (an L1-interleaved one reads through the same code)
+        return TtKernelArgs(name, REUSE_KERNELS[name], (accessor_config(plan.memory.in0), page["in0"],
+                                                        accessor_config(plan.memory.in1), page["in1"]),
                             {"cb_in0": named["cb_in0"], "cb_in1": named["cb_in1"]}, {},
                             tuple((c, reader_args(plan, c)) for c in cores))
-    return TtKernelArgs(name, REUSE_KERNELS[name], (INTERLEAVED_DRAM, page["out"]), {"cb_out": named["cb_out"]}, {},
+    return TtKernelArgs(name, REUSE_KERNELS[name], (accessor_config(plan.memory.out), page["out"]), {"cb_out": named["cb_out"]}, {},
                         tuple((c, writer_args(plan, c)) for c in cores))
 
 

@@ -118,10 +118,12 @@ def _from_ttnn_defaults(spec: MatmulSpec, key: str) -> bool:
 
 # `placement` values (kgen.perf.model.predict's, as benchmarks/gemm_rows.placement writes them) and
 # the memory {} value that builds each: TT's benchmark rows block-shard in0 and the output
-_MEMORY_OF = {("in0", "dram"): Placement.DRAM, ("in0", "sharded"): Placement.L1_BLOCK_SHARDED,
+_MEMORY_OF = {("in0", "dram"): Placement.DRAM, ("in0", "l1"): Placement.L1,
+              ("in0", "sharded"): Placement.L1_BLOCK_SHARDED,
               **{("in0", p.value): p for p in (Placement.L1_BLOCK_SHARDED, Placement.L1_HEIGHT_SHARDED)},
               ("in1", "dram"): Placement.DRAM, ("in1", "l1"): Placement.L1,
-              ("out", "dram"): Placement.DRAM, ("out", "sharded"): Placement.L1_BLOCK_SHARDED,
+              ("out", "dram"): Placement.DRAM, ("out", "l1"): Placement.L1,
+              ("out", "sharded"): Placement.L1_BLOCK_SHARDED,
               ("out", Placement.L1_BLOCK_SHARDED.value): Placement.L1_BLOCK_SHARDED}
 
 

@@ -278,8 +278,9 @@ void noc_write(uint32_t src_l1, uint64_t dst, uint32_t bytes, Where at) {
     NocTarget d = resolve_noc(dst, bytes, at, "noc_async_write");
     if (d.core) check_write_into(d.core, static_cast<uint32_t>(d.core->l1_base + (d.ptr - d.core->l1)), bytes, -1, at, "noc_async_write");
     std::memmove(d.ptr, s, bytes);
-    p->last_write = d.core ? "l1_write_latency" : "dram_write_latency";
-    work_at("noc_async_write", at, bytes / cost(d.core ? "l1_write_bytes_per_cycle" : "dram_write_bytes_per_cycle"), bytes);
+    bool l1 = d.core || d.l1_bank;   // another core's L1, or a page of a tensor interleaved over the L1 banks
+    p->last_write = l1 ? "l1_write_latency" : "dram_write_latency";
+    work_at("noc_async_write", at, bytes / cost(l1 ? "l1_write_bytes_per_cycle" : "dram_write_bytes_per_cycle"), bytes);
     if (d.core) note_landed(d.core, static_cast<uint32_t>(d.ptr - d.core->l1), p->clock + static_cast<uint64_t>(cost("l1_write_latency")));
     maybe_yield(at);
 }

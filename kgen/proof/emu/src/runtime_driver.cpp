@@ -50,6 +50,7 @@ void install_crash_handler() {
 struct Output {
     std::string name, file;
     uint32_t addr, page_size, num_pages;
+    bool l1 = false;      // interleaved over the L1 banks, not DRAM
 };
 
 std::string deadlock_report() {
@@ -217,9 +218,10 @@ ProgramLines read_program(const std::string &program_path) {
             ls >> i.addr >> i.page_size >> i.num_pages >> i.file;
             i.l1 = key == "l1_interleaved_input";
             prog.inputs.push_back(i);
-        } else if (key == "output") {
+        } else if (key == "output" || key == "l1_interleaved_output") {
             Output o{};
             ls >> o.name >> o.addr >> o.page_size >> o.num_pages >> o.file;
+            o.l1 = key == "l1_interleaved_output";
             prog.outputs.push_back(o);
         } else if (key == "l1_input" || key == "l1_output") {
             ProgramLines::L1Data d{};
@@ -336,7 +338,7 @@ void write_outputs(const ProgramLines &prog) {
     for (auto &o : prog.outputs) {
         std::ofstream f(o.file, std::ios::binary);
         for (uint32_t pg = 0; pg < o.num_pages; ++pg)
-            f.write(reinterpret_cast<const char *>(dram_page(o.addr, o.page_size, pg)), o.page_size);
+            f.write(reinterpret_cast<const char *>(dram_page(o.addr, o.page_size, pg, o.l1)), o.page_size);
     }
     for (auto &d : prog.l1_outputs) {
         std::ofstream f(d.file, std::ios::binary);
