@@ -50,7 +50,12 @@ no spec syntax for something the case fixes (origin `spec language`), the spec c
 spec check`), or a planner rule (PlanError: origin `kgen` for kgen's own rules, whose rule text
 starts with `kgen:` or ends `(kgen)`, else `TT-Metal`).
 
-    python3 benchmarks/tt_corpus.py [--arch blackhole] [--json FILE] [--out FILE.md] [--csv FILE]
+With `--dataflow auto` every spec also says `dataflow = auto`: the planner then takes TT's own
+choice of factory, grid and blocking (kgen/gen/ttauto.py), the choice these calls were run with, in
+place of kgen's default (mcast_2d, which stays the default); a `--dataflow NAME` writes that factory.
+
+    python3 benchmarks/tt_corpus.py [--arch blackhole] [--dataflow auto] [--json FILE] [--out FILE.md]
+                                    [--csv FILE]
 """
 
 from __future__ import annotations
@@ -72,7 +77,9 @@ if str(ROOT) not in sys.path:
 
 from kgen.core.arch import load_arch
 from kgen.core.errors import KgenError, SpecError
+from kgen.gen import dataflow as dataflows
 from kgen.gen.plan import BATCHED_IN1_RULE, plan
+from kgen.gen.ttauto import AUTO_RULE
 from kgen.gen.spec import parse_text, resolve
 
 CSV_PATH = ROOT / "benchmarks" / "data" / "tt_matmul_oob_cases.csv"
@@ -108,6 +115,7 @@ SHORT_RULES = {
         "L1 placement the default mcast_2d does not take",
     "grid within compute_with_storage_grid_size": "core_grid larger than the arch's worker grid",
     "CBs fit the usable L1 of the core": "CBs do not fit L1",
+    AUTO_RULE: "dataflow = auto: TT's choice not reconstructed",
 }
 
 
@@ -189,8 +197,9 @@ def spec_name(case: str) -> str:
     return name if re.match(r"[A-Za-z_]", name) else f"c_{name}"
 
 
-def map_case(row: dict[str, str], arch: str) -> Mapped:
-    """The spec of one CSV row (see the module docstring), or the features it lacks."""
+def map_case(row: dict[str, str], arch: str, dataflow: str | None = None) -> Mapped:
+    """The spec of one CSV row (see the module docstring), or the features it lacks; `dataflow`
+    (auto or a factory's name) is written into the spec when given."""
     missing: list[str] = []
     a = _dims(row["a_shape"], f"{row['case']}: a_shape")
     b = _dims(row["b_shape"], f"{row['case']}: b_shape")
@@ -250,6 +259,8 @@ def map_case(row: dict[str, str], arch: str) -> Mapped:
     lines = [f"matmul {spec_name(row['case'])} {{",
              f"    arch = {arch}",
              f"    shape = {m} x {n} x {k}"]
+    if dataflow is not None:
+        lines.append(f"    dataflow = {dataflow}")
     if batch > 1:
         lines.append(f"    batch = {batch}")
         if not broadcast_in1:
@@ -287,14 +298,25 @@ def rule_origin(rule: str) -> str:
     return "kgen" if rule.startswith("kgen:") or rule.endswith("(kgen)") else "TT-Metal"
 
 
+def auto_cause(message: str) -> str:
+    """What TT's choice kgen does not reconstruct (kgen/gen/ttauto.py's refusals), in short."""
+    for words, cause in (("DRAM-interleaved tensors only", "L1/sharded tensors (TT's other paths)"),
+                         ("batched in1", "batched in1 (one B per batch)"),
+                         ("batch > 1 without a core grid", "batch > 1 without a core_grid"),
+                         ("no subblock", "TT finds no subblock")):
+        if words in message:
+            return cause
+    return "TT's choice not reconstructed"
+
+
 def short_cause(rule: str, width: int = 60) -> str:
     text = SHORT_RULES.get(rule, rule)
     return text if len(text) <= width else text[:width - 3].rstrip() + "..."
 
 
-def classify(row: dict[str, str], arch: str) -> Result:
+def classify(row: dict[str, str], arch: str, dataflow: str | None = None) -> Result:
     """Plan one case: planned, or the first refusal's origin and cause."""
-    mapped = map_case(row, arch)
+    mapped = map_case(row, arch, dataflow)
     result = Result(row["case"], row["tier"], "refused", batch=mapped.batch, m=mapped.m, n=mapped.n,
                     k=mapped.k, spec=mapped.spec_text, missing=list(mapped.missing))
     if mapped.spec_text is None:
@@ -310,6 +332,8 @@ def classify(row: dict[str, str], arch: str) -> Result:
             result.origin, result.cause = "kgen spec check", short_cause(re.sub(r"\d+", "N", exc.message))
         else:
             result.origin, result.rule, result.cause = rule_origin(rule), rule, short_cause(rule)
+            if rule == AUTO_RULE:
+                result.cause = "dataflow = auto: " + auto_cause(exc.message)
         return result
     except KgenError as exc:                      # not a rule: e.g. a missing tool; say so
         result.origin, result.cause, result.message = "kgen", type(exc).__name__, str(exc)
@@ -320,8 +344,8 @@ def classify(row: dict[str, str], arch: str) -> Result:
     return result
 
 
-def run(rows: list[dict[str, str]], arch: str) -> list[Result]:
-    return [classify(row, arch) for row in rows]
+def run(rows: list[dict[str, str]], arch: str, dataflow: str | None = None) -> list[Result]:
+    return [classify(row, arch, dataflow) for row in rows]
 
 
 def summary(results: list[Result]) -> tuple[int, int, list[tuple[str, str, int]]]:
@@ -342,23 +366,28 @@ def gaps(results: list[Result]) -> list[tuple[str, int]]:
 # output
 
 
-def table_lines(results: list[Result], arch: str, markdown: bool) -> list[str]:
+def table_lines(results: list[Result], arch: str, markdown: bool, dataflow: str | None = None) -> list[str]:
     cases, planned, causes = summary(results)
+    where = arch if dataflow is None else f"{arch}, dataflow = {dataflow}"
+    used = Counter(r.dataflow for r in results if r.status == "planned")
+    by_dataflow = ", ".join(f"{d} {n}" for d, n in sorted(used.items(), key=lambda t: (-t[1], t[0])))
     pct = 100.0 * planned / cases
     tiers = Counter(r.tier for r in results)
     tier_planned = Counter(r.tier for r in results if r.status == "planned")
     by_tier = ", ".join(f"{t} {tier_planned[t]}/{n}" for t, n in tiers.items())
     if markdown:
         out = ["| | cases | % |", "| --- | ---: | ---: |",
-               f"| TT's corpus ({arch}) | {cases} | 100 |", f"| planned | {planned} | {pct:.1f} |", "",
+               f"| TT's corpus ({where}) | {cases} | 100 |", f"| planned | {planned} | {pct:.1f} |", "",
                f"Planned by tier: {by_tier}.", "",
+               *([f"Planned by dataflow: {by_dataflow}.", ""] if dataflow is not None else []),
                "| refused: first cause | origin | cases |", "| --- | --- | ---: |"]
         out += [f"| {c} | {o} | {n} |" for o, c, n in causes]
         out += ["", "| no spec syntax for (every case that fixes it) | cases |", "| --- | ---: |"]
         out += [f"| {f} | {n} |" for f, n in gaps(results)]
         return out
-    out = [f"TT-Metal matmul_oob corpus on {arch}: {cases} cases, {planned} planned ({pct:.1f} %)",
-           f"planned by tier: {by_tier}", "",
+    out = [f"TT-Metal matmul_oob corpus on {where}: {cases} cases, {planned} planned ({pct:.1f} %)",
+           f"planned by tier: {by_tier}",
+           *([f"planned by dataflow: {by_dataflow}"] if dataflow is not None else []), "",
            f"{'refused: first cause':<64} {'origin':<16} {'cases':>5}", "-" * 87]
     out += [f"{c:<64} {o:<16} {n:>5}" for o, c, n in causes]
     out += ["", f"{'no spec syntax for (every case that fixes it)':<81} {'cases':>5}", "-" * 87]
@@ -374,6 +403,9 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = _Parser(prog="tt_corpus.py", description="Plan TT-Metal's matmul_oob corpus with kgen.")
     parser.add_argument("--arch", choices=ARCHS, default="wormhole_b0", help="the arch every spec names")
+    parser.add_argument("--dataflow", choices=(dataflows.AUTO,) + dataflows.NAMES, metavar="DATAFLOW",
+                        help="write `dataflow = DATAFLOW` into every spec (auto: TT's own choice; "
+                             "default: no dataflow line, kgen's default mcast_2d)")
     parser.add_argument("--csv", type=Path, default=CSV_PATH, help="the cases (default: the stored copy)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write per-case results as JSON")
     parser.add_argument("--out", type=Path, metavar="FILE.md", help="write the table as markdown")
@@ -383,19 +415,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        results = run(read_cases(args.csv), args.arch)
+        results = run(read_cases(args.csv), args.arch, args.dataflow)
         for path in (args.json, args.out):
             if path is not None and not path.parent.is_dir():
                 raise InputError(f"{path}: no such directory {path.parent}")
     except InputError as exc:
         print(f"tt_corpus.py: error: {exc}", file=sys.stderr)
         return 2
-    print("\n".join(table_lines(results, args.arch, markdown=False)))
+    print("\n".join(table_lines(results, args.arch, markdown=False, dataflow=args.dataflow)))
     if args.json is not None:
-        args.json.write_text(json.dumps({"source": TT_SOURCE, "arch": args.arch,
+        args.json.write_text(json.dumps({"source": TT_SOURCE, "arch": args.arch, "dataflow": args.dataflow,
                                          "cases": [asdict(r) for r in results]}, indent=1) + "\n")
     if args.out is not None:
-        args.out.write_text("\n".join(table_lines(results, args.arch, markdown=True)) + "\n")
+        args.out.write_text("\n".join(table_lines(results, args.arch, markdown=True, dataflow=args.dataflow)) + "\n")
     return 0
 
 

@@ -25,8 +25,9 @@ from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS,  # noq
 from kgen.gen import activations
 from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement, is_sharded
-from kgen.gen.dataflow import REGISTRY, Dataflow, accepts, get as dataflow_of
+from kgen.gen.dataflow import AUTO, REGISTRY, Dataflow, accepts, get as dataflow_of
 from kgen.gen.dataflow.base import takes_batched_in1
+from kgen.gen.ttauto import resolve_auto
 # re-exported: the plan and its factory interface are the planner's product
 from kgen.gen.planned import Plan, factory_departures  # noqa: F401
 
@@ -92,6 +93,10 @@ def edited(spec: MatmulSpec, edits: tuple[tuple[str, Any], ...]) -> MatmulSpec:
 
 
 def _plan(spec: MatmulSpec, arch: ArchFacts) -> Plan:
+    tt_choice: tuple[str, ...] = ()
+    if spec.dataflow == AUTO:
+        # TT's own choice of factory, grid and blocking, but for the fields the spec fixes (ttauto.py)
+        spec, tt_choice = resolve_auto(spec, arch)
     c = spec.compute
     choices: list[str] = []
 
@@ -162,7 +167,7 @@ def _plan(spec: MatmulSpec, arch: ArchFacts) -> Plan:
         cbs=cbs, regions=regions, warnings=(), choices=tuple(choices), out_partials_sharing=sharing,
         in0_shards=layout.in0_shards, per_core_n_compute=n_compute,
     )
-    return replace(chosen, warnings=_warnings(chosen))
+    return replace(chosen, warnings=_warnings(chosen), tt_choice=tt_choice)
 
 
 def _requested_grid(spec: MatmulSpec, arch: ArchFacts, choices: list[str]) -> tuple[int, int]:

@@ -57,6 +57,8 @@ def plan_to_dict(p: Plan, variants: dict[str, str] | None = None) -> dict[str, A
         "dst": {"tiles_per_subblock": p.out_subblock_tiles, "capacity_tiles": p.dst_capacity,
                 "sync_mode": p.dst_sync, "accumulation_format": p.dst_accum_format},
         "choices": list(p.choices),
+        # only a `dataflow = auto` plan carries this key
+        **({"tt_choice": list(p.tt_choice)} if p.tt_choice else {}),
         "warnings": list(p.warnings),
         "variants": variants or {},
         # only padded plans carry these keys, so the plan.json of an evenly divided plan is unchanged
@@ -174,6 +176,9 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None, predicted: str 
     lines += [""] + terminal.hanging(f"L1: {p.cb_bytes} B of CBs in {len(p.regions)} region(s) vs "
                                      f"{p.arch.usable_cb_bytes} B usable on {p.arch.name} ({pct:.1f}%), "
                                      f"margin {p.l1_margin} B", width)
+    if p.tt_choice:
+        lines += ["", "TT's choice (dataflow = auto; ttnn.matmul 0.81.1 with no program config):"]
+        lines += [line for ch in p.tt_choice for line in terminal.bullet(ch, width)]
     if p.choices:
         lines += ["", "auto choices:"] + [line for ch in p.choices for line in terminal.bullet(ch, width)]
     if variants:

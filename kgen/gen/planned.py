@@ -263,6 +263,8 @@ class Plan(SubblockCounts):
     # the N tiles a core computes: per_core_n, or more where the factory pads them for a wider subblock
     # (the DRAM-sharded factory's per_core_N_compute; its per_core_N_in1_sender is per_core_n)
     per_core_n_compute: int = 0
+    # `dataflow = auto`: which of TT's rules chose each field (or that the spec fixed it); else empty
+    tt_choice: tuple[str, ...] = ()
 
     @property
     def padded_lanes(self) -> int:

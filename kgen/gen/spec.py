@@ -173,7 +173,7 @@ MATMUL_KEYS: dict[str, Checker] = {
     "dtype.out": _enum(_DTYPES),
     "dtype.bias": _enum(_DTYPES),
     "grid": _dims(2, True, "x (columns) by y (rows)", 1024),
-    "dataflow": _enum(dataflows.NAMES),
+    "dataflow": _enum(dataflows.NAMES + (dataflows.AUTO,)),    # auto: TT's own choice (kgen/gen/ttauto.py)
     "block.in0_block_w": _positive_int(65536, allow_auto=True),
     "block.out_subblock": _dims(2, True, "h x w tiles", 65536),
     "block.per_core": _dims(2, True, "M x N tiles", 65536),
@@ -392,9 +392,10 @@ def _compute_config(name: str, name_span: Span | None, spec: SpecFile, overrides
 
 def _matmul_default(vals: Mapping[str, Any]) -> ComputeConfig:
     """A matmul with no compute line: what ttnn.matmul at the targeted version runs with. The spec's
-    grid is a core_grid argument; any block value, a dataflow or transpose_mcast is a program config."""
+    grid is a core_grid argument; any block value, a dataflow or transpose_mcast is a program config
+    (`dataflow = auto` is not: it asks for TT's choice, made with no program config)."""
     program_config = (any(v is not None for k, v in vals.items() if k.startswith("block."))
-                      or "dataflow" in vals or bool(vals.get("transpose_mcast")))
+                      or vals.get("dataflow", dataflows.AUTO) != dataflows.AUTO or bool(vals.get("transpose_mcast")))
     values, reasons = matmul_default_compute(
         vals["arch"], vals["dtype.in0"], vals["dtype.in1"], vals["dtype.out"],
         user_grid=vals.get("grid") is not None, program_config=program_config)

@@ -24,6 +24,9 @@ REGISTRY: tuple[Dataflow, ...] = (
     DRAM_SHARDED,
 )
 DEFAULT: Dataflow = MCAST_2D         # what a spec without a `dataflow =` line gets
+# `dataflow = auto`: not a factory but a request for TT's own choice of one (ttnn.matmul with no program
+# config, kgen/gen/ttauto.py); the planner resolves it to a registered name before anything reads it
+AUTO = "auto"
 
 NAMES: tuple[str, ...] = tuple(d.name for d in REGISTRY)
 BY_NAME: Mapping[str, Dataflow] = MappingProxyType({d.name: d for d in REGISTRY})
@@ -41,6 +44,6 @@ def get(name: str) -> Dataflow:
     return BY_NAME[name]
 
 
-__all__ = ["BY_NAME", "DEFAULT", "DRAM_SHARDED", "GRID_2D", "MCAST_1D_IN0", "MCAST_1D_IN1", "MCAST_2D", "NAMES", "ONE_D", "PACED_BY",
+__all__ = ["AUTO", "BY_NAME", "DEFAULT", "DRAM_SHARDED", "GRID_2D", "MCAST_1D_IN0", "MCAST_1D_IN1", "MCAST_2D", "NAMES", "ONE_D", "PACED_BY",
            "REGISTRY", "REUSE", "Dataflow",
            "Layout", "accepts", "get", "takes_batched_in1"]
