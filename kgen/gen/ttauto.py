@@ -3,8 +3,8 @@ and `kgen tune`'s comparison table (kgen/perf/ttchoice.py re-exports it).
 
 Every rule here is read from the one TT-Metal version kgen targets: ttnn 0.81.1, tenstorrent/tt-metal
 at TT_METAL_COMMIT (kgen/gen/ttnn_defaults.py says how that commit was matched to the 0.81.1 wheel),
-files matmul_program_config.cpp (the program config), matmul_device_operation.cpp (the compute
-config) and matmul_utilities.cpp (the CB estimate), all under ttnn/cpp/ttnn/operations/matmul/device/.
+files config/matmul_program_config.cpp (the program config), matmul_device_operation.cpp (the compute
+config) and utilities/matmul_utilities.cpp (the CB estimate), all under ttnn/cpp/ttnn/operations/matmul/device/.
 
 **TT's compute config.** Where the spec leaves compute to the defaults (no compute line), TT auto
 runs ttnn.matmul's own default (create_matmul_attributes, kgen.gen.ttnn_defaults.matmul_default_compute:
@@ -74,9 +74,10 @@ MCAST_INPUT_BUFFERING_DEPTH = 2         # get_estimated_size_of_cbs: in0 and in1
 
 # Where each rule lives, at the one version kgen targets (`kgen check` names them for `dataflow = auto`)
 _TT_DIR = "ttnn/cpp/ttnn/operations/matmul/device"
-PROGRAM_CONFIG_CPP = f"tenstorrent/tt-metal {_TT_DIR}/matmul_program_config.cpp @ v0.81.1"
+# the paths as the 0.81.1 wheel's own _ttnncpp.so records them (its assertion strings)
+PROGRAM_CONFIG_CPP = f"tenstorrent/tt-metal {_TT_DIR}/config/matmul_program_config.cpp @ v0.81.1"
 DEVICE_OPERATION_CPP = f"tenstorrent/tt-metal {_TT_DIR}/matmul_device_operation.cpp @ v0.81.1"
-UTILITIES_CPP = f"tenstorrent/tt-metal {_TT_DIR}/matmul_utilities.cpp @ v0.81.1"
+UTILITIES_CPP = f"tenstorrent/tt-metal {_TT_DIR}/utilities/matmul_utilities.cpp @ v0.81.1"
 OUT_BLOCK_RULE = (f"get_multi_dim_per_core_factor ({PROGRAM_CONFIG_CPP}), under get_estimated_size_of_cbs "
                   f"({UTILITIES_CPP})")
 COMPUTE_RULE = f"create_matmul_attributes ({DEVICE_OPERATION_CPP})"

@@ -153,7 +153,7 @@ def test_kgen_check_names_each_rule_and_refuses_with_exit_2(tmp_path, capsys):
         assert field in flat, flat
     for rule in ("create_simple_matmul_program_config", "get_mcast_1d_config", "get_multi_dim_per_core_factor",
                  "get_matmul_subblock_params", "create_matmul_attributes",
-                 "tenstorrent/tt-metal ttnn/cpp/ttnn/operations/matmul/device/matmul_program_config.cpp @ v0.81.1"):
+                 "tenstorrent/tt-metal ttnn/cpp/ttnn/operations/matmul/device/config/matmul_program_config.cpp @ v0.81.1"):
         assert rule in flat, rule
     path.write_text(f"matmul t {{\n arch = wormhole_b0\n shape = 64 x 1024 x 1024\n batch = 4\n {BF16}\n"
                     f" broadcast_in1 = false\n dataflow = auto\n}}\n")

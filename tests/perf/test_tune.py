@@ -573,3 +573,15 @@ def test_a_version_1_database_is_migrated_without_its_verdicts(tmp_path):
     with TuneDb(path) as db:
         assert db.verification(1, best) is None
         assert db.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+
+
+def test_a_dataflow_auto_spec_is_searched_over_the_dataflows():
+    """`dataflow = auto` leaves the factory to a choice, as no dataflow line does: tune searches it
+    (it once looked `auto` up as a factory and raised KeyError)."""
+    spec = _spec("arch = wormhole_b0\n shape = 256 x 256 x 512\n grid = 2 x 2\n"
+                 " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }\n dataflow = auto")
+    assert "dataflow" in search_space(spec, "auto").searched
+    result = tune(spec, top=3)
+    assert result.ranked and all(s.candidate.dataflow != "auto" for s in result.ranked)
+    for s in result.ranked:
+        assert plan(s.candidate.apply(spec)).dataflow.name == s.candidate.dataflow

@@ -95,7 +95,8 @@ def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = F
     decide("out_block", b.out_block is None, b.out_block)
     decide("in0_block_w", b.in0_block_w is None, b.in0_block_w)
     decide("out_subblock", b.out_subblock is None, b.out_subblock)
-    decide("dataflow", "dataflow" not in spec.spans, spec.dataflow)
+    # `dataflow = auto` leaves the factory to a choice, as no dataflow line does: the search makes it
+    decide("dataflow", "dataflow" not in spec.spans or spec.dataflow == dataflows.AUTO, spec.dataflow)
     decide("packer_l1_acc", _from_ttnn_defaults(spec, "compute.packer_l1_acc"), spec.compute.packer_l1_acc)
     if allow_precision:
         searched += ["math_fidelity", "fp32_dest_acc"]
