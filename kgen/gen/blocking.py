@@ -166,6 +166,7 @@ class Blocking:
     in0_shard_w: int = 0             # K tiles of a block-sharded in0's shard (0: in0 is not block-sharded)
     in1_w: int = 0                   # tiles of an in1 row in c_1 when fewer than per_core_n (cb_table)
     out_shard_w: int = 0             # the output shard's width when c_4 is not the shard (cb_table)
+    l1_tensor_bytes: int = 0         # of each core's L1 bank, held by L1-interleaved tensors (below the CBs' end)
 
     @property
     def out_sharded(self) -> bool:
@@ -274,7 +275,7 @@ class Blocking:
 
     def fits(self, ob: tuple[int, int], w: int, sb: tuple[int, int]) -> bool:
         _, regions, _ = self.cbs_for(ob, w, sb)
-        return sum(r.bytes for r in regions) <= self.arch.usable_cb_bytes
+        return sum(r.bytes for r in regions) <= self.arch.usable_cb_bytes - self.l1_tensor_bytes
 
     def choose(self, choices: list[str], fixed: tuple[tuple[int, int], tuple[int, int]] | None = None
                ) -> tuple[tuple[int, int], int, tuple[int, int]]:

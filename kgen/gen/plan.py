@@ -132,10 +132,14 @@ def _plan(spec: MatmulSpec, arch: ArchFacts) -> Plan:
         ob, sb, n_compute = own
         fixed = (ob, sb)
     separate_shard = df.separate_out_shard
+    l1_held = _l1_interleaved_bytes(spec, arch, {"in0": (batch_ct * mt * kt, in0_fmt),
+                                                 "in1": (kt * nt * (1 if spec.broadcast_in1 else spec.batch), in1_fmt),
+                                                 "out": (batch_ct * mt * nt, out_fmt)})
     blocking = Blocking(spec, arch, kt, per_core_m, n_compute, capacity, dst_sync, dst_accum, batch_ct,
                         in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt, in0_shard_w,
                         in1_w=per_core_n if n_compute != per_core_n else 0,
-                        out_shard_w=per_core_n if separate_shard else 0)
+                        out_shard_w=per_core_n if separate_shard else 0,
+                        l1_tensor_bytes=sum(l1_held.values()))
     (obh, obw), in0_block_w, (sbh, sbw) = blocking.choose(choices, fixed)
 
     num_blocks = kt // in0_block_w
@@ -147,6 +151,7 @@ def _plan(spec: MatmulSpec, arch: ArchFacts) -> Plan:
     policy = POLICY_L1_ACC if l1acc else (POLICY_SPILL if num_blocks > 1 else POLICY_DST)
     cbs, regions, sharing = blocking.cbs_for((obh, obw), in0_block_w, (sbh, sbw))
     total = sum(r.bytes for r in regions)
+    _check_l1_interleaved_fit(spec, arch, total, l1_held)
     if total > arch.usable_cb_bytes:
         raise PlanError("CBs fit the usable L1 of the core",
                         f"CBs need {total} bytes per core but {arch.name} has {arch.usable_cb_bytes} "
@@ -279,6 +284,31 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                             _shard_grid_offer(spec, mt, nt, kt, per_core_m, n_blocks))
         return kt // n_blocks
     return 0
+
+
+def _l1_interleaved_bytes(spec: MatmulSpec, arch, tensors: dict[str, tuple[int, str]]) -> dict[str, int]:
+    """Bytes of each core's L1 bank an L1-interleaved tensor holds: TT-Metal's allocator deals its
+    pages round-robin over the L1 banks (one per worker core, NUM_L1_BANKS). `tensors`: name ->
+    (tiles, format)."""
+    mem = {"in0": spec.memory.in0, "in1": spec.memory.in1, "out": spec.memory.out}
+    return {name: -(-tiles // arch.toolchain.num_l1_banks) * arch.tile_bytes[fmt]
+            for name, (tiles, fmt) in tensors.items() if mem[name] == Placement.L1}
+
+
+def _check_l1_interleaved_fit(spec: MatmulSpec, arch, cb_bytes: int, held: dict[str, int]) -> None:
+    """The CBs end below the L1-interleaved tensors, which the allocator places from the top of each
+    bank down (0.81.1's libtt_metal.so: "Out of Memory: Not enough space to allocate {} B {} buffer
+    across {} banks..." and "Statically allocated circular buffers in program {} clash with L1
+    buffers on core range {}...")."""
+    need = cb_bytes + sum(held.values())
+    if held and need > arch.usable_cb_bytes:
+        tensors = ", ".join(f"{name} {b:,} B" for name, b in held.items())
+        raise PlanError("CBs and L1-interleaved tensors fit each core's L1 bank (TT-Metal's allocator)",
+                        f"the L1-interleaved tensors take {tensors} of each of the {arch.toolchain.num_l1_banks} "
+                        f"L1 banks and the CBs {cb_bytes:,} B: {need:,} B, but {arch.name} has "
+                        f"{arch.usable_cb_bytes:,} usable bytes per core (over by {need - arch.usable_cb_bytes:,}); "
+                        f"ttnn would fail to allocate them",
+                        spec.span("memory"), otherwise="memory.in0/in1/out = dram for the largest tensor")
 
 
 def _check_placements(spec: MatmulSpec) -> None:

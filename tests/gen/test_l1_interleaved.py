@@ -168,3 +168,22 @@ def test_l1_interleaved_emulates_and_port_checks(host_cxx, host_toolchain, tmp_p
     # TT-Metal's whole program: its readers and writers reading and writing the L1 banks
     assert pc.program is not None and not pc.program.hazards, pc.program_note
     assert pc.program_bit_identical and pc.program.exact_match
+
+
+def test_l1_interleaved_tensors_and_the_cbs_share_each_bank():
+    """TT's allocator deals an L1-interleaved tensor's pages round-robin over NUM_L1_BANKS = 64
+    Wormhole banks (one per worker) from the top down, and the CBs must end below them. 4096 x 4096
+    x 4096 bfloat16 with all three in L1: each takes ceil(16,384 tiles / 64) x 2,048 B = 524,288 B
+    of every bank, 1,572,864 B together, more than the 1,393,312 usable: refused. 1024^3: 32,768 B
+    each, and the CBs the planner picks leave room for them."""
+    big = resolve(parse_text("matmul t {\n arch = wormhole_b0\n shape = 4096 x 4096 x 4096\n"
+                             " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }\n"
+                             " memory { in0 = l1 in1 = l1 out = l1 }\n}\n", "t.kspec"))
+    with pytest.raises(PlanError, match="L1-interleaved tensors fit each core's L1 bank"):
+        plan(big)
+    small = resolve(parse_text("matmul t {\n arch = wormhole_b0\n shape = 1024 x 1024 x 1024\n"
+                               " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }\n"
+                               " memory { in0 = l1 in1 = l1 out = l1 }\n}\n", "t.kspec"))
+    p = plan(small)
+    held = 3 * (1024 // 32) ** 2 // 64 * 2048
+    assert held == 98_304 and p.cb_bytes + held <= 1_393_312 == p.arch.usable_cb_bytes
