@@ -132,9 +132,7 @@ def _plan(spec: MatmulSpec, arch: ArchFacts) -> Plan:
         ob, sb, n_compute = own
         fixed = (ob, sb)
     separate_shard = df.separate_out_shard
-    l1_held = _l1_interleaved_bytes(spec, arch, {"in0": (batch_ct * mt * kt, in0_fmt),
-                                                 "in1": (kt * nt * (1 if spec.broadcast_in1 else spec.batch), in1_fmt),
-                                                 "out": (batch_ct * mt * nt, out_fmt)})
+    l1_held = _l1_interleaved_bytes(spec, arch, (batch_ct * mt, nt, kt), (in0_fmt, in1_fmt, out_fmt))
     blocking = Blocking(spec, arch, kt, per_core_m, n_compute, capacity, dst_sync, dst_accum, batch_ct,
                         in0_fmt, in1_fmt, out_fmt, bias_fmt, mt, nt, in0_shard_w,
                         in1_w=per_core_n if n_compute != per_core_n else 0,
@@ -286,11 +284,16 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
     return 0
 
 
-def _l1_interleaved_bytes(spec: MatmulSpec, arch, tensors: dict[str, tuple[int, str]]) -> dict[str, int]:
+def _l1_interleaved_bytes(spec: MatmulSpec, arch, tiles: tuple[int, int, int],
+                          formats: tuple[str, str, str]) -> dict[str, int]:
     """Bytes of each core's L1 bank an L1-interleaved tensor holds: TT-Metal's allocator deals its
-    pages round-robin over the L1 banks (one per worker core, NUM_L1_BANKS). `tensors`: name ->
-    (tiles, format)."""
+    pages round-robin over the L1 banks (one per worker core, NUM_L1_BANKS). `tiles`: the tile rows
+    of in0 and the output (batch fused), N and K tiles."""
+    rows, nt, kt = tiles
     mem = {"in0": spec.memory.in0, "in1": spec.memory.in1, "out": spec.memory.out}
+    tensors = {"in0": (rows * kt, formats[0]),
+               "in1": (kt * nt * (1 if spec.broadcast_in1 else spec.batch), formats[1]),
+               "out": (rows * nt, formats[2])}
     return {name: -(-tiles // arch.toolchain.num_l1_banks) * arch.tile_bytes[fmt]
             for name, (tiles, fmt) in tensors.items() if mem[name] == Placement.L1}
 
