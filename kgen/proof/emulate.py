@@ -532,25 +532,28 @@ def host_memory_need(plan) -> int:
     return (a + b) * 20 + c * 44 + plan.num_cores * plan.arch.l1_bytes
 
 
-# CPU seconds per input/output element (making the inputs, encoding them as tiles and DRAM lines, the
-# golden model's quantisation) and per multiply-add (the golden model's accumulation and the
-# emulation) of one emulated program, measured with `kgen emulate` (CPU time) on a 2-core x86 machine
-# (examples/wh_decode_dram_sharded_11008: 45.6 M elements, 1.44 G MACs, 39 s; wh_fp32_hifi4: 5.2 M,
-# 2.1 G, 41 s; l1acc_two_blocks: 0.5 M, 67 M, 1.4 s). Port-check emulates three programs (kgen's,
-# TT-Metal's compute kernel in it, TT-Metal's whole program): ~112 s for the 11008 example.
-SECONDS_PER_ELEMENT = 0.27e-6
-SECONDS_PER_MAC = 18e-9
+# CPU seconds of one `kgen emulate` or `kgen port-check` run, measured on a 2-core x86 machine with the
+# kernels' host builds cached: per input/output element (making the inputs, encoding them as tiles
+# and DRAM lines, the golden model's quantisation) and per multiply-add of the golden model, once per
+# run (port-check's three programs share one golden model and one set of inputs), and per multiply-add
+# of each emulated program. Solved from examples/wh_decode_dram_sharded_11008 (45.6 M elements,
+# 1.44 G MACs: 27.6 s, 2.6 s of it emulating) and wh_fp32_hifi4 (5.2 M, 2.1 G: 36.7 s, 8.8 s
+# emulating); port-check of the 11008 example took 36 s.
+SECONDS_PER_ELEMENT = 0.14e-6
+SECONDS_PER_MAC = 13e-9
+EMULATED_SECONDS_PER_MAC = 4e-9
 LONG_RUN_SECONDS = 20                    # from here on, a command says up front how long it will take
 
 
 def expected_seconds(plan, programs: int = 1) -> float:
-    """Roughly the CPU time of emulating `programs` programs of the plan (with its golden model), from
-    the plan's size: the elements of the inputs and the output, and the multiply-adds."""
+    """Roughly the CPU time of emulating `programs` programs of the plan on one set of inputs (with
+    one golden model), from the plan's size: the elements of the inputs and the output, and the
+    multiply-adds."""
     tiles = 32 * 32
     batches = plan.batch_ct
     elements = batches * (plan.mt * plan.kt + plan.kt * plan.nt + plan.mt * plan.nt) * tiles
     macs = batches * plan.mt * plan.nt * plan.kt * tiles * 32
-    return programs * (elements * SECONDS_PER_ELEMENT + macs * SECONDS_PER_MAC)
+    return elements * SECONDS_PER_ELEMENT + macs * (SECONDS_PER_MAC + programs * EMULATED_SECONDS_PER_MAC)
 
 
 def duration_notice(plan, command: str, programs: int = 1) -> str | None:

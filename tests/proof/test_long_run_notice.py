@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 from conftest import example
 
 import kgen.proof.chain
@@ -20,7 +19,8 @@ def test_the_11008_decode_port_check_says_minutes_and_a_small_one_says_nothing(m
     monkeypatch.setenv("COLUMNS", "80")
     big = plan(load(example("wh_decode_dram_sharded_11008")))
     notice = duration_notice(big, "kgen port-check", programs=3)
-    assert notice is not None and "about 2 minutes" in notice and "32 x 11008 x 4096" in notice.replace("\n  ", " ")
+    # measured: 36 s of CPU time on 2 cores (kgen/proof/emulate.py's constants)
+    assert notice is not None and "about 40 seconds" in notice and "32 x 11008 x 4096" in notice.replace("\n  ", " ")
     assert all(len(line) <= 80 for line in notice.splitlines())
     assert duration_notice(plan(load(example("peak_small"))), "kgen port-check", programs=3) is None
 
@@ -28,7 +28,8 @@ def test_the_11008_decode_port_check_says_minutes_and_a_small_one_says_nothing(m
 def test_the_estimate_grows_with_the_plan_not_with_its_name():
     small = load(example("peak_small"))
     p = plan(small)
-    assert expected_seconds(p, 3) == pytest.approx(3 * expected_seconds(p))
+    # three programs on one set of inputs share one golden model: more than one run, less than three
+    assert expected_seconds(p) < expected_seconds(p, 3) < 3 * expected_seconds(p)
     # the same spec, larger: the same name, a longer estimate
     larger = plan(replace(small, m=small.m * 8, n=small.n * 8, block=replace(small.block, per_core=None,
                                                                                out_block=None, out_subblock=None)))
@@ -43,6 +44,6 @@ def test_port_check_prints_the_notice_before_it_builds(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "100")
     assert main(["port-check", str(example("wh_decode_dram_sharded_11008"))]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("kgen port-check: expect about 2 minutes of CPU time"), err
+    assert err.startswith("kgen port-check: expect about 40 seconds of CPU time"), err
     assert main(["emulate", str(example("peak_small"))]) == 2
     assert "expect" not in capsys.readouterr().err
