@@ -306,10 +306,11 @@ def _check_l1_interleaved_fit(spec: MatmulSpec, arch, cb_bytes: int, held: dict[
     need = cb_bytes + sum(held.values())
     if held and need > arch.usable_cb_bytes:
         tensors = ", ".join(f"{name} {b:,} B" for name, b in held.items())
+        alone = sum(held.values()) > arch.usable_cb_bytes
+        what = f"{sum(held.values()):,} B without a CB" if alone else f"and the CBs {cb_bytes:,} B: {need:,} B"
         raise PlanError("CBs and L1-interleaved tensors fit each core's L1 bank (TT-Metal's allocator)",
                         f"the L1-interleaved tensors take {tensors} of each of the {arch.toolchain.num_l1_banks} "
-                        f"L1 banks and the CBs {cb_bytes:,} B: {need:,} B, but {arch.name} has "
-                        f"{arch.usable_cb_bytes:,} usable bytes per core (over by {need - arch.usable_cb_bytes:,}); "
+                        f"L1 banks {what}, but {arch.name} has {arch.usable_cb_bytes:,} usable bytes per core; "
                         f"ttnn would fail to allocate them",
                         spec.span("memory"), otherwise="memory.in0/in1/out = dram for the largest tensor")
 
