@@ -553,7 +553,8 @@ def _emulate(args: argparse.Namespace, artifacts) -> int:
 
     check_host_memory(artifacts.plan)          # before the build and any allocation
     port = args.command == "port-check"
-    if notice := duration_notice(artifacts.plan, f"kgen {args.command}", programs=3 if port else 1):
+    if notice := duration_notice(artifacts.plan, f"kgen {args.command}", programs=3 if port else 1,
+                                 numerics=args.numerics):
         sys.stderr.write(notice + "\n")            # a long run says so before it starts
     trace = Path(args.trace) if getattr(args, "trace", None) else None
     with _progress() as progress:

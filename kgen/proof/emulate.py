@@ -539,13 +539,15 @@ def host_memory_need(plan) -> int:
 # of each emulated program. Solved from examples/wh_decode_dram_sharded_11008 (45.6 M elements,
 # 1.44 G MACs: 27.6 s, 2.6 s of it emulating) and wh_fp32_hifi4 (5.2 M, 2.1 G: 36.7 s, 8.8 s
 # emulating); port-check of the 11008 example took 36 s.
+# --numerics fast (float32 arithmetic): examples/peak_bf16_sharded (37.5 M elements, 63.8 G MACs)
+# emulated in 24.5 s, 12.9 s of it emulating; its port-check took 73 s.
 SECONDS_PER_ELEMENT = 0.14e-6
-SECONDS_PER_MAC = 13e-9
-EMULATED_SECONDS_PER_MAC = 4e-9
+SECONDS_PER_MAC = {"exact": 13e-9, "fast": 0.1e-9}              # the golden model
+EMULATED_SECONDS_PER_MAC = {"exact": 4e-9, "fast": 0.3e-9}      # each emulated program
 LONG_RUN_SECONDS = 20                    # from here on, a command says up front how long it will take
 
 
-def expected_seconds(plan, programs: int = 1) -> float:
+def expected_seconds(plan, programs: int = 1, numerics: str = "exact") -> float:
     """Roughly the CPU time of emulating `programs` programs of the plan on one set of inputs (with
     one golden model), from the plan's size: the elements of the inputs and the output, and the
     multiply-adds."""
@@ -553,16 +555,16 @@ def expected_seconds(plan, programs: int = 1) -> float:
     batches = plan.batch_ct
     elements = batches * (plan.mt * plan.kt + plan.kt * plan.nt + plan.mt * plan.nt) * tiles
     macs = batches * plan.mt * plan.nt * plan.kt * tiles * 32
-    return elements * SECONDS_PER_ELEMENT + macs * (SECONDS_PER_MAC + programs * EMULATED_SECONDS_PER_MAC)
+    return elements * SECONDS_PER_ELEMENT + macs * (SECONDS_PER_MAC[numerics] + programs * EMULATED_SECONDS_PER_MAC[numerics])
 
 
-def duration_notice(plan, command: str, programs: int = 1) -> str | None:
+def duration_notice(plan, command: str, programs: int = 1, numerics: str = "exact") -> str | None:
     """What `kgen emulate` / `kgen port-check` says on stderr before a run that takes a while: how long,
     roughly, and why (None for a quick one), wrapped at the terminal's width ($COLUMNS, at most 100)."""
     import shutil
     import textwrap
 
-    seconds = expected_seconds(plan, programs)
+    seconds = expected_seconds(plan, programs, numerics)
     if seconds < LONG_RUN_SECONDS:
         return None
     if seconds < 45:

@@ -47,3 +47,12 @@ def test_port_check_prints_the_notice_before_it_builds(monkeypatch, capsys):
     assert err.startswith("kgen port-check: expect about 40 seconds of CPU time"), err
     assert main(["emulate", str(example("peak_small"))]) == 2
     assert "expect" not in capsys.readouterr().err
+
+
+def test_fast_numerics_is_estimated_as_fast(monkeypatch):
+    """--numerics fast computes in float32: port-check of peak_bf16_sharded (63.8 G multiply-adds)
+    took 73 s here, where the exact model's rate would say half an hour."""
+    monkeypatch.setenv("COLUMNS", "100")
+    p = plan(load(example("peak_bf16_sharded")))
+    assert "about a minute" in duration_notice(p, "kgen port-check", programs=3, numerics="fast")
+    assert expected_seconds(p, 3, "exact") > 20 * expected_seconds(p, 3, "fast")
