@@ -40,6 +40,9 @@ def is_sharded(where: str) -> bool:
     return str(where).endswith("_sharded")
 
 
+# the short names of the data formats, in kernel ids and reports
+FORMAT_SHORT = {"Float16_b": "bf16", "Bfp8_b": "bfp8", "Bfp4_b": "bfp4", "Float32": "fp32"}
+
 TILE_HW = 32  # TILE_HEIGHT = TILE_WIDTH = 32 (constants.hpp); kgen plans 32x32 tiles only
 
 # tt::DataFormat values (tt_backend_api_types.hpp) of the formats kgen emits into the JIT

@@ -28,7 +28,7 @@ from kgen.gen.ir import (CB_ARGS, Affine, Extent, IoTensor, Kernel, Loop, Node, 
 from kgen.gen.lower import COMPUTE_DEFINE_NAMES
 from kgen.gen.optable import OPS
 from kgen.core.resources import cache_root, data_dir
-from kgen.core.types import TILE_HW, Placement
+from kgen.core.types import FORMAT_SHORT, TILE_HW, Placement
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -36,7 +36,6 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TRISC_THREADS = (("unpack", "TRISC_UNPACK"), ("math", "TRISC_MATH"), ("pack", "TRISC_PACK"))
 PROCESSOR_ENUM = {"BRISC": "RISCV_0", "NCRISC": "RISCV_1", "TRISC": "TRISC"}
 POLICY_SHORT = {"packer_l1_acc": "l1acc", "spill_reload": "spill", "dst_only": "dst"}
-DTYPE_SHORT = {"Float16_b": "bf16", "Bfp8_b": "bfp8", "Bfp4_b": "bfp4", "Float32": "fp32"}
 
 
 @dataclass(frozen=True)
@@ -276,7 +275,7 @@ def kernel_id(program: Program, sources: tuple[SourceFile, ...], body: dict[str,
     for f in sources:
         h.update(f.path.encode() + b"\0" + code_of(f.text).encode() + b"\0")
     h.update(json.dumps({k: v for k, v in body.items() if k not in _NAMING_FIELDS}, sort_keys=True).encode())
-    readable = (f"mm_{DTYPE_SHORT[program.io('in0').data_format]}_{program.arch.short}_m{b.per_core_m}n{b.per_core_n}"
+    readable = (f"mm_{FORMAT_SHORT[program.io('in0').data_format]}_{program.arch.short}_m{b.per_core_m}n{b.per_core_n}"
                 f"k{b.in0_block_w}_sb{b.out_subblock_h}x{b.out_subblock_w}_{POLICY_SHORT[program.policy]}"
                 f"_{program.compute.math_fidelity.lower()}")
     return f"{readable}_{h.hexdigest()[:8]}"

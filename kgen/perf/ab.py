@@ -43,7 +43,8 @@ from kgen.perf.abvalues import (PCC_MIN_SPREAD, REL_FLOOR, ULP_FLOOR, CbUse, Com
                                 Effect, Emulated, ErrorStats, Numerics, PlanFacts, RegionUse, Row, Speed, Verdict)
 from kgen.perf.model import Prediction, predict
 from kgen.perf.abverdict import RESOLUTION, effects, pairwise_differences, verdict  # noqa: F401
-from kgen.proof.numerics import ULP_BINS, REL_ERR_FLOOR, error_figures, pcc, ulp_distance, ulp_histogram  # noqa: F401
+from kgen.proof.numerics import (ULP_BINS, REL_ERR_FLOOR, error_figures, pcc, relative_error,  # noqa: F401
+                                 ulp_distance, ulp_histogram)
 from kgen.proof.oracle import Float64Check
 
 DISTRIBUTIONS = ("random", "mixed", "all_ones", "positive")
@@ -263,19 +264,6 @@ def defined_pcc(out: np.ndarray, ref: np.ndarray) -> float | None:
     if np.std(r) < PCC_MIN_SPREAD * np.sqrt(np.mean(r * r)):
         return None
     return float(np.corrcoef(o, r)[0, 1])
-
-
-def relative_error(out: np.ndarray, ref: np.ndarray) -> tuple[float | None, float, int]:
-    """(max |out - ref| / |ref| over the outputs with |ref| >= REL_FLOOR x the largest |ref|, that
-    floor, how many outputs it covers); max is None when none does (an all-zero reference)."""
-    ref = np.asarray(ref, np.float64)
-    floor = REL_FLOOR * float(np.abs(ref).max(initial=0.0))
-    mask = (np.abs(ref) >= floor) & (np.abs(ref) > 0)
-    if not mask.any():
-        return None, floor, 0
-    with np.errstate(invalid="ignore", over="ignore"):
-        rel = np.abs(np.asarray(out, np.float64)[mask] - ref[mask]) / np.abs(ref[mask])
-    return float(rel.max()), floor, int(mask.sum())
 
 
 def _error_stats(name: str, out: np.ndarray, ref: np.ndarray, grid: str) -> ErrorStats:

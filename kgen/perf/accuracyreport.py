@@ -11,11 +11,12 @@ import re
 from dataclasses import dataclass
 
 from kgen.core import terminal
+from kgen.core.types import FORMAT_SHORT
 from kgen.perf.tune.accuracy import AccuracyResult, Judged
 from kgen.perf.tune.accuracy_verify import AccuracyCheck
+from kgen.perf.tune.verify import steps_text
 
 POLICY_SHORT = {"packer_l1_acc": "L1 acc", "spill_reload": "spill", "dst_only": "DST"}
-FORMAT_OF = {"Float32": "fp32", "Float16_b": "bf16", "Bfp8_b": "bfp8", "Bfp4_b": "bfp4"}
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def front_columns(result: AccuracyResult, rows: list[Judged]) -> list[terminal.C
     cols += [terminal.Column("fidelity", [_fidelity(j) for j in rows]),
              terminal.Column("acc. (b)", [POLICY_SHORT.get(j.scored.policy, j.scored.policy) for j in rows]),
              terminal.Column("w", [str(j.scored.candidate.in0_block_w) for j in rows], True),
-             terminal.Column("partials", [FORMAT_OF.get(j.path.partials_format, j.path.partials_format)
+             terminal.Column("partials", [FORMAT_SHORT.get(j.path.partials_format, j.path.partials_format)
                                           for j in rows])]
     return cols
 
@@ -179,32 +180,13 @@ def _pick_lines(result: AccuracyResult, pick: Judged | None, verified: list[Veri
     return lines
 
 
-def _steps_words(steps: dict) -> str:
-    """The pick's own verification (verify.py's steps) in a few words."""
-    parts = []
-    for key, name in (("build", "build"), ("typecheck", "type-check")):
-        if key in steps:
-            parts.append(f"{name} {steps[key]}")
-    emu = steps.get("emulate")
-    if isinstance(emu, dict):
-        parts.append(f"emulate {emu.get('numerics')} {'ok' if emu.get('ok') else 'failed'}")
-    elif emu:
-        parts.append(f"emulate {emu}")
-    pc = steps.get("port_check")
-    if isinstance(pc, dict):
-        parts.append("port-check " + ("passed" if pc.get("passed") else "failed"))
-    elif pc:
-        parts.append(f"port-check {pc}")
-    return ", ".join(parts)
-
-
 def _verified_text(v: Verified, result: AccuracyResult) -> str:
     c = v.check
     head = f"{config_text(v.judged, result)}: {c.status}"
     if c.measured is not None:
         head += (f"; exact emulation of {c.where()}: {result.target.margin(c.measured.pcc, c.measured.rel_error)}"
                  + ("" if c.whole else " (the relative error against the sub-block's own max magnitude)"))
-    steps = _steps_words(c.structural.get("steps") or {})
+    steps = steps_text(c.structural.get("steps") or {})
     if steps:
         head += f"; the pick itself: {steps}"
     if c.errors:

@@ -13,6 +13,7 @@ from typing import Mapping
 from kgen.core.errors import SpecError
 from kgen.core.resources import output_file, write_whole
 from kgen.gen.ttnn_defaults import TT_METAL_SOURCE
+from kgen.perf.tune.verify import steps_text
 from kgen.perf.tune import (Engine, Scored, TuneError, TuneResult, predicted_error, spec_text,
                             target_of, tune)
 
@@ -222,7 +223,7 @@ def _verify(spec, result: TuneResult, engine: Engine, numerics: str, db, target_
                                    verdict["errors"], verdict)
         best = min((k for k, v in verdicts.items() if v.get("status") == "passed"), default=None)
         _say(f"verify #{i + 1}: {verdict['status']} in {verdict.get('seconds', 0):.1f} s "
-             f"({_steps_text(verdict.get('steps') or {}) or '; '.join(verdict['errors'])}); best verified so far: "
+             f"({steps_text(verdict.get('steps') or {}) or '; '.join(verdict['errors'])}); best verified so far: "
              + (f"#{best + 1}, {result.ranked[best].microseconds:,.2f} us predicted" if best is not None else "none"))
         if sequential and j + 1 < len(texts):
             started(j + 1)
@@ -353,32 +354,6 @@ UTILIZATION_NOTE_TUNE = ("util %: predicted utilization against the full card gr
                          "HiFi4) while it delivers more TFLOPS")
 
 
-def _steps_text(steps: Mapping) -> str:
-    """A verification's steps in a few words: build ok, type-check 7/7 kernel builds, emulate exact
-    ok, port-check passed."""
-    parts = []
-    if "build" in steps:
-        parts.append(f"build {steps['build']}")
-    if "typecheck" in steps:
-        parts.append(f"type-check {steps['typecheck']}")
-    emu = steps.get("emulate")
-    if isinstance(emu, str):
-        parts.append(f"emulate {emu}")
-    elif isinstance(emu, Mapping):
-        f64 = emu.get("float64") or {}
-        ok = (("bit-exact" if emu.get("exact_match") else "ok") + " and within its float64 bound" if emu.get("ok")
-              else f"BEYOND its float64 bound in {f64.get('culprit')}" if f64 and not f64.get("within")
-              else f"failed ({emu.get('status')})")
-        parts.append(f"emulate {emu.get('numerics')} {ok}"
-                     + (f" in {emu['seconds']:.1f} s" if isinstance(emu.get("seconds"), (int, float)) else ""))
-    pc = steps.get("port_check")
-    if isinstance(pc, Mapping):
-        parts.append("port-check " + ("passed" if pc.get("passed") else "failed"))
-    elif pc:
-        parts.append(f"port-check {pc}")
-    return ", ".join(parts)
-
-
 def format_tune(spec, result: TuneResult, verdicts, errors, comparison, winner, output, db_path, jobs,
                 width: int | None = None) -> str:
     """The terminal report at `width` (the terminal's): the search, the K best (predicted) and the
@@ -453,7 +428,7 @@ def _verdict_lines(ranked, verdicts, width: int) -> list[str]:
         v = verdicts.get(i)
         if v is None:
             continue
-        detail = _steps_text(v.get("steps") or {})
+        detail = steps_text(v.get("steps") or {})
         text = f"#{i + 1} {v['status']}" + (f": {detail}" if detail else "")
         if v.get("reused"):
             text += "; known, not re-run (the database's verdict on this kernel; --no-db re-runs it)"

@@ -647,18 +647,28 @@ def pcc(out, ref) -> float:
 REL_ERR_FLOOR = 1e-2
 
 
+def relative_error(out, ref) -> tuple[float | None, float, int]:
+    """(max |out - ref| / |ref| over the outputs with |ref| >= REL_ERR_FLOOR x the largest |ref|, that
+    floor, how many outputs it covers); max is None when none does (an all-zero reference)."""
+    ref = np.asarray(ref, np.float64)
+    floor = REL_ERR_FLOOR * float(np.abs(ref).max(initial=0.0))
+    mask = (np.abs(ref) >= floor) & (np.abs(ref) > 0)
+    if not mask.any():
+        return None, floor, 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        rel = np.abs(np.asarray(out, np.float64)[mask] - ref[mask]) / np.abs(ref[mask])
+    return float(rel.max()), floor, int(mask.sum())
+
+
 def error_figures(out, ref) -> tuple[float, float, float]:
-    """(max_abs_err, max_rel_err, pcc) of `out` against `ref`. max_rel_err is taken over the elements
-    with |ref| >= REL_ERR_FLOOR * max|ref|; with an all-zero ref it is max_abs_err."""
+    """(max_abs_err, max_rel_err, pcc) of `out` against `ref`: max_rel_err as relative_error takes
+    it; with an all-zero ref it is max_abs_err."""
     ref = np.asarray(ref, np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         o = np.asarray(out).astype(np.float64)
-        diff = np.abs(o - ref)
-    max_abs = float(diff.max(initial=0.0))
-    scale = float(np.abs(ref).max(initial=0.0))
-    mask = np.abs(ref) >= REL_ERR_FLOOR * scale
-    rel = float((diff[mask] / np.abs(ref[mask])).max()) if scale > 0 and mask.any() else max_abs
-    return max_abs, rel, pcc(o, ref)
+        max_abs = float(np.abs(o - ref).max(initial=0.0))
+    rel = relative_error(o, ref)[0]
+    return max_abs, max_abs if rel is None else rel, pcc(o, ref)
 
 
 def _ordered(bits: np.ndarray, width: int) -> np.ndarray:

@@ -96,19 +96,25 @@ def _overlaps(texts: list[dict], slack: float = 0.5) -> list[tuple[str, str]]:
     return bad
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_the_report_answers_first_and_its_charts_are_readable(case, reports, browser, tmp_path):
-    html, data = reports[case]
+def first_screen(browser, html: Path, shot_name: str, selectors: tuple[str, ...], tmp_path: Path) -> None:
+    """Open the page, keep a screenshot (in $KGEN_SCREENSHOT_DIR when set, to look at), and check
+    that each of `selectors` is drawn and ends inside the first viewport."""
     browser.get(html.as_uri())
-    shot = Path(os.environ.get("KGEN_SCREENSHOT_DIR", tmp_path)) / f"ab-{case}.png"
+    shot = Path(os.environ.get("KGEN_SCREENSHOT_DIR", tmp_path)) / shot_name
     shot.parent.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(shot))
     height = browser.execute_script("return window.innerHeight")
     assert height <= WINDOW[1]
-    # the verdict and the summary table lie in the first viewport
-    for css in ("#verdict", "#ab-summary"):
+    for css in selectors:
         box = browser.execute_script(f"return document.querySelector('{css}').getBoundingClientRect().toJSON()")
         assert box["height"] > 0 and box["bottom"] <= height, (css, box, height)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_report_answers_first_and_its_charts_are_readable(case, reports, browser, tmp_path):
+    html, data = reports[case]
+    # the verdict and the summary table lie in the first viewport
+    first_screen(browser, html, f"ab-{case}.png", ("#verdict", "#ab-summary"), tmp_path)
     # the winner is marked, and it is the verdict's winner
     winners = browser.execute_script(
         "return [...document.querySelectorAll('#ab-summary tr.winner')].map(r => r.textContent)")

@@ -10,12 +10,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, browser_env
-from test_ab_html_browser import CHART_JS, WINDOW, _driver, _overlaps
+from test_ab_html_browser import CHART_JS, _driver, _overlaps, first_screen
 
 SPEC = """matmul small_bh {
     arch  = blackhole
@@ -52,15 +51,7 @@ def browser(tmp_path_factory):
 @pytest.mark.slow
 def test_the_page_answers_first_and_its_chart_is_readable(page, browser, tmp_path):
     html, data = page
-    browser.get(html.as_uri())
-    shot = Path(os.environ.get("KGEN_SCREENSHOT_DIR", tmp_path)) / "tune-accuracy.png"
-    shot.parent.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(shot))
-    height = browser.execute_script("return window.innerHeight")
-    assert height <= WINDOW[1]
-    for css in ("#answer", "#front"):
-        box = browser.execute_script(f"return document.querySelector('{css}').getBoundingClientRect().toJSON()")
-        assert box["height"] > 0 and box["bottom"] <= height, (css, box, height)
+    first_screen(browser, html, "tune-accuracy.png", ("#answer", "#front"), tmp_path)
     answer = browser.execute_script("return document.querySelector('#answer').textContent")
     pick = data["pick"]
     assert f"{pick['microseconds']:,.2f} us" in answer and "PCC >= 0.9999" in answer

@@ -4,6 +4,7 @@ which is the chain after rendering (kgen/proof/chain.py)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from kgen.core.errors import KgenError
 
@@ -73,3 +74,29 @@ def _step_summaries(chain, mode: str) -> dict[str, object]:
         else:
             out["port_check"] = {"passed": step.value.passed, "failures": list(step.value.failures)}
     return out
+
+
+def steps_text(steps: Mapping) -> str:
+    """A verification's steps in a few words: build ok, type-check 7/7 kernel builds, emulate exact
+    ok, port-check passed."""
+    parts = []
+    if "build" in steps:
+        parts.append(f"build {steps['build']}")
+    if "typecheck" in steps:
+        parts.append(f"type-check {steps['typecheck']}")
+    emu = steps.get("emulate")
+    if isinstance(emu, str):
+        parts.append(f"emulate {emu}")
+    elif isinstance(emu, Mapping):
+        f64 = emu.get("float64") or {}
+        ok = (("bit-exact" if emu.get("exact_match") else "ok") + " and within its float64 bound" if emu.get("ok")
+              else f"BEYOND its float64 bound in {f64.get('culprit')}" if f64 and not f64.get("within")
+              else f"failed ({emu.get('status')})")
+        parts.append(f"emulate {emu.get('numerics')} {ok}"
+                     + (f" in {emu['seconds']:.1f} s" if isinstance(emu.get("seconds"), (int, float)) else ""))
+    pc = steps.get("port_check")
+    if isinstance(pc, Mapping):
+        parts.append("port-check " + ("passed" if pc.get("passed") else "failed"))
+    elif pc:
+        parts.append(f"port-check {pc}")
+    return ", ".join(parts)
