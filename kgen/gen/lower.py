@@ -440,13 +440,16 @@ def _io_tensors(p: Plan, kernels: tuple[Kernel, ...]) -> tuple[IoTensor, ...]:
         fmt = p.in0_format if name == "in0" else p.out_format
         declared.setdefault(name, (fmt, "TILE", p.arch.tile_bytes[fmt]))
     s = p.spec
-    in1_batch = [] if s.broadcast_in1 or s.batch == 1 else [s.batch]     # one in1 per batch: [B, K, N]
-    shapes = {"in0": [s.batch, s.m, s.k], "in1": [*in1_batch, s.k, s.n], "bias": [1, s.n],
-              "out": [s.batch, s.m, s.n]}
+    # in0 and out keep the spec's leading dims (rank 4 and 5 too: ttnn folds them, the tensors keep them);
+    # a batched in1 has in0's, as ttnn requires of a non-broadcast matmul (BCMK*BCKN=BCMN)
+    lead = list(s.batch_shape)
+    in1_batch = [] if s.broadcast_in1 or s.batch == 1 else lead     # one in1 per batch: [B, K, N]
+    shapes = {"in0": [*lead, s.m, s.k], "in1": [*in1_batch, s.k, s.n], "bias": [1, s.n],
+              "out": [*lead, s.m, s.n]}
     # ttnn's padded_shape (each dimension but the batch padded to whole tiles)
     tiles = {d: round_up_tiles(v) * TILE_HW for d, v in (("m", s.m), ("n", s.n), ("k", s.k))}
-    padded = {"in0": [s.batch, tiles["m"], tiles["k"]], "in1": [*in1_batch, tiles["k"], tiles["n"]],
-              "bias": [1, tiles["n"]], "out": [s.batch, tiles["m"], tiles["n"]]}
+    padded = {"in0": [*lead, tiles["m"], tiles["k"]], "in1": [*in1_batch, tiles["k"], tiles["n"]],
+              "bias": [1, tiles["n"]], "out": [*lead, tiles["m"], tiles["n"]]}
     b, b1 = p.batch_ct, (p.batch_ct if p.batched_in1 else 1)     # mt is per batch when the kernels loop over it
     pages = {"in0": b * p.mt * p.kt, "in1": b1 * p.kt * p.nt, "bias": p.nt,
              "out": b * p.mt * TILE_HW if p.untilize_out else b * p.mt * p.nt}

@@ -87,9 +87,18 @@ class MatmulSpec:
     spans: Mapping[str, Span] = field(compare=False, repr=False)
     # MatmulMultiCoreReuseMultiCastProgramConfig.transpose_mcast: in0 multicast down columns, in1 across rows
     transpose_mcast: bool = False
+    # a rank-4 or rank-5 in0 ([B1, B2, M, K], [B1, B2, B3, M, K]): its leading dims as the spec writes
+    # them (`batch = B1 x B2`); () for rank 2 or 3. ttnn folds them into one batch of their product
+    # (get_batch_size, matmul_utilities.cpp), which `batch` holds; the shapes kgen prints keep them
+    batch_dims: tuple[int, ...] = ()
     memory: MemorySpec = MemorySpec()
     # in1 shared by every batch (TT's bcast_batch, the batch fused into M) or one in1 matrix per batch
     broadcast_in1: bool = True
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """in0's (and the output's) leading dims: `batch_dims`, or the one batch dim of rank 3."""
+        return self.batch_dims or (self.batch,)
 
     def span(self, key: str) -> Span:
         """The span of a key, else of its group, else of the matmul header."""

@@ -17,7 +17,8 @@ def plan_to_dict(p: Plan, variants: dict[str, str] | None = None) -> dict[str, A
         "variant": s.variant,
         "spec": s.path,
         "arch": p.arch.name,
-        "shape_elements": {"M": s.m, "N": s.n, "K": s.k, "batch": s.batch},
+        "shape_elements": {"M": s.m, "N": s.n, "K": s.k, "batch": s.batch,
+                           **({"batch_dims": list(s.batch_dims)} if s.batch_dims else {})},
         "tiles": {"Mt": p.mt, "Nt": p.nt, "Kt": p.kt},
         "dataflow": s.dataflow,
         "grid_requested": {"x": p.grid_requested[0], "y": p.grid_requested[1]},
@@ -128,7 +129,9 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None, predicted: str 
     kv = [
         ("arch", p.arch.name),
         ("shape", f"M x N x K = {s.m} x {s.n} x {s.k} elements, batch {s.batch} "
-                  f"-> Mt x Nt x Kt = {p.mt} x {p.nt} x {p.kt} tiles "
+                  + (f"(in0 {' x '.join(map(str, (*s.batch_dims, s.m, s.k)))}, its leading dims folded as "
+                     f"ttnn folds them) " if s.batch_dims else "")
+                  + f"-> Mt x Nt x Kt = {p.mt} x {p.nt} x {p.kt} tiles "
                   + (f"per batch, in1 not broadcast: one K x N matrix per batch, the kernels loop over {p.batch_ct} batches"
                      if p.batched_in1 else "(batch fused into M)")),
         ("dtypes", f"in0 {s.dtype_in0} ({p.in0_format}), in1 {s.dtype_in1} ({p.in1_format}), "

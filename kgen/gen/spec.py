@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from functools import cache
+from math import prod
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -103,6 +104,32 @@ def _dims(count: int, allow_auto: bool, what: str, hi: int = MAX_INT) -> Checker
     return check
 
 
+MAX_BATCH_DIMS = 3      # in0 of rank 5 at most: [B1, B2, B3, M, K]
+
+
+def _batch(v: RawValue, key: str) -> int | tuple[int, ...]:
+    """`batch = B` (an in0 of rank 3, [B, M, K]) or `batch = B1 x B2` / `B1 x B2 x B3` (rank 4 or 5).
+    ttnn.matmul 0.81.1 folds every leading dim into one batch of their product (get_batch_size of the
+    padded shape, matmul_utilities.cpp), as kgen does; the dims stay in the shapes kgen prints."""
+    if v.kind == "int":
+        return _int_text(v, key, 1, MAX_BATCH)
+    if v.kind != "dims":
+        raise SpecError(f"{key} = {v.text}: expected a positive whole number, or in0's leading dims "
+                        f"written like `2 x 8`", v.span, hint=_type_hint(v))
+    parts = [p.strip() for p in v.text.split("x")]
+    if len(parts) > MAX_BATCH_DIMS:
+        raise SpecError(f"{key} = {v.text}: {len(parts)} batch dims make an in0 of rank {len(parts) + 2}; kgen "
+                        f"takes at most {MAX_BATCH_DIMS} (rank 5, [B1, B2, B3, M, K]) (kgen)", v.span,
+                        hint="fold leading dims together: ttnn multiplies them into one batch anyway")
+    dims = tuple(_literal_int(p, key, v.span, MAX_BATCH) for p in parts)
+    if any(d <= 0 for d in dims):
+        raise SpecError(f"{key} = {v.text}: every dimension must be positive", v.span)
+    total = prod(dims)
+    if total > MAX_BATCH:
+        raise SpecError(f"{key} = {v.text} folds into a batch of {total}, too large (at most {MAX_BATCH})", v.span)
+    return dims
+
+
 def _enum(options: tuple[str, ...], allow_auto: bool = False) -> Checker:
     def check(v: RawValue, key: str) -> str | None:
         if allow_auto and v.kind == "word" and v.text == "auto":
@@ -167,7 +194,7 @@ _DTYPES = tuple(DTYPE_TO_FORMAT)
 MATMUL_KEYS: dict[str, Checker] = {
     "arch": _enum(ARCHS),
     "shape": _dims(3, False, "M x N x K in elements", MAX_DIM_ELEMENTS),
-    "batch": _positive_int(MAX_BATCH),
+    "batch": _batch,                   # B, or in0's leading dims B1 x B2 (x B3): rank 4 and 5, folded
     "dtype.in0": _enum(_DTYPES),
     "dtype.in1": _enum(_DTYPES),
     "dtype.out": _enum(_DTYPES),
@@ -432,6 +459,9 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         compute = _compute_config(preset, preset_entry.value.span if preset_entry else spec.matmul_span, spec,
                                   overrides, spans, preset_entry is not None, variant)
     m, n, k = vals["shape"]
+    batch_dims = vals.get("batch", 1) if isinstance(vals.get("batch"), tuple) else ()
+    if batch_dims:                          # ttnn's fold: one batch of the leading dims' product
+        vals["batch"] = prod(batch_dims)
     # M, N, K need not be tile multiples: ttnn pads each tensor to whole tiles (the plan says what)
     _check_page_ids(m, n, k, vals.get("batch", 1), spans, vals.get("broadcast_in1", True))
     block = BlockSpec(
@@ -442,7 +472,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
     )
     return MatmulSpec(
         name=spec.matmul_name, path=spec.path, arch=vals["arch"], m=m, n=n, k=k,
-        batch=vals.get("batch", 1),
+        batch=vals.get("batch", 1), batch_dims=batch_dims,
         dtype_in0=vals["dtype.in0"], dtype_in1=vals["dtype.in1"], dtype_out=vals["dtype.out"],
         dtype_bias=vals.get("dtype.bias", vals["dtype.out"]),
         grid=vals.get("grid"), dataflow=vals.get("dataflow", dataflows.DEFAULT.name), block=block, compute=compute,

@@ -14,7 +14,7 @@ from kgen.gen.spec import COMPUTE_KEYS, ComputeConfig, MatmulSpec, MemorySpec
 # every MatmulSpec field and where the printer writes it (a new field must be added here, and
 # the round-trip test fails until it is)
 PRINTED_FIELDS = frozenset({
-    "name", "arch", "m", "n", "k", "batch", "dtype_in0", "dtype_in1", "dtype_out", "dtype_bias", "grid",
+    "name", "arch", "m", "n", "k", "batch", "batch_dims", "dtype_in0", "dtype_in1", "dtype_out", "dtype_bias", "grid",
     "dataflow", "block", "compute", "fuse_bias", "activation", "untilize_out", "transpose_mcast", "broadcast_in1", "memory",
 })
 NOT_PRINTED_FIELDS = frozenset({"path", "variant", "variants", "spans"})   # where the text came from
@@ -46,7 +46,7 @@ def format_spec(spec: MatmulSpec, comment: str = "") -> str:
     lines += [format_compute(spec.compute), "", f"matmul {spec.name} {{",
               f"    arch     = {spec.arch}",
               f"    shape    = {spec.m} x {spec.n} x {spec.k}",
-              f"    batch    = {spec.batch}"]
+              f"    batch    = {_dims(spec.batch_dims) if spec.batch_dims else spec.batch}"]
     dtype = f"in0 = {spec.dtype_in0}  in1 = {spec.dtype_in1}  out = {spec.dtype_out}"
     if spec.fuse_bias or spec.dtype_bias != spec.dtype_out:
         dtype += f"  bias = {spec.dtype_bias}"

@@ -120,13 +120,16 @@ def make_inputs(manifest: dict, seed: int) -> Inputs:
     a, b = by_name["in0"], by_name["in1"]
     raw0 = rng.standard_normal((int(np.prod(a.shape[:-1])), a.shape[-1]), dtype=np.float32)
     raw1 = rng.standard_normal(b.shape, dtype=np.float32)
+    if raw1.ndim > 3:       # a rank-4/5 in1 [B1, B2, (B3,) K, N]: ttnn's batch is their product, in order
+        raw1 = raw1.reshape(-1, *raw1.shape[-2:])
     raw_bias = rng.standard_normal((1, by_name["bias"].shape[-1]), dtype=np.float32) if "bias" in by_name else None
     logical = {t["name"]: t["shape"] for t in manifest["io_tensors"]}
     dims = None
     if any("padded_shape" in t for t in manifest["io_tensors"]):
         # zeros past the logical shape, as ttnn's tilize pads (so a padded K adds nothing), before
         # quantising, so the padding plays no part in a block float's shared exponent
-        batch, m, k = logical["in0"]
+        *lead, m, k = logical["in0"]         # leading dims of a rank-4/5 in0 fold into one batch
+        batch = int(np.prod(lead))
         n = logical["in1"][-1]
         padded0 = raw0.reshape(batch, -1, a.shape[-1])
         padded0[:, m:, :] = 0.0
