@@ -21,9 +21,11 @@ else (dataflow, grid unless `core_grid` is given, every block value) is left to 
     a_shape, b_shape   A is [..., M, K], B is [..., K, N] (after transpose_a / transpose_b).
                        `shape = M x N x K` (kgen's order). The leading dims are the batch:
                        B with no batch (2-D, or leading 1s) is broadcast: `batch = prod(A's
-                       leading dims)`; B with the same leading dims as A is one B per batch:
-                       `batch = ...` and `broadcast_in1 = false`. A batch both have but that
-                       broadcasts along some dims only has no spec syntax (refused).
+                       leading dims)`, or A's dims as they are for a rank-4/5 A (`batch = 1 x
+                       32`; kgen folds them into their product as ttnn does); B with the same
+                       leading dims as A is one B per batch: `batch = ...` and `broadcast_in1 =
+                       false`. A batch both have but that broadcasts along some dims only has no
+                       spec syntax (refused), nor has an A of rank 6 or more.
     a/b/out_dtype      dtype.in0 / in1 / out (bf16 bfloat16, bfp8 bfloat8_b, bfp4 bfloat4_b,
                        fp32 float32); an empty out_dtype is ttnn's default, A's dtype.
     a/b/out_mem        memory.in0 / in1 / out: dram -> dram (kgen's default, left unwritten),
@@ -106,6 +108,7 @@ PLACEMENT_WORDS = {"l1": "L1-interleaved", "l1_block": "block-sharded", "l1_heig
 ACTIVATIONS = {"relu": "relu", "silu": "silu", "gelu": "gelu", "gelu_approx": "gelu_fast"}
 FIDELITIES = ("LoFi", "HiFi2", "HiFi3", "HiFi4")
 MAX_BATCH = 4096                                    # kgen's `batch` range (docs/spec.md)
+MAX_BATCH_DIMS = 3                                  # `batch = B1 x B2 x B3`: an in0 of rank 5 at most
 
 # Short names for the planner rules the corpus runs into (the full rule is in --json's `rule`);
 # a rule not listed here is shown by its own text, cut to fit the table.
@@ -227,6 +230,8 @@ def map_case(row: dict[str, str], arch: str, dataflow: str | None = None) -> Map
     batch = max(batch_a, batch_b)
     if batch > MAX_BATCH:
         missing.append(f"batch > {MAX_BATCH}")
+    if len(lead_a) > MAX_BATCH_DIMS:
+        missing.append(f"an in0 of rank {len(a)}")
 
     memory: dict[str, str] = {}
     for tensor, column in (("in0", "a_mem"), ("in1", "b_mem"), ("out", "out_mem")):
@@ -261,8 +266,9 @@ def map_case(row: dict[str, str], arch: str, dataflow: str | None = None) -> Map
              f"    shape = {m} x {n} x {k}"]
     if dataflow is not None:
         lines.append(f"    dataflow = {dataflow}")
-    if batch > 1:
-        lines.append(f"    batch = {batch}")
+    if batch > 1 or len(lead_a) > 1:
+        # A's leading dims as the case gives them (rank 4 and 5: `batch = B1 x B2`), folded by kgen as by ttnn
+        lines.append(f"    batch = {' x '.join(map(str, lead_a)) if len(lead_a) > 1 else batch}")
         if not broadcast_in1:
             lines.append("    broadcast_in1 = false")
     dtype = (f"in0 = {DTYPES[row['a_dtype']]}  in1 = {DTYPES[row['b_dtype']]}  out = {DTYPES[out_dtype]}"

@@ -12,7 +12,7 @@ from kgen.core.errors import KgenBug
 from kgen.gen.dataflow import get as dataflow_of
 from kgen.gen.planned import partials_unpack_to_dest_cb
 from kgen.gen.ir import CircularBuffer, L1Region
-from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, CB_OUT_SHARD, CB_PARTIALS,
+from kgen.gen.rules import (CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN0_TRANSPOSED, CB_IN1, CB_OUT, CB_OUT_SHARD, CB_PARTIALS,
                             SUBBLOCK_HW_CHOICES, Offer, PlanError, divisors, fmt_pair, nearest_offer, suggestion)
 from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
 
@@ -113,6 +113,9 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
                        buffer="in0" if spec.memory.in0 == Placement.L1_HEIGHT_SHARDED else None),
         CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], (in1_w or obw) * in0_block_w * in1_depth, "in1"),
     ]
+    if spec.transpose_a:     # TT's `if (in0_transpose_tile)`: c_10 as large as c_0, in in0's format
+        cbs.append(CircularBuffer(CB_IN0_TRANSPOSED, "cb_in0_transposed", "in0 transposed", in0_fmt, tb[in0_fmt],
+                                  obh * in0_block_w * in0_depth, "in0 transposed"))
     if spec.memory.in0 in (Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED):
         # the DRAM-sharded factory's c_2 too: `in2_CB_tiles = per_core_M * in0_shard_width_in_tiles` on in0
         cbs.append(CircularBuffer(CB_IN0_SHARD, "cb_in0_sharded", "in0 shard", in0_fmt, tb[in0_fmt],

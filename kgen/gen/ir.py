@@ -143,7 +143,7 @@ Arg = Union[int, bool, str, Affine, RuntimeArg, Extent, None, tuple]
 OP_KINDS: dict[str, tuple[str, ...]] = {kind: row.args for kind, row in OPS.items()}
 
 # Trailing arguments an op may leave out (None).
-OPTIONAL_ARGS = frozenset({"row_extent", "col_extent", "view"})
+OPTIONAL_ARGS = frozenset({"row_extent", "col_extent", "view", "col_stride"})
 
 # Arguments that name a circular buffer (printed by CB name).
 CB_ARGS = frozenset({"cb", "src_cb", "in0", "in1", "out", "old", "new", "a", "b",
@@ -179,8 +179,10 @@ def op(kind: str, *values: Arg, note: str = "") -> Op:
 @dataclass(frozen=True)
 class TileNest:
     """The loop nest a `read_tiles` / `write_tiles` op runs: `rows` x `cols` pages of a row-major
-    interleaved tensor, page `first_tile + tile_row * row_stride + tile_col`, one L1 page after the
-    other. The one statement of that formula: the kernel template prints it, the verifier bounds it."""
+    interleaved tensor, page `first_tile + tile_row * row_stride + tile_col * col_stride`, one L1 page
+    after the other. The one statement of that formula: the kernel template prints it, the verifier bounds
+    it. `col_stride` is 1 but for a transposed input (transpose_a / transpose_b: the stored tensor's rows
+    are the block's columns, TT's swapped in0/in1_tensor_stride_w and _h)."""
 
     first_tile: Affine | int         # the op's `start`, over the enclosing loops and the core
     rows: int
@@ -188,6 +190,7 @@ class TileNest:
     row_stride: int
     row_extent: Extent | None = None  # rows past it are padding: skipped
     col_extent: Extent | None = None  # columns past it are padding: skipped
+    col_stride: int = 1
 
     FIRST, ROW, COL = "first_tile", "tile_row", "tile_col"
     ROW_FIRST, COL_FIRST = "extent_row", "extent_col"     # the extents' first row/column, in the kernel
@@ -196,7 +199,8 @@ class TileNest:
     def of(o: "Op") -> "TileNest":
         if o.kind not in OPS or OPS[o.kind].bounds != TILE_NEST:
             raise TypeError(f"{o.kind} has no tile loop nest")
-        return TileNest(o["start"], o["rows"], o["cols"], o["row_stride"], o.get("row_extent"), o.get("col_extent"))
+        return TileNest(o["start"], o["rows"], o["cols"], o["row_stride"], o.get("row_extent"), o.get("col_extent"),
+                        o.get("col_stride") or 1)
 
     @property
     def guarded(self) -> bool:
@@ -214,26 +218,27 @@ class TileNest:
     @property
     def page(self) -> Affine:
         """The page of iteration (tile_row, tile_col), over the local `first_tile`."""
-        return Affine(0, ((self.FIRST, 1), (self.ROW, self.row_stride), (self.COL, 1)))
+        return Affine(0, ((self.FIRST, 1), (self.ROW, self.row_stride), (self.COL, self.col_stride)))
 
     def last_page(self, ranges: Mapping[str, int]) -> int:
         """The highest page any iteration touches, with the enclosing loop vars and the core over `ranges`.
-        With extents, the page is split as (extent row + tile_row) * row_stride + (column part): the
-        rows (columns) past an extent's limit are skipped, so the row (column) index is capped there."""
+        With extents, the page is split as (extent row + tile_row) * row_stride + (extent column + tile_col)
+        * col_stride + the rest: the rows (columns) past an extent's limit are skipped, so the row (column)
+        index is capped there."""
         if not self.guarded:
             return self.page.max_over({self.ROW: self.rows, self.COL: self.cols},
                                       {self.FIRST: _max_over(self.first_tile, ranges)})
         first = self.first_tile if isinstance(self.first_tile, Affine) else Affine(int(self.first_tile))
         row_first = self.row_extent.first if self.row_extent else Affine(0)
-        col_part = first - row_first.scaled(self.row_stride)      # what the page adds past whole rows
+        col_first = self.col_extent.first if self.col_extent else Affine(0)
+        rest = first - row_first.scaled(self.row_stride) - col_first.scaled(self.col_stride)
         max_row = _max_over(row_first, ranges) + self.rows - 1
         if self.row_extent:
             max_row = min(max_row, self.row_extent.limit - 1)
+        max_col = _max_over(col_first, ranges) + self.cols - 1
         if self.col_extent:
-            rest = col_part - self.col_extent.first
-            max_col = min(_max_over(self.col_extent.first, ranges) + self.cols - 1, self.col_extent.limit - 1)
-            return max_row * self.row_stride + max_col + _max_over(rest, ranges)
-        return max_row * self.row_stride + _max_over(col_part, ranges) + self.cols - 1
+            max_col = min(max_col, self.col_extent.limit - 1)
+        return max_row * self.row_stride + max_col * self.col_stride + _max_over(rest, ranges)
 
 
 @dataclass(frozen=True)
@@ -419,6 +424,9 @@ class IoTensor:
     padded_shape: tuple[int, ...]    # each dimension but the batch padded to whole tiles
     placement: Placement
     shard: ShardSpec | None = None
+    # stored transposed (ttnn.matmul's transpose_a: in0 as K x M; transpose_b: in1 as N x K): `shape` is the
+    # stored tensor's, and the matmul multiplies its transpose
+    transposed: bool = False
 
 
 @dataclass(frozen=True)
@@ -602,7 +610,7 @@ def format_node(node: Node, cb_names: Mapping[int, str], indent: int = 0) -> lis
         for child in node.body:
             lines.extend(format_node(child, cb_names, indent + 1))
         return lines
-    args = " ".join(f"{k}={_fmt_arg(v, cb_names, k)}" for k, v in node.args)
+    args = " ".join(f"{k}={_fmt_arg(v, cb_names, k)}" for k, v in node.args if not (k == "col_stride" and v is None))
     line = f"{pad}{node.kind}" + (f" {args}" if args else "")
     if node.note:
         line += f"    # {node.note}"

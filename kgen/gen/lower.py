@@ -18,6 +18,7 @@ from kgen.core.types import TILE_HW, Placement
 from kgen.gen.ir import (Affine, ComputeFlags, CoreBlocking, CoreRange, IoTensor, Kernel, Loop, Node, Problem, Program,
                          RuntimeArg, ShardSpec, Sym, op)
 from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan, round_up_tiles
+from kgen.gen.rules import CB_IN0_TRANSPOSED
 
 A = Affine.of
 
@@ -65,7 +66,7 @@ def compute_compile_time_args(p: Plan) -> tuple[tuple[str, int], ...]:
         ("out_block_num_tiles", p.out_block_tiles),
         ("untilize_out", int(p.untilize_out)),
         ("get_batch_from_reader", 0),     # sparsity path: not used
-        ("in0_transpose_tile", 0),        # in0 tiles are never transposed by kgen
+        ("in0_transpose_tile", int(p.transpose_a)),   # transpose_a: each in0 tile transposed into c_10
     ]
     if p.fuse_bias:
         args.append(("row_broadcast_bias", 1))   # read only under FUSE_BIAS: one bias row, broadcast
@@ -114,6 +115,8 @@ def compute_defines(p: Plan) -> tuple[tuple[str, str], ...]:
         defines.append(("PACKER_L1_ACC", "1"))
     if p.compute.fp32_dest_acc:
         defines.append(("FP32_DEST_ACC_EN", "1"))
+    if p.transpose_b:        # the factories' `if (in1_transpose_tile)` (0.81.1): matmul_block transposes in1's tiles
+        defines.append(("IN1_TRANSPOSE_TILE", "1"))
     # the partials' UnpackToDestFp32 alias, by index, as 0.81.1's legacy builders hand it over
     defines += [(cb.index_define, str(cb.index)) for cb in p.cbs if cb.index_define]
     return tuple(defines) + p.dataflow.compute_defines
@@ -158,9 +161,38 @@ class _ComputeLowering:
         return self.p.compute.fp32_dest_acc or self.p.l1_acc_enabled
 
     @property
+    def in0(self) -> int:                              # in0_dfb_id: c_10 when in0's tiles are transposed first
+        return CB_IN0_TRANSPOSED if self.p.transpose_a else CB_IN0
+
+    @property
     def init(self) -> Node:
         ct = self.ct
-        return op("matmul_init", CB_IN0, CB_IN1, False, ct["out_subblock_w"], ct["out_subblock_h"], ct["in0_block_w"])
+        return op("matmul_init", self.in0, CB_IN1, self.p.transpose_b, ct["out_subblock_w"], ct["out_subblock_h"],
+                  ct["in0_block_w"])
+
+    def transpose_stage(self) -> list[Node]:
+        """transpose_a: TT's in0_transpose_tile stage at the head of every K-block (transpose_tile_block):
+        the block's in0 tiles, four at a time (then the rest), unpacked transposed out of c_0, packed into
+        c_10 in in0's format; L1 accumulation off for those packs."""
+        p, n = self.p, self.p.in0_block_tiles
+        t = CB_IN0_TRANSPOSED
+
+        def chunk(tiles: int) -> tuple[Node, ...]:
+            return (op("cb_wait_front", CB_IN0, tiles), op("tile_regs_acquire"),
+                    Loop("tr", 0, tiles, (op("transpose_tile", CB_IN0, A(0, tr=1), A(0, tr=1)),)),
+                    op("tile_regs_commit"), op("cb_pop_front", CB_IN0, tiles), op("cb_reserve_back", t, tiles),
+                    op("tile_regs_wait"), Loop("tr", 0, tiles, (op("pack_tile", A(0, tr=1), t),)),
+                    op("tile_regs_release"), op("cb_push_back", t, tiles))
+        ops: list[Node] = [op("reconfig_srca", CB_IN1, CB_IN0, note="SrcA: in1 -> in0 format for the transpose"),
+                           op("transpose_init", CB_IN0), op("pack_reconfig_format", t)]
+        if p.l1_acc_enabled:
+            ops.append(op("pack_l1_acc", False, note="the transposed tiles overwrite c_10"))
+        if n // 4:
+            ops.append(Loop("tb", 0, n // 4, chunk(4), "four tiles a DST section"))
+        if n % 4:
+            ops += chunk(n % 4)
+        return ops + [op("reconfig_srca", CB_IN0, CB_IN1, note="SrcA back to in1"), self.init,
+                      op("pack_reconfig_format", CB_PARTIALS)]
 
     def pack_wait(self) -> Node:
         """tile_regs_wait, or, where TT's kernel applies the SFPU activation, apply_activation_from_pack
@@ -208,8 +240,8 @@ class _ComputeLowering:
         if self.enable_reload(block):
             ops += self.reload_ops()
         ops.append(Loop("k", 0, kt, (
-            op("matmul_block", CB_IN0, CB_IN1, A(0, in0_sb=ct["in0_subblock_num_tiles"], k=1),
-               A(0, in1_sb=sbw, k=ct["in1_block_w"]), 0, False, mm_w, ct["out_subblock_h"], kt,
+            op("matmul_block", self.in0, CB_IN1, A(0, in0_sb=ct["in0_subblock_num_tiles"], k=1),
+               A(0, in1_sb=sbw, k=ct["in1_block_w"]), 0, self.p.transpose_b, mm_w, ct["out_subblock_h"], kt,
                note="the last subblock: only the lanes in1 backs" if narrowed else ""),)))
         if block == self.last:
             mm_out = self.mm_out
@@ -227,7 +259,8 @@ class _ComputeLowering:
             ops += [op("tile_regs_commit"), op("cb_reserve_back", CB_PARTIALS, sb), op("tile_regs_wait")]
             if l1acc and block == 0:
                 ops.append(op("pack_l1_acc", False, note="block 0 overwrites the partials"))
-            elif l1acc and block == 1:
+            elif l1acc and (block == 1 or (block > 1 and self.p.transpose_a)):
+                # with transpose_a every later block too: its transpose stage switched accumulation off
                 ops.append(op("pack_l1_acc", True, note="from block 1 the packer adds into L1"))
             ops += [op("pack_block", CB_PARTIALS, 0, sb), op("tile_regs_release"), op("cb_push_back", CB_PARTIALS, sb)]
         return tuple(ops)
@@ -245,10 +278,10 @@ class _ComputeLowering:
     def k_block_body(self, block: int) -> tuple[Node, ...]:
         p, ct, sb, last = self.p, self.ct, self.sb, self.last
         in0_tiles, in1_tiles = ct["in0_block_num_tiles"], ct["in1_block_num_tiles"]
-        ops: list[Node] = []
+        ops: list[Node] = self.transpose_stage() if p.transpose_a else []
         if p.pack_relu and not p.fuse_bias and block == last:
             ops.append(op("pack_relu", "zero", note="ReLU on the final pack only"))
-        ops += [op("cb_wait_front", CB_IN0, in0_tiles), op("cb_wait_front", CB_IN1, in1_tiles)]
+        ops += [op("cb_wait_front", self.in0, in0_tiles), op("cb_wait_front", CB_IN1, in1_tiles)]
         ops.append(Loop("in0_sb", 0, ct["in0_num_subblocks"], self.in1_subblock_loops(block)))
         drain = (p.fuse_bias and block < last) or (not p.fuse_bias and block < last - 1)
         if p.l1_acc_enabled and drain:
@@ -257,7 +290,7 @@ class _ComputeLowering:
             ops.append(Loop("s", 0, p.out_block_tiles // sb, (
                 op("cb_wait_front", CB_PARTIALS, sb), op("cb_pop_front", CB_PARTIALS, sb)),
                 "rewind the partials for L1 accumulation"))
-        ops += [op("cb_pop_front", CB_IN0, in0_tiles), op("cb_pop_front", CB_IN1, in1_tiles)]
+        ops += [op("cb_pop_front", self.in0, in0_tiles), op("cb_pop_front", CB_IN1, in1_tiles)]
         return tuple(ops)
 
     def k_block_note(self, start: int, stop: int) -> str:
@@ -297,7 +330,7 @@ class _ComputeLowering:
             ops.append(op("pack_reconfig_format", CB_OUT))
         if p.l1_acc_enabled:
             ops.append(op("pack_l1_acc", False))
-        ops += [op("reconfig_srcab", CB_IN1, CB_PARTIALS, CB_IN0, CB_BIAS, note="SrcA -> partials, SrcB -> bias"),
+        ops += [op("reconfig_srcab", CB_IN1, CB_PARTIALS, self.in0, CB_BIAS, note="SrcA -> partials, SrcB -> bias"),
                 op("add_bcast_rows_init", CB_PARTIALS, CB_BIAS)]
         if first_out_block or p.num_blocks_w_dim > 1:
             ops.append(op("cb_wait_front", CB_BIAS, self.bias_ntiles,
@@ -366,7 +399,7 @@ class _ComputeLowering:
             ops += self.untilize_stage()
         if multi:
             if p.fuse_bias:
-                ops.append(op("reconfig_srcab", CB_PARTIALS, CB_IN1, CB_BIAS, CB_IN0))
+                ops.append(op("reconfig_srcab", CB_PARTIALS, CB_IN1, CB_BIAS, self.in0))
             else:
                 ops.append(op("reconfig_srca", CB_PARTIALS, CB_IN1))
             ops.append(self.init)
@@ -384,7 +417,7 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
     act = p.sfpu_activation
     body: list[Node] = [op("activation_init", act.spelling)] if act is not None else []
     body += [
-        op("hw_startup", CB_IN0, CB_IN1, CB_PARTIALS, note="SrcOrder::Reverse: in0 -> SrcB, in1 -> SrcA"),
+        op("hw_startup", lowering.in0, CB_IN1, CB_PARTIALS, note="SrcOrder::Reverse: in0 -> SrcB, in1 -> SrcA"),
         lowering.init,
         *out_loops,
     ]
@@ -444,17 +477,21 @@ def _io_tensors(p: Plan, kernels: tuple[Kernel, ...]) -> tuple[IoTensor, ...]:
     # a batched in1 has in0's, as ttnn requires of a non-broadcast matmul (BCMK*BCKN=BCMN)
     lead = list(s.batch_shape)
     in1_batch = [] if s.broadcast_in1 or s.batch == 1 else lead     # one in1 per batch: [B, K, N]
-    shapes = {"in0": [*lead, s.m, s.k], "in1": [*in1_batch, s.k, s.n], "bias": [1, s.n],
-              "out": [*lead, s.m, s.n]}
+    # as stored: transpose_a keeps A as K x M, transpose_b keeps B as N x K (ttnn.matmul's operands)
+    in0_dims, in1_dims = ("k", "m") if s.transpose_a else ("m", "k"), ("n", "k") if s.transpose_b else ("k", "n")
+    dims = {"m": s.m, "n": s.n, "k": s.k}
+    shapes = {"in0": [*lead, *(dims[d] for d in in0_dims)], "in1": [*in1_batch, *(dims[d] for d in in1_dims)],
+              "bias": [1, s.n], "out": [*lead, s.m, s.n]}
     # ttnn's padded_shape (each dimension but the batch padded to whole tiles)
     tiles = {d: round_up_tiles(v) * TILE_HW for d, v in (("m", s.m), ("n", s.n), ("k", s.k))}
-    padded = {"in0": [*lead, tiles["m"], tiles["k"]], "in1": [*in1_batch, tiles["k"], tiles["n"]],
+    padded = {"in0": [*lead, *(tiles[d] for d in in0_dims)], "in1": [*in1_batch, *(tiles[d] for d in in1_dims)],
               "bias": [1, tiles["n"]], "out": [*lead, tiles["m"], tiles["n"]]}
     b, b1 = p.batch_ct, (p.batch_ct if p.batched_in1 else 1)     # mt is per batch when the kernels loop over it
     pages = {"in0": b * p.mt * p.kt, "in1": b1 * p.kt * p.nt, "bias": p.nt,
              "out": b * p.mt * TILE_HW if p.untilize_out else b * p.mt * p.nt}
+    transposed = {"in0": s.transpose_a, "in1": s.transpose_b}
     return tuple(IoTensor(n, *declared[n], pages[n], tuple(shapes[n]), tuple(padded[n]),
-                          getattr(p.memory, n, Placement.DRAM), _shard(shards.get(n)))
+                          getattr(p.memory, n, Placement.DRAM), _shard(shards.get(n)), transposed.get(n, False))
                  for n in ("in0", "in1", "bias", "out") if n in declared)
 
 

@@ -94,6 +94,10 @@ class MatmulSpec:
     memory: MemorySpec = MemorySpec()
     # in1 shared by every batch (TT's bcast_batch, the batch fused into M) or one in1 matrix per batch
     broadcast_in1: bool = True
+    # ttnn.matmul's transpose_a / transpose_b: in0 is stored K x M (in1 N x K) and the op multiplies its
+    # transpose; the reuse, 2D and 1D factories read it transposed (matmul_device_operation.cpp, 0.81.1)
+    transpose_a: bool = False
+    transpose_b: bool = False
 
     @property
     def batch_shape(self) -> tuple[int, ...]:

@@ -33,6 +33,7 @@ class OpKind(StrEnum):
     PACK_RELU = auto()
     ACTIVATION_INIT = auto()
     COPY_INIT = auto()
+    TRANSPOSE_INIT = auto()
     ADD_BCAST_ROWS_INIT = auto()
     PACK_UNTILIZE_INIT = auto()
     PACK_UNTILIZE_UNINIT = auto()
@@ -45,6 +46,7 @@ class OpKind(StrEnum):
     MATMUL_BLOCK = auto()
     COPY_BLOCK = auto()
     COPY_TILE = auto()
+    TRANSPOSE_TILE = auto()
     ADD_BCAST_ROWS = auto()
     PACK_BLOCK = auto()
     PACK_TILE = auto()
@@ -212,7 +214,7 @@ def _cb(kind: OpKind, effect: str, thread: str) -> OpSpec:
     return OpSpec(kind, ("cb", "tiles"), ANY, CB_PROTOCOL, thread, cxx=kind.value, cb=effect, cost=Cost.HANDSHAKE)
 
 
-_TILE_ARGS = ("tensor", "cb", "start", "rows", "cols", "row_stride", "row_extent", "col_extent")
+_TILE_ARGS = ("tensor", "cb", "start", "rows", "cols", "row_stride", "row_extent", "col_extent", "col_stride")
 _MCAST_RECT = ("start_x", "start_y", "end_x", "end_y", "num_dests")
 
 _ROWS: tuple[OpSpec, ...] = (
@@ -231,6 +233,8 @@ _ROWS: tuple[OpSpec, ...] = (
     OpSpec(K.ACTIVATION_INIT, ("activation",), COMPUTE, RECONFIG, PACK, FUSED_ACTIVATION_HEADER,
            "ActivationInitHelper", activation=ACTIVATION_INIT, cost=Cost.RECONFIG),
     _compute(K.COPY_INIT, ("cb",), RECONFIG, UNPACK, "tile_move_copy.h"),
+    # transpose_a: TT's transpose stage (in0_transpose_tile), unpack with transpose into SrcA, datacopy to DST
+    _compute(K.TRANSPOSE_INIT, ("cb",), RECONFIG, UNPACK, "transpose.h"),
     _compute(K.ADD_BCAST_ROWS_INIT, ("a", "b"), RECONFIG, UNPACK, "bcast.h", opens=STAGE_BIAS),
     _compute(K.PACK_UNTILIZE_INIT, ("cb", "block_ct", "full_ct"), RECONFIG, PACK, "pack_untilize.h",
              "pack_untilize_dest_init", opens=STAGE_UNTILIZE),
@@ -259,6 +263,9 @@ _ROWS: tuple[OpSpec, ...] = (
              reads_front=(("cb", "tile", "tiles"),), consumes=("cb",), dst=WRITES_DST, dst_tiles=lambda o: o["tiles"],
              work=lambda o: Work(unpack_tiles=int(o["tiles"])), cost=Cost.RELOAD),
     _compute(K.COPY_TILE, ("cb", "tile", "dst"), DATACOPY, MATH, "tile_move_copy.h", reads_front=(("cb", "tile", 1),),
+             consumes=("cb",), dst=WRITES_DST, dst_tiles=lambda o: 1, work=lambda o: Work(unpack_tiles=1),
+             cost=Cost.RELOAD),
+    _compute(K.TRANSPOSE_TILE, ("cb", "tile", "dst"), DATACOPY, MATH, "transpose.h", reads_front=(("cb", "tile", 1),),
              consumes=("cb",), dst=WRITES_DST, dst_tiles=lambda o: 1, work=lambda o: Work(unpack_tiles=1),
              cost=Cost.RELOAD),
     _compute(K.ADD_BCAST_ROWS, ("a", "b", "a_tile", "b_tile", "dst"), ELTWISE, MATH, "bcast.h", "add_tiles_bcast_rows",

@@ -113,6 +113,7 @@ def _plan(spec: MatmulSpec, arch: ArchFacts) -> Plan:
 
     grid_req = _requested_grid(spec, arch, choices)
     _check_transpose_mcast(spec)
+    _check_transposed_inputs(spec)
     _check_placements(spec)
     layout = dataflow_of(spec.dataflow).layout(spec, mt, nt, grid_req, choices)
     per_core_m, per_core_n, grid, n_blocks = layout.per_core_m, layout.per_core_n, layout.grid, layout.n_blocks
@@ -335,6 +336,34 @@ def _check_placements(spec: MatmulSpec) -> None:
                     spec.span("memory"),
                     Offer(tuple(suggestion(f"dataflow = {d.name}", ("dataflow", d.name)) for d in REGISTRY
                                 if accepts(d, mem)), "dataflow taking these placements", count=len(REGISTRY)))
+
+
+def _check_transposed_inputs(spec: MatmulSpec) -> None:
+    """transpose_a / transpose_b: TT-Metal 0.81.1's reuse, 2D and 1D factories read the stored tensor
+    transposed; bound_matmul runs a separate ttnn::transpose before the others. TT's own refusals, quoted
+    from the wheel's _ttnncpp.so (matmul_device_operation.cpp): transpose_a with a fused batch."""
+    if not (spec.transpose_a or spec.transpose_b):
+        return
+    key = "transpose_a" if spec.transpose_a else "transpose_b"
+    df = dataflow_of(spec.dataflow)
+    if not df.transposes_inside:
+        takers = [d.name for d in REGISTRY if d.transposes_inside]
+        raise PlanError("transposed inputs are read inside the reuse and multicast factories",
+                        f"{key} = true with dataflow = {spec.dataflow}: {df.transpose_refusal}", spec.span(key),
+                        Offer(tuple(suggestion(f"dataflow = {n}", ("dataflow", n)) for n in takers),
+                              "dataflow reading transposed inputs", count=len(takers)))
+    if spec.transpose_a and spec.batch > 1:
+        raise PlanError("transpose_a with fuse_batch needs M_per_batch = 1 (TT-Metal: \"transpose_a with fuse_batch "
+                        "is not supported when batch dimensions exist and M_per_batch > 1\"; \"cannot transpose A "
+                        "in batched matmul\")",
+                        f"transpose_a = true with batch = {spec.batch}: A is stored as {spec.batch} K x M matrices, "
+                        f"which TT-Metal 0.81.1 does not read transposed across a batch (kgen neither, at M = 1)",
+                        spec.span("transpose_a"), "batch = 1, or transpose_a = false")
+    if spec.transpose_a and is_sharded(spec.memory.in0):
+        raise PlanError("transpose_a reads in0 interleaved (kgen)",
+                        f"transpose_a = true with memory.in0 = {spec.memory.in0}: a sharded in0 is copied out of "
+                        f"its shard without the transposed strides; kgen builds transpose_a for an interleaved in0 only",
+                        spec.span("memory.in0"), "memory.in0 = dram or l1")
 
 
 def _check_transpose_mcast(spec: MatmulSpec) -> None:

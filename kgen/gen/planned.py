@@ -128,6 +128,12 @@ class Dataflow(ABC):
     # writes unpack_dst_format Float32 for that CB (libtt_metal.so get_unpack_dst_formats), so the reload
     # keeps every bit instead of truncating to TF32 in SrcA. No 0.81.1 factory leaves it out.
     partials_unpack_to_dest: bool = True
+    # ttnn.matmul's transpose_a / transpose_b (0.81.1): True where kgen reads the transposed tensors inside
+    # the factory as TT's reuse, 2D and 1D factories do (swapped tile strides, the compute kernel's in0 tile
+    # transpose into c_10 and its IN1_TRANSPOSE_TILE define); else `transpose_refusal` says what TT does.
+    transposes_inside: bool = False
+    transpose_refusal: str = ("TT-Metal 0.81.1's 1D multicast factory reads transposed inputs itself (swapped tile "
+                              "strides), which kgen does not build for it yet")
 
     def __repr__(self) -> str:
         return f"<dataflow {self.name}>"
@@ -405,6 +411,18 @@ class Plan(SubblockCounts):
     @property
     def transpose_mcast(self) -> bool:
         return self.spec.transpose_mcast
+
+    @property
+    def transpose_a(self) -> bool:
+        """in0 is stored K x M: its readers step M by one tile and K by Mt, the compute kernel transposes
+        each tile into c_10 (TT's in0_transpose_tile)."""
+        return self.spec.transpose_a
+
+    @property
+    def transpose_b(self) -> bool:
+        """in1 is stored N x K: its readers step K by one tile and N by Kt, matmul_block transposes each
+        tile (TT's IN1_TRANSPOSE_TILE)."""
+        return self.spec.transpose_b
 
     @property
     def m_blocks(self) -> int:

@@ -369,6 +369,8 @@ def _io_tensor(t: IoTensor) -> dict[str, Any]:
                              "layout": t.layout, "page_size": t.page_bytes}
     if t.padded_shape != t.shape:
         entry["padded_shape"] = list(t.padded_shape)
+    if t.transposed:
+        entry["transposed"] = True
     if t.shard is not None:
         entry["memory"] = _memory_config(t.shard)
     elif t.placement == Placement.L1:

@@ -28,6 +28,10 @@ CB_OUT_SHARD = 7
 # buffer intermed0_reload_alias and number it themselves; docs/reference/provenance.md N8). The DRAM-sharded
 # factory's c_7 (CB_OUT_SHARD) never meets it: kgen fuses no bias there.
 CB_PARTIALS_RELOAD_ALIAS = 7
+# transpose_a: the compute kernel transposes each in0 tile of a K-block into this CB and multiplies from it
+# (bmm_large_block_zm_fused_bias_activation.cpp's cb_in0_transposed; the factories size it as c_0, in in0's
+# format: reuse_optimized_descriptor.cpp, matmul_multicore_reuse_mcast_2d_program_factory.cpp, 0.81.1)
+CB_IN0_TRANSPOSED = 10
 
 # SUBBLOCK_HW_CHOICES (matmul_program_config.cpp), read as (h, w) the way
 # bmm_op_utils::get_matmul_subblock_params and TT's peak benchmark read it (docs/reference/matmul.md §3.4).

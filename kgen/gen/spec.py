@@ -211,6 +211,8 @@ MATMUL_KEYS: dict[str, Checker] = {
     "fuse.activation": _activation,
     "untilize_out": _bool,
     "transpose_mcast": _bool,
+    "transpose_a": _bool,
+    "transpose_b": _bool,
     "broadcast_in1": _bool,
     "memory.in0": _placement(MEMORY_IN0),
     "memory.in1": _placement(MEMORY_IN1),
@@ -483,6 +485,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         memory=MemorySpec(vals.get("memory.in0", Placement.DRAM), vals.get("memory.in1", Placement.DRAM),
                           vals.get("memory.out", Placement.DRAM), vals.get("memory.orientation")),
         broadcast_in1=vals.get("broadcast_in1", True),
+        transpose_a=vals.get("transpose_a", False), transpose_b=vals.get("transpose_b", False),
     )
 
 

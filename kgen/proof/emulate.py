@@ -77,6 +77,9 @@ class Inputs:
     # Shapes that are not tile multiples: the arrays above are ttnn's padded tensors (zeros past the
     # logical shape, as tilize pads), and these say which output elements are real: (batch, M, N).
     logical: tuple[int, int, int] | None = None
+    # (in0, in1) stored transposed (transpose_a / transpose_b): in0 and in1 above are the matrices the matmul
+    # multiplies (A, B); the device tensors hold their transposes (encoded so)
+    transposed: tuple[bool, bool] = (False, False)
     # each tensor's tile images, once per Inputs (every shard and every program of a port-check reads them)
     encoded: dict[tuple[str, str], bytes] = field(default_factory=dict, init=False, compare=False, repr=False)
 
@@ -124,26 +127,33 @@ def make_inputs(manifest: dict, seed: int) -> Inputs:
         raw1 = raw1.reshape(-1, *raw1.shape[-2:])
     raw_bias = rng.standard_normal((1, by_name["bias"].shape[-1]), dtype=np.float32) if "bias" in by_name else None
     logical = {t["name"]: t["shape"] for t in manifest["io_tensors"]}
+    flags = tuple(bool(next(t for t in manifest["io_tensors"] if t["name"] == n).get("transposed"))
+                  for n in ("in0", "in1"))
     dims = None
     if any("padded_shape" in t for t in manifest["io_tensors"]):
         # zeros past the logical shape, as ttnn's tilize pads (so a padded K adds nothing), before
-        # quantising, so the padding plays no part in a block float's shared exponent
-        *lead, m, k = logical["in0"]         # leading dims of a rank-4/5 in0 fold into one batch
+        # quantising, so the padding plays no part in a block float's shared exponent. Rows and columns
+        # as stored: a transposed tensor's are the matmul's columns and rows.
+        *lead, r0, c0 = logical["in0"]       # leading dims of a rank-4/5 in0 fold into one batch
+        r1, c1 = logical["in1"][-2:]
         batch = int(np.prod(lead))
-        n = logical["in1"][-1]
         padded0 = raw0.reshape(batch, -1, a.shape[-1])
-        padded0[:, m:, :] = 0.0
-        padded0[:, :, k:] = 0.0
-        raw1[..., k:, :] = 0.0
-        raw1[..., n:] = 0.0
+        padded0[:, r0:, :] = 0.0
+        padded0[:, :, c0:] = 0.0
+        raw1[..., r1:, :] = 0.0
+        raw1[..., c1:] = 0.0
+        m, n = (c0 if flags[0] else r0), (r1 if flags[1] else c1)
         if raw_bias is not None:
             raw_bias[:, n:] = 0.0
         dims = (batch, m, n)
-    in0 = tl.quantize(raw0, a.data_format)
-    in1 = tl.quantize(raw1, b.data_format)
+    in0 = np.asarray(tl.quantize(raw0, a.data_format), np.float32)     # quantised as stored
+    in1 = np.asarray(tl.quantize(raw1, b.data_format), np.float32)
+    if flags[0]:                             # transpose_a needs batch 1 (the planner's rule)
+        in0 = np.ascontiguousarray(in0.T)
+    if flags[1]:
+        in1 = np.ascontiguousarray(np.swapaxes(in1, -1, -2))
     bias = None if raw_bias is None else tl.quantize(raw_bias, by_name["bias"].data_format)[0]
-    return Inputs(np.asarray(in0, np.float32), np.asarray(in1, np.float32),
-                  None if bias is None else np.asarray(bias, np.float32), dims)
+    return Inputs(in0, in1, None if bias is None else np.asarray(bias, np.float32), dims, flags)
 
 
 def _tensor_bytes(t: Tensor, inputs: Inputs) -> bytes:
@@ -155,9 +165,10 @@ def _tensor_bytes(t: Tensor, inputs: Inputs) -> bytes:
 
 def _encode_tensor(t: Tensor, inputs: Inputs) -> bytes:
     if t.name == "in0":
-        m = inputs.in0
+        m = inputs.in0.T if inputs.transposed[0] else inputs.in0
     elif t.name == "in1":
-        m = inputs.in1.reshape(-1, inputs.in1.shape[-1])     # one in1 per batch: batch b's tiles from b*Kt*Nt
+        b = np.swapaxes(inputs.in1, -1, -2) if inputs.transposed[1] else inputs.in1
+        m = b.reshape(-1, b.shape[-1])     # one in1 per batch: batch b's tiles from b*Kt*Nt
     elif t.name == "bias":
         m = np.zeros((TILE_HW, inputs.bias.shape[0]), np.float32)   # [1, N] padded to a tile row
         m[0] = inputs.bias

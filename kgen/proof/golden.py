@@ -239,11 +239,16 @@ def golden_from_plan(plan, in0, in1, bias=None, *, mode: str = "exact", plain: b
         return GoldenResult(nx.L1Data(parts[0].format, np.concatenate([d.bits for d in parts]), exps), mode)
     if a.ndim == 3:
         a = a.reshape(-1, a.shape[-1])
+    if getattr(plan, "transpose_a", False):
+        a = in0_transpose_stage(a, plan.in0_format, plan.compute.fp32_dest_acc)
+    in1_format = plan.in1_format
+    if getattr(plan, "transpose_b", False):
+        b, in1_format = in1_transposed_operand(b, in1_format, plan.compute.fp32_dest_acc)
     if plan.fuse_bias and bias is None and not plain:
         raise ValueError("the plan fuses a bias: pass bias")
     kw = dict(
         fidelity=plan.compute.math_fidelity, fp32_dest_acc=plan.compute.fp32_dest_acc,
-        packer_l1_acc=plan.l1_acc_enabled, in0_format=plan.in0_format, in1_format=plan.in1_format,
+        packer_l1_acc=plan.l1_acc_enabled, in0_format=plan.in0_format, in1_format=in1_format,
         out_format=plan.out_format, partials_format=plan.partials_format,
         in0_block_w=plan.in0_block_w, num_k_blocks=plan.num_blocks,
         bias=bias if plan.fuse_bias else None, bias_format=plan.bias_format, relu=plan.pack_relu,
@@ -380,6 +385,32 @@ def _bias_operands(bias_row, cfg: MatmulConfig):
 
 # ---------------------------------------------------------------------------------------------
 # exact mode
+
+def in0_transpose_stage(a, in0_format: str, fp32_dest_acc: bool) -> np.ndarray:
+    """transpose_a: the values the matmul reads out of c_10 for A (M, K), whose device tensor holds A^T.
+    TT's compute kernel (bmm_large_block_zm_fused_bias_activation.cpp, in0_transpose_tile) unpacks each
+    stored tile through SrcA with the transpose (transpose_tile: Float32 truncated to TF32, or to bf16 without
+    fp32 accumulation), copies it into DST and packs it into c_10 in in0's format: exact for bfloat16, but a
+    block float's shared exponents are taken again over the transposed rows, and a Float32 A arrives as SrcA
+    and DST hold it. `a` is A's values (A^T quantised as stored, transposed)."""
+    stored = nx.L1Data.from_values(np.ascontiguousarray(np.asarray(a, np.float32).T), in0_format)
+    dst = nx.reload_to_dst(stored, fp32_dest_acc)            # SrcA, datacopy: DST values as fp32 patterns
+    return nx.pack(np.ascontiguousarray(dst.T), in0_format, fp32_dest_acc).values()
+
+
+def in1_transposed_operand(b, in1_format: str, fp32_dest_acc: bool) -> tuple[np.ndarray, str]:
+    """transpose_b: B (K, N) as SrcA receives it, and the format to read it in. matmul_block's transpose
+    (IN1_TRANSPOSE_TILE) moves each stored tile's datums, unchanged, to their transposed places; a block
+    float's shared exponents belong to the stored rows (B^T's, along K), so its datums are taken as the
+    unpacker delivers them from the stored tiles (bf16-exact) and read as Float16_b. Other formats are
+    element-wise: B as it is."""
+    fmt = tl.canonical_format(in1_format)
+    if fmt in ("Float32", "Float16_b"):
+        return b, in1_format
+    stored = nx.L1Data.from_values(np.ascontiguousarray(np.asarray(b, np.float32).T), fmt)
+    src = nx.src19_to_fp32(nx.unpack_to_src(stored, fp32_dest_acc))
+    return np.ascontiguousarray(tl.bits_f32(src).T), "Float16_b"
+
 
 def _exact(a, b, bias_row, cfg: MatmulConfig) -> nx.L1Data:
     fp32 = cfg.fp32_dest_acc

@@ -63,6 +63,9 @@ class DramSharded(Dataflow):
         "in1": frozenset({Placement.DRAM_WIDTH_SHARDED}),
         "out": frozenset({Placement.L1_WIDTH_SHARDED})})
     transpose_mcast = False
+    # bound_matmul (matmul.cpp, 0.81.1) runs ttnn::transpose(x, -1, -2) as an op of its own before this factory
+    transpose_refusal = ("ttnn.matmul 0.81.1 runs a separate ttnn::transpose op on the transposed input before the "
+                         "DRAM-sharded factory (bound_matmul); kgen builds only the matmul")
     shared_axis: int | None = 0          # every worker holds all of M
     # a worker that does not hold the K-block waits for the one that does
     paced_by: Mapping[str, str] = MappingProxyType({"in0_gather_receiver": "in0_gather"})

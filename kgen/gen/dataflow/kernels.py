@@ -41,12 +41,30 @@ class Tiles:
 
     def in0_block(self) -> Affine:
         p = self.p
+        m_step, k_step = self.strides("in0")
         # row = core_y*per_core_M + bh*out_block_h; col = block*in0_block_w
-        return self._a(core_y=p.per_core_m * p.kt, bh=p.out_block_h * p.kt, block=p.in0_block_w,
+        return self._a(core_y=p.per_core_m * m_step, bh=p.out_block_h * m_step, block=p.in0_block_w * k_step,
                        **self._batch(p.mt * p.kt))
+
+    def strides(self, tensor: str) -> tuple[int, int]:
+        """The page steps of one tile down and one tile across a block of `tensor` (in0: M, K; in1: K, N):
+        a row-major tensor's (width, 1), or, stored transposed (transpose_a: in0 as K x M, transpose_b: in1
+        as N x K), (1, the stored row's width): TT's `in0_tensor_stride_h = transpose_a ? 1 : Kt`,
+        `in0_tensor_stride_w = transpose_a ? Mt : 1` and in1's likewise with Nt and Kt
+        (matmul_multicore_reuse_mcast_2d_program_factory.cpp, 0.81.1)."""
+        p = self.p
+        if tensor == "in0":
+            return (1, p.mt) if p.transpose_a else (p.kt, 1)
+        if tensor == "in1":
+            return (1, p.kt) if p.transpose_b else (p.nt, 1)
+        return (p.nt, 1)
 
     def in1_block(self) -> Affine:
         p = self.p
+        if p.transpose_b:
+            # in1 stored N x K: row (K) = block*in0_block_w, one page a tile; column (N) Kt pages a tile
+            return self._a(block=p.in0_block_w, core_x=p.per_core_n * p.kt, bw=p.out_block_w * p.kt,
+                           **(self._batch(p.kt * p.nt) if p.batched_in1 else {}))
         # row = block*in0_block_w; col = core_x*per_core_N + bw*out_block_w; batch b's own in1 unless
         # in1 is broadcast (the reader's `if (bcast_B == 0) in1_tensor_start_tile_id += KtNt`)
         return self._a(block=p.in0_block_w * p.nt, core_x=p.per_core_n, bw=p.out_block_w,
@@ -82,10 +100,13 @@ class Tiles:
                  core_x=p.per_core_n, bw=p.out_block_w, in1_sb=p.out_subblock_w, **self._batch(p.mt * p.nt))
 
 
-def read_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
+def read_block(cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int | tuple[int, int], tiles: int,
           row_extent: Extent | None, col_extent: Extent | None) -> list[Node]:
+    """`stride`: the row stride, or (row, column) strides of a tensor stored transposed (Tiles.strides)."""
+    row_stride, col_stride = stride if isinstance(stride, tuple) else (stride, 1)
     return [op("cb_reserve_back", cb, tiles),
-            op("read_tiles", tensor, cb, start, rows, cols, stride, row_extent, col_extent),
+            op("read_tiles", tensor, cb, start, rows, cols, row_stride, row_extent, col_extent,
+               col_stride if col_stride != 1 else None),
             op("noc_read_barrier"), op("cb_push_back", cb, tiles)]
 
 
@@ -219,7 +240,10 @@ def sender_block(p: Plan, cb: int, tensor: str, start: Affine, rows: int, cols: 
     (the 2D and 1D multicast factories' sender lifecycle)."""
     ops: list[Node] = [op("cb_reserve_back", cb, tiles)]
     if not (tensor == "in0" and p.memory.in0 == Placement.L1_HEIGHT_SHARDED):
-        ops += [op("read_tiles", tensor, cb, start, rows, cols, stride, *extents), op("noc_read_barrier")]
+        col_stride = None
+        if (tensor == "in0" and p.transpose_a) or (tensor == "in1" and p.transpose_b):
+            stride, col_stride = Tiles(p).strides(tensor)     # stored transposed
+        ops += [op("read_tiles", tensor, cb, start, rows, cols, stride, *extents, col_stride), op("noc_read_barrier")]
     # (a height-sharded in0: c_0 is globally allocated on the core's shard, the block is already there)
     if num_dests:
         ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),

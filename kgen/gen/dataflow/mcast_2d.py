@@ -35,6 +35,7 @@ class Mcast2D(GridOfBlocks):
         "in1": frozenset({Placement.DRAM, Placement.L1}),
         "out": frozenset({Placement.DRAM, Placement.L1, Placement.L1_BLOCK_SHARDED})})
     transpose_mcast = True
+    transposes_inside = True
     do_not_inplace_interm0_out = True
     shared_axis: int | None = None
     # A multicast receiver waits for its sender: it runs at the sender's pace.

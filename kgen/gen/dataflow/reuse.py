@@ -44,6 +44,7 @@ class Reuse(GridOfBlocks):
     label = "reuse"
     placements: Mapping[str, frozenset[Placement]] = INTERLEAVED   # in DRAM or L1
     transpose_mcast = False
+    transposes_inside = True
     shared_axis: int | None = None
     paced_by: Mapping[str, str] = MappingProxyType({})
     is_1d = False
@@ -93,8 +94,9 @@ def _reuse_kernels(p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...]:
     t = Tiles(p)
     tensors = tensors_of(p)
     k_block = Loop("block", 0, p.num_blocks, tuple(
-        read_block(CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles, t.in0_rows(), None)
-        + read_block(CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles,
+        read_block(CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, t.strides("in0"), p.in0_block_tiles,
+                   t.in0_rows(), None)
+        + read_block(CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, t.strides("in1"), p.in1_block_tiles,
                 None, t.in1_cols())))
 
     def reader_body(first: bool) -> tuple[Node, ...]:

@@ -44,6 +44,7 @@ from typing import Any, Callable, Mapping
 
 from kgen.core.manifest import cores_of
 from kgen.core.types import TILE_HW, Placement, is_sharded
+from kgen.gen.dataflow import tt_transpose
 from kgen.gen.dataflow.tt_program import (INTERLEAVED_DRAM, INTERLEAVED_L1, DataflowSwapError, ExpectedDifference,
                                          accessor_config,
                                          TtKernelArgs, TtProgram, aligned_pages, noc_index, untiled_tensor)
@@ -227,9 +228,10 @@ class FactoryValues:
 def _in0_sender(f: FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     kt, ibw, obh, cols, rows = p.kt, p.in0_block_w, p.out_block_h, f.cols, f.rows
+    sw, sh = tt_transpose.in0_strides(p)                           # (1, Kt), or (Mt, 1) with transpose_a
     sharded = p.memory.in0 == Placement.L1_HEIGHT_SHARDED          # IN0_SHARDED: c_0 is the shard
     rt = tuple((core, (
-        {"buffer_address": "in0"}, p.per_core_m * kt * f.idx(core)[0],
+        {"buffer_address": "in0"}, p.per_core_m * sh * f.idx(core)[0],
         *f.in0_rect(core, noc_index(k)),
         f.last_obh if f.idx(core)[0] == rows - 1 else obh,
         0)) for core in cores_of(k["core_ranges"]))                  # sparsity_addr
@@ -238,7 +240,8 @@ def _in0_sender(f: FactoryValues, k: dict) -> TtKernelArgs:
         # in0_last_ktile_w = logical K % tile width (the reader zeroes the rest of the last K tile),
         # in0_last_ktile_h = 0 (no transpose_a), then extract_shard_sub_blocks (always false here), and the
         # shard's width and height in tiles (0 unless in0 is sharded)
-        (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, p.spec.k % TILE_HW, 0, 0, *f.in0_shard_tiles, p.num_blocks,
+        (sw, sh, ibw * sw, obh * sh, ibw, obh, obh * ibw, *tt_transpose.in0_last_ktile(p), 0, *f.in0_shard_tiles,
+         p.num_blocks,
          p.num_blocks_w_dim,
          p.num_blocks_h_dim, f.sems["in0_sender"], f.sems["in0_receiver"], cols - 1, cols - 1, p.mt * kt,
          f.batch, f.batch,
@@ -265,12 +268,13 @@ def _in1_sender_writer(f: FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
     pcm, pcn, nt, obw, obh, ibw = p.per_core_m, p.per_core_n, p.nt, p.out_block_w, p.out_block_h, p.in0_block_w
     cols, rows, bias = f.cols, f.rows, f.bias
+    sw, sh = tt_transpose.in1_strides(p)                           # (1, Nt), or (Kt, 1) with transpose_b
     rt = []
     for core in cores_of(k["core_ranges"]):
         m, x = f.idx(core)                                               # in0_idx, in1_idx
         right = x == cols - 1
         rt.append((core, (
-            {"buffer_address": "in1"}, pcn * x,
+            {"buffer_address": "in1"}, pcn * sw * x,
             *f.in1_rect(core, noc_index(k)),
             0,                                                           # sparsity_addr
             {"buffer_address": "out"}, x * pcn + m * pcm * nt,
@@ -282,7 +286,7 @@ def _in1_sender_writer(f: FactoryValues, k: dict) -> TtKernelArgs:
             *(() if f.out_sharded else (f.last_nbw if right else p.num_blocks_w_dim,)))))
     return TtKernelArgs(
         "in1_sender_writer", TT_KERNELS["in1_sender_writer"],
-        (1, nt, ibw * nt, obw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
+        (sw, sh, ibw * sh, obw * sw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
          f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
          *f.writer_ct(),
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output

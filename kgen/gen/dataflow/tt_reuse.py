@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.manifest import cores_of
 from kgen.core.types import is_sharded
+from kgen.gen.dataflow import tt_transpose
 from kgen.gen.dataflow.tt_program import (DataflowSwapError, accessor_config, ExpectedDifference, TtKernelArgs,
                                          TtProgram, aligned_pages, untiled_tensor)
 
@@ -65,9 +66,10 @@ def reader_args(plan, core: tuple[int, int]) -> tuple[Any, ...]:
     p, v = plan, factory_values(plan)
     ox, oy = core
     ibw = p.in0_block_w
-    return ({"buffer_address": "in0"}, v["Kt"] * p.per_core_m * oy, 1, v["Kt"], ibw,  # start, stride w / h, next block
+    (w0, h0), (w1, h1) = tt_transpose.in0_strides(p), tt_transpose.in1_strides(p)   # swapped when transposed
+    return ({"buffer_address": "in0"}, h0 * p.per_core_m * oy, w0, h0, ibw * w0,   # start, stride w / h, next block
             ibw, p.per_core_m, ibw * p.per_core_m,                                 # in0 block w, h, tiles
-            {"buffer_address": "in1"}, p.per_core_n * ox, 1, v["Nt"], ibw * v["Nt"],
+            {"buffer_address": "in1"}, p.per_core_n * w1 * ox, w1, h1, ibw * h1,
             p.per_core_n, ibw, p.per_core_n * ibw,                                 # in1 block w, h, tiles
             v["Kt"] // ibw,                                                        # num_blocks
             v["Mt"] * v["Kt"], v["Kt"] * v["Nt"], v["B"], v["bcast_B"])            # MtKt, KtNt, batch, bcast_B

@@ -481,7 +481,7 @@ MatmulPasses matmul_passes(uint32_t rt_dim, uint32_t ct_dim) {
 }  // namespace
 
 void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t in1_tile, uint32_t ct_dim,
-                   uint32_t rt_dim, uint32_t kt_dim, Where at) {
+                   uint32_t rt_dim, uint32_t kt_dim, Where at, bool in1_transpose) {
     Proc *p = cur(at);
     Core *c = p->core;
     check_fpu_operands(c, at, "matmul_block");
@@ -503,6 +503,7 @@ void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t
     for (uint32_t col = 0; col < ct_dim; ++col) {
         const uint8_t *t = unpack_tile_addr(p, in1_cb, in1_tile + col, c->srca_fmt, at, "matmul_block (in1 -> SrcA)");
         unpack_src(t, c->srca_fmt, mc.fp32_dest_acc, src19);
+        if (in1_transpose) transpose_datums(src19);        // IN1_TRANSPOSE_TILE: in1's tile lands transposed in SrcA
         prepare_srca(src19, mc, *item.in1[col]);
     }
     // LLK holds min(rt, ct) tiles of one operand, held_per_pass per pass, and streams max(rt, ct)
@@ -522,7 +523,8 @@ void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t
     push_src(p, item, start, mp.held + mp.streamed, at);
 }
 
-void unpack_copy(uint32_t cb, uint32_t tile, uint32_t count, Where at) {
+namespace {  // copy_tile, or transpose_tile (the same unpack through SrcA, the datums transposed)
+void unpack_copy_item(uint32_t cb, uint32_t tile, uint32_t count, bool transpose, Where at) {
     Proc *p = cur(at);
     Core *c = p->core;
     SrcItem &item = src_slot_for_unpack(p, at);
@@ -530,6 +532,7 @@ void unpack_copy(uint32_t cb, uint32_t tile, uint32_t count, Where at) {
     item.count = count;
     item.fmt = c->srca_fmt;
     item.to_dest = c->srca_to_dest;
+    item.transpose = transpose;
     item.at = at;
     uint32_t tb = tile_bytes(c->srca_fmt);
     item.bytes.resize(size_t(tb) * count);
@@ -538,9 +541,14 @@ void unpack_copy(uint32_t cb, uint32_t tile, uint32_t count, Where at) {
         std::memcpy(item.bytes.data() + size_t(i) * tb, t, tb);
     }
     uint64_t start = p->clock;
-    work_at("unpack_copy_tile", at, count * unpack_cost(c->srca_fmt), cb, tile);
+    work_at(transpose ? "unpack_transpose_tile" : "unpack_copy_tile", at, count * unpack_cost(c->srca_fmt), cb, tile);
     push_src(p, item, start, count, at);
 }
+}  // namespace
+
+void unpack_copy(uint32_t cb, uint32_t tile, uint32_t count, Where at) { unpack_copy_item(cb, tile, count, false, at); }
+void unpack_transpose(uint32_t cb, uint32_t tile, Where at) { unpack_copy_item(cb, tile, 1, true, at); }
+
 
 void unpack_binary(uint32_t cb_a, uint32_t cb_b, uint32_t tile_a, uint32_t tile_b, bool bcast_rows, Where at) {
     Proc *p = cur(at);
@@ -628,9 +636,11 @@ void math_copy(uint32_t dst_index, uint32_t count, Where at) {
     MathConfig mc = c->math;
     mc.fast = M.fast;
     uint32_t tb = tile_bytes(item.fmt);
-    for (uint32_t i = 0; i < count; ++i)
-        copy_tile_to_dst(item.bytes.data() + size_t(i) * tb, item.fmt, mc, item.to_dest,
-                         math_dst_tile(p, dst_index + i, at, "copy_tile"));
+    for (uint32_t i = 0; i < count; ++i) {
+        uint32_t *d = math_dst_tile(p, dst_index + i, at, "copy_tile");
+        copy_tile_to_dst(item.bytes.data() + size_t(i) * tb, item.fmt, mc, item.to_dest, d);
+        if (item.transpose) transpose_datums(d);   // an element permutation: the same before or after the copy
+    }
     work("copy_tile", "datacopy_tile", at, count, dst_index, count);
     pop_src(p, item, cost("datacopy_tile"));
 }

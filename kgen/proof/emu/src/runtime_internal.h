@@ -127,6 +127,7 @@ struct SrcItem {
     std::vector<uint8_t> bytes;      // COPY: raw tiles
     DataFormat fmt = DataFormat::Invalid;
     bool to_dest = false;            // COPY: unpacked straight into DST (the CB is UnpackToDestFp32)
+    bool transpose = false;          // COPY: transpose_tile (TT's unpack with transpose_of_faces and within-face)
     std::vector<uint32_t> a19, b19;  // BINARY
     Where at{nullptr, 0};
     // The unpacker streams an item tile by tile: math may start on its first tile and cannot finish

@@ -400,6 +400,14 @@ int fidelity_phases(Fidelity f) {
     }
 }
 
+void transpose_datums(uint32_t* d) {
+    uint32_t t[TILE_DATUMS];
+    auto at = [](uint32_t r, uint32_t c) { return ((r / 16) * 2 + c / 16) * 256 + (r % 16) * 16 + c % 16; };
+    for (uint32_t r = 0; r < 32; ++r)
+        for (uint32_t c = 0; c < 32; ++c) t[at(c, r)] = d[at(r, c)];
+    std::memcpy(d, t, sizeof t);
+}
+
 void unpack_src(const uint8_t* t, DataFormat fmt, bool fp32_dest_acc, uint32_t* out) {
     switch (fmt) {
         case DataFormat::Float32:

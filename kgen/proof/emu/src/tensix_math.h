@@ -52,6 +52,9 @@ struct MathConfig {
 // TF32 (fp32_dest_acc) or BF16 by truncation, Float16_b bit copy, block floats by the hardware BFP->BF16
 // rule; a zero exponent field reads as zero.
 void unpack_src(const uint8_t* l1_tile, DataFormat fmt, bool fp32_dest_acc, uint32_t* src19_out);
+// A tile's 1024 datums in face order transposed (row r, column c -> row c, column r): TT's unpack with
+// transpose_of_faces and the within-face transpose (transpose_tile, matmul_block's in1 transpose flag).
+void transpose_datums(uint32_t* datums);
 
 // ---- matmul operands ---------------------------------------------------------------------------
 //

@@ -129,8 +129,7 @@ ALWI void mm_init(uint32_t in0_cb, uint32_t in1_cb, uint32_t out_cb, uint32_t tr
     compute_kernel_hw_startup<SrcOrder::Reverse>(in0_cb, in1_cb, out_cb, kemu_file, kemu_line);
 }
 ALWI void mm_init_short(uint32_t in0_cb, uint32_t in1_cb, uint32_t transpose = 0, KEMU_WHERE) {
-    if (transpose) kemu::unsupported("mm_init_short with transpose", KEMU_AT);
-    (void)in0_cb; (void)in1_cb;
+    (void)in0_cb; (void)in1_cb; (void)transpose;   // the transpose itself is matmul_block's argument
     kemu::note_op("mm_init_short", KEMU_AT);
 }
 ALWI void matmul_tiles(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile_index, uint32_t in1_tile_index,
@@ -142,16 +141,18 @@ ALWI void matmul_tiles(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile_index
 }
 ALWI void matmul_block_init(uint32_t in0_cb, uint32_t in1_cb, uint32_t transpose = 0, uint32_t ct_dim = 1,
                             uint32_t rt_dim = 1, uint32_t kt_dim = 1, KEMU_WHERE) {
-    if (transpose) kemu::unsupported("matmul_block_init with transpose", KEMU_AT);
+    (void)transpose;   // the transpose itself is matmul_block's argument (TT passes both the same flag)
     (void)in0_cb; (void)in1_cb; (void)ct_dim; (void)rt_dim; (void)kt_dim;
     kemu::note_op("matmul_block_init", KEMU_AT);
 }
-// Dst[idst + r * ct_dim + c] += in0[in0_tile_index + r * kt_dim] @ in1[in1_tile_index + c].
+// Dst[idst + r * ct_dim + c] += in0[in0_tile_index + r * kt_dim] @ in1[in1_tile_index + c] (each in1 tile
+// transposed within itself with `transpose`: TT's IN1_TRANSPOSE_TILE, in1 unpacked into SrcA transposed).
 ALWI void matmul_block(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile_index, uint32_t in1_tile_index,
                        uint32_t idst, uint32_t transpose, uint32_t ct_dim, uint32_t rt_dim, uint32_t kt_dim,
                        KEMU_WHERE) {
-    if (transpose) kemu::unsupported("matmul_block with transpose", KEMU_AT);
-    UNPACK((kemu::unpack_matmul(in0_cb, in1_cb, in0_tile_index, in1_tile_index, ct_dim, rt_dim, kt_dim, KEMU_AT)));
+    UNPACK((kemu::unpack_matmul(in0_cb, in1_cb, in0_tile_index, in1_tile_index, ct_dim, rt_dim, kt_dim, KEMU_AT,
+                                transpose != 0)));
+    (void)transpose;
     MATH((kemu::math_matmul(idst, ct_dim, rt_dim, KEMU_AT)));
     (void)in0_cb; (void)in1_cb; (void)in0_tile_index; (void)in1_tile_index; (void)idst; (void)kt_dim;
 }
@@ -237,14 +238,18 @@ ALWI void add_tiles(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itil
     (void)icb0; (void)icb1; (void)itile0; (void)itile1; (void)idst; (void)kemu_file; (void)kemu_line;
 }
 
-// ---- what TT-Metal's matmul kernel compiles but kgen's plans never run -------------------------
+// ---- transposes (transpose_a: TT's in0_transpose_tile stage) -----------------------------------
 template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void transpose_init(uint32_t icb, KEMU_WHERE) { (void)icb; kemu::note_op("transpose_init", KEMU_AT); }
 ALWI void transpose_wh_init(uint32_t icb, uint32_t ocb, KEMU_WHERE) { (void)icb; (void)ocb; kemu::note_op("transpose_wh_init", KEMU_AT); }
 ALWI void transpose_wh_init_short(uint32_t icb, KEMU_WHERE) { (void)icb; kemu::note_op("transpose_wh_init_short", KEMU_AT); }
+// TT's transpose_tile: unpack into SrcA with transpose_of_faces and the within-face transpose, datacopy A2D
+// (api/compute/transpose.h; a Float32-unpacked CB takes TT's unpack-to-dest path, the same permutation).
+template <bool is_fp32_dest_acc_en = DST_ACCUM_MODE>
 ALWI void transpose_tile(uint32_t icb, uint32_t itile, uint32_t idst, KEMU_WHERE) {
-    (void)icb; (void)itile; (void)idst;
-    kemu::unsupported("transpose_tile (in0_transpose_tile)", KEMU_AT);
+    UNPACK((kemu::unpack_transpose(icb, itile, KEMU_AT)));
+    MATH((kemu::math_copy(idst, 1, KEMU_AT)));
+    (void)icb; (void)itile; (void)idst; (void)kemu_file; (void)kemu_line;
 }
 ALWI void transpose_wh_tile(uint32_t icb, uint32_t itile, uint32_t idst, KEMU_WHERE) {
     transpose_tile(icb, itile, idst, kemu_file, kemu_line);

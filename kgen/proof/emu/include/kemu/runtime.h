@@ -95,8 +95,10 @@ KEMU_API void pack_relu(bool on, Where at);
 
 // ---- compute: unpack (TRISC0) ---------------------------------------------------------------
 KEMU_API void unpack_matmul(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile, uint32_t in1_tile, uint32_t ct_dim,
-                            uint32_t rt_dim, uint32_t kt_dim, Where at);
+                            uint32_t rt_dim, uint32_t kt_dim, Where at, bool in1_transpose = false);
 KEMU_API void unpack_copy(uint32_t cb, uint32_t tile, uint32_t count, Where at);
+// transpose_tile: one tile through SrcA transposed (rows <-> columns), then the datacopy into DST (math_copy)
+KEMU_API void unpack_transpose(uint32_t cb, uint32_t tile, Where at);
 KEMU_API void unpack_binary(uint32_t cb_a, uint32_t cb_b, uint32_t tile_a, uint32_t tile_b, bool bcast_rows, Where at);
 
 // ---- compute: math (TRISC1) -----------------------------------------------------------------
