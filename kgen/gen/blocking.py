@@ -197,14 +197,20 @@ class Blocking:
                                         for o in ((ob[0], self.per_core_n), (1, ob[1]))),
                                   "out_block with out_block_w == per_core_N or out_block_h == 1"))
 
-    def padding_violation(self, ob: tuple[int, int]) -> tuple[str, str, Offer] | None:
+    def padding_violation(self, ob: tuple[int, int], strict: bool = False) -> tuple[str, str, Offer] | None:
         """TT-Metal's _padding readers skip rows/columns past the tensor only in a core's last out block
         (reader_bmm_tile_layout_in0_sender_padding.cpp: `bh < num_blocks_h_dim - 1 || h < last_block_h`;
         in1: `bw < num_blocks_w_dim - 1 || w < last_block_w`): every earlier block is read whole. So the
-        last core's tiles must reach into its last out block, or its readers would read past the tensor."""
+        last core's tiles must reach into its last out block, or its readers would read past the tensor.
+        Where the factory's writers stop at that core's last_num_blocks_h/w_dim
+        (Dataflow.skips_padded_out_blocks) TT builds it: the whole blocks past the tensor are read, computed
+        and not written, and kgen's readers skip their tiles as they skip a padded block's. `strict`: the
+        rule whatever the factory (the auto out_block search prefers blocks that keep it)."""
+        factory = dataflow_of(self.spec.dataflow)
+        m_blocks = -(-self.mt // self.per_core_m)
         for i, (dim, tiles, per) in enumerate((("h", self.mt, self.per_core_m), ("w", self.nt, self.per_core_n))):
             last = tiles % per or per
-            if last <= per - ob[i]:
+            if last <= per - ob[i] and (strict or not factory.skips_padded_out_blocks(i, m_blocks)):
                 mn = "MN"[i]
                 return (f"{mn}t % per_core_{mn} > per_core_{mn} - out_block_{dim} (TT-Metal's readers pad only a "
                         f"core's last out block)",
@@ -302,6 +308,9 @@ class Blocking:
                                                                      and self.sharded_out_allows(ob)
                                                                      and (self.spec.memory.in0 != Placement.L1_HEIGHT_SHARDED
                                                                           or ob[0] == self.per_core_m))]
+        # blocks without whole padded out blocks first (the choice of every spec kgen planned before TT's
+        # last_num_blocks_h/w_dim were taken), then those the factory's writers skip
+        ob_candidates.sort(key=lambda ob: self.padding_violation(ob, strict=True) is not None)
         w_candidates = [given_w] if given_w else [d for d in reversed(divisors(self.kt))
                                                   if d <= AUTO_IN0_BLOCK_W_MAX and self.w_allowed(d)]
         if self.spec.memory.in0 == Placement.L1_HEIGHT_SHARDED and not given_w:

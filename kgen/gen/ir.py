@@ -294,21 +294,50 @@ Node = Union[Op, Loop]
 
 @dataclass(frozen=True)
 class CoreRange:
+    """The cores of a rectangle, or with `count` its first `count` cores in row-major order: the run of
+    cores TT-Metal's 1D factory takes (num_cores_to_corerangeset(..., row_major = true)), whose last row
+    may be partial; the rectangle is then its bounding box."""
     x0: int
     y0: int
     x1: int
     y1: int
+    count: int = 0                 # 0: every core of the rectangle
+
+    def _index(self, core: tuple[int, int]) -> int:
+        return (core[1] - self.y0) * (self.x1 - self.x0 + 1) + core[0] - self.x0
 
     def cores(self) -> Iterator[tuple[int, int]]:
         for y in range(self.y0, self.y1 + 1):
             for x in range(self.x0, self.x1 + 1):
-                yield x, y
+                if not self.count or self._index((x, y)) < self.count:
+                    yield x, y
 
     def __contains__(self, core: tuple[int, int]) -> bool:
-        return self.x0 <= core[0] <= self.x1 and self.y0 <= core[1] <= self.y1
+        inside = self.x0 <= core[0] <= self.x1 and self.y0 <= core[1] <= self.y1
+        return inside and (not self.count or self._index(core) < self.count)
+
+    @property
+    def size(self) -> int:
+        """The number of cores."""
+        return self.count or (self.x1 - self.x0 + 1) * (self.y1 - self.y0 + 1)
+
+    def rectangles(self) -> tuple["CoreRange", ...]:
+        """The cores as whole rectangles: itself, or a run's whole rows and then its partial last row."""
+        width = self.x1 - self.x0 + 1
+        if not self.count or self.count == self.size_of_box():
+            return (CoreRange(self.x0, self.y0, self.x1, self.y1),)
+        rows, rest = divmod(self.count, width)
+        out = [CoreRange(self.x0, self.y0, self.x1, self.y0 + rows - 1)] if rows else []
+        if rest:
+            out.append(CoreRange(self.x0, self.y0 + rows, self.x0 + rest - 1, self.y0 + rows))
+        return tuple(out)
+
+    def size_of_box(self) -> int:
+        return (self.x1 - self.x0 + 1) * (self.y1 - self.y0 + 1)
 
     def __str__(self) -> str:
-        return f"({self.x0},{self.y0})-({self.x1},{self.y1})"
+        box = f"({self.x0},{self.y0})-({self.x1},{self.y1})"
+        return box if not self.count or self.count == self.size_of_box() else f"{box} first {self.count}"
 
 
 @dataclass(frozen=True)

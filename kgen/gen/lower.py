@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 
 from kgen.gen.dataflow.kernels import out_block_loops
 from kgen.core.types import TILE_HW, Placement
-from kgen.gen.ir import (Affine, ComputeFlags, CoreBlocking, CoreRange, IoTensor, Kernel, Loop, Node, Problem, Program,
+from kgen.gen.ir import (Affine, ComputeFlags, CoreBlocking, IoTensor, Kernel, Loop, Node, Problem, Program,
                          RuntimeArg, ShardSpec, Sym, op)
 from kgen.gen.plan import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, CB_PARTIALS, Plan, round_up_tiles
 from kgen.gen.rules import CB_IN0_TRANSPOSED
@@ -432,8 +432,7 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
 
 def lower(p: Plan) -> Program:
     """Build the IR of every kernel. The stage driver verifies it next (kgen/gen/pipeline.py)."""
-    nx, ny = p.grid
-    all_cores = CoreRange(0, 0, nx - 1, ny - 1)
+    all_cores = p.all_cores
     compute = Kernel("compute", "compute", "TRISC", None, all_cores, _compute_kernel(p),
                      compile_time_args=compute_compile_time_args(p), named_compile_time_args=compute_named_args(p),
                      defines=compute_defines(p),

@@ -169,7 +169,7 @@ def _plan(spec: MatmulSpec, arch: ArchFacts) -> Plan:
         partials_reason=partials_reason, out_format=out_fmt, in0_format=in0_fmt, in1_format=in1_fmt,
         bias_format=bias_fmt, dst_sync=dst_sync, dst_capacity=capacity, dst_accum_format=dst_accum,
         cbs=cbs, regions=regions, warnings=(), choices=tuple(choices), out_partials_sharing=sharing,
-        in0_shards=layout.in0_shards, per_core_n_compute=n_compute,
+        in0_shards=layout.in0_shards, per_core_n_compute=n_compute, cores_with_work=layout.cores,
     )
     return replace(chosen, warnings=_warnings(chosen), tt_choice=tt_choice)
 

@@ -16,13 +16,13 @@ from kgen.core.arch import ArchFacts
 from kgen.core.types import TILE_HW, Placement
 from kgen.gen import activations
 from kgen.gen.activations import Activation
-from kgen.gen.ir import CircularBuffer, L1Region, SubblockCounts
+from kgen.gen.ir import CircularBuffer, CoreRange, L1Region, SubblockCounts
 from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
 from kgen.gen.rules import CB_PARTIALS, CB_PARTIALS_RELOAD_ALIAS, round_up_tiles
 
 if TYPE_CHECKING:
     from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
-    from kgen.gen.ir import CoreRange, Kernel, Semaphore
+    from kgen.gen.ir import Kernel, Semaphore
     from kgen.gen.matmul_spec import MemorySpec
 
 
@@ -36,6 +36,8 @@ class Layout:
     grid: tuple[int, int]
     n_blocks: int
     in0_shards: int = 0
+    # cores with work when fewer than the grid's (a 1D run whose last row is partial; 0: all of them)
+    cores: int = 0
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,13 @@ class Dataflow(ABC):
         per_core_M rows of tiles (fuzz draws padded M only where they do)."""
         return True
 
+    def skips_padded_out_blocks(self, axis: int, m_blocks: int) -> bool:
+        """Whether TT-Metal's program of this factory runs a last core (along M, axis 0, or N, axis 1) whose
+        out blocks past its last tiles lie entirely outside the tensor: its writers stop at that core's
+        last_num_blocks_h_dim / last_num_blocks_w_dim and skip the rest (blocking.padding_violation).
+        False: TT's writers of that axis have no such arg, so the rule stays."""
+        return False
+
     def cb_depths(self, num_blocks: int, default: int) -> tuple[int, int]:
         """K-blocks the in0 and in1 CBs hold: `default` for both (the 2D factory's double buffering)."""
         return default, default
@@ -271,6 +280,9 @@ class Plan(SubblockCounts):
     per_core_n_compute: int = 0
     # `dataflow = auto`: which of TT's rules chose each field (or that the spec fixed it); else empty
     tt_choice: tuple[str, ...] = ()
+    # the cores with work when fewer than the grid's: a 1D run whose last row is partial, `grid` its
+    # bounding box, whose other cores only receive the multicasts (0: every core of the grid)
+    cores_with_work: int = 0
 
     @property
     def padded_lanes(self) -> int:
@@ -329,7 +341,12 @@ class Plan(SubblockCounts):
 
     @property
     def num_cores(self) -> int:
-        return self.grid[0] * self.grid[1]
+        return self.cores_with_work or self.grid[0] * self.grid[1]
+
+    @property
+    def all_cores(self) -> CoreRange:
+        """The cores with work: the grid, or the first num_cores of it in row-major order."""
+        return CoreRange(0, 0, self.grid[0] - 1, self.grid[1] - 1, self.cores_with_work)
 
     @property
     def is_1d(self) -> bool:

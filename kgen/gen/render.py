@@ -282,8 +282,8 @@ def kernel_id(program: Program, sources: tuple[SourceFile, ...], body: dict[str,
 
 
 def _core_ranges(kernel_or_range) -> list[dict[str, list[int]]]:
-    r = kernel_or_range
-    return [{"start": [r.x0, r.y0], "end": [r.x1, r.y1]}]
+    """A CoreRange as the manifest's list of rectangles (a run with a partial last row is two)."""
+    return [{"start": [r.x0, r.y0], "end": [r.x1, r.y1]} for r in kernel_or_range.rectangles()]
 
 
 def _runtime_value(arg: RuntimeArg, env: dict[str, int]) -> Any:

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kgen.core.errors import KgenBug
-from kgen.gen.ir import Affine, Extent, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, counted, walk
+from kgen.gen.ir import Affine, CoreRange, Extent, Kernel, Loop, Node, Op, Program, RowNest, RuntimeArg, TileNest, counted, walk
 from kgen.gen import activations
 from kgen.gen.optable import (ACQUIRE, ACTIVATION_APPLY, ACTIVATION_INIT, CB_POP, CB_PROTOCOL, CB_PUSH, CB_RESERVE,
                               CB_WAIT, COMMIT, ELTWISE, FILLS_PAGES, FILLS_RESERVED, FILLS_UNMODELLED, L1_ACC_SWITCH,
@@ -310,8 +310,13 @@ _BOUNDS = {TILE_NEST: _tile_nest_bound, ROW_NEST: _row_nest_bound, SHARD_BLOCK: 
 
 def _static_checks(program: Program, kernel: Kernel) -> None:
     """Index bounds over every loop iteration and every core (the sequential pass may skip repeated
-    iterations): matmul tiles inside the CB, DRAM pages inside the tensor."""
-    cores = {"core_x": kernel.cores.x1 + 1, "core_y": kernel.cores.y1 + 1}
+    iterations): matmul tiles inside the CB, DRAM pages inside the tensor. A run of cores whose last row
+    is partial is bounded rectangle by rectangle (its whole rows, then the partial row)."""
+    for box in kernel.cores.rectangles():
+        _static_checks_on(program, kernel, {"core_x": box.x1 + 1, "core_y": box.y1 + 1})
+
+
+def _static_checks_on(program: Program, kernel: Kernel, cores: dict[str, int]) -> None:
     waited: dict[int, int] = {}          # the last cb_wait_front of each CB, in program order
     for n, loops in walk(kernel.body):
         ranges = {loop.var: loop.stop for loop in loops}
@@ -539,7 +544,12 @@ def _check_semaphores(program: Program) -> None:
             if core[0] >= nx or core[1] >= ny:
                 raise IRVerificationError(kernel.name, f"core {core} is outside the {nx} x {ny} grid with work")
             count(kernel, core)
+    # a core of the grid no kernel runs on (the bounding box of a 1D run whose last row is partial) only
+    # receives the multicasts: no semaphore there is awaited
+    idle = {c for c in CoreRange(0, 0, nx - 1, ny - 1).cores() if not any(k.runs_on(c) for k in program.kernels)}
     for key in sorted(set(arriving) | set(waited)):
+        if key[1:] in idle and not waited[key]:
+            continue
         if arriving[key] != waited[key]:
             sem, x, y = key
             raise IRVerificationError(sem, f"semaphore {sem} on core ({x},{y}): {arriving[key]} arriving, "

@@ -335,6 +335,32 @@ def _cycle_table(manifest: dict, arch: ArchFacts, core_id: dict, plan) -> dict[s
     return table
 
 
+def _program_cores(manifest: dict) -> set[tuple[int, int]]:
+    """The worker cores the program reaches: those its kernels run on and the rest of their bounding box,
+    which a multicast to it lands on (TT-Metal's 1D factory multicasts to the bounding box of a run of
+    cores whose last row may be partial; its cores without work run nothing and only receive)."""
+    cores = {c for k in manifest["kernels"] for c in cores_of(k["core_ranges"])}
+    if not cores:
+        return cores
+    x0, x1 = min(x for x, _ in cores), max(x for x, _ in cores)
+    y0, y1 = min(y for _, y in cores), max(y for _, y in cores)
+    return cores | {(x, y) for y in range(y0, y1 + 1) for x in range(x0, x1 + 1)}
+
+
+def _past_the_end(plan, banks: int, tensors: list, arch: ArchFacts) -> int:
+    """Bytes of each bank past the last tensor that a reader may reach: TT-Metal's _padding readers read a
+    last core's whole out blocks past the tensor (tt_mcast.padded_block_reads), up to the pages of the
+    padded rows (in0) or columns (in1, the bias) past its end. On silicon that is other DRAM; here it is
+    zeros, never another tensor's pages the program writes (nothing written is read)."""
+    if plan is None or not tensors:
+        return 0
+    rows = plan.m_blocks * plan.per_core_m - plan.mt
+    cols = plan.n_blocks * plan.per_core_n - plan.nt
+    pages = max(rows * plan.kt * plan.batch_ct, cols)
+    page = max(round_up(t.page_size, arch.dram_alignment) for t in tensors)
+    return round_up((-(-pages // banks) + 1) * page, 64) if pages > 0 else 0
+
+
 def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *, numerics: str, workdir: Path,
                   inputs: Inputs, plan) -> ProgramFile:
     """The program file (all but the schedule and trace lines, which run_program adds per run);
@@ -344,7 +370,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
     cfg = emulator_config()
     noc = cfg["noc"]
     layout = cfg["layout"]
-    cores = sorted({c for k in manifest["kernels"] for c in cores_of(k["core_ranges"])}, key=lambda c: (c[1], c[0]))
+    cores = sorted(_program_cores(manifest), key=lambda c: (c[1], c[0]))
     core_id = {c: i for i, c in enumerate(cores)}
     lines = ["kgen-emu 1",
              f"arch {arch.name} {int(arch.behaviour.fpu_renormalisation_quirk)}",
@@ -368,7 +394,7 @@ def build_program(manifest: dict, arch: ArchFacts, builds: list[KernelBuild], *,
         tensors.append(Tensor(t.name, t.shape, t.data_format, t.layout, t.page_size, t.num_pages, addr))
         per_bank = (_shard_pages(shard_specs[t.name]) if t.name in in_dram_shards else -(-t.num_pages // banks))
         addr = round_up(addr + per_bank * round_up(t.page_size, arch.dram_alignment), 64)
-    lines.append(f"dram {banks} {addr} {arch.dram_alignment}")
+    lines.append(f"dram {banks} {addr + _past_the_end(plan, banks, tensors, arch)} {arch.dram_alignment}")
     addresses = {t.name: t.address for t in tensors}
     output = next(t for t in tensors if t.name == "out")
     in_l1 = {t["name"] for t in manifest["io_tensors"] if t.get("memory", {}).get("memory_layout") == "INTERLEAVED"}

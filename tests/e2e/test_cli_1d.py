@@ -45,7 +45,6 @@ SPEC = """matmul t {{
     ("mcast_1d_in0", "128 x 1024 x 256", "4 x 2", "2 x 4", "num_blocks_y == 1"),      # Mt = 4 > per_core_M
     ("mcast_1d_in1", "1024 x 128 x 256", "4 x 2", "4 x 2", "num_blocks_x == 1"),      # Nt = 4 > per_core_N
     ("mcast_1d_in0", "64 x 1024 x 256", "4 x 2", "2 x 2", "num_blocks_x * num_blocks_y <= grid.x * grid.y"),
-    ("mcast_1d_in0", "64 x 1024 x 256", "3 x 3", "2 x 4", "fill whole rows"),       # 8 cores on a 3-wide grid
 ])
 def test_a_broken_factory_rule_is_one_error_and_exit_2(tmp_path, dataflow, shape, grid, per_core, rule):
     path = tmp_path / "t.kspec"

@@ -126,8 +126,8 @@ def test_bad_combinations_are_clear_errors():
              "batched in1", "dataflow = reuse")
     _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4", "broadcast_in1 = false", "grid = 8 x 8"),
              "batched in1", "dataflow = reuse")
-    # TT's 1D choice whose cores do not fill whole rows of Blackhole's 13-wide grid: kgen's own rule
-    _refused(make("blackhole", "512 x 1024 x 1024"), "fill whole rows", "(kgen)")
+    # (TT's 1D choice whose cores do not fill whole rows of Blackhole's 13-wide grid plans:
+    # test_a_1d_choice_over_a_partial_row_plans)
     # batch > 1 without a core grid
     _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4"), "not reconstructed", "core grid")
 
@@ -160,3 +160,13 @@ def test_kgen_check_names_each_rule_and_refuses_with_exit_2(tmp_path, capsys):
     assert main(["check", str(path)]) == 2
     out, err = capsys.readouterr()
     assert "batched in1" in err and "Traceback" not in err and err.count("\n\n") == 0
+
+
+def test_a_1d_choice_over_a_partial_row_plans():
+    """512 x 1024 x 1024 on Blackhole's 13 x 10 grid: TT's 1D choice, per_core 16 x 1, gives Nt = 32
+    cores, the first 32 row-major: two rows of 13 and 6 of a third. TT's 1D factory multicasts in0 to
+    their bounding box, 13 x 3 (matmul_multicore_reuse_mcast_1d_program_factory.cpp:
+    all_cores_with_work.bounding_box()); the box's 7 cores past the run have no work."""
+    p = plan(make("blackhole", "512 x 1024 x 1024"))
+    assert p.spec.dataflow == "mcast_1d_in0" and (p.per_core_m, p.per_core_n) == (16, 1)
+    assert p.grid == (13, 3) and p.num_cores == 32

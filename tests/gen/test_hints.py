@@ -22,15 +22,25 @@ from kgen.gen.spec import load, parse_text, resolve
 
 # The issue's spec: M x N x K = 4096 x 7168 x 8192 on Blackhole, per_core 13 x 19. Its auto
 # in0_block_w (4) fits L1; with in0_block_w = 8 the CBs overflow, and every out block smaller than
-# 13 x 19 breaks the padded-block rule (the last core holds 15 of 19 columns and 11 of 13 rows).
+# 13 x 19 breaks the padded-block rule (the last core holds 15 of 19 columns and 11 of 13 rows) on the
+# reuse dataflow. (On mcast_2d, the issue's, TT's writers skip a last core's whole out blocks past the
+# tensor, last_num_blocks_h/w_dim, so a smaller out block plans: test_the_issues_spec_plans_on_mcast_2d.)
 ISSUE_SPEC = """
 matmul big {
     arch = blackhole
     shape = 4096 x 7168 x 8192
     dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
+    dataflow = reuse
     block { per_core = 13 x 19  in0_block_w = 8 }
 }
 """
+
+
+def test_the_issues_spec_plans_on_mcast_2d():
+    spec = resolve(parse_text(ISSUE_SPEC.replace("dataflow = reuse", "dataflow = mcast_2d"), "big.kspec"))
+    p = plan(spec)
+    assert p.in0_block_w == 8 and (p.out_block_h, p.out_block_w) != (13, 19)
+    assert p.last_per_core_m <= p.per_core_m - p.out_block_h or p.last_per_core_n <= p.per_core_n - p.out_block_w
 
 
 def refusal(spec) -> PlanError:

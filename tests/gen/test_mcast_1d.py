@@ -118,7 +118,6 @@ def test_padding_inside_the_one_block():
     (dict(per_core="1 x 4"), "num_blocks_y == 1"),                        # Mt = 2 over per_core_M 1: 2 blocks
     (dict(dataflow="mcast_1d_in1", shape="1024 x 64 x 256", per_core="4 x 1"), "num_blocks_x == 1"),
     (dict(per_core="2 x 2"), "num_blocks_x * num_blocks_y <= grid.x * grid.y"),   # 16 cores > 8
-    (dict(grid="3 x 2", per_core="2 x 8"), "fill whole rows"),                    # 4 cores on a 3-wide grid
     (dict(dataflow="mcast_1d_in1", shape="1000 x 64 x 256", per_core="5 x 2", grid="7 x 1"),
      "per_core_M divides Mt"),                                                    # 32 = 6 x 5 + 2
 ])

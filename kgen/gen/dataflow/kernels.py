@@ -235,9 +235,12 @@ def noc_rect(noc: int, x0: Affine, y0: Affine, x1: Affine, y1: Affine) -> tuple[
 
 def sender_block(p: Plan, cb: int, tensor: str, start: Affine, rows: int, cols: int, stride: int, tiles: int,
                   extents: tuple[Extent | None, Extent | None],
-                  sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...]) -> list[Node]:
+                  sender_sem: str, receiver_sem: str, num_dests: int, rect: tuple[RuntimeArg, ...],
+                  receivers: int | None = None) -> list[Node]:
     """Read one block into the CB and, with receivers, multicast it to them once each has reserved space
-    (the 2D and 1D multicast factories' sender lifecycle)."""
+    (the 2D and 1D multicast factories' sender lifecycle). `num_dests`: the cores of the multicast
+    rectangle; `receivers`: those of them that signal the sender, when fewer (a 1D run whose last row is
+    partial: its bounding box's cores without work only receive)."""
     ops: list[Node] = [op("cb_reserve_back", cb, tiles)]
     if not (tensor == "in0" and p.memory.in0 == Placement.L1_HEIGHT_SHARDED):
         col_stride = None
@@ -246,7 +249,8 @@ def sender_block(p: Plan, cb: int, tensor: str, start: Affine, rows: int, cols: 
         ops += [op("read_tiles", tensor, cb, start, rows, cols, stride, *extents, col_stride), op("noc_read_barrier")]
     # (a height-sharded in0: c_0 is globally allocated on the core's shard, the block is already there)
     if num_dests:
-        ops += [op("sem_wait", sender_sem, num_dests, note="every receiver has reserved space"),
+        ops += [op("sem_wait", sender_sem, num_dests if receivers is None else receivers,
+                   note="every receiver has reserved space"),
                 op("sem_set", sender_sem, 0),
                 op("mcast_cb", cb, tiles, tiles * p.cb(cb).page_bytes, *rect, num_dests)]
         if p.arch.behaviour.flush_mcast_before_flag:

@@ -19,7 +19,7 @@ from kgen.gen.ir import INVALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Sema
 from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, Offer, PlanError, ceil_div, divisors, fmt_pair, nearest_offer, suggestion
 
 if TYPE_CHECKING:
-    from kgen.gen.dataflow.tt_program import TtProgram
+    from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
     from kgen.gen.planned import Plan
     from kgen.gen.matmul_spec import MatmulSpec
 
@@ -49,7 +49,9 @@ class Mcast1D(Dataflow):
 
     def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
         per_core_m, per_core_n, grid = _plan_1d(spec, mt, nt, grid_req, choices, self.mcast_in0)
-        return Layout(per_core_m, per_core_n, grid, ceil_div(nt, per_core_n))
+        cores = ceil_div(nt, per_core_n) * ceil_div(mt, per_core_m)
+        return Layout(per_core_m, per_core_n, grid, ceil_div(nt, per_core_n),
+                      cores=cores if cores < grid[0] * grid[1] else 0)
 
     def core_m_terms(self, p: Plan) -> dict[str, int]:
         """A core's M-block index: none (mcast_in0: every core holds the one M-block), or its row-major
@@ -65,6 +67,20 @@ class Mcast1D(Dataflow):
         """mcast_in0 pads the one M-block on every core; mcast_in1 never: the factory gives every in0 reader
         last_block_h = per_core_M (_plan_1d)."""
         return self.mcast_in0
+
+    def skips_padded_out_blocks(self, axis: int, m_blocks: int) -> bool:
+        """mcast_in0, N: the last core's in1 sender/writer takes last_out_num_blocks_w (the factory's
+        `output_idx_x == num_blocks_x - 1` args; 0.81.1 reader_bmm_tile_layout_in1_sender_writer_padding.cpp
+        writes only `bw < num_blocks_w_dim_`). mcast_in0, M: the one M-block's padding args describe its
+        last h-block only and the sender/writer writes every h-block, so whole h-blocks past M would be
+        written past the output (tests/gen/test_padded_out_blocks.py). mcast_in1: TT-Metal refuses both
+        ("mcast_in1 requires the logical N tail to be in the final internal W block", "a single-Y
+        mcast_in1 sender requires the logical M tail to be in the final internal H block")."""
+        return self.mcast_in0 and axis == 1
+
+    def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
+        """The reads of the last core's whole out blocks past the tensor (tt_mcast.padded_block_reads)."""
+        return tt_mcast.padded_block_reads(p)
 
     def in0_reader_cores(self, p: Plan) -> int:
         """Cores that read in0 from DRAM: the one sender (mcast_in0), or every core (mcast_in1)."""
@@ -110,6 +126,13 @@ def _rectangle_of(cores: int, cols: int) -> tuple[int, int] | None:
     return (cols, cores // cols) if cores % cols == 0 else None
 
 
+def _bounding_box(cores: int, cols: int) -> tuple[int, int]:
+    """The bounding box of a row-major run of `cores` cores on a grid `cols` wide: the 1D factory's
+    multicast rectangle (`all_cores_with_work.bounding_box()`), whose cores past the run have no work
+    and only receive the multicasts."""
+    return (cores, 1) if cores <= cols else (cols, ceil_div(cores, cols))
+
+
 def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
              choices: list[str], in0: bool) -> tuple[int, int, tuple[int, int]]:
     """per_core_M, per_core_N and the cores of TT-Metal's 1D multicast factory
@@ -118,10 +141,12 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
     - num_blocks_y = ceil(Mt / per_core_M), num_blocks_x = ceil(Nt / per_core_N), and their product
       (num_cores) <= grid.x * grid.y ("Number of blocks exceeds number of cores");
     - mcast_in0: num_blocks_y == 1 (M fits one per_core_M); mcast_in1: num_blocks_x == 1;
-    - the cores are the first num_cores of the grid in row-major order, core i holding block i.
+    - the cores are the first num_cores of the grid in row-major order, core i holding block i; the
+      multicast goes to their bounding box, whose cores past the run (a partial last row) have no
+      work: no kernel, CB or semaphore, they only receive the data and the flag (num_dests = num_cores
+      - 1 receivers signal the sender; the NoC multicast counts the box less the sender).
 
-    kgen's own rule on top: those cores fill whole rows (num_cores <= grid.x, or a multiple of it), so
-    that the multicast rectangle, the bounding box of the cores, holds no core without work."""
+    kgen's auto per_core prefers a run filling whole rows (the choice before partial rows were planned)."""
     pc = spec.block.per_core
     cols, rows = grid_req
     cells = cols * rows
@@ -161,18 +186,7 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
                         f"{cells}", spec.span("block.per_core"),
                         nearest_offer(range(least, split_tiles + 1), split, f"per_core_{split_dim} within {cells} cores",
                                       per_core_edit(spec, split_dim, shared)))
-    grid = _rectangle_of(cores, cols)
-    if grid is None:
-        fits = [d for d in range(1, split_tiles + 1)
-                if ceil_div(split_tiles, d) <= cells and _rectangle_of(ceil_div(split_tiles, d), cols)]
-        raise PlanError("1D multicast: the cores fill whole rows of the grid (kgen)",
-                        f"per_core_{split_dim} = {split} gives {cores} cores, which fill {cores // cols} "
-                        f"row{'' if cores // cols == 1 else 's'} of the "
-                        f"{cols}-wide grid and part of another; TT-Metal's multicast rectangle (their bounding box) "
-                        f"would include cores without work, which kgen does not plan",
-                        spec.span("block.per_core"),
-                        nearest_offer(fits, split, f"per_core_{split_dim} filling whole rows",
-                                      per_core_edit(spec, split_dim, shared)))
+    grid = _bounding_box(cores, cols)
     if not in0 and split_tiles % split:
         # the factory's mcast_in1 in0 readers all get last_block_h = per_core_M: no M padding
         raise PlanError("mcast_in1: per_core_M divides Mt (TT-Metal's 1D factory gives every in0 reader "
@@ -196,12 +210,16 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
     - mcast_1d_in1: in1_sender_writer on (0, 0) multicasts in1 (and the bias), in1_receiver_writer on the
       rest; in0_sender on every core reads its in0 rows without multicast.
 
-    The receivers of a grid taller than one row run on two rectangles (the rest of row 0, the rows below),
-    one kernel each with the same body (role in0_receiver / in1_receiver_writer)."""
+    The receivers of a grid taller than one row run on two ranges (the rest of row 0, the rows below:
+    a run whose last row may be partial), one kernel each with the same body (role in0_receiver /
+    in1_receiver_writer). The multicast rectangle is the bounding box of the cores with work; its cores
+    past them (a partial last row) run nothing: the sender waits for num_cores - 1 receivers and
+    multicasts to the box's nx * ny - 1 cores (the factory's in0/in1_mcast_num_dests and _num_cores)."""
     t = Tiles(p)
     tensors = tensors_of(p)
     nx, ny = p.grid
     dests = nx * ny - 1
+    acks = p.num_cores - 1
     in0_noc, in1_noc = 1, 0     # in0 on NCRISC/NOC 1, in1 + writer on BRISC/NOC 0, as the factory places them
     sems = tuple(sem_ids.items())
     origin = CoreRange(0, 0, 0, 0)
@@ -216,6 +234,8 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
                   cbs: tuple[tuple[str, int], ...]) -> list[Kernel]:
         out = []
         for i, cores in enumerate(all_but_first(nx, ny)):
+            if cores.y0 == 1 and p.num_cores < nx * ny:
+                cores = replace(cores, count=p.num_cores - nx)      # the rows below: a partial last row
             k = dm_kernel(name if i == 0 else f"{name}_rows", processor, noc, cores, body, kernel_tensors, cbs,
                            sems, sender_core)
             out.append(replace(k, role=name))
@@ -224,7 +244,7 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
     in0_dests = dests if in0_mcast else 0
     in0_read = Loop("block", 0, p.num_blocks, tuple(sender_block(
         p, CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles,
-        (t.in0_rows(), None), "in0_sender", "in0_receiver", in0_dests, rect(in0_noc))))
+        (t.in0_rows(), None), "in0_sender", "in0_receiver", in0_dests, rect(in0_noc), acks)))
     kernels.append(dm_kernel("in0_sender", "NCRISC", in0_noc, origin if in0_mcast else all_cores,
                               out_block_loops(p, lambda first: (in0_read,)), (tensors["in0"],),
                               (("cb_in0", CB_IN0),), sems if in0_mcast else (),
@@ -238,13 +258,13 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
     in1_dests = 0 if in0_mcast else dests
     in1_read = Loop("block", 0, p.num_blocks, tuple(sender_block(
         p, CB_IN1, "in1", t.in1_block(), p.in0_block_w, p.out_block_w, p.nt, p.in1_block_tiles,
-        (None, t.in1_cols()), "in1_sender", "in1_receiver", in1_dests, rect(in1_noc))))
+        (None, t.in1_cols()), "in1_sender", "in1_receiver", in1_dests, rect(in1_noc), acks)))
 
     def in1_sender_body(first: bool) -> tuple[Node, ...]:
         ops: list[Node] = [in1_read]
         if needs_bias_read(p, first):
             ops += sender_block(p, CB_BIAS, "bias", t.bias_block(), 1, p.out_block_w, p.nt, p.out_block_w,
-                                 (None, t.in1_cols()), "in1_sender", "in1_receiver", in1_dests, rect(in1_noc))
+                                 (None, t.in1_cols()), "in1_sender", "in1_receiver", in1_dests, rect(in1_noc), acks)
         return tuple(ops + writer_ops(p, t))
 
     writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)

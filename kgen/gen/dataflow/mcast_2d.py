@@ -53,6 +53,15 @@ class Mcast2D(GridOfBlocks):
         """Below the top row only: its in1 sender/writer has no M padding args (_check_padded_top_row)."""
         return m_blocks > 1
 
+    def skips_padded_out_blocks(self, axis: int, m_blocks: int) -> bool:
+        """N: both in1 writers of the last N-block take last_num_blocks_w_dim (0.81.1
+        reader_bmm_tile_layout_in1_sender_writer_padding.cpp and _receiver_writer_padding.cpp: `bw <
+        num_blocks_w_dim_` guards every write). M: the receiver writers of the rows below the top take
+        last_num_blocks_h_dim; the top row's sender/writer has no M padding (_check_padded_top_row), so
+        only with more than one M-block. Their readers still read those blocks whole, past the tensor,
+        and the compute kernel computes them; nothing of them is written."""
+        return axis == 1 or m_blocks > 1
+
     def in0_reader_cores(self, p: Plan) -> int:
         """One per M-block: the left column's senders (the top row's under transpose_mcast)."""
         return p.m_blocks
@@ -68,8 +77,9 @@ class Mcast2D(GridOfBlocks):
         return tt_mcast.program(p, manifest, tt_mcast.ARGS_2D, self.label)
 
     def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
-        """The block-sharded in0 reader's (the only factory that takes in0 block-sharded)."""
-        return tt_mcast.block_sharded_differences(p)
+        """The block-sharded in0 reader's (the only factory that takes in0 block-sharded), and the reads of a
+        last core's whole out blocks past the tensor."""
+        return tt_mcast.merged_differences(tt_mcast.block_sharded_differences(p), tt_mcast.padded_block_reads(p))
 
 
 MCAST_2D = Mcast2D()

@@ -333,10 +333,10 @@ def _core_index(f: FactoryValues, x: int, y: int) -> int:
 
 
 def _mcast_1d_counts(f: FactoryValues) -> tuple[int, int]:
-    """(num_dests, num_cores) of the 1D multicast: every core but the sender, and the bounding box of
-    all cores less the sender (the factory's num_cores - 1 and in0/in1_mcast_receiver_num_cores - 1)."""
-    cores = f.cols * f.rows
-    return cores - 1, cores - 1
+    """(num_dests, num_cores) of the 1D multicast: every core with work but the sender, and the bounding
+    box of all cores less the sender (the factory's `num_cores - 1` and `in0/in1_mcast_receiver_num_cores
+    - 1`, `all_cores_with_work.bounding_box().size()`); they differ when the run's last row is partial."""
+    return f.plan.num_cores - 1, f.cols * f.rows - 1
 
 
 def _writer_h_args(f: FactoryValues, last: bool) -> tuple[int, int, int]:
@@ -409,7 +409,7 @@ def _in1_sender_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
     rt = []
     if p.dataflow.mcast_in0:
         # every core reads in1 column block i (output_idx_x = i) and writes it; M padding on every core
-        cores = f.cols * f.rows
+        cores = p.num_cores
         for (x, y) in cores_of(k["core_ranges"]):
             i = _core_index(f, x, y)
             last = i == cores - 1
@@ -425,7 +425,7 @@ def _in1_sender_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
     # mcast_1d_in1: core (0,0) reads the one in1 column block and multicasts it; it writes M-block 0
     dests, cores = _mcast_1d_counts(f)
     for (x, y) in cores_of(k["core_ranges"]):
-        last_y = f.rows * f.cols == 1
+        last_y = p.num_cores == 1
         rt.append(((x, y), (
             {"buffer_address": "in1"}, 0,
             *_rectangle((0, 0), (f.cols - 1, f.rows - 1), noc_index(k)), 0,
@@ -441,7 +441,7 @@ def _in1_sender_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
 
 def _in1_receiver_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
     p = f.plan
-    cores = f.cols * f.rows
+    cores = p.num_cores
     rt = []
     for (x, y) in cores_of(k["core_ranges"]):
         i = _core_index(f, x, y)                     # output_idx_y = i, output_idx_x = 0
@@ -567,3 +567,47 @@ def block_sharded_differences(plan) -> tuple[ExpectedDifference, ...]:
         out += [("noc_async_read", -sends * plan.out_block_h, why), ("noc_async_read_barrier", -sends, why),
                 ("noc_async_write", sends, why)]
     return tuple(out)
+
+
+def _whole_block_extra(tiles: int, per_core: int, block: int, blocks: int) -> int:
+    """Tile rows (columns) TT-Metal's _padding reader reads past the tensor beyond kgen's on the last core
+    along one axis, summed over that core's out blocks along it: TT reads every block but the last whole
+    (`bh < num_blocks_h_dim - 1 || h < last_block_h`, in1 `bw < num_blocks_w_dim - 1 || w < last_block_w`)
+    and the last one's last_block_h / last_block_w rows, kgen only those inside the tensor. Zero unless
+    the core has whole out blocks past the tensor (Dataflow.skips_padded_out_blocks)."""
+    last = tiles % per_core or per_core
+    last_block = last % block or block              # the factory's last_out_block_h / _w
+    tt = (blocks - 1) * block + last_block
+    return tt - last
+
+
+def padded_block_reads(plan) -> tuple[ExpectedDifference, ...]:
+    """The reads TT-Metal's readers make of whole out blocks past the tensor on the last core along M
+    (its one in0 sender) and N (its one in1 sender/writer: in1 per K-block, the bias per out block where
+    the bias is read per block), which kgen's readers skip, tile by tile, as they skip a padded block's."""
+    p = plan
+    # (mcast_1d_in0: one M-block, its padding inside the block every core shares, never whole blocks)
+    rows = 0 if p.is_1d and p.dataflow.mcast_in0 else _whole_block_extra(p.mt, p.per_core_m, p.out_block_h,
+                                                                         p.num_blocks_h_dim)
+    cols = _whole_block_extra(p.nt, p.per_core_n, p.out_block_w, p.num_blocks_w_dim)
+    in0 = rows * p.batch_ct * p.num_blocks_w_dim * p.num_blocks * p.in0_block_w
+    in1 = cols * p.batch_ct * p.num_blocks_h_dim * p.num_blocks * p.in0_block_w
+    bias = cols * p.batch_ct * p.num_blocks_h_dim if p.fuse_bias and p.num_blocks_w_dim > 1 else 0
+    extra = in0 + in1 + bias
+    if not extra:
+        return ()
+    return (("noc_async_read", extra,
+             f"the last core's whole out blocks past the tensor: TT-Metal's readers read them whole ({in0} in0, "
+             f"{in1} in1, {bias} bias tiles more; only their writers stop at last_num_blocks_h/w_dim), kgen's skip "
+             f"every tile past the tensor"),)
+
+
+def merged_differences(*groups: tuple[ExpectedDifference, ...]) -> tuple[ExpectedDifference, ...]:
+    """Expected differences of several causes, one entry per op (the counts added, the reasons joined)."""
+    out: dict[str, tuple[int, str]] = {}
+    for name, diff, why in (d for g in groups for d in g):
+        if name in out:
+            out[name] = (out[name][0] + diff, f"{out[name][1]}; and {why}")
+        else:
+            out[name] = (diff, why)
+    return tuple((name, diff, why) for name, (diff, why) in out.items())
