@@ -114,12 +114,20 @@ def test_padding_inside_the_one_block():
     assert p.grid == (7, 1) and p.last_per_core_n == 2
 
 
+def test_mcast_in1_pads_the_last_of_several_cores():
+    """Mt = 32 = 6 x 5 + 2 over per_core_M = 5 on 7 cores: the last is a receiver, whose writer the factory
+    gives last_out_num_blocks_h and the padded last block's args (the legacy mcast_in1 builder's
+    `output_idx_y == num_blocks_y - 1`); every in0 reader gets last_block_h = per_core_M."""
+    p = plan(make("mcast_1d_in1", "1000 x 64 x 256", per_core="5 x 2", grid="7 x 1"))
+    assert p.grid == (7, 1) and p.last_per_core_m == 2 and p.padded_m
+
+
 @pytest.mark.parametrize("kw,rule", [
     (dict(per_core="1 x 4"), "num_blocks_y == 1"),                        # Mt = 2 over per_core_M 1: 2 blocks
     (dict(dataflow="mcast_1d_in1", shape="1024 x 64 x 256", per_core="4 x 1"), "num_blocks_x == 1"),
     (dict(per_core="2 x 2"), "num_blocks_x * num_blocks_y <= grid.x * grid.y"),   # 16 cores > 8
-    (dict(dataflow="mcast_1d_in1", shape="1000 x 64 x 256", per_core="5 x 2", grid="7 x 1"),
-     "per_core_M divides Mt"),                                                    # 32 = 6 x 5 + 2
+    (dict(dataflow="mcast_1d_in1", shape="96 x 64 x 256", per_core="4 x 2", grid="7 x 1"),
+     "mcast_in1 on one core: per_core_M divides Mt"),                             # Mt = 3 on one core of 4 rows
 ])
 def test_factory_rules_are_enforced(kw, rule):
     with pytest.raises(PlanError) as exc:

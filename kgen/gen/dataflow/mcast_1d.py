@@ -64,19 +64,20 @@ class Mcast1D(Dataflow):
         return {"core_x": 1, "core_y": p.grid[0]} if self.mcast_in0 else {}
 
     def pads_last_m_block(self, m_blocks: int) -> bool:
-        """mcast_in0 pads the one M-block on every core; mcast_in1 never: the factory gives every in0 reader
-        last_block_h = per_core_M (_plan_1d)."""
-        return self.mcast_in0
+        """mcast_in0 pads the one M-block on every core; mcast_in1 the last of several cores (a receiver,
+        whose writer takes last_out_num_blocks_h; not the one core: _plan_1d)."""
+        return self.mcast_in0 or m_blocks > 1
 
     def skips_padded_out_blocks(self, axis: int, m_blocks: int) -> bool:
         """mcast_in0, N: the last core's in1 sender/writer takes last_out_num_blocks_w (the factory's
         `output_idx_x == num_blocks_x - 1` args; 0.81.1 reader_bmm_tile_layout_in1_sender_writer_padding.cpp
         writes only `bw < num_blocks_w_dim_`). mcast_in0, M: the one M-block's padding args describe its
         last h-block only and the sender/writer writes every h-block, so whole h-blocks past M would be
-        written past the output (tests/gen/test_padded_out_blocks.py). mcast_in1: TT-Metal refuses both
-        ("mcast_in1 requires the logical N tail to be in the final internal W block", "a single-Y
-        mcast_in1 sender requires the logical M tail to be in the final internal H block")."""
-        return self.mcast_in0 and axis == 1
+        written past the output (tests/gen/test_padded_out_blocks.py). mcast_in1, M over several cores:
+        the last is a receiver whose writer takes last_out_num_blocks_h. mcast_in1 otherwise: TT-Metal
+        refuses ("mcast_in1 requires the logical N tail to be in the final internal W block", "a
+        single-Y mcast_in1 sender requires the logical M tail to be in the final internal H block")."""
+        return (self.mcast_in0 and axis == 1) or (not self.mcast_in0 and axis == 0 and m_blocks > 1)
 
     def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
         """The reads of the last core's whole out blocks past the tensor (tt_mcast.padded_block_reads)."""
@@ -187,12 +188,16 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
                         nearest_offer(range(least, split_tiles + 1), split, f"per_core_{split_dim} within {cells} cores",
                                       per_core_edit(spec, split_dim, shared)))
     grid = _bounding_box(cores, cols)
-    if not in0 and split_tiles % split:
-        # the factory's mcast_in1 in0 readers all get last_block_h = per_core_M: no M padding
-        raise PlanError("mcast_in1: per_core_M divides Mt (TT-Metal's 1D factory gives every in0 reader "
-                        "last_block_h = per_core_M)",
-                        f"per_core_M = {split} leaves the last core {split_tiles % split} of {split} rows of tiles; "
-                        f"TT-Metal's in0 reader would read the rest past the tensor",
+    if not in0 and split_tiles % split and cores == 1:
+        # One core: the factory's single-Y sender/writer takes the M tail only in its final internal H block,
+        # with one internal H block ("a single-Y mcast_in1 sender supports a partial final H block only with
+        # one internal H block"); kgen does not plan that case. With more cores the last is a receiver
+        # whose writer stops at last_out_num_blocks_h (its in0 reader, last_block_h = per_core_M, reads
+        # the rows past the tensor, as the 2D factory's do).
+        raise PlanError("mcast_in1 on one core: per_core_M divides Mt (kgen)",
+                        f"per_core_M = {split} leaves the one core {split_tiles % split} of {split} rows of tiles; "
+                        f"TT-Metal's single-Y mcast_in1 sender takes that only with out_block_h = per_core_M, "
+                        f"which kgen does not plan",
                         spec.span("block.per_core"),
                         nearest_offer([d for d in divisors(split_tiles) if split_tiles // d <= cells], split,
                                       "per_core_M dividing Mt", per_core_edit(spec, split_dim, shared)))

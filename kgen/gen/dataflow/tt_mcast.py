@@ -586,9 +586,12 @@ def padded_block_reads(plan) -> tuple[ExpectedDifference, ...]:
     (its one in0 sender) and N (its one in1 sender/writer: in1 per K-block, the bias per out block where
     the bias is read per block), which kgen's readers skip, tile by tile, as they skip a padded block's."""
     p = plan
-    # (mcast_1d_in0: one M-block, its padding inside the block every core shares, never whole blocks)
-    rows = 0 if p.is_1d and p.dataflow.mcast_in0 else _whole_block_extra(p.mt, p.per_core_m, p.out_block_h,
-                                                                         p.num_blocks_h_dim)
+    # (mcast_1d_in0: one M-block, its padding inside the block every core shares, never whole blocks;
+    # mcast_1d_in1: every in0 reader gets last_block_h = per_core_M, so the last core reads all its rows)
+    if p.is_1d:
+        rows = 0 if p.dataflow.mcast_in0 else p.per_core_m - p.last_per_core_m
+    else:
+        rows = _whole_block_extra(p.mt, p.per_core_m, p.out_block_h, p.num_blocks_h_dim)
     cols = _whole_block_extra(p.nt, p.per_core_n, p.out_block_w, p.num_blocks_w_dim)
     in0 = rows * p.batch_ct * p.num_blocks_w_dim * p.num_blocks * p.in0_block_w
     in1 = cols * p.batch_ct * p.num_blocks_h_dim * p.num_blocks * p.in0_block_w
