@@ -29,6 +29,7 @@ from kgen.core.types import ARCHS, DTYPE_TO_FORMAT, MATH_FIDELITY_VALUE, TILE_HW
 from kgen.gen import activations
 from kgen.gen import dataflow as dataflows
 from kgen.gen.planned import FuzzLimits
+from kgen.proof import fuzz_forms
 from kgen.proof.chain import EXIT_INCOMPLETE
 
 if TYPE_CHECKING:  # stage modules are imported lazily, as cli.py does, so generation stays cheap
@@ -49,6 +50,7 @@ INPUT_BUFFERING_DEPTH = 2    # in0/in1 CBs are double-buffered when more than on
 # per_core (TT-Metal's padded last blocks), and M, N or K short of whole tiles (padded as ttnn tilizes).
 PADDED_BLOCKS_SHARE = 0.3
 ONE_D_SHARE = 0.25           # cases made TT-Metal's 1D multicast (mcast_1d_in0 / mcast_1d_in1)
+PARTIAL_ROW_SHARE = 0.5      # of those, on a grid whose last row the run of cores fills in part
 # The dataflows a case is drawn with; the 1D multicast forms are made from drawn cases (_one_d), on
 # their own random stream, so that the cases of a seed that stay 2D or reuse are what they were.
 DRAWN_DATAFLOWS = dataflows.GRID_2D
@@ -129,6 +131,9 @@ class _Choice:
     memory: tuple[str, str] = (Placement.DRAM, Placement.DRAM)   # where in0 and the output live (spec `memory { }`)
     activation: str = "none"                 # fuse.activation as written (relu when `relu`)
     broadcast_in1: bool = True               # False: one in1 per batch, the kernels loop over the batch
+    memory_in1: str = Placement.DRAM         # where in1 lives when not the factory's own (l1: interleaved in L1)
+    tt_auto: bool = False                    # `dataflow = auto`: TT's factory, blocking (and grid if not written)
+    write_grid: bool = True                  # with tt_auto: the grid is ttnn.matmul's core_grid, or left out
 
     @property
     def batch_ct(self) -> int:
@@ -391,18 +396,24 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
     pre, compute = _compute_lines(rng, c)
     lines = [f"arch     = {c.arch}", f"shape    = {_dims(rng, m, n, k)}", dtype,
              f"grid     = {_dims(rng, *c.grid_req)}", "block { " + "  ".join(block) + " }", *compute]
+    if c.tt_auto:           # TT picks the factory and every block value (and the grid, when none is written)
+        lines = [ln for ln in lines if not ln.startswith("block") and (c.write_grid or not ln.startswith("grid"))]
     if "batch" not in c.omit:
         lines.append(f"batch    = {c.batch}")
-    if "dataflow" not in c.omit:
+    if c.tt_auto:
+        lines.append(f"dataflow = {dataflows.AUTO}")
+    elif "dataflow" not in c.omit:
         lines.append(f"dataflow = {c.dataflow}")
     if c.transpose_mcast:
         lines.append("transpose_mcast = true")
     if not c.broadcast_in1:
         lines.append("broadcast_in1 = false")
-    if c.memory != (Placement.DRAM, Placement.DRAM):
+    if c.memory != (Placement.DRAM, Placement.DRAM) or c.memory_in1 != Placement.DRAM:
         # in1 where the factory takes it, when that is not DRAM (the DRAM-sharded factory's banks)
         in1_at = sorted(dataflows.get(c.dataflow).placements.get("in1", {Placement.DRAM}))
         in1_line = "" if Placement.DRAM in in1_at else f"  in1 = {in1_at[0]}"
+        if c.memory_in1 != Placement.DRAM:
+            in1_line = f"  in1 = {c.memory_in1}"
         lines.append(f"memory {{ in0 = {c.memory[0]}{in1_line}  out = {c.memory[1]} }}")
     fuse = ([f"bias = {_b(c.bias)}"] if c.bias or rng.random() < 0.3 else []) + \
            ([f"activation = {c.activation}"] if c.activation != activations.NONE or rng.random() < 0.3 else [])
@@ -447,6 +458,9 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
     c = _sharded(random.Random(f"kgen-fuzz-sharding:{seed}:{index}"), c)
     c = _dram_sharded(random.Random(f"kgen-fuzz-dram-sharded:{seed}:{index}"), c)
     c = _batched_in1(random.Random(f"kgen-fuzz-batched-in1:{seed}:{index}"), c)
+    # issue #39's forms (kgen/proof/fuzz_forms.py): L1-interleaved tensors, `dataflow = auto`
+    c = fuzz_forms.l1_interleaved(random.Random(f"kgen-fuzz-l1-interleaved:{seed}:{index}"), c, _cb_bytes)
+    c = fuzz_forms.tt_auto(random.Random(f"kgen-fuzz-auto:{seed}:{index}"), c, DRAWN_DATAFLOWS)
     name = _case_name(seed, index)
     return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
 
@@ -456,7 +470,9 @@ def _one_d(rng: random.Random, c: _Choice) -> _Choice:
     cores become one row-major run, each holding the drawn per-core block, and the multicast operand's
     dimension shrinks to one per-core block (mcast_in0: Mt = per_core_M; mcast_in1: Nt = per_core_N) while
     the other spreads over every core. The per-core blocking (and so the L1 budget) and the MACs per
-    core are the drawn ones. The grid is the drawn grid with work, which the cores fill exactly."""
+    core are the drawn ones. The grid is the drawn grid with work, which the cores fill exactly, or in
+    some cases a narrower one whose last row they fill in part (the factory multicasts to the run's
+    bounding box; its cores past the run only receive)."""
     if rng.random() >= ONE_D_SHARE:
         return c
     dataflow = rng.choice(tuple(dataflows.ONE_D))
@@ -465,11 +481,17 @@ def _one_d(rng: random.Random, c: _Choice) -> _Choice:
     cores = gx * gy
     mt, nt = (pm, cores * pn) if dataflows.ONE_D[dataflow] == 0 else (cores * pm, pn)
     batch = c.batch if mt % c.batch == 0 else 1                   # batch is fused into M
-    one_d = dataclasses.replace(c, dataflow=dataflow, mt=mt, nt=nt, batch=batch, grid_req=(gx, gy),
+    arch = load_arch(c.arch)
+    wx, wy = arch.worker_grid
+    grid = (gx, gy)
+    widths = [w for w in range(2, min(wx + 1, cores)) if cores % w and -(-cores // w) <= wy]
+    if widths and rng.random() < PARTIAL_ROW_SHARE:
+        w = rng.choice(widths)
+        grid = (w, -(-cores // w))                                # a run whose last row is partial
+    one_d = dataclasses.replace(c, dataflow=dataflow, mt=mt, nt=nt, batch=batch, grid_req=grid,
                                 auto=frozenset(c.auto - {"per_core"}),       # 1D's auto per_core is its own
                                 omit=frozenset(c.omit - {"dataflow"}))
     # the 1D case keeps the drawn per-core blocking; it is taken only while its CBs still fit L1
-    arch = load_arch(c.arch)
     return one_d if _cb_bytes(arch, one_d) <= arch.usable_cb_bytes else c
 
 
@@ -622,6 +644,7 @@ def features(p: Plan) -> dict[str, object]:
         "activation": p.activation.row.spelling,
         "untilize_out": p.untilize_out, "grid": f"{p.grid[0]}x{p.grid[1]}", "transpose_mcast": p.transpose_mcast,
         "memory": f"in0 {s.memory.in0}, out {s.memory.out}",
+        "memory_in1": str(s.memory.in1), "tt_auto": bool(p.tt_choice),
         "grid_requested": f"{p.grid_requested[0]}x{p.grid_requested[1]}",
         "macs": p.mt * p.nt * p.kt * TILE_HW ** 3,
         "padded_blocks": "/".join(d for d, on in (("M", p.padded_m), ("N", p.padded_n)) if on) or "none",

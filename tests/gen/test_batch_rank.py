@@ -130,7 +130,12 @@ def test_check_json_and_text_name_the_dims():
 @pytest.mark.parametrize("batch,broadcast", [("2 x 3", False), ("2 x 1 x 2", True)])
 def test_the_emulated_result_is_numpys_matmul_of_the_original_rank_tensors(host_cxx, tmp_path, batch, broadcast):
     from kgen.gen.build import build
-    from kgen.proof.emulate import decode_output, emulate_folder, make_inputs, tensors_of
+    from kgen.proof.emulate import (
+        decode_output,
+        emulate_folder,
+        make_inputs,
+        tensors_of,
+    )
 
     s = spec(batch, broadcast=broadcast, extra=("" if broadcast else "block { per_core = 2 x 3 }")
              + "  compute { math_fidelity = HiFi4  fp32_dest_acc = true }")

@@ -80,15 +80,23 @@ def test_the_plan_is_the_drawn_configuration():
         co = p.compute
         # one in1 per batch: the kernels loop over the batch and Mt is one batch's (the fused Mt / batch)
         assert (p.spec.broadcast_in1, p.batch_ct) == (c.broadcast_in1, 1 if c.broadcast_in1 else c.batch)
-        assert (p.spec.batch, p.mt * p.batch_ct, p.nt, p.kt, p.grid_requested) == (c.batch, c.mt, c.nt, c.kt,
-                                                                                     c.grid_req)
+        assert (p.spec.batch, p.mt * p.batch_ct, p.nt, p.kt) == (c.batch, c.mt, c.nt, c.kt) or c.tt_auto
         assert p.transpose_mcast == c.transpose_mcast and (p.memory.in0, p.memory.out) == c.memory
-        assert ((p.per_core_m, p.per_core_n), (p.out_block_h, p.out_block_w), p.in0_block_w,
-                (p.out_subblock_h, p.out_subblock_w)) == (c.per_core, c.out_block, c.in0_block_w, c.subblock)
+        assert p.memory.in1 == c.memory_in1 or p.spec.dataflow == "dram_sharded"
+        if c.tt_auto:
+            # dataflow = auto: TT's choice (kgen/gen/ttauto.py) gives the factory and the blocking, the
+            # written grid is its core_grid; the shape is the drawn one, padded to TT's whole tiles
+            assert p.tt_choice and p.spec.dataflow in ("mcast_2d", "mcast_1d_in0", "mcast_1d_in1", "reuse")
+            assert (p.spec.batch, p.nt, p.kt) == (c.batch, -(-p.spec.n // TILE_HW), c.kt)
+            assert not c.write_grid or (p.grid[0] <= c.grid_req[0] and p.grid[1] <= c.grid_req[1])
+            assert ("grid =" in case.text or "grid     =" in case.text) == c.write_grid
+        else:
+            assert (p.mt * p.batch_ct, p.nt, p.grid_requested, p.spec.dataflow) == (c.mt, c.nt, c.grid_req, c.dataflow)
+            assert ((p.per_core_m, p.per_core_n), (p.out_block_h, p.out_block_w), p.in0_block_w,
+                    (p.out_subblock_h, p.out_subblock_w)) == (c.per_core, c.out_block, c.in0_block_w, c.subblock)
         assert (co.math_fidelity, co.fp32_dest_acc, co.packer_l1_acc, co.math_approx, co.dst_full_sync) == \
             (c.fidelity, c.fp32_dest_acc, c.packer_l1_acc, c.math_approx, c.dst_full_sync)
-        assert (p.fuse_bias, p.pack_relu, p.untilize_out, p.spec.dataflow, p.arch.name) == \
-            (c.bias, c.relu, c.untilize, c.dataflow, c.arch)
+        assert (p.fuse_bias, p.pack_relu, p.untilize_out, p.arch.name) == (c.bias, c.relu, c.untilize, c.arch)
         in0, in1, out, bias = c.dtypes
         assert (p.spec.dtype_in0, p.spec.dtype_in1, p.spec.dtype_out, p.spec.dtype_bias) == (in0, in1, out, bias or out)
 
@@ -102,6 +110,9 @@ def test_cases_are_small(results):
         p = r.plan
         wx, wy = load_arch(p.spec.arch).worker_grid
         assert p.kt * TILE_HW <= 512                                                        # K
+        if p.tt_choice:      # dataflow = auto: TT's grid and blocking over a drawn (small) shape
+            assert p.mt * p.nt * p.kt <= max(MAX_TILE_MACS, p.mt * p.nt) and p.grid[0] <= wx and p.grid[1] <= wy
+            continue
         if p.is_1d:
             # a drawn case made 1D (fuzz._one_d): the drawn per-core block, its dimension shared by every
             # core one per-core block, the other over every core of the drawn grid (the whole of it)
@@ -204,6 +215,15 @@ def test_coverage(results, cases):
     assert any(p.memory.in0 == "l1_height_sharded" for p in plans)
     for dim in ("M", "N", "K"):
         assert any(dim in p.tile_padding for p in plans), dim
+    # L1-interleaved tensors (issue #39): each of in0, in1 and the output, on more than one factory
+    for tensor in ("in0", "in1", "out"):
+        assert any(getattr(p.memory, tensor) == "l1" for p in plans), tensor
+    assert len({p.spec.dataflow for p in plans if "l1" in (p.memory.in0, p.memory.in1, p.memory.out)}) > 1
+    # dataflow = auto (TT's own choice): with ttnn.matmul's core_grid and without, a 2D and a 1D choice
+    auto = [p for p in plans if p.tt_choice]
+    assert {bool(re.search(r"^\s*grid\s*=", r.case.text, re.MULTILINE)) for r in results if r.plan.tt_choice} == {True, False}
+    assert "mcast_2d" in {p.spec.dataflow for p in auto} and {p.spec.dataflow for p in auto} & {"mcast_1d_in0",
+                                                                                                "mcast_1d_in1"}
     assert any(p.padded_blocks and p.tile_padding for p in plans)
     # the text: every block key both explicit and auto; every way of giving a compute config
     text = "\n".join(c.text for c in cases)
