@@ -94,8 +94,12 @@ def sweep() -> list[Timed]:
     return out
 
 
-def spec_text(t: Timed) -> str:
+def spec_text(t: Timed, tuned: bool = False) -> str:
+    """The sweep's program as a kgen spec; `tuned` leaves out_block, in0_block_w and out_subblock `auto`
+    (per_core, grid, dataflow and the compute config stay the sweep's) for kgen tune to choose."""
     c = t.config
+    w, sb, ob = ((c.in0_block_w, f"{c.subblock[0]} x {c.subblock[1]}", f"{c.out_block[0]} x {c.out_block[1]}")
+                 if not tuned else ("auto", "auto", "auto"))
     return f"""matmul sweep {{
     arch     = blackhole
     shape    = {t.m} x {t.n} x {t.k}
@@ -104,10 +108,10 @@ def spec_text(t: Timed) -> str:
     grid     = {GRID[0]} x {GRID[1]}
     dataflow = mcast_2d
     block {{
-        in0_block_w  = {c.in0_block_w}
-        out_subblock = {c.subblock[0]} x {c.subblock[1]}
+        in0_block_w  = {w}
+        out_subblock = {sb}
         per_core     = {t.per_core[0]} x {t.per_core[1]}
-        out_block    = {c.out_block[0]} x {c.out_block[1]}
+        out_block    = {ob}
     }}
     compute {{
         math_fidelity = HiFi4
@@ -197,6 +201,49 @@ def spreads(cases: list[Case]) -> None:
                     print(f"  {a.timed.label} vs bw {cb.in0_block_w}: measured {measured:+6.1%}, predicted {model:+6.1%}")
 
 
+def tune_picks(timed: list[Timed]) -> None:
+    """kgen tune's pick per shape (blocking only: out_block, in0_block_w, out_subblock searched at the
+    sweep's per_core, grid, dataflow and compute config, ranked by predicted device time) against the
+    configs the sweep timed: is it silicon's fastest (the oracle), and if the sweep timed it, how much
+    slower than the fastest did silicon run it?"""
+    from kgen.perf.tune import tune
+
+    by_shape: dict[str, list[Timed]] = {}
+    for t in timed:
+        by_shape.setdefault(t.name, []).append(t)
+    hits, timed_picks, untimed, slow = 0, [], 0, []
+    print("\nkgen tune's pick per shape against the sweep's timed configs (silicon time / fastest):")
+    for name, group in by_shape.items():
+        fastest = min(group, key=lambda t: t.ms)
+        try:
+            result = tune(resolve(parse_text(spec_text(group[0], tuned=True), "sweep.kspec")), space="auto")
+        except KgenError as exc:
+            print(f"  {name}: tune refused: {str(exc).splitlines()[0]}")
+            continue
+        if not result.ranked:
+            print(f"  {name}: no legal candidate at the sweep's per_core")
+            continue
+        pick = result.ranked[0].candidate
+        config = Config(pick.out_block, pick.in0_block_w, pick.out_subblock)
+        match = next((t for t in group if t.config == config), None)
+        if match is None:
+            untimed += 1
+            verdict = "not timed by the sweep"
+        else:
+            ratio = match.ms / fastest.ms
+            timed_picks.append(ratio)
+            hits += match is fastest
+            verdict = f"{'fastest' if match is fastest else 'slower'} {ratio:.2f}x"
+            if ratio > TUNE_TARGET:
+                slow.append((name, ratio))
+        print(f"  {name:<34} pick blk {config.out_block[0]}x{config.out_block[1]} bw {config.in0_block_w} "
+              f"sb {config.subblock[0]}x{config.subblock[1]}; fastest blk {fastest.config.out_block[0]}x"
+              f"{fastest.config.out_block[1]} bw {fastest.config.in0_block_w}: {verdict}")
+    print(f"shapes {len(by_shape)}: the pick is silicon's fastest on {hits}; timed but slower on "
+          f"{len(timed_picks) - hits}; not timed on {untimed}. Timed picks slower than {TUNE_TARGET:.2f}x the "
+          f"fastest: {len(slow)}" + (f" (worst {max(r for _, r in slow):.2f}x)" if slow else ""))
+
+
 def print_rows(cases: list[Case]) -> None:
     print(f"{'config':<62} {'origin':<6} {'K-blocks':>8} {'meas ms':>8} {'pred ms':>8} {'err':>7}  bottleneck")
     for c in cases:
@@ -208,6 +255,7 @@ def print_rows(cases: list[Case]) -> None:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every config")
+    ap.add_argument("--tune", action="store_true", help="kgen tune's pick per shape against the timed configs")
     args = ap.parse_args(argv)
     timed = sweep()
     cases, refused = predicted(timed)
@@ -219,6 +267,8 @@ def main(argv: list[str]) -> int:
         print_rows(cases)
     report(cases)
     spreads(cases)
+    if args.tune:
+        tune_picks(timed)
     return 0
 
 

@@ -74,6 +74,13 @@ class DramCosts:
     write_latency: float
     card_bytes_per_second: float
     card_efficiency: float
+    # one core's own request issue: at most one read request per this many cycles, whatever its size
+    # (the DRAM Interleaved Packet Sizes plots' small pages); 0: no such floor
+    issuer_cycles_per_read_request: float = 0.0
+    def read_tile_cycles(self, page_bytes: float, rate: float) -> float:
+        """One page read by one core at `rate` B/cycle: the bytes, or the card's endpoint request rate,
+        or the core's own request issue, whichever is the slowest."""
+        return max(page_bytes / rate, self.cycles_per_read_request, self.issuer_cycles_per_read_request)
 
 
 @dataclass(frozen=True)

@@ -365,7 +365,7 @@ class _KernelCost:
             # bandwidth-bound, or bound by the DRAM endpoint's request rate (one request per tile);
             # a bank-local read at its own bank's share of the card
             rate = self.read_rate if where == DRAM else c.dram_bank_read_bytes_per_cycle()
-            per_tile = max(page / rate, c.dram.cycles_per_read_request)
+            per_tile = c.dram.read_tile_cycles(page, rate)
             self.dram_bytes += n * tiles * page
             self.dram_read_bytes += n * tiles * page
             self.dram_read_requests += n * tiles

@@ -90,6 +90,31 @@ def test_data_movement_terms_are_the_published_measurements(arch):
     assert c.dispatch.trace_us == (2.05 if wh else 4.8)
 
 
+# tt-metal data_movement perf_plots "DRAM Interleaved Packet Sizes.md" (wormhole_b0 @14dd89ae, blackhole
+# @04981738), one core's interleaved DRAM reads, issue to barrier: (page bytes, pages, cycles).
+DRAM_PACKET_SIZES = {"wormhole_b0": {"single_2k": 463, "small": [(32, 256, 5469), (256, 256, 5493)],
+                                     "blocks_2k": [(4, 716), (16, 1880), (64, 6229), (256, 23929)]},
+                     "blackhole": {"single_2k": 578, "small": [(64, 256, 9363), (512, 256, 9380)]}}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_dram_read_block_costs_what_the_packet_size_plots_measured(arch):
+    """A block of page reads and its barrier: the pages at one core's rate, then the barrier's wait,
+    which is the measured single 2 KB read less its own payload (it is already charged as a page); a
+    core issues at most one request per the plots' small-page time, whatever the page's size."""
+    c = load_costs(arch)
+    table = DRAM_PACKET_SIZES[arch]
+    assert c.dram.read_latency + c.dram.read_tile_cycles(2048, c.dram.read_bytes_per_cycle) == \
+        pytest.approx(table["single_2k"], abs=1)
+    for page, pages, cycles in table["small"]:
+        assert c.dram.read_tile_cycles(page, c.dram.read_bytes_per_cycle) == pytest.approx(cycles / pages, rel=0.02)
+    for pages, cycles in table.get("blocks_2k", []):
+        priced = pages * c.dram.read_tile_cycles(2048, c.dram.read_bytes_per_cycle) + c.dram.read_latency
+        assert priced == pytest.approx(cycles, rel=0.05)
+    # the issuer floor is the core's own: the card's endpoints take requests faster than one core issues them
+    assert c.dram.cycles_per_read_request < c.dram.issuer_cycles_per_read_request
+
+
 # The One to All Multicast perf plots (costmodel §3.4): per arch, (destinations, cycles per 64 B
 # transaction, B/cycle of 64 KB transactions). Restated here as the published data the fit must meet.
 ONE_TO_ALL = {"wormhole_b0": [(4, 54.2, 25.9), (25, 182.2, 18.3)],
