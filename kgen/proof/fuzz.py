@@ -399,7 +399,7 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
     if c.tt_auto:           # TT picks the factory and every block value (and the grid, when none is written)
         lines = [ln for ln in lines if not ln.startswith("block") and (c.write_grid or not ln.startswith("grid"))]
     if "batch" not in c.omit:
-        lines.append(f"batch    = {c.batch}")
+        lines.append(f"batch    = {fuzz_forms.batch_spelling(random.Random(f'kgen-fuzz-rank:{seed}:{index}'), c.batch)}")
     if c.tt_auto:
         lines.append(f"dataflow = {dataflows.AUTO}")
     elif "dataflow" not in c.omit:
@@ -644,7 +644,7 @@ def features(p: Plan) -> dict[str, object]:
         "activation": p.activation.row.spelling,
         "untilize_out": p.untilize_out, "grid": f"{p.grid[0]}x{p.grid[1]}", "transpose_mcast": p.transpose_mcast,
         "memory": f"in0 {s.memory.in0}, out {s.memory.out}",
-        "memory_in1": str(s.memory.in1), "tt_auto": bool(p.tt_choice),
+        "memory_in1": str(s.memory.in1), "tt_auto": bool(p.tt_choice), "in0_rank": 2 + len(s.batch_shape),
         "grid_requested": f"{p.grid_requested[0]}x{p.grid_requested[1]}",
         "macs": p.mt * p.nt * p.kt * TILE_HW ** 3,
         "padded_blocks": "/".join(d for d, on in (("M", p.padded_m), ("N", p.padded_n)) if on) or "none",

@@ -16,6 +16,7 @@ from kgen.gen import dataflow as dataflows
 
 L1_INTERLEAVED_SHARE = 0.2   # of the all-DRAM cases: in0, in1 and/or the output interleaved over the L1 banks
 AUTO_SHARE = 0.3             # of the DRAM-interleaved 2D and reuse cases that can be: `dataflow = auto`
+BATCH_RANK_SHARE = 0.5       # of the cases with a batch: an in0 of rank 4 or 5 (`batch = 2 x 3`, `1 x 3`)
 
 C = TypeVar("C")             # fuzz._Choice (not imported: fuzz imports this module)
 
@@ -77,3 +78,17 @@ def tt_auto(rng: random.Random, c: C, drawn: tuple[str, ...]) -> C:
         return c
     write_grid = rng.choice([w for w, ok in ((True, with_grid), (False, without_grid)) if ok])
     return dataclasses.replace(c, tt_auto=True, write_grid=write_grid, auto=frozenset(), untilize=False)
+
+
+def batch_spelling(rng: random.Random, batch: int) -> str:
+    """`batch = B`, or for some batches, in0's leading dims of a rank-4 or rank-5 in0 (`2 x 3`,
+    `2 x 1 x 3`): ttnn.matmul folds them into one batch of their product (get_batch_size), as kgen does,
+    so the case plans as the drawn batch; the manifest keeps the dims."""
+    factors = [d for d in range(1, batch + 1) if batch % d == 0]      # 1 and the batch itself too: `1 x 3`
+    if batch == 1 or rng.random() >= BATCH_RANK_SHARE:
+        return str(batch)
+    first = rng.choice(factors)
+    dims = [first, batch // first]
+    if rng.random() < 0.5:                   # rank 5: a dim of 1 anywhere, or a further split
+        dims.insert(rng.randrange(3), 1)
+    return " x ".join(map(str, dims))

@@ -219,6 +219,9 @@ def test_coverage(results, cases):
     for tensor in ("in0", "in1", "out"):
         assert any(getattr(p.memory, tensor) == "l1" for p in plans), tensor
     assert len({p.spec.dataflow for p in plans if "l1" in (p.memory.in0, p.memory.in1, p.memory.out)}) > 1
+    # an in0 of rank 4 and of rank 5 (`batch = 2 x 3`, folded as ttnn folds it), broadcast and batched in1
+    assert {3, 4, 5} <= set(s["in0_rank"])
+    assert {p.batched_in1 for p in plans if len(p.spec.batch_dims) > 1} == {True, False}
     # dataflow = auto (TT's own choice): with ttnn.matmul's core_grid and without, a 2D and a 1D choice
     auto = [p for p in plans if p.tt_choice]
     assert {bool(re.search(r"^\s*grid\s*=", r.case.text, re.MULTILINE)) for r in results if r.plan.tt_choice} == {True, False}
