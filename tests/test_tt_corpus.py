@@ -63,6 +63,18 @@ def test_a_batched_b_is_one_b_per_batch():
     assert (spec.m, spec.n, spec.k, spec.batch, spec.broadcast_in1) == (256, 64, 256, 384, False)
 
 
+def test_a_rank_4_or_5_a_keeps_its_leading_dims():
+    # i35396_attn_av: A 64x6x256x256, B 64x6x256x64 (rank 4, one B per batch and head)
+    spec, text = spec_of("i35396_attn_av")
+    assert "batch = 64 x 6" in text and spec.batch_dims == (64, 6) and spec.batch == 64 * 6
+    # m_llama8b_w1_decode: A 1x1x32x4096 against a 2-D B (broadcast): the dims of 1 are kept
+    spec, text = spec_of("m_llama8b_w1_decode")
+    assert spec.batch_dims == (1, 1) and spec.batch == 1 and "broadcast_in1" not in text
+    # t_linear_f0be66f925: A 1x1x1x128x256 (rank 5) @ B 1x1x256x2560 (B's batch is 1: broadcast)
+    spec, _ = spec_of("t_linear_f0be66f925")
+    assert spec.batch_dims == (1, 1, 1) and (spec.m, spec.n, spec.k, spec.broadcast_in1) == (128, 2560, 256, True)
+
+
 def test_bias_takes_b_dtype_and_core_grid_is_x_by_y():
     # t_linear_752bf21cf0: 8x1x128x1024 @ 1024x4096, bf16 x bfp8 -> bfp8, bias, no core grid
     spec, _ = spec_of("t_linear_752bf21cf0")
