@@ -118,6 +118,17 @@ def _cb_table(p: Plan, width: int) -> list[str]:
     return terminal.table([Column(h, [r[i] for r in rows]) for i, h in enumerate(headers)], width, rule=True)
 
 
+
+def _grid_line(p: Plan) -> str:
+    """The cores with work: the grid, or a 1D run whose last row is partial and its bounding box."""
+    asked = f"{p.grid_requested[0]} x {p.grid_requested[1]} requested"
+    box = p.grid[0] * p.grid[1]
+    if p.num_cores == box:
+        return f"{p.grid[0]} x {p.grid[1]} cores with work (x by y, {p.num_cores} cores) of {asked}"
+    return (f"{p.num_cores} cores with work, row-major, the last of {p.grid[1]} rows partial: their bounding box "
+            f"{p.grid[0]} x {p.grid[1]} takes the multicast (its {box - p.num_cores} cores past them only receive) "
+            f"of {asked}")
+
 def format_plan(p: Plan, variants: dict[str, str] | None = None, predicted: str | None = None,
                 width: int | None = None) -> str:
     """The plan at `width` columns (the terminal's): every value wrapped under itself, one line per
@@ -139,8 +150,7 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None, predicted: str 
                    + (f", bias {s.dtype_bias} ({p.bias_format})" if p.bias_format else "")),
         ("dataflow", s.dataflow + (" with transpose_mcast: M blocks along x, in0 multicast down columns from the "
                                    "top row, in1 along rows from the left column" if s.transpose_mcast else "")),
-        ("grid", f"{p.grid[0]} x {p.grid[1]} cores with work (x by y, {p.num_cores} cores) of "
-                 f"{p.grid_requested[0]} x {p.grid_requested[1]} requested"),
+        ("grid", _grid_line(p)),
         ("per core", f"per_core_M x per_core_N = {p.per_core_m} x {p.per_core_n} tiles"
                      + (f"; computed over per_core_N_compute = {p.per_core_n_compute} (the last subblock's "
                         f"last_subblock_w_valid = {p.last_subblock_w_valid} of {p.out_subblock_w} lanes real, "

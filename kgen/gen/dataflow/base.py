@@ -96,6 +96,19 @@ def grid_layout(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], c
     return Layout(per_core_m, per_core_n, grid, n_blocks)
 
 
+def whole_padded_blocks_note(p: Plan, axis: int) -> str:
+    """The tail of a padding note when the last core's out blocks past its tiles lie wholly outside the
+    tensor (Dataflow.skips_padded_out_blocks): how many, and what TT's program does with them."""
+    tiles, per, block, blocks = ((p.last_per_core_m, p.per_core_m, p.out_block_h, p.num_blocks_h_dim) if axis == 0
+                                 else (p.last_per_core_n, p.per_core_n, p.out_block_w, p.num_blocks_w_dim))
+    real = ceil_div(tiles, block)
+    if real == blocks:
+        return ""
+    dim = "hw"[axis]
+    return (f"; its {blocks - real} out block(s) after that lie wholly past the tensor: read past it by TT-Metal's "
+            f"readers (kgen's skip them), computed, not written (last_num_blocks_{dim}_dim = {real})")
+
+
 class GridOfBlocks(Dataflow):
     """The per-core terms of a 2D grid of blocks: one row of cores per M-block, one column per N-block
     (the other way round under transpose_mcast)."""
@@ -114,11 +127,11 @@ class GridOfBlocks(Dataflow):
                          f"of per_core_M = {p.per_core_m} rows of tiles "
                          f"(Mt = {p.mt} = {p.m_blocks - 1} x {p.per_core_m} + {p.last_per_core_m}); "
                          f"its last out block has {p.last_out_block_h} of {p.out_block_h} rows, the rest "
-                         f"is padding: not read, computed on stale data, not written")
+                         f"is padding: not read, computed on stale data, not written" + whole_padded_blocks_note(p, 0))
         if p.padded_n:
             notes.append(f"{'bottom row' if p.transpose_mcast else 'right column'} of cores: {p.last_per_core_n} "
                          f"of per_core_N = {p.per_core_n} columns of tiles "
                          f"(Nt = {p.nt} = {p.n_blocks - 1} x {p.per_core_n} + {p.last_per_core_n}); "
                          f"its last out block has {p.last_out_block_w} of {p.out_block_w} columns, the rest "
-                         f"is padding: not read, computed on stale data, not written")
+                         f"is padding: not read, computed on stale data, not written" + whole_padded_blocks_note(p, 1))
         return tuple(notes)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_mcast
-from kgen.gen.dataflow.base import INTERLEAVED, Dataflow, Layout, per_core_edit
+from kgen.gen.dataflow.base import INTERLEAVED, Dataflow, Layout, per_core_edit, whole_padded_blocks_note
 from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
                                        noc_rect, out_block_loops, receiver_block, sender_block, tensors_of,
                                        writer_ops)
@@ -96,12 +96,14 @@ class Mcast1D(Dataflow):
             where = every if self.mcast_in0 else last
             notes.append(f"{where}: {p.last_per_core_m} of per_core_M = {p.per_core_m} rows of tiles "
                          f"(Mt = {p.mt}); its last out block has {p.last_out_block_h} of {p.out_block_h} "
-                         f"rows, the rest is padding: not read, computed on stale data, not written")
+                         f"rows, the rest is padding: not read, computed on stale data, not written"
+                         + whole_padded_blocks_note(p, 0))
         if p.padded_n:
             where = last if self.mcast_in0 else "every core (the one N-block)"
             notes.append(f"{where}: {p.last_per_core_n} of per_core_N = {p.per_core_n} columns of tiles "
                          f"(Nt = {p.nt}); its last out block has {p.last_out_block_w} of {p.out_block_w} "
-                         f"columns, the rest is padding: not read, computed on stale data, not written")
+                         f"columns, the rest is padding: not read, computed on stale data, not written"
+                         + whole_padded_blocks_note(p, 1))
         return tuple(notes)
 
     def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
