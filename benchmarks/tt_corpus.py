@@ -306,9 +306,12 @@ def rule_origin(rule: str) -> str:
 
 def auto_cause(message: str) -> str:
     """What TT's choice kgen does not reconstruct (kgen/gen/ttauto.py's refusals), in short."""
-    for words, cause in (("DRAM-interleaved tensors only", "L1/sharded tensors (TT's other paths)"),
-                         ("batched in1", "batched in1 (one B per batch)"),
-                         ("batch > 1 without a core grid", "batch > 1 without a core_grid"),
+    for words, cause in (("MatmulMultiCoreProgramConfig", "TT picks MatmulMultiCore (no kgen port)"),
+                         ("one in1 matrix per batch", "batched in1, no grid: fuse_batch = false"),
+                         ("fuse_batch = false", "batch > 1, no grid: fuse_batch = false"),
+                         ("reading in0 from its shards", "height/width-sharded in0: TT's 1D config"),
+                         ("from in0's shard", "sharded in0, batched in1: TT's reuse config"),
+                         ("takes its tensors", "TT's choice, a placement its kgen factory lacks"),
                          ("no subblock", "TT finds no subblock")):
         if words in message:
             return cause

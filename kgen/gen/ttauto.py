@@ -14,7 +14,7 @@ float32). Where the spec sets compute, the same config passed to ttnn.matmul is 
 **TT's program config.** `ttnn.matmul(a, b)` with no program config picks one in
 generate_matmul_program_config. Written here from those facts:
 
-- **No core grid given, interleaved inputs** (the out-of-box benchmark's call):
+- **No core grid given, every tensor DRAM-interleaved** (the out-of-box benchmark's call):
   create_simple_matmul_program_config on the device's compute grid.
   1. A narrow shape (of the padded M and N, the larger over the smaller, integer division, above 8;
      with all tensors in DRAM also M or N within one tile) is wide (N > M) or tall.
@@ -41,6 +41,40 @@ generate_matmul_program_config. Written here from those facts:
   get_subblock_sizes (SUBBLOCK_HW_CHOICES read as (w, h)) with out_subblock_h = 1 unless
   out_subblock_w == per_core_N.
 
+- **Not every tensor DRAM-interleaved, no core grid** (create_simple_matmul_program_config, all_dram
+  false): is_narrow_shape tests the ratio only, and only with every tensor interleaved; in0_block_w
+  drops to 1 for an odd Kt when there is more than one block or the output is sharded. Unless the
+  blocks number at most the grid's cores (and Kt is a multiple of in0_block_w), or once no branch
+  below applies (a single block; blocks past the grid's rows or columns), TT returns
+  MatmulMultiCoreProgramConfig, whose factory kgen has no port of (refused). One row of blocks, a wide
+  shape or a width-sharded output: the 1D in0 config; one column, a tall shape or a height-sharded
+  output: the 1D in1 config (both as above). Blocks within the grid, or a block-sharded output: the 2D
+  config with per_core = out_block = the per-core factor square, in0_block_w as it stands and
+  out_subblock 4 x 2, out_subblock_h = 1 unless out_subblock_w == per_core_N (get_program_config's
+  divisibility checks refuse a factor of 2 or 1: TT's own failure). kgen's sharded output gives no
+  shard spec (the op computes it), so TT's "BLOCK_SHARDED on a 1D grid" branches never apply.
+- **batch > 1 with no core grid**: create_simple's configs take fuse_batch = false (blocks of one
+  batch's Mt, every core looping over the batch), which kgen's multicast factories do not build
+  (refused, naming TT's choice).
+- **A batched in1** (ttnn.matmul's user_run_batched, `broadcast_in1 = false`): with a core grid,
+  create_matmul_program_config's `input_b_is_batched` branch: per_core = one batch's Mt x Nt,
+  in0_block_w 1, get_subblock_sizes: MatmulMultiCoreReuseProgramConfig (kgen's reuse) when
+  can_cbs_fit_in_l1, else create_simple on the core grid. Without one: create_simple (refused above).
+- **A sharded in0, no core grid** (get_matmul_program_config, matmul = in1 not batched): in1 must be
+  interleaved (TT_FATAL); a sharded output must have in0's layout (TT_FATAL). Height- or width-sharded
+  in0: the 1D configs reading in0 from its shards (kgen's 1D factories read in0 interleaved: refused).
+  Block-sharded on a 2D shard grid: the 2D config, per_core = div_up(M / y cores) x div_up(N / x
+  cores), in0_block_w = gcd(shard width, Kt), out_block as below, get_matmul_subblock_params with
+  out_subblock_w == per_core_N under a sharded output, transpose_mcast = COL_MAJOR. kgen's
+  `l1_block_sharded` leaves the shard to the op: the shard is the one kgen's planner lays out
+  (mcast_2d's grid of blocks over the grid, per_core_M x Kt / the cores along the in0 multicast).
+  A core grid with a block-sharded in0: create_matmul_program_config's sharded branch (per_core_M =
+  the shard's rows, per_core_N = Nt x shard width / Kt, get_subblock_sizes).
+
+TT's CB estimate and get_max_l1_space: the inputs already in L1 (an L1-interleaved in0 / in1, their
+pages dealt over the L1 banks; a sharded in0's shard) lower the lowest occupied L1 address, so they
+come off the free space; the estimate adds a sharded in0's CB (per_core_M x shard width).
+
 get_multi_dim_per_core_factor: per_core if TT's CB estimate fits; else, for in0_block_w and (when
 allowed) its divisors going down, the largest m x n product of factors of per_core_M x per_core_N
 (per_core, 1, and the divisors from per_core/2 down to 2; per product the squarest pair, a later pair
@@ -60,7 +94,7 @@ import math
 from dataclasses import dataclass, replace
 
 from kgen.core.arch import ArchFacts, load_arch
-from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW
+from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement, is_sharded
 from kgen.gen import dataflow as dataflows
 from kgen.gen.rules import SUBBLOCK_HW_CHOICES, matmul_subblock_params, round_up_tiles
 from kgen.gen.spec import COMPUTE_FIELDS, BlockSpec, ComputeConfig, MatmulSpec
@@ -93,8 +127,9 @@ class TTConfig:
     in0_block_w: int
     out_block: tuple[int, int]
     out_subblock: tuple[int, int]
-    dataflow: str = dataflows.MCAST_2D.name       # mcast_2d | mcast_1d_in0 | mcast_1d_in1
+    dataflow: str = dataflows.MCAST_2D.name       # mcast_2d | mcast_1d_in0 | mcast_1d_in1 | reuse
     note: str = ""
+    transpose_mcast: bool = False                 # a COL_MAJOR block-sharded in0 (the 2D config's field)
     # the TT function (and file) that chose each field: dataflow, grid, per_core, in0_block_w,
     # out_block, out_subblock
     rules: tuple[tuple[str, str], ...] = ()
@@ -114,6 +149,20 @@ class Choice:
     note: str
     compute: ComputeConfig | None = None
     compute_from: str = ""
+    refusal: Refusal | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why kgen does not build TT's automatic choice: `rule` is TT's own (`tt_own`: ttnn.matmul itself
+    fails there) or, tagged (kgen), that TT's choice is a form kgen has no factory for."""
+
+    rule: str
+    message: str
+    tt_own: bool = False
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def tt_matmul_compute(spec: MatmulSpec, *, user_grid: bool | None = None) -> ComputeConfig:
@@ -139,8 +188,28 @@ def _tile_bytes(arch: ArchFacts, dtype: str) -> int:
     return arch.tile_bytes[DTYPE_TO_FORMAT[dtype]]
 
 
-def _estimate(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int) -> int:
-    """TT's get_estimated_size_of_cbs for interleaved inputs (no in0 shard, no transpose)."""
+def _l1_held(arch: ArchFacts, spec: MatmulSpec, shard_w: int, pm: int) -> int:
+    """Bytes of a core's L1 the inputs hold when ttnn.matmul picks its config: get_max_l1_space is the
+    lowest occupied L1 address less the allocator's base, and the allocator places buffers from the top
+    of each bank down. An L1-interleaved in0 / in1 holds its pages dealt over the L1 banks; a sharded
+    in0 its shard (per_core_M x shard width, the shard kgen's planner gives it). The output is not
+    allocated yet (the config is picked from the attributes, before the output tensor exists)."""
+    mt, nt, kt = round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
+    banks = arch.toolchain.num_l1_banks
+    held = 0
+    if spec.memory.in0 == Placement.L1:
+        held += -(-spec.batch * mt * kt // banks) * _tile_bytes(arch, spec.dtype_in0)
+    if spec.memory.in1 == Placement.L1:
+        in1_tiles = kt * nt * (1 if spec.broadcast_in1 else spec.batch)
+        held += -(-in1_tiles // banks) * _tile_bytes(arch, spec.dtype_in1)
+    if shard_w:
+        held += pm * shard_w * _tile_bytes(arch, spec.dtype_in0)
+    return held
+
+
+def _estimate(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int, shard_w: int = 0) -> int:
+    """TT's get_estimated_size_of_cbs (no transpose): the in0 shard's CB (per_core_M x shard width, in
+    in0's tile) when in0 is sharded (`shard_w` tiles wide), else none."""
     in0 = _tile_bytes(arch, spec.dtype_in0)
     in1 = _tile_bytes(arch, spec.dtype_in1)
     if spec.compute.fp32_dest_acc:
@@ -149,11 +218,15 @@ def _estimate(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int) -> int:
         interm = max(arch.tile_bytes["Float16_b"], _tile_bytes(arch, spec.dtype_out))
     bias = _tile_bytes(arch, spec.dtype_bias) if spec.fuse_bias else 0
     depth = MCAST_INPUT_BUFFERING_DEPTH
-    return depth * m * w * in0 + depth * n * w * in1 + m * n * in0 + m * n * interm + n * bias
+    return (depth * m * w * in0 + depth * n * w * in1 + m * n * in0 + m * n * interm + n * bias
+            + m * shard_w * in0)
 
 
-def _fits(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int) -> bool:
-    return _estimate(arch, spec, m, n, w) < arch.usable_cb_bytes
+def _fits(arch: ArchFacts, spec: MatmulSpec, m: int, n: int, w: int, shard: tuple[int, int] = (0, 0)) -> bool:
+    """The estimate strictly below get_max_l1_space; `shard`: (shard width, shard height) of a sharded in0."""
+    shard_w, shard_h = shard
+    free = arch.usable_cb_bytes - _l1_held(arch, spec, shard_w, shard_h)
+    return _estimate(arch, spec, m, n, w, shard_w) < free
 
 
 def _factors(per_core: int) -> list[int]:
@@ -161,9 +234,9 @@ def _factors(per_core: int) -> list[int]:
 
 
 def _out_block(arch: ArchFacts, spec: MatmulSpec, pm: int, pn: int, w: int,
-               adjust_in0_block_w: bool) -> tuple[int, int, int]:
+               adjust_in0_block_w: bool, shard: tuple[int, int] = (0, 0)) -> tuple[int, int, int]:
     """get_multi_dim_per_core_factor: (out_block_h, out_block_w, in0_block_w)."""
-    if _fits(arch, spec, pm, pn, w):
+    if _fits(arch, spec, pm, pn, w, shard):
         return pm, pn, w
     by_product: dict[int, tuple[int, int]] = {}
     for fm in _factors(pm):
@@ -178,14 +251,21 @@ def _out_block(arch: ArchFacts, spec: MatmulSpec, pm: int, pn: int, w: int,
             continue
         for product in sorted(by_product, reverse=True):
             fm, fn = by_product[product]
-            if _fits(arch, spec, fm, fn, k):
+            if _fits(arch, spec, fm, fn, k, shard):
                 return fm, fn, k
     return 1, 1, 1
 
 
-def _subblock_hw(obh: int, obw: int, fp32: bool) -> tuple[int, int]:
-    """bmm_op_utils::get_matmul_subblock_params, no equality constraint: SUBBLOCK_HW_CHOICES as (h, w)."""
-    return matmul_subblock_params(obh, obw, fp32)
+def _subblock_hw(obh: int, obw: int, fp32: bool, n_eq_w: bool = False) -> tuple[int, int]:
+    """bmm_op_utils::get_matmul_subblock_params (M_eq_h false): SUBBLOCK_HW_CHOICES as (h, w); with
+    `n_eq_w` (a sharded output) only w == out_block_w, h == 1 qualifies, else its fallback 1 x 1."""
+    if not n_eq_w:
+        return matmul_subblock_params(obh, obw, fp32)
+    for h, w in SUBBLOCK_HW_CHOICES:
+        if (fp32 and h * w > 4) or w != obw or h != 1:
+            continue
+        return h, w
+    return 1, 1
 
 
 def _subblock_wh(obh: int, obw: int, fp32: bool) -> tuple[int, int] | None:
@@ -204,9 +284,14 @@ def _is_narrow(height: int, width: int, all_dram: bool) -> bool:
     return all_dram and (height <= TILE_HW or width <= TILE_HW)
 
 
+def _bmm(spec: MatmulSpec) -> bool:
+    """in1 holds one matrix per batch (ttnn.matmul's user_run_batched: is_input_batched(b))."""
+    return spec.batch > 1 and not spec.broadcast_in1
+
+
 def _mcast_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], mcast_in0: bool,
               why: str = "") -> TTConfig:
-    """get_mcast_1d_config (fuse_batch false, output interleaved)."""
+    """get_mcast_1d_config (fuse_batch false, output interleaved): one batch's M."""
     cores = grid[0] * grid[1]
     mt, nt, kt = round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
     if mcast_in0:
@@ -228,26 +313,34 @@ def _mcast_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], mcast_in
                     dataflow=(dataflows.MCAST_1D_IN0 if mcast_in0 else dataflows.MCAST_1D_IN1).name, rules=rules)
 
 
-def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfig | str:
-    """create_simple_matmul_program_config for DRAM-interleaved tensors."""
+def _placed_2d(spec: MatmulSpec, grid: tuple[int, int], factor: int, w: int, blocks: str) -> TTConfig | Refusal:
+    """create_simple_matmul_program_config's 2D config when not every tensor is DRAM-interleaved:
+    per_core = out_block = the per-core factor square, in0_block_w as it stands, out_subblock 4 x 2
+    with out_subblock_h = 1 unless out_subblock_w == per_core_N; TT checks it in get_program_config."""
+    sbh, sbw = (4, 2) if factor == 2 else (1, 2)
+    chooser = f"create_simple_matmul_program_config ({PROGRAM_CONFIG_CPP})"
+    for dim, pc, sub in (("M", factor, sbh), ("N", factor, sbw)):
+        if pc % sub:
+            side = "h" if dim == "M" else "w"
+            return Refusal(f"get_program_config: per_core_{dim} % out_subblock_{side} == 0 ({PROGRAM_CONFIG_CPP})",
+                           f"{chooser} gives the 2D config per_core {factor} x {factor} ({blocks}, tensors not all "
+                           f"DRAM-interleaved) with out_subblock {sbh} x {sbw}, and get_program_config's check "
+                           f"fails: \"per_core_{dim} must be divisible by out_subblock_{side}!\" (TT-Metal refuses "
+                           f"this matmul with no program config)", tt_own=True)
+    why = f"{blocks} fit the grid, tensors not all DRAM-interleaved: the 2D multicast"
+    rules = (("dataflow", f"{chooser}: {why}"),
+             ("grid", f"{chooser}: the blocks of the per-core factor"),
+             ("per_core", f"{chooser}: per_core_M = per_core_N = get_per_core_factor"),
+             ("in0_block_w", f"{chooser}: 2, or 1 when Kt is odd"),
+             ("out_block", f"{chooser}: per_core (not DRAM-interleaved: no get_multi_dim_per_core_factor)"),
+             ("out_subblock", f"{chooser}: 4 x 2, out_subblock_h = 1 unless out_subblock_w == per_core_N"))
+    return TTConfig("TT auto", grid, (factor, factor), w, (factor, factor), (sbh, sbw), rules=rules)
+
+
+def _dram_2d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], blocks: str) -> TTConfig:
+    """create_simple_matmul_program_config's 2D config with every tensor DRAM-interleaved."""
     cols, rows = grid
     mt, nt, kt = round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
-    narrow = _is_narrow(mt * TILE_HW, nt * TILE_HW, all_dram=True)
-    wide = narrow and nt > mt
-    tall = narrow and not wide
-    factor = next((f for f in PER_CORE_FACTORS if _fits(arch, spec, f, f, SIMPLE_IN0_BLOCK_W)), 1)
-    blocks_y, blocks_x = math.ceil(mt / factor), math.ceil(nt / factor)
-    in_range = not (blocks_y == 1 and blocks_x == 1) and blocks_y <= rows and blocks_x <= cols
-    range_x, range_y = (blocks_x, blocks_y) if in_range else (0, 0)
-    blocks = f"{blocks_x} x {blocks_y} blocks of {factor} x {factor} tiles (get_per_core_factor, get_core_range)"
-    if range_y == 1 or wide:
-        return _mcast_1d(arch, spec, grid, mcast_in0=True,
-                         why="a wide shape (is_narrow_shape): in0 multicast" if wide
-                         else f"{blocks} in one row: in0 multicast")
-    if range_x == 1 or tall:
-        return _mcast_1d(arch, spec, grid, mcast_in0=False,
-                         why="a tall shape (is_narrow_shape): in1 multicast" if tall
-                         else f"{blocks} in one column: in1 multicast")
     w0 = w = kt // cols if kt % cols == 0 else 1
     pm, pn = math.ceil(mt / rows), math.ceil(nt / cols)
     obh, obw, w = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=True)
@@ -262,6 +355,72 @@ def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfi
              ("out_block", OUT_BLOCK_RULE),
              ("out_subblock", f"bmm_op_utils::get_matmul_subblock_params ({PROGRAM_CONFIG_CPP})"))
     return TTConfig("TT auto", grid, (pm, pn), w, (obh, obw), sb, rules=rules)
+
+
+def _multicore(spec: MatmulSpec, why: str) -> Refusal:
+    """create_simple_matmul_program_config's last resort, MatmulMultiCoreProgramConfig."""
+    return Refusal(AUTO_RULE,
+                   f"create_simple_matmul_program_config ({PROGRAM_CONFIG_CPP}) falls through to "
+                   f"MatmulMultiCoreProgramConfig ({why}), which ttnn runs with MatmulMultiCoreProgramFactory "
+                   f"(no block reuse, one output tile at a time); kgen has no port of that factory")
+
+
+def _unfused(spec: MatmulSpec, cfg: TTConfig) -> TTConfig | Refusal:
+    """create_simple_matmul_program_config's configs take fuse_batch = false: blocks of one batch's Mt,
+    every core looping over the batch. kgen's multicast factories fuse the batch into M."""
+    if spec.batch == 1:
+        return cfg
+    in1 = "one in1 matrix per batch" if _bmm(spec) else "one in1 shared by the batch"
+    return Refusal(AUTO_RULE,
+                   f"batch = {spec.batch} without a core grid: TT's rule chose {cfg.dataflow} "
+                   f"({cfg.rule('dataflow')}) with fuse_batch = false, per_core {_fmt(cfg.per_core)} of one "
+                   f"batch's Mt = {round_up_tiles(spec.m)} and every core looping over the {spec.batch} batches "
+                   f"({in1}); kgen's multicast factories fuse the batch into M, so kgen does not build "
+                   f"this program")
+
+
+def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int],
+            device: tuple[int, int]) -> TTConfig | Refusal:
+    """create_simple_matmul_program_config on `grid` (its 1D configs take the device's grid)."""
+    cols, rows = grid
+    mem = spec.memory
+    mt, nt, kt = round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
+    placed = (mem.in0, mem.in1, mem.out)
+    all_interleaved = not any(is_sharded(p) for p in placed)
+    all_dram = all(str(p).startswith("dram") for p in placed)
+    dram_interleaved = all_dram and all_interleaved
+    narrow = all_interleaved and _is_narrow(mt * TILE_HW, nt * TILE_HW, all_dram)
+    wide = narrow and nt > mt
+    tall = narrow and not wide
+    factor = next((f for f in PER_CORE_FACTORS if _fits(arch, spec, f, f, SIMPLE_IN0_BLOCK_W)), 1)
+    blocks_y, blocks_x = math.ceil(mt / factor), math.ceil(nt / factor)
+    w = SIMPLE_IN0_BLOCK_W
+    if (is_sharded(mem.out) or blocks_y > 1 or blocks_x > 1) and kt % w:
+        w = 1
+    blocks = f"{blocks_x} x {blocks_y} blocks of {factor} x {factor} tiles (get_per_core_factor, get_core_range)"
+    if not (dram_interleaved or (blocks_x * blocks_y <= cols * rows and kt % w == 0)):
+        why = (f"more than the {cols * rows} cores of the {cols} x {rows} grid" if blocks_x * blocks_y > cols * rows
+               else f"a single block with Kt = {kt} not a multiple of in0_block_w = {w}")
+        return _multicore(spec, f"{blocks}: {why}, tensors not all DRAM-interleaved")
+    in_range = not (blocks_y == 1 and blocks_x == 1) and blocks_y <= rows and blocks_x <= cols
+    range_x, range_y = (blocks_x, blocks_y) if in_range else (0, 0)
+    # kgen's sharded output leaves the shard spec to the op (none given): never a BLOCK_SHARDED 1D grid
+    out_sharded_as = mem.out if range_y == 0 else None
+    if range_y == 1 or wide or out_sharded_as == Placement.L1_WIDTH_SHARDED:
+        why = ("a wide shape (is_narrow_shape): in0 multicast" if wide else f"{blocks} in one row: in0 multicast"
+               if range_y == 1 else "a width-sharded output: in0 multicast")
+        return _unfused(spec, _mcast_1d(arch, spec, device, mcast_in0=True, why=why))
+    if range_x == 1 or tall or out_sharded_as == Placement.L1_HEIGHT_SHARDED:
+        why = ("a tall shape (is_narrow_shape): in1 multicast" if tall else f"{blocks} in one column: in1 "
+               f"multicast" if range_x == 1 else "a height-sharded output: in1 multicast")
+        return _unfused(spec, _mcast_1d(arch, spec, device, mcast_in0=False, why=why))
+    if dram_interleaved:
+        return _unfused(spec, _dram_2d(arch, spec, grid, blocks))
+    if range_y > 0 or out_sharded_as == Placement.L1_BLOCK_SHARDED:
+        cfg = _placed_2d(spec, grid, factor, w, blocks)
+        return cfg if isinstance(cfg, Refusal) else _unfused(spec, cfg)
+    why = "a single block" if blocks_x == blocks_y == 1 else f"blocks past the {cols} x {rows} grid's rows or columns"
+    return _multicore(spec, f"{blocks}: {why}, not a narrow shape, tensors not all DRAM-interleaved")
 
 
 def _systolic_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfig:
@@ -286,11 +445,154 @@ def _systolic_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TT
                     dataflow=(dataflows.MCAST_1D_IN1 if tall else dataflows.MCAST_1D_IN0).name, rules=rules)
 
 
-def _with_user_grid(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfig | str:
-    """create_matmul_program_config on the user's core grid (interleaved, in1 not batched)."""
+def _reuse_batched(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int],
+                   device: tuple[int, int]) -> TTConfig | Refusal:
+    """create_matmul_program_config with a batched in1 (in0's batch > 1, interleaved): per_core = Mt x Nt
+    of one batch, in0_block_w 1, MatmulMultiCoreReuseProgramConfig when its CBs fit, else
+    create_simple_matmul_program_config on the core grid."""
+    chooser = f"create_matmul_program_config ({PROGRAM_CONFIG_CPP})"
+    if any(is_sharded(p) for p in (spec.memory.in0, spec.memory.in1)):
+        return Refusal(AUTO_RULE,
+                       f"a batched in1 with a sharded input: {chooser} derives MatmulMultiCoreReuseProgramConfig "
+                       f"from the shard spec; kgen's reuse factory takes interleaved tensors only")
+    mt, nt = round_up_tiles(spec.m), round_up_tiles(spec.n)
+    if not _fits(arch, spec, mt, nt, 1):
+        return _simple(arch, spec, grid, device)
+    sb = _subblock_wh(mt, nt, spec.compute.fp32_dest_acc) or (1, 1)
+    why = (f"a batched in1 (in0's batch {spec.batch} > 1), per_core = Mt x Nt with in0_block_w 1 fits "
+           f"(can_cbs_fit_in_l1): MatmulMultiCoreReuseProgramConfig, kgen's reuse factory (ttnn 0.81.1 "
+           f"dispatches the config to MatmulMultiCoreReuseOptimizedProgramFactory, which spreads the "
+           f"batch's blocks over the core grid; kgen's reuse port loops over the batch on one core per block)")
+    rules = (("dataflow", f"{chooser}: {why}"),
+             ("grid", f"{chooser}: the blocks of per_core (one block of one batch)"),
+             ("per_core", f"{chooser}: one batch's Mt x Nt"), ("in0_block_w", f"{chooser}: 1"),
+             ("out_block", f"{chooser}: per_core (the reuse config has no out block)"),
+             ("out_subblock", f"get_subblock_sizes ({PROGRAM_CONFIG_CPP})"))
+    return TTConfig("TT auto", grid, (mt, nt), 1, (mt, nt), sb, dataflow=dataflows.REUSE.name, rules=rules)
+
+
+def _planner_shard(spec: MatmulSpec, grid: tuple[int, int]) -> tuple[int, int, int, int, bool] | Refusal:
+    """The block-sharded in0 kgen's planner lays out (kgen's `l1_block_sharded` leaves the shard spec to
+    the op): mcast_2d's grid of blocks over `grid`, one shard per core with work, per_core_M rows by
+    Kt / (blocks along the in0 multicast) columns. Returns (per_core_M, shard width, blocks along x,
+    blocks along y, COL_MAJOR orientation)."""
+    from kgen.gen.dataflow.base import grid_layout
+    from kgen.gen.rules import PlanError
+
+    transpose = spec.transpose_mcast or spec.memory.orientation == "col_major"
+    s2d = replace(spec, dataflow=dataflows.MCAST_2D.name, transpose_mcast=transpose)
+    mt, nt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
+    try:
+        layout = grid_layout(s2d, mt, nt, grid, [])
+    except PlanError as exc:
+        return Refusal(exc.rule, exc.message, tt_own=not exc.rule.endswith("(kgen)"))
+    if kt % layout.n_blocks:
+        return Refusal(AUTO_RULE,
+                       f"in0 = l1_block_sharded: kgen's planner shards in0 over the grid with work, "
+                       f"{layout.n_blocks} cores along each in0 multicast, which do not divide Kt = {kt}")
+    gx, gy = layout.grid
+    return layout.per_core_m, kt // layout.n_blocks, gx, gy, transpose
+
+
+def _sharded_1d(spec: MatmulSpec, chooser: str) -> Refusal:
+    """TT's 1D configs for a height- or width-sharded in0 (IN0_SHARDED): kgen's 1D factories read in0
+    interleaved only."""
+    way = "in1 multicast, per_core_M the shard's rows" if spec.memory.in0 == Placement.L1_HEIGHT_SHARDED \
+        else "in0 multicast from the shards"
+    return Refusal(AUTO_RULE,
+                   f"in0 = {spec.memory.in0}: TT's rule chose the 1D config (MatmulMultiCoreReuseMultiCast1D"
+                   f"ProgramConfig, {way}; {chooser}), reading in0 from its shards; kgen's 1D multicast "
+                   f"factories take interleaved tensors only")
+
+
+def _shard_2d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], chooser: str,
+              user_grid: bool) -> TTConfig | Refusal:
+    """The 2D config a block-sharded in0 gives, from its shard (kgen's planner's, _planner_shard).
+    get_matmul_program_config (no core grid, the shard grid 2D): per_core = ceil(M / y cores) x
+    ceil(N / x cores), in0_block_w = gcd(shard width, Kt), get_matmul_subblock_params with
+    out_subblock_w == per_core_N under a sharded output. create_matmul_program_config (a core grid, or a
+    shard grid of one row or column): per_core_M = the shard's rows, per_core_N = Nt x shard width / Kt,
+    in0_block_w = gcd(shard width, Kt), get_subblock_sizes with out_subblock_h = 1 unless
+    out_subblock_w == per_core_N. transpose_mcast = a COL_MAJOR shard orientation."""
+    shard = _planner_shard(spec, grid)
+    if isinstance(shard, Refusal):
+        return shard
+    pm, shard_w, gx, gy, transpose = shard
+    mem = spec.memory
+    if is_sharded(mem.out) and mem.out != mem.in0:
+        return Refusal(f"get_matmul_program_config: a sharded output's layout matches in0's ({PROGRAM_CONFIG_CPP})",
+                       f"in0 = {mem.in0} with out = {mem.out}: TT-Metal requires \"Input A and output memory "
+                       f"layouts must match\" (TT_FATAL in {chooser})", tt_own=True)
+    mt, nt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
+    fp32, w = spec.compute.fp32_dest_acc, math.gcd(shard_w, kt)
+    x_cores, y_cores = (gy, gx) if transpose else (gx, gy)
+    from_shard = not user_grid and gx > 1 and gy > 1
+    if from_shard:
+        pm, pn = math.ceil(mt / y_cores), math.ceil(nt / x_cores)
+        obh, obw, _ = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=False, shard=(shard_w, pm))
+        sb = _subblock_hw(obh, obw, fp32, n_eq_w=is_sharded(mem.out))
+        how = (f"get_matmul_program_config ({PROGRAM_CONFIG_CPP}): in0 block-sharded on a {gx} x {gy} grid "
+               f"(the shard kgen's planner gives: per_core_M x Kt / {x_cores}): the 2D multicast")
+        sub = f"bmm_op_utils::get_matmul_subblock_params ({PROGRAM_CONFIG_CPP})" + \
+            (", out_subblock_w == per_core_N (sharded output)" if is_sharded(mem.out) else "")
+        grid = (gx, gy)
+    else:
+        pn = max(1, nt * shard_w // kt)
+        obh, obw, _ = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=False, shard=(shard_w, pm))
+        sb = _subblock_wh(obh, obw, fp32)
+        if sb is None:
+            return Refusal("get_subblock_sizes finds a subblock", "TT finds no subblock (TT_THROW: Unable to find "
+                           "subblock sizes)", tt_own=True)
+        sb = (1, sb[1]) if sb[1] != pn else sb
+        how = (f"{chooser}: in0 block-sharded (the shard kgen's planner gives), per_core from the shard: "
+               f"the 2D multicast")
+        sub = f"get_subblock_sizes ({PROGRAM_CONFIG_CPP}), out_subblock_h = 1 unless out_subblock_w == per_core_N"
+    rules = (("dataflow", how), ("grid", how), ("per_core", how),
+             ("in0_block_w", f"{how}: gcd(shard width, Kt)"), ("out_block", OUT_BLOCK_RULE), ("out_subblock", sub))
+    return TTConfig("TT auto", grid, (pm, pn), w, (obh, obw), sb, transpose_mcast=transpose, rules=rules)
+
+
+def _from_shard(arch: ArchFacts, spec: MatmulSpec, device: tuple[int, int]) -> TTConfig | Refusal:
+    """get_matmul_program_config: a sharded in0 and no core grid (generate_matmul_program_config)."""
+    chooser = f"get_matmul_program_config ({PROGRAM_CONFIG_CPP})"
+    mem = spec.memory
+    if _bmm(spec):
+        if mem.in0 == Placement.L1_WIDTH_SHARDED:
+            return Refusal("get_matmul_program_config: a batched matmul's in0 is not WIDTH_SHARDED "
+                           f"({PROGRAM_CONFIG_CPP})",
+                           f"in0 = l1_width_sharded with a batched in1: TT-Metal requires \"Input A memory layout "
+                           f"must not be WIDTH_SHARDED\" ({chooser})", tt_own=True)
+        return Refusal(AUTO_RULE,
+                       f"in0 = {mem.in0} with a batched in1: {chooser} gives MatmulMultiCoreReuseProgramConfig from "
+                       f"in0's shard; kgen's reuse factory takes interleaved tensors only")
+    if mem.in1 != Placement.DRAM and mem.in1 != Placement.L1:
+        return Refusal(f"get_matmul_program_config: in1 INTERLEAVED for a sharded in0 ({PROGRAM_CONFIG_CPP})",
+                       f"in0 = {mem.in0} with in1 = {mem.in1}: TT-Metal requires \"Input tensor B must have "
+                       f"INTERLEAVED memory layout\" ({chooser}, ttnn.matmul with no program config)", tt_own=True)
+    if mem.in0 != Placement.L1_BLOCK_SHARDED:
+        if is_sharded(mem.out) and mem.out != mem.in0:
+            return Refusal(f"get_matmul_program_config: a sharded output's layout matches in0's ({PROGRAM_CONFIG_CPP})",
+                           f"in0 = {mem.in0} with out = {mem.out}: TT-Metal requires \"Input A and output memory "
+                           f"layouts must match\" ({chooser})", tt_own=True)
+        return _sharded_1d(spec, chooser)
+    return _shard_2d(arch, spec, device, chooser, user_grid=False)
+
+
+def _with_user_grid(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int],
+                    device: tuple[int, int]) -> TTConfig | Refusal:
+    """create_matmul_program_config on the user's core grid."""
+    if _bmm(spec):
+        return _reuse_batched(arch, spec, grid, device)
+    chooser = f"create_matmul_program_config ({PROGRAM_CONFIG_CPP})"
     mt, nt, kt = round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
     height, width = spec.batch * mt * TILE_HW, nt * TILE_HW          # TT's padded shapes
-    if _is_narrow(height, width, all_dram=False) or min(kt, mt, nt) * TILE_HW <= TILE_HW:
+    block_sharded = spec.memory.in0 == Placement.L1_BLOCK_SHARDED
+    one_d = _is_narrow(height, width, all_dram=False) or min(kt, mt, nt) * TILE_HW <= TILE_HW
+    if is_sharded(spec.memory.in0):
+        if not block_sharded:
+            return _sharded_1d(spec, f"{chooser} -> create_matmul_1d_systolic_array_program_config")
+        return _shard_2d(arch, spec, grid, chooser, user_grid=True)
+    if one_d:
         return _systolic_1d(arch, spec, grid)
     gx, gy = grid
     bmt = spec.batch * mt
@@ -301,11 +603,11 @@ def _with_user_grid(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) ->
     obh, obw, _ = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=False)
     sb = _subblock_wh(obh, obw, spec.compute.fp32_dest_acc)
     if sb is None:
-        return "TT finds no subblock (TT_THROW: Unable to find subblock sizes)"
+        return Refusal("get_subblock_sizes finds a subblock",
+                       "TT finds no subblock (TT_THROW: Unable to find subblock sizes)", tt_own=True)
     sbh, sbw = sb
     if sbw != pn:
         sbh = 1
-    chooser = f"create_matmul_program_config ({PROGRAM_CONFIG_CPP})"
     rules = (("dataflow", f"{chooser}: not a narrow shape, no dimension within one tile: the 2D multicast"),
              ("grid", f"{chooser}: the core grid the spec gives (ttnn.matmul's core_grid)"),
              ("per_core", f"{chooser}: ceil(batch * Mt / grid y) x ceil(Nt / grid x)"),
@@ -317,25 +619,26 @@ def _with_user_grid(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) ->
 
 
 def tt_auto_config(spec: MatmulSpec, arch: ArchFacts | None = None, *,
-                   device_grid: tuple[int, int] | None = None) -> TTConfig | str:
-    """ttnn's automatic program config for this matmul (DRAM-interleaved tensors) under the spec's
-    compute config, or why kgen does not reconstruct it. The spec's `grid`, when set, is the user's
-    core grid; `device_grid` is the device's compute grid (the arch's whole worker grid by default)."""
+                   device_grid: tuple[int, int] | None = None) -> TTConfig | Refusal:
+    """ttnn's automatic program config for this matmul under the spec's compute config
+    (generate_matmul_program_config), or why kgen does not build it (a Refusal: TT's own failure, or a
+    form kgen has no factory for). The spec's `grid`, when set, is the user's core grid; `device_grid`
+    is the device's compute grid (the arch's whole worker grid by default)."""
     arch = arch or load_arch(spec.arch)
     device = device_grid or arch.worker_grid
     if spec.grid is not None:
         # a core grid larger than the device's falls back to the device's, still on this path
         fits = spec.grid[0] <= device[0] and spec.grid[1] <= device[1]
-        return _with_user_grid(arch, spec, spec.grid if fits else device)
-    if spec.batch != 1:
-        return "TT's batched choice (batch > 1 without a core grid) is not reconstructed"
-    return _simple(arch, spec, device)
+        return _with_user_grid(arch, spec, spec.grid if fits else device, device)
+    if is_sharded(spec.memory.in0):
+        return _from_shard(arch, spec, device)
+    return _simple(arch, spec, device, device)
 
 
 def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
     """The kgen spec of a TT config, and whether its per_core pads the last row/column of cores
     (which the planner then does, as TT-Metal's padding kernels do)."""
-    mt, nt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n)
+    mt, nt = round_up_tiles(spec.m) * (1 if _bmm(spec) else spec.batch), round_up_tiles(spec.n)
     pm, pn = cfg.per_core
     rows, cols = math.ceil(mt / pm), math.ceil(nt / pn)
     block = BlockSpec(in0_block_w=cfg.in0_block_w, out_subblock=cfg.out_subblock, per_core=cfg.per_core,
@@ -343,8 +646,12 @@ def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
     padded = rows * pm != mt or cols * pn != nt
     # the 2D factory's grid is the blocks'; the 1D factory takes the compute grid and uses its first
     # num_blocks cores in row-major order (the planner's _plan_1d)
-    grid = (cols, rows) if not dataflows.get(cfg.dataflow).is_1d else cfg.grid
-    return replace(spec, grid=grid, dataflow=cfg.dataflow, block=block, variant=None), padded
+    if dataflows.get(cfg.dataflow).is_1d:
+        grid = cfg.grid
+    else:
+        grid = (rows, cols) if cfg.transpose_mcast else (cols, rows)
+    return replace(spec, grid=grid, dataflow=cfg.dataflow, block=block, variant=None,
+                   transpose_mcast=cfg.transpose_mcast or spec.transpose_mcast), padded
 
 
 def tt_auto(spec: MatmulSpec, *, device_grid: tuple[int, int] | None = None) -> Choice:
@@ -353,8 +660,8 @@ def tt_auto(spec: MatmulSpec, *, device_grid: tuple[int, int] | None = None) -> 
     compute, origin = tt_compute(spec)
     tt_spec = replace(spec, compute=compute)
     cfg = tt_auto_config(tt_spec, device_grid=device_grid)
-    if isinstance(cfg, str):
-        return Choice(None, None, False, cfg, compute, origin)
+    if isinstance(cfg, Refusal):
+        return Choice(None, None, False, cfg.message, compute, origin, refusal=cfg)
     s, padded = spec_for_config(tt_spec, cfg)
     notes = [n for n in (cfg.dataflow if dataflows.get(cfg.dataflow) is not dataflows.MCAST_2D else "",
                          "padded last blocks" if padded else "") if n]
@@ -365,40 +672,11 @@ def tt_auto(spec: MatmulSpec, *, device_grid: tuple[int, int] | None = None) -> 
 # `dataflow = auto`: the planner's spec is TT's choice, but where the spec fixes a field itself
 # ----------------------------------------------------------------------------------------------
 
-AUTO_RULE = "dataflow = auto reconstructs ttnn.matmul's automatic choice (kgen)"
+AUTO_RULE = "dataflow = auto builds ttnn.matmul's automatic choice where kgen has its factory and form (kgen)"
 
 
 def _fmt(value) -> str:
     return f"{value[0]} x {value[1]}" if isinstance(value, tuple) else str(value)
-
-
-def _auto_refusal(spec: MatmulSpec, arch: ArchFacts) -> None:
-    """What `dataflow = auto` cannot reconstruct: TT's choice for tensors other than DRAM-interleaved
-    (its sharded paths), and for a batched in1 (bcast_batch false), which kgen does not model."""
-    from kgen.gen.rules import Offer, PlanError, suggestion
-
-    def dataflow_offer(names, what: str, extra=()) -> Offer:
-        cands = tuple(suggestion(f"dataflow = {n}", ("dataflow", n)) for n in names) + tuple(extra)
-        return Offer(cands, what, count=len(cands), sep=", or ")
-
-    mem = spec.memory
-    placed = [f"{t} = {getattr(mem, t)}" for t in ("in0", "in1", "out") if getattr(mem, t) != "dram"]
-    if placed:
-        takers = [d.name for d in dataflows.REGISTRY if dataflows.accepts(d, mem)]
-        raise PlanError(AUTO_RULE,
-                        f"dataflow = auto with memory {', '.join(placed)}: kgen reconstructs TT's automatic "
-                        f"choice (create_simple_matmul_program_config / create_matmul_program_config, "
-                        f"{PROGRAM_CONFIG_CPP}) for DRAM-interleaved tensors only, not its L1 and sharded "
-                        f"paths", spec.span("memory"),
-                        dataflow_offer(takers, "a dataflow that takes this placement"))
-    if spec.batch > 1 and not spec.broadcast_in1:
-        takers = [d.name for d in dataflows.REGISTRY if dataflows.takes_batched_in1(d)]
-        raise PlanError(AUTO_RULE,
-                        f"dataflow = auto with broadcast_in1 = false and batch = {spec.batch}: kgen does not "
-                        f"reconstruct TT's automatic choice for a batched in1 (one in1 matrix per batch)",
-                        spec.span("broadcast_in1"),
-                        dataflow_offer(takers, "a dataflow that runs a batched in1",
-                                       (suggestion("broadcast_in1 = true", ("broadcast_in1", True)),)))
 
 
 def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[str, ...]]:
@@ -411,12 +689,15 @@ def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[s
     spec fixed it."""
     from kgen.gen.rules import PlanError
 
-    _auto_refusal(spec, arch)
-    choice = tt_auto(replace(spec, dataflow=dataflows.DEFAULT.name), device_grid=arch.worker_grid)
+    choice = tt_auto(replace(spec, dataflow=dataflows.MCAST_2D.name), device_grid=arch.worker_grid)
     if choice.config is None:
-        raise PlanError(AUTO_RULE, f"dataflow = auto: {choice.note}", spec.span("dataflow"),
-                        "a dataflow named explicitly (" + " | ".join(dataflows.NAMES) + "), or a core grid "
-                        "(`grid = X x Y`, ttnn.matmul's core_grid)")
+        refusal = choice.refusal or Refusal(AUTO_RULE, choice.note)
+        takers = [d.name for d in dataflows.REGISTRY if dataflows.accepts(d, spec.memory)
+                  and (spec.broadcast_in1 or spec.batch == 1 or dataflows.takes_batched_in1(d))]
+        hint = ("TT-Metal refuses this call itself; change the spec (see the rule)" if refusal.tt_own else
+                (", ".join(f"dataflow = {t}" for t in takers) or "no dataflow takes this placement")
+                + ("" if spec.grid is not None else ", or a core grid (`grid = X x Y`, ttnn.matmul's core_grid)"))
+        raise PlanError(refusal.rule, f"dataflow = auto: {refusal.message}", spec.span("dataflow"), hint)
     cfg, tt = choice.config, choice.spec
     fixed, mine = spec.block, tt.block
     df = dataflows.get(cfg.dataflow)
@@ -425,6 +706,12 @@ def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[s
                         f"transpose_mcast = true with dataflow = auto: TT's rule chose {cfg.dataflow} "
                         f"({cfg.rule('dataflow')}), which has no transpose_mcast", spec.span("transpose_mcast"),
                         "dataflow = mcast_2d, or transpose_mcast = false")
+    if not dataflows.accepts(df, spec.memory):
+        where = ", ".join(f"{t} = {'|'.join(sorted(w))}" for t, w in df.placements.items())
+        raise PlanError(AUTO_RULE, f"dataflow = auto: TT's rule chose {cfg.dataflow} ({cfg.rule('dataflow')}) for "
+                        f"memory {{ in0 = {spec.memory.in0}  in1 = {spec.memory.in1}  out = {spec.memory.out} }}, "
+                        f"but kgen's {cfg.dataflow} takes its tensors only as {where}", spec.span("memory"),
+                        "a dataflow named explicitly, or memory placements that factory takes")
     lines = [f"dataflow auto -> {cfg.dataflow} ({df.factory}): {cfg.rule('dataflow')}"]
 
     # the per_core the spec fixes re-derives TT's grid (the 2D factories: the blocks') and out block
@@ -463,5 +750,6 @@ def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[s
         lines.append("compute: the spec's compute config (ttnn.matmul's compute_kernel_config)")
     if choice.padded:
         lines.append("padded: per_core does not divide the tiles, so TT pads the last row/column of cores")
-    resolved = replace(spec, dataflow=cfg.dataflow, grid=grid, compute=c, block=replace(spec.block, **block))
+    resolved = replace(spec, dataflow=cfg.dataflow, grid=grid, compute=c, block=replace(spec.block, **block),
+                       transpose_mcast=tt.transpose_mcast)
     return resolved, tuple(lines)

@@ -1,7 +1,7 @@
 """`dataflow = auto` (issue #39 item 1): the planner resolves the spec to what ttnn.matmul 0.81.1 picks
 with no program config (kgen/gen/ttauto.py, re-exported by kgen/perf/ttchoice.py), but for the fields
 the spec fixes; `kgen check` names the TT rule behind each field; what kgen does not reconstruct is
-refused with a clear error. The default (no dataflow line) stays mcast_2d."""
+refused with a clear error naming TT's rule. The default (no dataflow line) stays mcast_2d."""
 
 from __future__ import annotations
 
@@ -115,21 +115,107 @@ def test_bad_combinations_are_clear_errors():
              "TT's rule chose mcast_1d_in1", "transpose_mcast = false")
     # a fixed per_core that does not fit the device grid: the planner's rule, with legal values
     _refused(make("wormhole_b0", "1024 x 1024 x 1024", "block { per_core = 2 x 8 }"), "per_core_M = 2")
-    # placements TT's automatic choice takes other paths for (L1, sharded, DRAM-sharded in1)
-    _refused(make("wormhole_b0", "1024 x 1024 x 1024", "memory { in0 = l1 }"),
-             "DRAM-interleaved tensors only", "dataflow = mcast_2d")
-    _refused(make("wormhole_b0", "32 x 4096 x 4096", "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  "
-                                                       "out = l1_width_sharded }"),
-             "DRAM-interleaved tensors only", "dataflow = dram_sharded")
-    # a batched in1 (one matrix per batch): TT's reuse-factory choice is not reconstructed
+    # TT's 1D config for a height-sharded in0 reads in0 from its shards: kgen's 1D factories do not
+    _refused(make("wormhole_b0", "1024 x 1024 x 1024", "memory { in0 = l1_height_sharded }"),
+             "TT's rule chose the 1D config", "interleaved tensors only")
+    # in0 width-sharded with a DRAM-width-sharded in1: get_matmul_program_config's own TT_FATAL
+    e = _refused(make("wormhole_b0", "32 x 4096 x 4096", "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  "
+                                                           "out = l1_width_sharded }"),
+                 "Input tensor B must have INTERLEAVED memory layout")
+    assert not e.rule.endswith("(kgen)")
+    # batch > 1 without a core grid: create_simple's configs take fuse_batch = false (every core loops
+    # over the batch), which kgen's multicast factories do not build
+    _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4"), "fuse_batch = false", "core grid")
     _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4", "broadcast_in1 = false"),
-             "batched in1", "dataflow = reuse")
-    _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4", "broadcast_in1 = false", "grid = 8 x 8"),
-             "batched in1", "dataflow = reuse")
-    # (TT's 1D choice whose cores do not fill whole rows of Blackhole's 13-wide grid plans:
-    # test_a_1d_choice_over_a_partial_row_plans)
-    # batch > 1 without a core grid
-    _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4"), "not reconstructed", "core grid")
+             "fuse_batch = false", "one in1 matrix per batch", "dataflow = reuse")
+
+
+# ----------------------------------------------------------------------------------------------
+# TT's choice for L1 and sharded tensors and a batched in1, each read from
+# tenstorrent/tt-metal@001cea9a ttnn/cpp/ttnn/operations/matmul/device/config/matmul_program_config.cpp
+# ----------------------------------------------------------------------------------------------
+
+def test_l1_interleaved_takes_create_simples_placed_2d_config():
+    """create_simple_matmul_program_config with in0 and the output in L1: all_dram false, so the 2D
+    config is the one `if ((core_range.y > 0 and num_blocks_x <= num_cores_x and ...) or use_mcast_2d)`
+    builds without its `if (all_dram_interleaved)` block: per_core_M = per_core_N = get_per_core_factor
+    (16: its CB estimate, 1,310,720 B, is below WH's 1,393,312 less in0's 32 KiB share of each L1 bank),
+    blocks ceil(32 / 16) = 2 x 2 cores, out_block = per_core, in0_block_w 2, and `out_subblock_h = 4;
+    out_subblock_w = 2; if (out_subblock_w != per_core_N) out_subblock_h = 1;` -> 1 x 2."""
+    p = plan(make("wormhole_b0", "1024 x 1024 x 1024", "memory { in0 = l1  out = l1 }"))
+    f = fields(p)
+    assert (f["dataflow"], f["grid"], f["per_core"], f["out_block"], f["in0_block_w"], f["out_subblock"]) == \
+        ("mcast_2d", (2, 2), (16, 16), (16, 16), 2, (1, 2))
+    assert any("tensors not all DRAM-interleaved" in line for line in p.tt_choice)
+    # the same with only the output block-sharded (use_mcast_2d's BLOCK_SHARDED output branch)
+    f = fields(plan(make("wormhole_b0", "1024 x 1024 x 1024", "memory { out = l1_block_sharded }")))
+    assert (f["dataflow"], f["per_core"], f["out_subblock"]) == ("mcast_2d", (16, 16), (1, 2))
+
+
+def test_l1_interleaved_narrow_shape_is_the_1d_config():
+    """create_simple: `if (all_interleaved && is_narrow)` with all_dram false tests the ratio only:
+    4096 / 32 = 128 > 8, wide -> get_mcast_1d_config(mcast_in0) on the device grid: per_core_N =
+    div_up(div_up(4096, 130), 32) = 1 on Blackhole's 13 x 10."""
+    f = fields(plan(make("blackhole", "32 x 4096 x 4096", "memory { in0 = l1 }")))
+    assert (f["dataflow"], f["per_core"], f["in0_block_w"]) == ("mcast_1d_in0", (1, 1), 2)
+
+
+def test_l1_falls_through_to_the_multicore_config_kgen_does_not_build():
+    """create_simple's `return MatmulMultiCoreProgramConfig{};`: with tensors not all DRAM-interleaved,
+    one block (256^3: 1 x 1 blocks of 16 tiles, get_core_range gives 0 x 0 and no 1D or 2D branch
+    applies), or more blocks than cores (Gemma's 1024 x 5376 x 5376, corpus case i56976: factor 8, 21 x 4
+    = 84 blocks > 64 cores). ttnn runs MatmulMultiCoreProgramFactory there, which kgen has no port of."""
+    _refused(make("wormhole_b0", "256 x 256 x 256", "memory { in0 = l1 }"),
+             "MatmulMultiCoreProgramConfig", "a single block", "dataflow = mcast_2d")
+    _refused(make("wormhole_b0", "1024 x 5376 x 5376", "memory { in0 = l1 }"),
+             "MatmulMultiCoreProgramConfig", "21 x 4 blocks of 8 x 8", "more than the 64 cores")
+
+
+def test_a_core_grid_with_l1_tensors_is_create_matmul_program_config():
+    """With a core grid the memory config does not enter create_matmul_program_config's interleaved
+    branches: an L1 in0 plans exactly as a DRAM one."""
+    dram = fields(plan(make("wormhole_b0", "1024 x 1024 x 1024", "grid = 8 x 8")))
+    l1 = fields(plan(make("wormhole_b0", "1024 x 1024 x 1024", "grid = 8 x 8", "memory { in0 = l1  out = l1 }")))
+    assert l1 == dram
+
+
+def test_a_batched_in1_with_a_core_grid_is_the_reuse_config():
+    """create_matmul_program_config, `if (input_b_is_batched)` with in0 batched and neither input sharded:
+    m_tiles_per_core = Mt, n_tiles_per_core = Nt, k_tiles_per_core = 1; can_cbs_fit_in_l1 -> a
+    MatmulMultiCoreReuseProgramConfig (kgen's reuse), out_subblock from get_subblock_sizes(Mt, Nt):
+    the first (w, h) pair with w | 32 and h | 2 is (4, 2): h x w = 2 x 4."""
+    p = plan(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4", "broadcast_in1 = false", "grid = 8 x 8"))
+    f = fields(p)
+    assert (f["dataflow"], f["per_core"], f["in0_block_w"], f["out_subblock"]) == ("reuse", (2, 32), 1, (2, 4))
+    assert p.batch_ct == 4 and any("MatmulMultiCoreReuseProgramConfig" in line for line in p.tt_choice)
+
+
+def test_a_block_sharded_in0_follows_the_planners_shard():
+    """kgen's `l1_block_sharded` leaves the shard to the op: kgen's planner shards in0 over mcast_2d's grid
+    of blocks (8 x 8 on Wormhole for 32 x 32 tiles: shards of 4 x 4 tiles). get_matmul_program_config
+    (in0 sharded, no core grid) on that 2D shard grid: per_core_M = div_up(M, virtual_y) = 4,
+    per_core_N = div_up(N, virtual_x) = 4, in0_block_w = gcd(shard width 4, Kt 32) = 4; with the output
+    sharded, get_matmul_subblock_params' per_core_N_equals_subblock_w constraint: 1 x 4 (else 4 x 2).
+    A COL_MAJOR orientation is transpose_mcast."""
+    f = fields(plan(make("wormhole_b0", "1024 x 1024 x 1024",
+                         "memory { in0 = l1_block_sharded  out = l1_block_sharded }")))
+    assert (f["dataflow"], f["grid"], f["per_core"], f["in0_block_w"], f["out_subblock"]) == \
+        ("mcast_2d", (8, 8), (4, 4), 4, (1, 4))
+    p = plan(make("wormhole_b0", "1024 x 1024 x 1024", "memory { in0 = l1_block_sharded  orientation = col_major }"))
+    assert p.transpose_mcast and fields(p)["out_subblock"] == (4, 2)
+    # a sharded output of another layout than in0's: TT's own TT_FATAL, not a kgen rule
+    e = _refused(make("wormhole_b0", "1024 x 1024 x 1024", "memory { in0 = l1_block_sharded  out = l1_width_sharded }"),
+                 "Input A and output memory layouts must match")
+    assert not e.rule.endswith("(kgen)")
+
+
+def test_create_simples_placed_2d_config_that_tt_itself_refuses():
+    """The placed 2D config with a per-core factor of 2 has out_subblock 4 x 2 (out_subblock_w == per_core_N
+    keeps h = 4), which get_program_config's `per_core_M % out_subblock_h == 0` check refuses."""
+    from kgen.gen.ttauto import Refusal, _placed_2d
+
+    r = _placed_2d(make("wormhole_b0", "1024 x 1024 x 1024"), (8, 8), 2, 2, "16 x 16 blocks")
+    assert isinstance(r, Refusal) and r.tt_own and "per_core_M must be divisible by out_subblock_h" in r.message
 
 
 def test_a_misspelt_auto_is_a_spec_error_naming_auto():
@@ -159,7 +245,8 @@ def test_kgen_check_names_each_rule_and_refuses_with_exit_2(tmp_path, capsys):
                     f" broadcast_in1 = false\n dataflow = auto\n}}\n")
     assert main(["check", str(path)]) == 2
     out, err = capsys.readouterr()
-    assert "batched in1" in err and "Traceback" not in err and err.count("\n\n") == 0
+    assert "one in1 matrix per batch" in err and "fuse_batch = false" in err
+    assert "Traceback" not in err and err.count("\n\n") == 0
 
 
 def test_a_1d_choice_over_a_partial_row_plans():
