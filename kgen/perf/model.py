@@ -160,6 +160,12 @@ class _KernelCost:
         rows = [OPS[o.kind] for o, _ in counted(kernel.body)]
         self.relay = any(r.from_shard for r in rows) and any(r.sem == optable.SEM_INCREMENTS for r in rows)
         self.relay_sends, self.relay_receives, self.relay_send_cycles = 0, 0, 0.0
+        # A multicast sender's handshake chain: a receiver asks for block k (its semaphore increment) only
+        # after block k - 1 has landed and been pushed, so the sender multicasts block k no sooner than
+        # block k - 1's multicast, its landing and the increment's one-way latency after it: its K loop
+        # takes at least the sum of those over its blocks, however fast it reads (TT's reader_bmm_tile_layout_
+        # in0/in1 sender and receiver kernels at 0.81.1).
+        self.chain_cycles = 0.0
         self._first_mcast = self._from_shard = False
         self._block_cycles = 0.0
         self._l1_acc = False          # the packer accumulates into L1 (pack_l1_acc)
@@ -444,10 +450,15 @@ class _KernelCost:
         self.add(processor, "noc", n * c.multicast_cycles(int(o["bytes"]), dests))
         if o["cb"] == CB_BIAS:
             self.tail_cycles += n * c.multicast_cycles(int(o["bytes"]), dests)
+        elif not self.relay:
+            self.chain_cycles += n * (c.multicast_cycles(int(o["bytes"]), dests) + c.multicast_landing(dests)
+                                      + c.multicast.semaphore_latency)
         self.fill_latency = max(self.fill_latency, c.multicast_landing(dests))
 
     def _sem_mcast(self, o: Op, n: int, processor: str) -> None:
         self.add(processor, "noc", n * self.costs.multicast_issue(int(o["num_dests"])))
+        if not self.relay:
+            self.chain_cycles += n * self.costs.multicast_issue(int(o["num_dests"]))
 
     def total(self, processor: str) -> float:
         return sum(self.busy[processor].values())
@@ -529,13 +540,13 @@ def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathe
                 work[p] = dict(kc.busy[p])
                 names[p] = k.name
         latency = kc.fill_latency
-        feed = kc.total(k.processor) - kc.write_cycles - kc.tail_cycles
+        feed = max(kc.total(k.processor) - kc.write_cycles - kc.tail_cycles, kc.chain_cycles)
         sender = PACED_BY.get(k.role)
         if sender is not None and sender in cost_of:
             s = cost_of[sender]
             paced[k.processor] = s.total(k.processor)
             latency = max(latency, s.fill_latency)
-            feed = max(feed, s.total(k.processor) - s.write_cycles - s.tail_cycles)
+            feed = max(feed, s.total(k.processor) - s.write_cycles - s.tail_cycles, s.chain_cycles)
         fill_latency = max(fill_latency, latency)
         if k.processor != "TRISC":
             feeding[k.processor] = feed

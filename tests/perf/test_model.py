@@ -625,3 +625,19 @@ def test_the_wall_time_is_the_slower_of_device_plus_gap_and_host_issue():
     pr = predict(verified(spec(shape="1024 x 1024 x 1024", grid="8 x 8")))
     assert pr.wall_us == pytest.approx(max(pr.microseconds + pr.trace_us, pr.host_us))
     assert pr.wall_us >= pr.host_us and pr.wall_us >= pr.microseconds
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_multicast_sender_waits_for_the_handshake_chain_every_k_block(arch):
+    """TT's 2D receivers (reader_bmm_tile_layout_in0/in1_receiver at 0.81.1) reserve block k and
+    increment the sender's semaphore only after block k - 1 has landed and been pushed, so a sender
+    multicasts block k no sooner than block k - 1's multicast, its landing (the One to All plots'
+    measured latency) and the increment's one-way latency (tt-npe) after it, however fast it reads:
+    with in0 and in1 in L1 and one tile per K-block, that chain, not the reads, sets the pace."""
+    c = load_costs(arch)
+    program = verified(spec(arch, shape="128 x 128 x 2048", grid="4 x 4", w=1, l1acc=False,
+                            extra="memory { in0 = l1  in1 = l1  out = l1 }"))
+    assert program.blocking.in0_block_w == 1
+    blocks = 2048 // 32
+    chain = c.multicast_cycles(2048, 3) + c.multicast_landing(3) + c.multicast.semaphore_latency
+    assert predict(program).cycles >= blocks * chain
