@@ -5,6 +5,8 @@ refused with a clear error naming TT's rule. The default (no dataflow line) stay
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kgen.cli import main
@@ -257,3 +259,28 @@ def test_a_1d_choice_over_a_partial_row_plans():
     p = plan(make("blackhole", "512 x 1024 x 1024"))
     assert p.spec.dataflow == "mcast_1d_in0" and (p.per_core_m, p.per_core_n) == (16, 1)
     assert p.grid == (13, 3) and p.num_cores == 32
+
+
+AUTO_FORMS = {
+    # create_simple's placed 2D config (in0 and out in L1): per_core = out_block = 16 x 16, subblock 1 x 2
+    "l1_placed_2d": ("1024 x 1024 x 64", "memory { in0 = l1  out = l1 }"),
+    # a batched in1 with a core grid: MatmulMultiCoreReuseProgramConfig, kgen's reuse, per_core Mt x Nt
+    "batched_in1_reuse": ("64 x 128 x 128", "batch = 3  broadcast_in1 = false  grid = 4 x 4"),
+    # a block-sharded in0 and output: the 2D config from the planner's shard, subblock w == per_core_N
+    "block_sharded_2d": ("256 x 256 x 256", "memory { in0 = l1_block_sharded  out = l1_block_sharded }"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", sorted(AUTO_FORMS))
+def test_the_new_auto_forms_port_check(host_cxx, host_toolchain, tmp_path, capsys, form):
+    """Each form TT's choice now lands on is built, emulated bit-exact and port-checked against TT-Metal's
+    own kernels (its whole program, as `kgen port-check` runs it)."""
+    shape, extra = AUTO_FORMS[form]
+    path = tmp_path / f"{form}.kspec"
+    path.write_text(f"matmul {form} {{\n arch = wormhole_b0\n shape = {shape}\n {BF16}\n {extra}\n"
+                    f" dataflow = auto\n}}\n")
+    rc = main(["port-check", str(path), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0 and data["passed"] is True, data["failures"]
+    assert data["kgen"]["exact_match"] and data["tt_metal"]["exact_match"]
