@@ -70,10 +70,23 @@ class _State:
     # DST lanes past dst_used the pack may take as they are: the padded lanes of a narrowed last in1
     # subblock (the blocking's out_subblock_w - last_subblock_w_valid), whatever DST held
     dst_padding: int = 0
+    # each CB's front (pages popped) and back (pages pushed), modulo its pages: a step that does not divide
+    # the pages must not run past the CB's end (TT's transpose stage: 4 tiles, then the block's rest)
+    front: dict[int, int] = field(default_factory=dict)
+    back: dict[int, int] = field(default_factory=dict)
+    # such a step waited (reserved) and not yet popped (pushed) whole: nothing else may touch that end
+    odd: dict[tuple[int, str], int] = field(default_factory=dict)
+    odd_cbs: set[int] = field(default_factory=set)
 
     def key(self) -> tuple:
         return (tuple(sorted(self.waited.items())), tuple(sorted(self.reserved.items())), self.regs,
-                self.dst_used, self.l1_acc, self.dst_padding)
+                self.dst_used, self.l1_acc, self.dst_padding, self.odd_ends())
+
+    def odd_ends(self) -> tuple:
+        """The fronts and backs of the CBs a step not dividing their pages touched (those only: an evenly
+        stepped CB repeats whatever its position, as every loop's first iteration shows)."""
+        cbs = sorted(self.odd_cbs)
+        return (tuple(sorted(self.odd.items())), tuple((c, self.front.get(c, 0), self.back.get(c, 0)) for c in cbs))
 
 
 class _Checker:
@@ -106,13 +119,23 @@ class _Checker:
             else:
                 self.step(n, env)
 
-    def cb_step(self, n: Op) -> tuple[int, int]:
+    def cb_step(self, n: Op, ends: dict[int, int], end: str, done: bool) -> tuple[int, int]:
+        """A CB protocol step at the CB's front or back (`ends`, `end`); `done`: a pop or push. A step that
+        does not divide the pages (TT's transpose stage: 4 tiles, then the block's rest) must end by the
+        CB's last page and be popped (pushed) whole before that end of the CB moves on."""
         cb, tiles = n["cb"], n["tiles"]
         if cb not in self.pages:
             self.fail(f"CB c_{cb} is not in the CB table", n)
-        pages = self.pages[cb]
-        if tiles <= 0 or tiles > pages or pages % tiles:
-            self.fail(f"step of {tiles} tiles on c_{cb} must be > 0, <= its {pages} pages and divide them", n)
+        pages, at, odd = self.pages[cb], ends.get(cb, 0), self.state.odd
+        pending = odd.get((cb, end))
+        if (tiles <= 0 or tiles > pages or (pages % tiles and at + tiles > pages)
+                or (pending is not None and pending != tiles)):
+            bad = pending if pending is not None and pending != tiles else tiles
+            self.fail(f"step of {bad} tiles on c_{cb} must be > 0, <= its {pages} pages and divide them "
+                      f"(or end by its last page and be taken whole: it starts at page {at})", n)
+        if pages % tiles:
+            self.state.odd_cbs.add(cb)
+            odd.pop((cb, end), None) if done else odd.__setitem__((cb, end), tiles)
         return cb, tiles
 
     def step(self, n: Op, env: dict[str, int]) -> None:
@@ -120,22 +143,24 @@ class _Checker:
         k = n.kind
         row = OPS[k]
         if row.cb == CB_WAIT:
-            cb, t = self.cb_step(n)
+            cb, t = self.cb_step(n, s.front, "front", False)
             # wait_front(t) asks for t pages at the front, counted from the last pop.
             s.waited[cb] = max(s.waited.get(cb, 0), t)
         elif row.cb == CB_POP:
-            cb, t = self.cb_step(n)
+            cb, t = self.cb_step(n, s.front, "front", True)
             if s.waited.get(cb, 0) < t:
                 self.fail(f"pops {t} pages of c_{cb} but only {s.waited.get(cb, 0)} were waited for", n)
             s.waited[cb] -= t
+            s.front[cb] = (s.front.get(cb, 0) + t) % self.pages[cb]
         elif row.cb == CB_RESERVE:
-            cb, t = self.cb_step(n)
+            cb, t = self.cb_step(n, s.back, "back", False)
             s.reserved[cb] = max(s.reserved.get(cb, 0), t)
         elif row.cb == CB_PUSH:
-            cb, t = self.cb_step(n)
+            cb, t = self.cb_step(n, s.back, "back", True)
             if s.reserved.get(cb, 0) < t:
                 self.fail(f"pushes {t} pages of c_{cb} but only {s.reserved.get(cb, 0)} were reserved", n)
             s.reserved[cb] -= t
+            s.back[cb] = (s.back.get(cb, 0) + t) % self.pages[cb]
         elif row.dst in _DST_HANDSHAKE:
             before, after = _DST_HANDSHAKE[row.dst]
             if s.regs != before:
