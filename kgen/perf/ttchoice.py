@@ -1,8 +1,9 @@
 """What TT-Metal would have picked, for `kgen tune`'s comparison table.
 
 TT's automatic choice (ttnn.matmul with no program config: the factory, grid, blocking and compute
-config it picks) lives in kgen/gen/ttauto.py, where the planner's `dataflow = auto` reads it too; its
-names are re-exported here.
+config it picks, for every placement; a Refusal where TT's choice is a program kgen does not build)
+lives in kgen/gen/ttauto.py, where the planner's `dataflow = auto` reads it too; its names are
+re-exported here.
 
 **TT's manual (benchmark) choice.** tests/ttnn/unit_tests/benchmarks/test_benchmark.py
 (test_matmul_2d_host_perf) picks per shape; its rows and rule live in benchmarks/gemm_rows.py
@@ -20,8 +21,8 @@ from typing import Mapping
 from kgen.core.errors import KgenError
 from kgen.gen.spec import MatmulSpec
 # re-exported: TT's automatic choice is kgen.gen.ttauto's
-from kgen.gen.ttauto import (Choice, TTConfig, spec_for_config, tt_auto, tt_auto_config,  # noqa: F401
-                             tt_compute, tt_matmul_compute)
+from kgen.gen.ttauto import (Choice, Refusal, TTConfig, spec_for_config, tt_auto,  # noqa: F401
+                             tt_auto_config, tt_compute, tt_matmul_compute)
 
 # ----------------------------------------------------------------------------------------------
 # the benchmark's manual configuration (benchmarks/gemm_rows.py, when present)
