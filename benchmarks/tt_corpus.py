@@ -33,7 +33,7 @@ else (dataflow, grid unless `core_grid` is given, every block value) is left to 
                        grid, the shard spec left to the op), l1 (interleaved) -> l1.
                        Height-sharded in1/out have no spec syntax.
     a/b/out_shard      an explicit shard grid and shape: no spec syntax (refused).
-    transpose_a/_b     no spec syntax (refused).
+    transpose_a/_b     `transpose_a = true` / `transpose_b = true` (A stored [..., K, M], B [..., N, K]).
     op, bias           linear with bias=1 -> `fuse { bias = true }`; run_suite.py makes the bias
                        a (1, N) tensor in B's dtype -> `dtype.bias = <B's dtype>`.
     activation         linear's string -> fuse.activation: relu, silu, gelu (TT's GELU, fast
@@ -245,7 +245,6 @@ def map_case(row: dict[str, str], arch: str, dataflow: str | None = None) -> Map
         if row[column]:
             missing.append(f"an explicit shard spec ({tensor})")
 
-    missing += transposes
     activation = row["activation"]
     if activation and activation not in ACTIVATIONS:
         missing.append(f"activation {activation}")
@@ -274,6 +273,7 @@ def map_case(row: dict[str, str], arch: str, dataflow: str | None = None) -> Map
     dtype = (f"in0 = {DTYPES[row['a_dtype']]}  in1 = {DTYPES[row['b_dtype']]}  out = {DTYPES[out_dtype]}"
              + (f"  bias = {DTYPES[row['b_dtype']]}" if bias else ""))
     lines.append(f"    dtype {{ {dtype} }}")
+    lines += [f"    {t} = true" for t in transposes]      # A stored K x M, B stored N x K, as the case gives them
     if memory:
         lines.append("    memory { " + "  ".join(f"{t} = {v}" for t, v in memory.items()) + " }")
     grid = row["core_grid"]

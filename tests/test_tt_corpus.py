@@ -113,9 +113,23 @@ def test_l1_interleaved_placements(case, placements, cause):
     assert (result.status, result.cause or None) == ("refused" if cause else "planned", cause)
 
 
+@pytest.mark.parametrize("case, key, shape, cause", [
+    # transpose_a = 1, A 8192 x 11008 stored K x M: M = 11008, K = 8192; B 8192 x 4096 is K x N
+    ("i36426_ta_11008", "transpose_a", (11008, 4096, 8192), None),
+    # transpose_b = 1, B [64, 6, 256, 64] stored N x K: one B per batch, refused by TT's fuse_batch rule
+    ("i35396_attn_qk", "transpose_b", (256, 256, 64), "B batched: fuse_batch (mcast_2d) needs B's batch == 1"),
+])
+def test_the_transposes_are_written_into_the_spec(case, key, shape, cause):
+    """ttnn.matmul's transpose_a / transpose_b are spec keys (issue #39 item 3): the case's stored shapes
+    transposed give M, N and K, and the case plans, or meets a TT-Metal rule, like any other."""
+    spec, text = spec_of(case)
+    assert f"{key} = true" in text and getattr(spec, key)
+    assert (spec.m, spec.n, spec.k) == shape
+    result = tt_corpus.classify(ROWS[case], "wormhole_b0")
+    assert (result.status, result.cause or None) == ("refused" if cause else "planned", cause)
+
+
 @pytest.mark.parametrize("case, missing", [
-    ("i35396_attn_qk", ["transpose_b"]),                                  # transpose_b = 1
-    ("i36426_ta_11008", ["transpose_a"]),                                 # transpose_a = 1
     ("t_s_matmul_7ada312b72", ["height-sharded in1", "height-sharded out",
                                "an explicit shard spec (in0)", "an explicit shard spec (in1)"]),
 ])

@@ -85,7 +85,7 @@ def _resolved(spec, key: str):
         "block.per_core": spec.block.per_core, "block.out_block": spec.block.out_block,
         "fuse.bias": spec.fuse_bias, "fuse.activation": spec.activation, "untilize_out": spec.untilize_out,
         "transpose_mcast": spec.transpose_mcast, "broadcast_in1": spec.broadcast_in1, "memory.in0": spec.memory.in0, "memory.in1": spec.memory.in1,
-        "memory.out": spec.memory.out, **compute,
+        "memory.out": spec.memory.out, "transpose_a": spec.transpose_a, "transpose_b": spec.transpose_b, **compute,
     }
     value = table[key]
     return "auto" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
@@ -136,6 +136,18 @@ def test_keys_of_one_dataflow_are_refused_by_the_others(key):
         plan(_dataflow_spec(other))                                   # the base plans there
         with pytest.raises(KgenError, match=f"with dataflow = {other}"):
             plan(_dataflow_spec(other, SAMPLES[key]))
+
+
+@pytest.mark.parametrize("key", ["transpose_a", "transpose_b"])
+def test_the_transposes_are_taken_by_the_dataflows_the_table_lists(key):
+    listed = set(re.findall(r"`(\w+)`", TABLE[key][3]))
+    assert listed == {"reuse", "mcast_2d"}
+    for dataflow in DATAFLOW_BASES:
+        if dataflow in listed:
+            plan(_dataflow_spec(dataflow, f"{key} = true"))
+        else:
+            with pytest.raises(KgenError, match=f"with dataflow = {dataflow}"):
+                plan(_dataflow_spec(dataflow, f"{key} = true"))
 
 
 @pytest.mark.parametrize("key", ["memory.in0", "memory.in1", "memory.out"])
