@@ -134,8 +134,7 @@ class Dataflow(ABC):
     # the factory as TT's reuse, 2D and 1D factories do (swapped tile strides, the compute kernel's in0 tile
     # transpose into c_10 and its IN1_TRANSPOSE_TILE define); else `transpose_refusal` says what TT does.
     transposes_inside: bool = False
-    transpose_refusal: str = ("TT-Metal 0.81.1's 1D multicast factory reads transposed inputs itself (swapped tile "
-                              "strides), which kgen does not build for it yet")
+    transpose_refusal: str = "kgen does not build this factory's transposed reads"
 
     def __repr__(self) -> str:
         return f"<dataflow {self.name}>"

@@ -177,7 +177,7 @@ def op_counts(program: Program) -> tuple[tuple[str, int], ...]:
     one execution does is the op table's."""
     n: dict[str, int] = dict.fromkeys(OP_KINDS, 0)
     for k in program.kernels:
-        cores = (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
+        cores = k.cores.size
         for o, times in counted(k.body):
             t = times * cores
             row, work = OPS[o.kind], work_of(o)

@@ -651,7 +651,7 @@ def _read_rates(program: Program, costs: Costs, placement: Mapping[str, str]) ->
 
 
 def _cores(k: Kernel) -> int:
-    return (k.cores.x1 - k.cores.x0 + 1) * (k.cores.y1 - k.cores.y0 + 1)
+    return k.cores.size
 
 
 def predict(program: Program, costs: Costs | None = None, placement: Mapping[str, str] | None = None) -> Prediction:

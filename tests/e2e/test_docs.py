@@ -141,7 +141,7 @@ def test_keys_of_one_dataflow_are_refused_by_the_others(key):
 @pytest.mark.parametrize("key", ["transpose_a", "transpose_b"])
 def test_the_transposes_are_taken_by_the_dataflows_the_table_lists(key):
     listed = set(re.findall(r"`(\w+)`", TABLE[key][3]))
-    assert listed == {"reuse", "mcast_2d"}
+    assert listed == {"reuse", "mcast_2d", "mcast_1d_in0", "mcast_1d_in1"}
     for dataflow in DATAFLOW_BASES:
         if dataflow in listed:
             plan(_dataflow_spec(dataflow, f"{key} = true"))

@@ -6,7 +6,7 @@ matmul_multicore_reuse_mcast_2d_program_factory.cpp):
 
 - ttnn.matmul(a, b, transpose_a, transpose_b) computes transpose(a) @ transpose(b) over the last two dims:
   a stored K x M, b stored N x K;
-- the reuse and 2D multicast factories read the stored tensors with swapped tile strides:
+- the reuse, 2D and 1D multicast factories read the stored tensors with swapped tile strides:
   in0_tensor_stride_w = transpose_a ? Mt : 1, in0_tensor_stride_h = transpose_a ? 1 : Kt,
   in1_tensor_stride_w = transpose_b ? Kt : 1, in1_tensor_stride_h = transpose_b ? 1 : Nt;
 - the compute kernel transposes each in0 tile into cb_in0_transposed (c_10, as large as c_0, in0's
@@ -110,14 +110,10 @@ def test_the_manifest_holds_the_stored_shapes():
     assert io["out"]["shape"] == [1, M, N] and "transposed" not in io["out"]
 
 
-@pytest.mark.parametrize("dataflow,extra,words", [
-    ("dram_sharded", "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  out = l1_width_sharded }",
-     "separate ttnn::transpose"),
-    ("mcast_1d_in0", "", "1D multicast"),
-])
-def test_a_factory_that_does_not_read_transposed_is_refused(dataflow, extra, words):
-    with pytest.raises(KgenError, match=words):
-        plan(spec(f"transpose_b = true  {extra}", dataflow))
+def test_the_dram_sharded_factory_is_refused_naming_tts_separate_transpose():
+    extra = "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  out = l1_width_sharded }"
+    with pytest.raises(KgenError, match="separate ttnn::transpose"):
+        plan(spec(f"transpose_b = true  {extra}", "dram_sharded"))
 
 
 def test_transpose_a_with_a_fused_batch_is_refused_with_tts_rule():
@@ -137,6 +133,8 @@ matmul t {{
     ("mcast_2d", "transpose_b = true  transpose_mcast = true", "bfloat8_b"),
     ("reuse", "transpose_a = true", "bfloat8_b"),
     ("mcast_2d", "transpose_a = true", "float32"),
+    ("mcast_1d_in0", "transpose_a = true  transpose_b = true  block { per_core = 7 x 2 }", "bfloat16"),
+    ("mcast_1d_in1", "transpose_b = true  block { per_core = 2 x 5 }", "bfloat8_b"),
 ])
 def test_the_emulated_kernels_compute_the_transposes_product(host_cxx, tmp_path, dataflow, extra, dtype):
     from kgen.gen.build import build

@@ -31,6 +31,7 @@ class Mcast1D(Dataflow):
     label = "1D multicast"
     placements: Mapping[str, frozenset[Placement]] = INTERLEAVED   # in DRAM or L1
     transpose_mcast = False
+    transposes_inside = True         # TT's 1D factory reads transposed inputs with swapped strides, as the 2D
     # A multicast receiver waits for its sender: it runs at the sender's pace.
     paced_by: Mapping[str, str] = MappingProxyType({"in0_receiver": "in0_sender",
                                                     "in1_receiver_writer": "in1_sender_writer"})

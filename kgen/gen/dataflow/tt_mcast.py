@@ -348,7 +348,8 @@ def _writer_h_args(f: FactoryValues, last: bool) -> tuple[int, int, int]:
 def _in0_sender_ct_1d(f: FactoryValues, dests: int, cores: int, sems: tuple[int, int]) -> tuple[int, ...]:
     p = f.plan
     kt, ibw, obh = p.kt, p.in0_block_w, p.out_block_h
-    return (1, kt, ibw, obh * kt, ibw, obh, obh * ibw, p.spec.k % TILE_HW, 0, 0, 0, 0,
+    sw, sh = tt_transpose.in0_strides(p)                           # (1, Kt), or (Mt, 1) with transpose_a
+    return (sw, sh, ibw * sw, obh * sh, ibw, obh, obh * ibw, *tt_transpose.in0_last_ktile(p), 0, 0, 0,
             p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim, *sems, dests, cores, p.mt * kt,
             f.batch, f.batch, 0, 0, 0, 1, 0,       # B, B, reuse_in0_in_CB, batchB, sparsity page, bcast_A, from reader
             0,                                     # fuse_op (all-gather)
@@ -359,7 +360,8 @@ def _in0_sender_ct_1d(f: FactoryValues, dests: int, cores: int, sems: tuple[int,
 def _in1_sender_writer_ct_1d(f: FactoryValues, dests: int, cores: int, sems: tuple[int, int]) -> tuple[int, ...]:
     p = f.plan
     nt, ibw, obw = p.nt, p.in0_block_w, p.out_block_w
-    return (1, nt, ibw * nt, obw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
+    sw, sh = tt_transpose.in1_strides(p)                           # (1, Nt), or (Kt, 1) with transpose_b
+    return (sw, sh, ibw * sh, obw * sw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
             *sems, dests, cores, p.kt * nt, f.batch, 1, 0, 0,   # KtNt, batch, bcast_B (in1 has no batch), sparsity
             *f.writer_ct(),
             1 if f.bias else 0, 0, 0, 0,              # bias stride, all-gather, reduce-scatter, compact_output
@@ -385,7 +387,7 @@ def _in0_sender_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
                             {**named, "cb_l1_array": TT_FIXED_CBS["in0_sender cb_sparsity"]},
                             {"SKIP_MCAST": "1"} if cores == 0 else {}, rt)
     # mcast_1d_in1: every core reads its own per_core_M rows, without multicast; last_block_h = per_core_M
-    rt = tuple(((x, y), ({"buffer_address": "in0"}, p.per_core_m * p.kt * _core_index(f, x, y), 0, 0, 0, 0,
+    rt = tuple(((x, y), ({"buffer_address": "in0"}, p.per_core_m * tt_transpose.in0_strides(p)[1] * _core_index(f, x, y), 0, 0, 0, 0,
                          p.per_core_m, 0)) for (x, y) in cores_of(k["core_ranges"]))
     return TtKernelArgs("in0_sender", TT_KERNELS["in0_sender"], _in0_sender_ct_1d(f, 0, 0, (0, 0)), named,
                         {"SKIP_MCAST": "1"}, rt)
@@ -414,7 +416,7 @@ def _in1_sender_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
             i = _core_index(f, x, y)
             last = i == cores - 1
             rt.append(((x, y), (
-                {"buffer_address": "in1"}, pcn * i, 0, 0, 0, 0, 0,
+                {"buffer_address": "in1"}, pcn * tt_transpose.in1_strides(p)[0] * i, 0, 0, 0, 0, 0,
                 {"buffer_address": "out"}, pcn * i,
                 f.last_obw if last else obw, *_writer_h_args(f, True), *f.out_subblocks_w(last),
                 {"buffer_address": "bias"} if bias else 0, pcn * i if bias else 0,
