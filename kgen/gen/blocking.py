@@ -216,7 +216,9 @@ class Blocking:
                         f"core's last out block)",
                         f"the last core along {'yx'[i]} holds {last} of per_core_{mn} = {per} tiles, so out_block_{dim} "
                         f"= {ob[i]} leaves it {(per - last) // ob[i]} out block(s) entirely past the tensor, which "
-                        f"TT-Metal's _padding readers would read in full",
+                        f"TT-Metal's _padding readers would read in full"
+                        + ("" if strict else f", and the {factory.label} factory's writers of that core have no "
+                                             f"last_num_blocks_{dim}_dim to stop at"),
                         nearest_offer([d for d in divisors(per) if last > per - d], ob[i],
                                       f"out_block_{dim} reaching into the last core's tiles", _out_block_dim(ob, i)))
         return None
