@@ -134,6 +134,7 @@ class _Choice:
     memory_in1: str = Placement.DRAM         # where in1 lives when not the factory's own (l1: interleaved in L1)
     tt_auto: bool = False                    # `dataflow = auto`: TT's factory, blocking (and grid if not written)
     write_grid: bool = True                  # with tt_auto: the grid is ttnn.matmul's core_grid, or left out
+    transposed: tuple[bool, bool] = (False, False)   # transpose_a, transpose_b (fuzz_forms.transposed_inputs)
 
     @property
     def batch_ct(self) -> int:
@@ -406,6 +407,7 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
         lines.append(f"dataflow = {c.dataflow}")
     if c.transpose_mcast:
         lines.append("transpose_mcast = true")
+    lines += [f"transpose_{t} = true" for t, on in zip("ab", c.transposed) if on]
     if not c.broadcast_in1:
         lines.append("broadcast_in1 = false")
     if c.memory != (Placement.DRAM, Placement.DRAM) or c.memory_in1 != Placement.DRAM:
@@ -461,6 +463,7 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
     # issue #39's forms (kgen/proof/fuzz_forms.py): L1-interleaved tensors, `dataflow = auto`
     c = fuzz_forms.l1_interleaved(random.Random(f"kgen-fuzz-l1-interleaved:{seed}:{index}"), c, _cb_bytes)
     c = fuzz_forms.tt_auto(random.Random(f"kgen-fuzz-auto:{seed}:{index}"), c, DRAWN_DATAFLOWS)
+    c = fuzz_forms.transposed_inputs(random.Random(f"kgen-fuzz-transposed-inputs:{seed}:{index}"), c, _cb_bytes)
     name = _case_name(seed, index)
     return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
 
@@ -649,6 +652,7 @@ def features(p: Plan) -> dict[str, object]:
         "macs": p.mt * p.nt * p.kt * TILE_HW ** 3,
         "padded_blocks": "/".join(d for d, on in (("M", p.padded_m), ("N", p.padded_n)) if on) or "none",
         "tile_padding": "/".join(p.tile_padding) or "none",
+        "transposed": "".join(t for t, on in (("a", s.transpose_a), ("b", s.transpose_b)) if on) or "none",
     }
 
 

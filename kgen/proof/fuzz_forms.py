@@ -17,8 +17,26 @@ from kgen.gen import dataflow as dataflows
 L1_INTERLEAVED_SHARE = 0.2   # of the all-DRAM cases: in0, in1 and/or the output interleaved over the L1 banks
 AUTO_SHARE = 0.3             # of the DRAM-interleaved 2D and reuse cases that can be: `dataflow = auto`
 BATCH_RANK_SHARE = 0.5       # of the cases with a batch: an in0 of rank 4 or 5 (`batch = 2 x 3`, `1 x 3`)
+TRANSPOSE_B_SHARE = 0.2      # of the cases on a factory that reads transposed inputs: transpose_b
+TRANSPOSE_A_SHARE = 0.15     # of those with batch 1 and an interleaved in0: transpose_a
 
 C = TypeVar("C")             # fuzz._Choice (not imported: fuzz imports this module)
+
+
+def transposed_inputs(rng: random.Random, c: C, cb_bytes: Callable[[ArchFacts, C], int]) -> C:
+    """Some cases with ttnn.matmul's transpose_a / transpose_b (in0 stored K x M, in1 N x K), on the
+    factories that read them in place (Dataflow.transposes_inside: every one but the DRAM-sharded, before
+    which TT runs a separate transpose; `dataflow = auto` picks only such ones). transpose_a needs batch 1
+    (TT's fuse_batch rule) and its tensors in DRAM (kgen's L1 check of c_0 and the L1 tensors is the form above's), and adds c_10, as large as c_0: the drawn CBs twice over
+    stay within L1."""
+    if not dataflows.get(c.dataflow).transposes_inside:
+        return c
+    arch = load_arch(c.arch)
+    b = rng.random() < TRANSPOSE_B_SHARE
+    a = (rng.random() < TRANSPOSE_A_SHARE and c.batch == 1
+         and (c.memory, c.memory_in1) == ((Placement.DRAM, Placement.DRAM), Placement.DRAM)
+         and 2 * cb_bytes(arch, c) <= arch.usable_cb_bytes)
+    return dataclasses.replace(c, transposed=(a, b)) if a or b else c
 
 
 def l1_interleaved(rng: random.Random, c: C, cb_bytes: Callable[[ArchFacts, C], int]) -> C:
