@@ -518,6 +518,7 @@ class _Gathered:
     fill_latency: float
     last_write: float
     restarts: bool
+    refeed: float = 0.0                # the K-loop cycles of the reader that refills at every out block
 
 
 def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathered:
@@ -528,7 +529,7 @@ def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathe
     feeding: dict[str, float] = {}     # a reader's cycles inside the K loop (without output writes and the bias)
     blocks, sections, policy, rewound, epilogue, epilogue_sections = 1, 1, {}, 0, {}, 0
     out_writes, out_write_cycles, buffered_writes = 0, 0.0, 1.0
-    fill_latency, last_write, restarts = 0.0, 0.0, False
+    fill_latency, last_write, restarts, refeed = 0.0, 0.0, False, 0.0
     for k in kernels:
         kc = cost_of[k.name]
         if k.processor == "TRISC":
@@ -560,9 +561,11 @@ def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathe
             # next out block's first K-block only after writing this block's last subblock, so the
             # pipeline refills at every out block (reader_bmm_tile_layout_in1_*_writer_padding.cpp).
             restarts = restarts or kc.feeds_inputs
+            if kc.feeds_inputs and k.processor != "TRISC":
+                refeed = max(refeed, feed)
     return _Gathered(busy, work, names, paced, feeding, blocks, sections, policy, rewound, epilogue,
                      epilogue_sections, out_writes, out_write_cycles, buffered_writes, fill_latency, last_write,
-                     restarts)
+                     restarts, refeed)
 
 
 def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost],
@@ -606,7 +609,11 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     # the bias or untilize stage, the last DST section's pack (the untilize stage's own) and the writes
     drain = bias_stage + (0.0 if untilizes else pack_section) + tail
     # without a refill per out block, the other out blocks' bias stages are part of the steady state
-    cycles = (out_blocks * (fill + drain) + (blocks - out_blocks) * stages[slowest]
+    # At a refill only the reader that writes the output (TT's in1 sender/receiver writer) starts again:
+    # the others (TT's in0 sender, reader_bmm_tile_layout_in0_sender_padding.cpp) do not write and ran on
+    # into the next out block, their CBs' two K-blocks ahead, so its first K-block waits for that reader
+    refill = min(fill, g.refeed / blocks + fill_latency + compute)
+    cycles = (fill + drain + (out_blocks - 1) * (refill + drain) + (blocks - out_blocks) * stages[slowest]
               + (out_blocks_per_core - out_blocks) * bias_stage)
     # No processor is busy for longer than the core runs: a reader that also writes the output (TT's
     # in1 writer) does both in one loop, so where the writes outweigh the overlap above, the core waits

@@ -51,6 +51,7 @@ INPUT_BUFFERING_DEPTH = 2    # in0/in1 CBs are double-buffered when more than on
 PADDED_BLOCKS_SHARE = 0.3
 ONE_D_SHARE = 0.25           # cases made TT-Metal's 1D multicast (mcast_1d_in0 / mcast_1d_in1)
 PARTIAL_ROW_SHARE = 0.5      # of those, on a grid whose last row the run of cores fills in part
+WHOLE_BLOCKS_SHARE = 0.5     # of the padded cases, a last core with whole out blocks past the tensor where TT skips them
 # The dataflows a case is drawn with; the 1D multicast forms are made from drawn cases (_one_d), on
 # their own random stream, so that the cases of a seed that stay 2D or reuse are what they were.
 DRAWN_DATAFLOWS = dataflows.GRID_2D
@@ -501,7 +502,8 @@ def _one_d(rng: random.Random, c: _Choice) -> _Choice:
 def _padded(rng: random.Random, c: _Choice) -> _Choice:
     """Some cases made padded. Fewer tiles on the last row (column) of cores, by fewer than one out
     block, so the last core's tiles still reach its last out block (TT-Metal's _padding readers read
-    every earlier block whole; plan.py's rule); and M, N, K short of whole tiles. The per-core
+    every earlier block whole; plan.py's rule), or, where the factory's writers skip a last core's whole
+    out blocks past the tensor, by up to all but one of its tiles; and M, N, K short of whole tiles. The per-core
     blocking, and so the L1 budget, is unchanged. Not with untilize_out (the planner refuses it) nor
     with a batch (each batch is a whole number of tile rows here)."""
     if c.untilize:
@@ -511,11 +513,18 @@ def _padded(rng: random.Random, c: _Choice) -> _Choice:
     if rng.random() < PADDED_BLOCKS_SHARE and c.batch == 1:
         # M only where the factory's kernels take a padded last M-block: mcast_2d below the top row,
         # mcast_1d_in0 on every core (the one M-block), mcast_1d_in1 never
-        m_ok = dataflows.get(c.dataflow).pads_last_m_block(c.mt // pm)
-        if min(pm, obh) > 1 and m_ok and rng.random() < 0.6:
-            mt -= rng.randint(1, min(pm, obh) - 1)
-        if min(pn, obw) > 1 and rng.random() < 0.6:
-            nt -= rng.randint(1, min(pn, obw) - 1)
+        factory = dataflows.get(c.dataflow)
+        m_ok = factory.pads_last_m_block(c.mt // pm)
+        # where the factory's writers skip a last core's whole out blocks past the tensor
+        # (Dataflow.skips_padded_out_blocks) some cases take the last core down to fewer tiles than that
+        whole = random.Random(f"kgen-fuzz-whole:{c.mt}:{c.nt}:{c.kt}:{c.per_core}:{c.out_block}").random() < \
+            WHOLE_BLOCKS_SHARE                    # its own stream: the case's other draws stay as they were
+        reach = [pm if whole and factory.skips_padded_out_blocks(0, c.mt // pm) else min(pm, obh),
+                 pn if whole and factory.skips_padded_out_blocks(1, c.mt // pm) else min(pn, obw)]
+        if reach[0] > 1 and m_ok and rng.random() < 0.6:
+            mt -= rng.randint(1, reach[0] - 1)
+        if reach[1] > 1 and rng.random() < 0.6:
+            nt -= rng.randint(1, reach[1] - 1)
         if (mt, nt) != (c.mt, c.nt):
             auto.discard("per_core")        # the planner's auto per_core divides Mt and Nt
     trim = (0, 0, 0)
