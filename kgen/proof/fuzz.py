@@ -513,14 +513,11 @@ def _padded(rng: random.Random, c: _Choice) -> _Choice:
     if rng.random() < PADDED_BLOCKS_SHARE and c.batch == 1:
         # M only where the factory's kernels take a padded last M-block: mcast_2d below the top row,
         # mcast_1d_in0 on every core (the one M-block), mcast_1d_in1 never
-        factory = dataflows.get(c.dataflow)
-        m_ok = factory.pads_last_m_block(c.mt // pm)
-        # where the factory's writers skip a last core's whole out blocks past the tensor
-        # (Dataflow.skips_padded_out_blocks) some cases take the last core down to fewer tiles than that
-        whole = random.Random(f"kgen-fuzz-whole:{c.mt}:{c.nt}:{c.kt}:{c.per_core}:{c.out_block}").random() < \
-            WHOLE_BLOCKS_SHARE                    # its own stream: the case's other draws stay as they were
-        reach = [pm if whole and factory.skips_padded_out_blocks(0, c.mt // pm) else min(pm, obh),
-                 pn if whole and factory.skips_padded_out_blocks(1, c.mt // pm) else min(pn, obw)]
+        factory, m_ok = dataflows.get(c.dataflow), dataflows.get(c.dataflow).pads_last_m_block(c.mt // pm)
+        # whole out blocks past the tensor where the factory's writers skip them (its own random stream)
+        whole = random.Random(f"kgen-fuzz-whole:{c.mt}:{c.nt}:{c.kt}:{c.per_core}:{c.out_block}").random()
+        reach = [pm if whole < WHOLE_BLOCKS_SHARE and factory.skips_padded_out_blocks(0, c.mt // pm) else min(pm, obh),
+                 pn if whole < WHOLE_BLOCKS_SHARE and factory.skips_padded_out_blocks(1, c.mt // pm) else min(pn, obw)]
         if reach[0] > 1 and m_ok and rng.random() < 0.6:
             mt -= rng.randint(1, reach[0] - 1)
         if reach[1] > 1 and rng.random() < 0.6:
