@@ -221,7 +221,21 @@ class Blocking:
                                              f"last_num_blocks_{dim}_dim to stop at"),
                         nearest_offer([d for d in divisors(per) if last > per - d], ob[i],
                                       f"out_block_{dim} reaching into the last core's tiles", _out_block_dim(ob, i)))
-        return None
+        return self._single_y_violation(factory, ob, m_blocks)
+
+    def _single_y_violation(self, factory, ob: tuple[int, int], m_blocks: int) -> tuple[str, str, Offer] | None:
+        """TT-Metal's mcast_in1 on one core (num_blocks_y == 1) with an M tail: its sender/writer takes the
+        tail only in one internal H block ("a single-Y mcast_in1 sender supports a partial final H block
+        only with one internal H block", 0.81.1 _ttnncpp.so; M % out_block_h == 0 || out_num_blocks_y == 1)."""
+        last, per = self.mt % self.per_core_m, self.per_core_m
+        if not (factory.single_y_m_tail_rule and m_blocks == 1 and last and last % ob[0] and per // ob[0] > 1):
+            return None
+        return ("a single-Y mcast_in1 sender supports a partial final H block only with one internal H block "
+                "(TT-Metal: M % out_block_h == 0 || out_num_blocks_y == 1)",
+                f"Mt = {self.mt} on the one core of per_core_M = {per}: out_block_h = {ob[0]} gives "
+                f"{per // ob[0]} internal H blocks and a last one of {last % ob[0]} rows",
+                nearest_offer([d for d in divisors(per) if last % d == 0 or d == per], ob[0],
+                              "out_block_h dividing Mt, or per_core_M", _out_block_dim(ob, 0)))
 
     def check_padding(self, ob: tuple[int, int]) -> None:
         bad = self.padding_violation(ob)

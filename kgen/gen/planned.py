@@ -168,6 +168,10 @@ class Dataflow(ABC):
         per_core_M rows of tiles (fuzz draws padded M only where they do)."""
         return True
 
+    # one core with an M tail takes it only in one internal H block or with out_block_h dividing Mt (TT's
+    # single-Y mcast_in1 sender/writer; blocking.Blocking._single_y_violation)
+    single_y_m_tail_rule: bool = False
+
     def skips_padded_out_blocks(self, axis: int, m_blocks: int) -> bool:
         """Whether TT-Metal's program of this factory runs a last core (along M, axis 0, or N, axis 1) whose
         out blocks past its last tiles lie entirely outside the tensor: its writers stop at that core's

@@ -126,8 +126,6 @@ def test_mcast_in1_pads_the_last_of_several_cores():
     (dict(per_core="1 x 4"), "num_blocks_y == 1"),                        # Mt = 2 over per_core_M 1: 2 blocks
     (dict(dataflow="mcast_1d_in1", shape="1024 x 64 x 256", per_core="4 x 1"), "num_blocks_x == 1"),
     (dict(per_core="2 x 2"), "num_blocks_x * num_blocks_y <= grid.x * grid.y"),   # 16 cores > 8
-    (dict(dataflow="mcast_1d_in1", shape="96 x 64 x 256", per_core="4 x 2", grid="7 x 1"),
-     "mcast_in1 on one core: per_core_M divides Mt"),                             # Mt = 3 on one core of 4 rows
 ])
 def test_factory_rules_are_enforced(kw, rule):
     with pytest.raises(PlanError) as exc:

@@ -67,6 +67,22 @@ def test_mcast_1d_in1_plans_a_padded_last_core():
     assert (p.num_cores, p.last_per_core_m, p.num_blocks_h_dim) == (4, 1, 3)
 
 
+def test_mcast_1d_in1_on_one_core_takes_an_m_tail_as_tt_does():
+    """One core (num_blocks_y == 1), Mt = 3 over per_core_M = 4: TT's single-Y sender/writer takes the tail
+    with out_block_h = per_core_M (one internal H block; with several, M % out_block_h == 0 and the tail in
+    the final block cannot both hold while M < per_core_M), not otherwise ("a single-Y
+    mcast_in1 sender supports a partial final H block only with one internal H block", and "... requires
+    the logical M tail to be in the final internal H block", strings of the 0.81.1 _ttnncpp.so)."""
+    p = plan(make("mcast_1d_in1", "96 x 64 x 256", "7 x 1", "4 x 2", "4 x 2"))
+    assert (p.num_cores, p.mt, p.last_per_core_m, p.num_blocks_h_dim) == (1, 3, 3, 1)
+    with pytest.raises(PlanError) as exc:
+        plan(make("mcast_1d_in1", "96 x 64 x 256", "7 x 1", "4 x 2", "2 x 2"))      # 3 % 2, 2 H blocks
+    assert "a single-Y mcast_in1 sender supports a partial final H block only" in exc.value.message
+    with pytest.raises(PlanError) as exc:
+        plan(make("mcast_1d_in1", "64 x 64 x 256", "7 x 1", "4 x 2", "2 x 2"))      # Mt = 2: a whole block past M
+    assert "pad only a core's last out block" in exc.value.message
+
+
 def test_mcast_1d_in0_plans_whole_padded_blocks_along_n():
     # Nt = 32 over per_core_N = 6: 6 cores, the last holds 2 columns; out_block_w = 2 leaves it 2 blocks past N
     p = plan(make("mcast_1d_in0", "50 x 1000 x 256", "3 x 2", "2 x 6", "2 x 2"))
@@ -99,6 +115,8 @@ def test_the_rule_stays_where_tt_cannot_skip_whole_blocks(kw, words):
     # mcast_in1, Mt = 10 over per_core_M = 3: the 4th core holds 1 row, 2 whole h-blocks past M
     dict(dataflow="mcast_1d_in1", shape="300 x 100 x 256", grid="3 x 2", per_core="3 x 4", out_block="1 x 4",
          extra="fuse { bias = true }"),
+    # mcast_in1 on one core, Mt = 3 over per_core_M = 4 (TT's in0 reader reads all 4 rows)
+    dict(dataflow="mcast_1d_in1", shape="96 x 64 x 256", grid="7 x 1", per_core="4 x 2", out_block="4 x 2"),
 ])
 def test_port_check_runs_tt_programs_on_whole_padded_blocks(host_cxx, host_toolchain, tmp_path, arch, kw):
     """TT's own kernels with the factory's args: bit-identical to kgen's and bit-exact; the only op-count

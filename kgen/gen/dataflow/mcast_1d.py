@@ -42,6 +42,7 @@ class Mcast1D(Dataflow):
 
     def __init__(self, name: str, mcast_in0: bool):
         self.name, self.mcast_in0 = name, mcast_in0
+        self.single_y_m_tail_rule = not mcast_in0
         # the per_core axis that covers all of its tiles: M for mcast_in0 (one M-block), N for mcast_in1
         self.shared_axis: int | None = 0 if mcast_in0 else 1
         # the factory creates two semaphores, sender then receiver, for the operand it multicasts
@@ -191,19 +192,6 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
                         nearest_offer(range(least, split_tiles + 1), split, f"per_core_{split_dim} within {cells} cores",
                                       per_core_edit(spec, split_dim, shared)))
     grid = _bounding_box(cores, cols)
-    if not in0 and split_tiles % split and cores == 1:
-        # One core: the factory's single-Y sender/writer takes the M tail only in its final internal H block,
-        # with one internal H block ("a single-Y mcast_in1 sender supports a partial final H block only with
-        # one internal H block"); kgen does not plan that case. With more cores the last is a receiver
-        # whose writer stops at last_out_num_blocks_h (its in0 reader, last_block_h = per_core_M, reads
-        # the rows past the tensor, as the 2D factory's do).
-        raise PlanError("mcast_in1 on one core: per_core_M divides Mt (kgen)",
-                        f"per_core_M = {split} leaves the one core {split_tiles % split} of {split} rows of tiles; "
-                        f"TT-Metal's single-Y mcast_in1 sender takes that only with out_block_h = per_core_M, "
-                        f"which kgen does not plan",
-                        spec.span("block.per_core"),
-                        nearest_offer([d for d in divisors(split_tiles) if split_tiles // d <= cells], split,
-                                      "per_core_M dividing Mt", per_core_edit(spec, split_dim, shared)))
     return (shared, split, grid) if in0 else (split, shared, grid)
 
 
