@@ -193,6 +193,8 @@ def target_of(spec: MatmulSpec, placement: Mapping[str, str] | None = None) -> d
         "math_approx": spec.compute.math_approx, "dst_full_sync": spec.compute.dst_full_sync,
         "transpose_mcast": spec.transpose_mcast,
         **({} if spec.broadcast_in1 else {"broadcast_in1": False}),    # one in1 per batch: another matmul
+        # transposed inputs: another program (the transpose stage, other strides); keys without them as before
+        **{t: True for t in ("transpose_a", "transpose_b") if getattr(spec, t)},
         "placement": {"in0": spec.memory.in0, "in1": spec.memory.in1, "out": spec.memory.out,
                       "orientation": spec.memory.orientation},
         "kgen_version": __version__, "tt_metal_version": TT_METAL_VERSION,
