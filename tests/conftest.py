@@ -61,13 +61,38 @@ def session_cache(user_cache: Path | None) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        # A pytest-xdist worker (`-n auto`): its KGEN_CACHE_DIR is the controller's test cache, inherited
+        # when the controller started it, so the workers share one cache (kgen's cache writes are atomic
+        # renames) and the controller alone checks and removes it. The worker's terminal variables are
+        # the controller's: xdist gives its workers COLUMNS=80 and LINES=24, which every `kgen` a test
+        # starts would lay its report out for.
+        for name in _TERMINAL_VARIABLES:
+            value = config.workerinput.get(f"kgen_{name}")
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        return
     user_cache = user_cache_dir()
     config.stash[_USER_CACHE] = (user_cache, cache_listing(user_cache))
     config.stash[_TEST_CACHE] = session_cache(user_cache)
     os.environ["KGEN_CACHE_DIR"] = str(config.stash[_TEST_CACHE])
 
 
+_TERMINAL_VARIABLES = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist's controller, starting a worker: the terminal variables the worker should see."""
+    for name in _TERMINAL_VARIABLES:
+        node.workerinput[f"kgen_{name}"] = os.environ.get(name)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _USER_CACHE not in session.config.stash:
+        return
     user_cache, before = session.config.stash[_USER_CACHE]
     after = cache_listing(user_cache)
     names = sorted({name for name, _ in set(before.items()) ^ set(after.items())})
@@ -119,9 +144,10 @@ def words(text: str) -> str:
 
 def last_paragraph(text: str) -> str:
     """A command's last line, whole (its words): a report wraps a line longer than the terminal's
-    width, its further lines indented."""
+    width, its further lines indented, but for a path too long for the indent, which kgen.core.terminal
+    moves left (to column 0 when it is as wide as the terminal: a long temporary folder)."""
     lines = text.rstrip("\n").splitlines()
-    start = max(i for i, line in enumerate(lines) if not line.startswith(" "))
+    start = max(i for i, line in enumerate(lines) if not line.startswith((" ", "/")))
     return words("\n".join(lines[start:]))
 
 

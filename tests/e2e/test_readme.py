@@ -20,6 +20,10 @@ import pytest
 
 from conftest import ROOT, fresh_copy, need_tool  # noqa: F401 (fresh_copy: test_setup.py's too)
 
+# Under pytest-xdist (`-n auto --dist loadgroup`) the documented commands all run on one worker, in
+# one fresh copy, so a command checked by both files, or shown on two pages, still runs once.
+pytestmark = pytest.mark.xdist_group("documented")
+
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 

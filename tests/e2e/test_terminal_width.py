@@ -21,6 +21,10 @@ from test_readme import RUN, SLOW_WORDS, run_documented
 from kgen.cli import main
 from kgen.core import terminal
 
+# Under pytest-xdist (`-n auto --dist loadgroup`) the documented commands all run on one worker, in
+# one fresh copy, so a command checked by both files, or shown on two pages, still runs once.
+pytestmark = pytest.mark.xdist_group("documented")
+
 WIDTHS = (80, 100)
 NOT_REPORTS = ("--json", "kgen ir ", "headers fetch", "--engine ray")
 
