@@ -362,7 +362,7 @@ def test_group_nested_in_a_group_has_a_useful_hint(capsys, tmp_path):
     ("untilize_out = false", "untilize_out = True", "True", ("expected true or false",), ("true",)),
     # dims where a single number is needed, and the reverse
     ("in0_block_w  = 4", "in0_block_w  = 4 x 2", "4 x 2", ("expected a positive whole number",), None),
-    ("batch    = 1", "batch    = 2 x 2", "2 x 2", ("expected a positive whole number",), None),
+    ("batch    = 1", "batch    = 2 x 0", "2 x 0", ("every dimension must be positive",), None),
     ("grid     = 2 x 2", "grid     = 8", "8", ("x (columns) by y (rows)", "4 x 4"), None),
     ("per_core     = auto", "per_core     = 4", "4", ("M x N tiles",), None),
     ("shape    = 256 x 256 x 1024", "shape    = 256 x 256", "256 x 256", ("expected 3 numbers",), ("4 x 4 x 4",)),
@@ -475,13 +475,17 @@ def test_per_core_needing_more_rows_than_the_grid(capsys, tmp_path):
 
 
 def test_out_block_entirely_past_the_tensor(capsys, tmp_path):
-    # Mt = 8 over per_core_M = 6: the last row of cores holds 2 rows of tiles; out_block_h = 2 would
-    # leave it two out blocks past the tensor, which TT-Metal's _padding readers read in full
-    text = edit(BASE, ("per_core     = auto", "per_core     = 6 x 4\n        out_block    = 2 x 4"))
+    # The 1D in0-multicast factory along M: Mt = 2 over per_core_M = 3 leaves the one core 2 rows of
+    # tiles, and out_block_h = 1 a whole out block past the tensor, which TT-Metal's writers of that
+    # factory have no last_num_blocks_h_dim to stop at (tests/gen/test_padded_out_blocks.py runs TT's
+    # program there: it writes past the output)
+    text = edit(BASE, ("shape    = 256 x 256 x 1024", "shape    = 50 x 1000 x 256"), ("grid     = 2 x 2", "grid     = 3 x 2"),
+                ("dataflow = mcast_2d", "dataflow = mcast_1d_in0"),
+                ("per_core     = auto", "per_core     = 3 x 6\n        out_block    = 1 x 2"))
     path, rc, out, err = check_text(capsys, tmp_path, text)
-    assert_spec_error(rc, out, err, path, line=line_of(text, "out_block"), under="2 x 4",
-                      message=("the last core along y holds 2 of per_core_M = 6 tiles",),
-                      hint=("nearest legal values", "6"))
+    assert_spec_error(rc, out, err, path, line=line_of(text, "out_block"), under="1 x 2",
+                      message=("the last core along y holds 2 of per_core_M = 3 tiles", "last_num_blocks_h_dim"),
+                      hint=("nearest legal values", "3"))
 
 
 def test_out_block_not_dividing_per_core(capsys, tmp_path):
