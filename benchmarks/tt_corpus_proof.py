@@ -11,7 +11,7 @@ out: dram, l1 interleaved, l1_*_sharded), its transpose (none, transpose_a, tran
 factory (the planned dataflow) and its mode (default or auto). The strata are every value of: the
 mode, the whole placement triple, each tensor's placement, the transpose form, the factory, and the
 factory under `auto`. First, one random candidate for every stratum value that occurs among the
-planned candidates (a case that can be run preferred to one too large); then candidates drawn at
+planned candidates (one within --fast-macs preferred); then candidates drawn at
 random from all the rest until --count of the sample can run. A case is in the sample once (in
 one mode). Cases drawn that are too large are listed as "not run: too large", never as passed.
 
@@ -23,9 +23,11 @@ Each case: its spec is written to --keep DIR, then
                                        (its factory's readers and writers from the 0.81.1 wheel)
 port-check runs with `--numerics exact` (bit-level Tensix arithmetic) up to --exact-macs multiply-adds
 (batch * M * N * K over tiles) and `--numerics fast` (float32 math, the same data movement) up to
---fast-macs; above that a case is not run. The defaults keep one case to about a minute of CPU on
-a 2-core machine (kgen/proof/emulate.py's SECONDS_PER_MAC: port-check emulates three programs,
-exact ~25 ns a MAC, fast ~1 ns a MAC).
+--fast-macs; above that a case is not run. A case is not run either when kgen's own estimate of its
+port-check CPU time (kgen/proof/emulate.py's expected_seconds, three programs: it also counts the
+elements of the inputs and output, which dominate a tall, thin case) is over --max-seconds, or when
+it needs more than --max-gib of host memory. The defaults keep one case to about a minute of CPU on
+a 2-core machine (SECONDS_PER_MAC: exact ~25 ns a MAC, fast ~1 ns a MAC).
 
     python3 benchmarks/tt_corpus_proof.py [--arch blackhole] [--seed 1] [--count 60] [--keep DIR]
                                           [--json FILE] [--limit N]
@@ -56,10 +58,12 @@ for p in (ROOT, ROOT / "benchmarks"):
 import tt_corpus  # noqa: E402
 from kgen.gen.plan import plan as make_plan  # noqa: E402
 from kgen.gen.spec import parse_text, resolve  # noqa: E402
-from kgen.proof.emulate import available_host_memory, host_memory_need  # noqa: E402
+from kgen.proof.emulate import available_host_memory, expected_seconds, host_memory_need  # noqa: E402
 
 EXACT_MACS = 1 << 30           # ~1.07 G multiply-adds: about 30 s of exact port-check
 FAST_MACS = 32 << 30           # ~34 G: about 40-60 s of fast port-check
+MAX_SECONDS = 75               # kgen's estimate of one port-check's CPU seconds
+MAX_GIB = 8                    # host memory of one case (the machine is shared)
 MODES = {"default": None, "auto": "auto"}
 PLACES = {"dram": "D", "l1": "L", "l1_block_sharded": "Sb", "l1_height_sharded": "Sh", "l1_width_sharded": "Sw"}
 FACTORIES = {"mcast_2d": "2d", "mcast_1d_in0": "1d_in0", "mcast_1d_in1": "1d_in1", "reuse": "reuse",
@@ -76,7 +80,7 @@ class Case:
     factory: str
     grid: str
     macs: int
-    numerics: str                              # exact | fast | "" (too large)
+    numerics: str                              # exact | fast | "" (too many MACs)
     spec: str = ""
     why_not: str = ""                          # of a case not run
     # results
@@ -85,6 +89,10 @@ class Case:
     program_ran: bool | None = None
     seconds: float = 0.0
     build_seconds: float = 0.0
+
+    @property
+    def runs(self) -> bool:
+        return bool(self.numerics) and not self.why_not
 
     def strata(self) -> list[tuple[str, str]]:
         out = [("mode", self.mode), ("memory", "/".join(self.memory)), ("transpose", self.transpose),
@@ -113,7 +121,8 @@ def memory_of(spec_text: str) -> tuple[str, str, str]:
     return places["in0"], places["in1"], places["out"]
 
 
-def candidates(arch: str, exact_macs: int, fast_macs: int) -> tuple[list[Case], Counter]:
+def candidates(arch: str, exact_macs: float, fast_macs: float, max_seconds: float = MAX_SECONDS,
+               max_gib: float = MAX_GIB) -> tuple[list[Case], Counter]:
     rows = tt_corpus.read_cases(tt_corpus.CSV_PATH)
     by_name = {r["case"]: r for r in rows}
     have = available_host_memory()
@@ -130,8 +139,13 @@ def candidates(arch: str, exact_macs: int, fast_macs: int) -> tuple[list[Case], 
             macs = p.batch_ct * p.mt * p.nt * p.kt * 32 ** 3
             numerics, why = ("exact", "") if macs <= exact_macs else ("fast", "") if macs <= fast_macs \
                 else ("", f"too large ({macs / 1e9:.1f} G MACs)")
-            if numerics and have is not None and host_memory_need(p) > have:
-                numerics, why = "", "too large (host memory)"
+            gib = host_memory_need(p) / (1 << 30)
+            # the caps on time and memory keep `numerics` (the draw's preference is by MACs alone) and
+            # mark the case not run
+            if numerics and (gib > max_gib or (have is not None and gib * (1 << 30) > have)):
+                why = f"too large ({gib:.0f} GiB of host memory)"
+            elif numerics and (est := expected_seconds(p, 3, numerics)) > max_seconds:
+                why = f"too large (~{est:.0f} s {numerics} estimated)"
             out.append(Case(r.case, mode, memory_of(r.spec), transpose, r.dataflow, r.grid, macs, numerics,
                             r.spec, why))
     return out, planned
@@ -157,7 +171,7 @@ def draw(cands: list[Case], seed: int, count: int) -> list[Case]:
     rest = [c for c in cands if c.case not in taken]
     rng.shuffle(rest)
     for c in rest:
-        if sum(1 for s in sample if s.numerics) >= count:
+        if sum(1 for s in sample if s.runs) >= count:
             break
         if c.case in taken:
             continue
@@ -178,7 +192,7 @@ def run_case(c: Case, keep: Path, jobs: int, timeout: float) -> None:
     spec = keep / f"{tt_corpus.spec_name(c.case)}__{c.mode}.kspec"
     spec.write_text(c.spec)
     start = time.perf_counter()
-    if not c.numerics:
+    if not c.runs:
         c.result, c.error = "not run", c.why_not
         return
     env = {**os.environ, "COLUMNS": "100"}
@@ -225,7 +239,7 @@ def row_line(c: Case) -> str:
         result = f"{c.result}: {c.error}"
     elif c.result == "not run":
         result = f"not run: {c.error}"
-    line = f"{_cut(c.case, 26):<26} {_cut(c.form(), 26):<26} {c.numerics or '-':<5} {c.seconds:>6.1f}  {result}"
+    line = f"{_cut(c.case, 26):<26} {_cut(c.form(), 26):<26} {c.numerics if c.runs else '-':<5} {c.seconds:>6.1f}  {result}"
     return _cut(line, WIDTH)
 
 
@@ -234,7 +248,8 @@ def summary_lines(sample: list[Case], cands: list[Case], planned: Counter, args,
     res = Counter(c.result for c in done)
     out = ["", f"arch {args.arch}, seed {args.seed}: {len(sample)} cases drawn from {len(cands)} planned "
                f"candidates (default {planned['default']}, auto {planned['auto']}); numerics exact up to "
-               f"{args.exact_macs / 1e9:.2f} G MACs, fast up to {args.fast_macs / 1e9:.1f} G, else not run",
+               f"{args.exact_macs / 1e9:.2f} G MACs, fast up to {args.fast_macs / 1e9:.1f} G, else not run (nor over "
+               f"~{args.max_seconds:.0f} s estimated or {args.max_gib:.0f} GiB)",
            f"ran {sum(res[k] for k in ('passed', 'FAILED', 'TIMEOUT'))}: passed {res['passed']}, FAILED "
            f"{res['FAILED']}, timed out {res['TIMEOUT']}; not run: too large {res['not run']}; "
            f"not reached {len(sample) - len(done)}",
@@ -278,15 +293,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, help="run only the first N cases of the sample (a quick check)")
     ap.add_argument("--exact-macs", type=float, default=EXACT_MACS)
     ap.add_argument("--fast-macs", type=float, default=FAST_MACS)
+    ap.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
+                    help="not run above kgen's estimate of the port-check's CPU seconds (default 75)")
+    ap.add_argument("--max-gib", type=float, default=MAX_GIB, help="not run above this host memory (default 8)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per case (default 900)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(argv)
     keep = args.keep or Path(tempfile.mkdtemp(prefix="tt_corpus_proof_"))
     keep.mkdir(parents=True, exist_ok=True)
-    cands, planned = candidates(args.arch, args.exact_macs, args.fast_macs)
+    cands, planned = candidates(args.arch, args.exact_macs, args.fast_macs, args.max_seconds, args.max_gib)
     sample = draw(cands, args.seed, args.count)
     todo = sample[:args.limit] if args.limit is not None else sample
-    print(f"{len(sample)} cases drawn ({sum(bool(c.numerics) for c in sample)} to run); specs and builds "
+    print(f"{len(sample)} cases drawn ({sum(c.runs for c in sample)} to run); specs and builds "
           f"in {keep}; exact <= {args.exact_macs / 1e9:.2f} G MACs < fast <= {args.fast_macs / 1e9:.1f} G MACs",
           flush=True)
     print(HEADER + "\n" + "-" * WIDTH, flush=True)
