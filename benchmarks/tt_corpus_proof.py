@@ -290,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=60, help="cases of the sample that can run (default 60)")
     ap.add_argument("--keep", type=Path, help="folder for the specs and builds (default: a new temporary one)")
     ap.add_argument("--json", type=Path, metavar="FILE", help="per-case results, rewritten after every case")
+    ap.add_argument("--resume", type=Path, metavar="FILE",
+                    help="take the results already in this --json file (same arch and seed) and run the rest")
     ap.add_argument("--limit", type=int, help="run only the first N cases of the sample (a quick check)")
     ap.add_argument("--exact-macs", type=float, default=EXACT_MACS)
     ap.add_argument("--fast-macs", type=float, default=FAST_MACS)
@@ -303,17 +305,31 @@ def main(argv: list[str] | None = None) -> int:
     keep.mkdir(parents=True, exist_ok=True)
     cands, planned = candidates(args.arch, args.exact_macs, args.fast_macs, args.max_seconds, args.max_gib)
     sample = draw(cands, args.seed, args.count)
-    todo = sample[:args.limit] if args.limit is not None else sample
+    before = 0.0
+    if args.resume is not None and args.resume.exists():
+        old = json.loads(args.resume.read_text())
+        if (old["arch"], old["seed"]) != (args.arch, args.seed):
+            ap.error(f"--resume {args.resume}: arch {old['arch']} seed {old['seed']}, not this run's")
+        done = {(c["case"], c["mode"]): c for c in old["cases"] if c["result"]}
+        for c in sample:
+            if (c.case, c.mode) in done:
+                for k in ("result", "error", "program_ran", "seconds", "build_seconds"):
+                    setattr(c, k, done[(c.case, c.mode)][k])
+        before = float(old["seconds"])
+        print(f"--resume: {len(done)} results taken from {args.resume} ({before:.0f} s)", flush=True)
+    todo = [c for c in (sample[:args.limit] if args.limit is not None else sample)]
     print(f"{len(sample)} cases drawn ({sum(c.runs for c in sample)} to run); specs and builds "
           f"in {keep}; exact <= {args.exact_macs / 1e9:.2f} G MACs < fast <= {args.fast_macs / 1e9:.1f} G MACs",
           flush=True)
     print(HEADER + "\n" + "-" * WIDTH, flush=True)
     start = time.perf_counter()
     for c in todo:
+        if c.result:                                  # from --resume
+            continue
         run_case(c, keep, args.jobs, args.timeout)
         print(row_line(c), flush=True)
-        write_json(args.json, sample, args, time.perf_counter() - start, False)
-    total = time.perf_counter() - start
+        write_json(args.json, sample, args, before + time.perf_counter() - start, False)
+    total = before + time.perf_counter() - start
     write_json(args.json, sample, args, total, True)
     print("\n" + HEADER + "\n" + "-" * WIDTH)
     print("\n".join(row_line(c) for c in todo))
