@@ -139,6 +139,7 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
         cbs.append(CircularBuffer(to_dest, "cb_intermed0_reload_alias", "partials reload alias", partials_fmt,
                                   tb[partials_fmt], obh * obw, partials_region, unpack_to_dest=True,
                                   index_define="MM_PARTIALS_RELOAD_ALIAS_CB"))
+    cbs = list(dataflow_of(spec.dataflow).factory_cbs(tuple(cbs)))     # as the factory sizes them
     regions: dict[str, list[CircularBuffer]] = {}
     for c in cbs:
         regions.setdefault(c.region, []).append(c)
@@ -309,6 +310,7 @@ class Blocking:
         (out_block, out_subblock) a factory chooses itself (the spec's were checked against them)."""
         block = self.spec.block
         given_ob, given_w, given_sb = block.out_block, block.in0_block_w, block.out_subblock
+        given_w = given_w or dataflow_of(self.spec.dataflow).fixed_in0_block_w(self.kt)   # the factory's own
         if fixed is not None:
             given_ob, given_sb = fixed
         if given_ob is not None:

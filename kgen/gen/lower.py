@@ -438,12 +438,13 @@ def lower(p: Plan) -> Program:
                      defines=compute_defines(p),
                      # TT's kernel under MATMUL_DRAM_SHARDED returns at once unless runtime arg 0 is 1
                      runtime_args=(RuntimeArg("is_worker_core", "value", A(1)),) if _dram_sharded_compute(p) else ())
+    own = p.dataflow.compute_kernels(p, all_cores)     # a factory binding another compute kernel
     dm, sems = p.dataflow.kernels(p, all_cores)
     flags = ComputeFlags(math_fidelity=p.compute.math_fidelity, fp32_dest_acc=p.compute.fp32_dest_acc,
                          math_approx=p.compute.math_approx, dst_full_sync=p.compute.dst_full_sync,
                          dst_sync=p.dst_sync, l1_acc_enabled=p.l1_acc_enabled, dst_capacity=p.dst_capacity,
                          dst_accum_format=p.dst_accum_format)
-    kernels = (compute,) + dm
+    kernels = (own if own is not None else (compute,)) + dm
     s = p.spec
     return Program(kernels, sems, flags, p.cbs, p.regions, io_tensors=_io_tensors(p, kernels),
                    name=s.name, variant=s.variant, arch=p.arch, grid=p.grid,

@@ -98,10 +98,11 @@ def with_compute_kernel(source: Path) -> Stage:
 
     def rendered(a: Artifacts) -> Rendered:
         r = _render(a)
+        # every compute kernel (a factory may bind one per group of cores, each with its own CT args)
         computes = [k["name"] for k in r.manifest["kernels"] if k["processor"] == "TRISC"]
-        if len(computes) != 1:
-            raise KgenBug(f"the build has {len(computes)} compute kernels; expected one")
-        threads = {f"jit/{computes[0]}/chlkc_{thread}.cpp" for thread, _ in TRISC_THREADS}
+        if not computes:
+            raise KgenBug("the build has no compute kernel")
+        threads = {f"jit/{c}/chlkc_{thread}.cpp" for c in computes for thread, _ in TRISC_THREADS}
         files = []
         for f in r.files:
             if f.path in threads:

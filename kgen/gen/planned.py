@@ -103,6 +103,9 @@ class Dataflow(ABC):
     # c_4 is a buffer of its own and the writer copies the real columns into the output shard (c_7)
     separate_out_shard: bool = False
     compute_defines: tuple[tuple[str, str], ...] = ()      # defines the factory adds to the compute kernel
+    # fuzz and tune draw its cases as per_core blocks of a grid (GRID_2D, ONE_D); False: a factory without
+    # blocks (the multi-core factory, one output tile at a time), which they do not draw
+    draws_blocks: bool = True
     # tune: the factory places its own cores and tensors (tune_memory, tune_per_core, tune_grid)
     places_own_cores: bool = False
     # TT-Metal 0.81.1's dst_full_sync_en (docs/reference/matmul.md §3.3, docs/reference/provenance.md R10,
@@ -135,6 +138,10 @@ class Dataflow(ABC):
     # transpose into c_10 and its IN1_TRANSPOSE_TILE define); else `transpose_refusal` says what TT does.
     transposes_inside: bool = False
     transpose_refusal: str = "kgen does not build this factory's transposed reads"
+    # port-check's compute comparison: the legacy TT-Metal compute kernel (the headers' compute folder) in
+    # place of kgen's; "" is bmm_large_block_zm_fused_bias_activation.cpp, which every factory but the
+    # tile-at-a-time one binds
+    reference_compute: str = ""
 
     def __repr__(self) -> str:
         return f"<dataflow {self.name}>"
@@ -223,6 +230,20 @@ class Dataflow(ABC):
         """Where TT-Metal's program counts a data-movement op differently from kgen's by design, when
         port-check runs it: (op, TT's count minus kgen's, why)."""
         return ()
+
+    def compute_kernels(self, p: Plan, all_cores: CoreRange) -> tuple[Kernel, ...] | None:
+        """The factory's own compute kernel(s), where it binds another than the large-block one kgen lowers
+        (kgen/gen/lower.py); None: that one."""
+        return None
+
+    def fixed_in0_block_w(self, kt: int) -> int | None:
+        """The in0_block_w the factory's compute kernel implies, where it fixes one (auto takes it); None:
+        the planner chooses."""
+        return None
+
+    def factory_cbs(self, cbs: tuple[CircularBuffer, ...]) -> tuple[CircularBuffer, ...]:
+        """The CB table as the factory sizes it, from the large-block table (blocking.cb_table): that one."""
+        return cbs
 
 
 def partials_unpack_to_dest_cb(dataflow: Dataflow, fp32_dest_acc: bool, partials_format: str,

@@ -302,7 +302,8 @@ def _runtime_value(arg: RuntimeArg, env: dict[str, int]) -> Any:
 def manifest_body(program: Program) -> dict[str, Any]:
     """The manifest without its id fields (the id hashes this)."""
     c = program.compute
-    all_cores = _core_ranges(program.kernels[0].cores)
+    # the CBs are on the compute kernels' cores (a factory may bind one compute kernel per group of cores)
+    all_cores = [r for k in program.kernels if k.processor == "TRISC" for r in _core_ranges(k.cores)]
     kernels = []
     for k in program.kernels:
         entry: dict[str, Any] = {

@@ -195,14 +195,16 @@ class PortCheck:
                 "dataflow_op_count_differences": self.dataflow_differences()}
 
 
-def default_reference() -> Path:
+def default_reference(name: str = "") -> Path:
+    """TT-Metal's legacy compute kernel from the headers: `name` in its compute folder (the factory's
+    Dataflow.reference_compute), or the large-block one."""
     from kgen.toolchain.headers import find_headers
 
     tree, note = find_headers()
     if tree is None:
         raise PortCheckError(f"port-check needs TT-Metal's reference kernel from the headers ({note}); "
                              f"get them with: kgen headers fetch, or pass --reference PATH")
-    return tree.reference_kernel
+    return tree.reference_kernel.parent / name if name else tree.reference_kernel
 
 
 def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int = 0, numerics: str = "exact",
@@ -216,7 +218,7 @@ def port_check(folder: Path, plan, *, reference: Path | None = None, seed: int =
                                        with_tt_program)
 
     check_host_memory(plan)             # three emulations of this size follow
-    ref = Path(reference) if reference is not None else default_reference()
+    ref = Path(reference) if reference is not None else default_reference(plan.dataflow.reference_compute)
     if not ref.is_file():
         raise PortCheckError(f"--reference {ref}: no such kernel source")
     folder, manifest = load_manifest(folder)

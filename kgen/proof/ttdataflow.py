@@ -67,6 +67,9 @@ def with_tt_program(folder: Path, program: TtProgram, kernels_dir: Path, into: P
         gen, tt = into / "jit" / k["name"], program.kernels.get(k["name"])
         if k["name"] == "compute" and compute is not None:
             _write_metal2_compute(k, program.compute, compute.resolve(), gen, include_dirs)
+        elif k["name"] in program.computes and compute is not None:
+            # the factory's compute kernel of another group of cores (its own CT args), the same source
+            _write_metal2_compute(k, program.computes[k["name"]], compute.resolve(), gen, include_dirs)
         elif isinstance(tt, Metal2Kernel):
             _write_metal2(k, tt, (kernels_dir / tt.source).resolve(), gen, include_dirs)
         elif tt is not None:

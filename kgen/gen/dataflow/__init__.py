@@ -13,6 +13,7 @@ from kgen.gen.dataflow.base import Dataflow, Layout, accepts, takes_batched_in1,
 from kgen.gen.dataflow.dram_sharded import DRAM_SHARDED
 from kgen.gen.dataflow.mcast_1d import MCAST_1D_IN0, MCAST_1D_IN1
 from kgen.gen.dataflow.mcast_2d import MCAST_2D
+from kgen.gen.dataflow.multi_core import MULTI_CORE
 from kgen.gen.dataflow.reuse import REUSE
 
 # In the order the grammar lists them.
@@ -22,6 +23,7 @@ REGISTRY: tuple[Dataflow, ...] = (
     MCAST_1D_IN0,
     MCAST_1D_IN1,
     DRAM_SHARDED,
+    MULTI_CORE,
 )
 DEFAULT: Dataflow = MCAST_2D         # what a spec without a `dataflow =` line gets
 # `dataflow = auto`: not a factory but a request for TT's own choice of one (ttnn.matmul with no program
@@ -32,7 +34,7 @@ NAMES: tuple[str, ...] = tuple(d.name for d in REGISTRY)
 BY_NAME: Mapping[str, Dataflow] = MappingProxyType({d.name: d for d in REGISTRY})
 # The dataflows whose cores form a 2D grid of blocks, and the 1D multicast ones (tune, fuzz).
 # (Only those taking DRAM-interleaved tensors: a sharded-only factory is drawn by its own module.)
-GRID_2D: tuple[str, ...] = tuple(d.name for d in REGISTRY if d.shared_axis is None and takes_dram(d))
+GRID_2D: tuple[str, ...] = tuple(d.name for d in REGISTRY if d.shared_axis is None and takes_dram(d) and d.draws_blocks)
 ONE_D: Mapping[str, int] = MappingProxyType({d.name: d.shared_axis for d in REGISTRY
                                              if d.shared_axis is not None and takes_dram(d)})
 # A receiver kernel role -> the sender role whose pace it takes, over every factory (the model).

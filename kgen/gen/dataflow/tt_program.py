@@ -112,6 +112,8 @@ class TtProgram:
     kernels: Mapping[str, TtKernelArgs | Metal2Kernel]    # kgen's kernel -> TT-Metal's kernel in its place
     compute: Metal2Kernel | None = None                   # the factory's compute kernel (the headers' compute
                                                           # folder), where it is not the legacy one
+    # kgen's further compute kernels -> the factory's in their places, where it binds one per group of cores
+    computes: Mapping[str, Metal2Kernel] = field(default_factory=dict)
 
 
 def untiled_tensor(manifest: Mapping[str, Any]) -> str | None:

@@ -30,7 +30,8 @@ from kgen.gen.spec import MatmulSpec
 from kgen.perf.tune.candidate import TuneConfig, batched_in1
 
 FIDELITIES = ("LoFi", "HiFi2", "HiFi3", "HiFi4")
-DATAFLOWS = dataflows.NAMES
+# the factories whose per_core blocks tune searches (Dataflow.draws_blocks)
+DATAFLOWS = tuple(d.name for d in dataflows.REGISTRY if d.draws_blocks)
 ONE_D = dataflows.ONE_D   # the 1D dataflows and the per_core axis that covers its tiles
 SPACES = ("auto", "all")
 DEFAULT_BUDGET = 1_000_000
@@ -69,7 +70,7 @@ def dataflow_options(spec: MatmulSpec) -> tuple[str, ...]:
     """The dataflows the search may give this spec: with one in1 per batch only the factories that take
     it (the multicast ones fuse the batch and TT refuses a batched in1 there: base.BATCHED_IN1_RULE)."""
     if batched_in1(spec):
-        return tuple(d.name for d in dataflows.REGISTRY if dataflows.takes_batched_in1(d))
+        return tuple(d.name for d in dataflows.REGISTRY if dataflows.takes_batched_in1(d) and d.draws_blocks)
     return DATAFLOWS
 
 

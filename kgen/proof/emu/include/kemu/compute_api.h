@@ -145,6 +145,10 @@ ALWI void matmul_block_init(uint32_t in0_cb, uint32_t in1_cb, uint32_t transpose
     (void)in0_cb; (void)in1_cb; (void)ct_dim; (void)rt_dim; (void)kt_dim;
     kemu::note_op("matmul_block_init", KEMU_AT);
 }
+// matmul.h's matmul_init: the block init with unit dimensions (the same LLK inits, ct = rt = kt = 1)
+ALWI void matmul_init(uint32_t in0_cb, uint32_t in1_cb, uint32_t transpose = 0, KEMU_WHERE) {
+    matmul_block_init(in0_cb, in1_cb, transpose, 1, 1, 1, kemu_file, kemu_line);
+}
 // Dst[idst + r * ct_dim + c] += in0[in0_tile_index + r * kt_dim] @ in1[in1_tile_index + c] (each in1 tile
 // transposed within itself with `transpose`: TT's IN1_TRANSPOSE_TILE, in1 unpacked into SrcA transposed).
 ALWI void matmul_block(uint32_t in0_cb, uint32_t in1_cb, uint32_t in0_tile_index, uint32_t in1_tile_index,

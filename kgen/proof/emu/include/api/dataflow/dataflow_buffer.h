@@ -24,6 +24,8 @@ public:
     // the partials buffer's, on the unpacker
     void evil_set_read_ptr(uint32_t addr, KEMU_WHERE) const { kemu::local_cb(id_, KEMU_AT).fifo_rd_ptr = addr; }
     uint32_t get_tile_size(KEMU_WHERE) const { return kemu::local_cb(id_, KEMU_AT).fifo_page_size; }
+    // one entry is one page (matmul's writer_unary_interleaved_start_id.cpp reads it as the page size)
+    uint32_t get_entry_size(KEMU_WHERE) const { return kemu::local_cb(id_, KEMU_AT).fifo_page_size; }
     bool pages_reservable_at_back(int32_t n, KEMU_WHERE) const {
         return kemu::cb_pages_reservable_at_back(id_, static_cast<uint32_t>(n), KEMU_AT);
     }
