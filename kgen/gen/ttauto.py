@@ -53,13 +53,14 @@ generate_matmul_program_config. Written here from those facts:
   out_subblock 4 x 2, out_subblock_h = 1 unless out_subblock_w == per_core_N (get_program_config's
   divisibility checks refuse a factor of 2 or 1: TT's own failure). kgen's sharded output gives no
   shard spec (the op computes it), so TT's "BLOCK_SHARDED on a 1D grid" branches never apply.
-- **batch > 1 with no core grid**: create_simple's configs take fuse_batch = false (blocks of one
-  batch's Mt, every core looping over the batch), which kgen's multicast factories do not build
-  (refused, naming TT's choice).
+- **batch > 1 with no core grid**: create_simple's configs take fuse_batch = false (every size above
+  one batch's, every core looping over the batch: the factories' B, in0 stepped by MtKt, in1 by KtNt
+  unless bcast_B, the output by MtNt), which kgen builds as `fuse_batch = false`.
 - **A batched in1** (ttnn.matmul's user_run_batched, `broadcast_in1 = false`): with a core grid,
   create_matmul_program_config's `input_b_is_batched` branch: per_core = one batch's Mt x Nt,
   in0_block_w 1, get_subblock_sizes: MatmulMultiCoreReuseProgramConfig (kgen's reuse) when
-  can_cbs_fit_in_l1, else create_simple on the core grid. Without one: create_simple (refused above).
+  can_cbs_fit_in_l1, else create_simple on the core grid. Without one: create_simple (above, with
+  bcast_B = 0).
 - **A sharded in0, no core grid** (get_matmul_program_config, matmul = in1 not batched): in1 must be
   interleaved (TT_FATAL); a sharded output must have in0's layout (TT_FATAL). Height- or width-sharded
   in0: the 1D configs reading in0 from its shards (kgen's 1D factories read in0 interleaved: refused).
@@ -130,6 +131,7 @@ class TTConfig:
     dataflow: str = dataflows.MCAST_2D.name       # mcast_2d | mcast_1d_in0 | mcast_1d_in1 | reuse
     note: str = ""
     transpose_mcast: bool = False                 # a COL_MAJOR block-sharded in0 (the 2D config's field)
+    fuse_batch: bool = True                       # the multicast configs' fuse_batch (create_simple's: false)
     # the TT function (and file) that chose each field: dataflow, grid, per_core, in0_block_w,
     # out_block, out_subblock
     rules: tuple[tuple[str, str], ...] = ()
@@ -365,18 +367,12 @@ def _multicore(spec: MatmulSpec, why: str) -> Refusal:
                    f"(no block reuse, one output tile at a time); kgen has no port of that factory")
 
 
-def _unfused(spec: MatmulSpec, cfg: TTConfig) -> TTConfig | Refusal:
-    """create_simple_matmul_program_config's configs take fuse_batch = false: blocks of one batch's Mt,
-    every core looping over the batch. kgen's multicast factories fuse the batch into M."""
-    if spec.batch == 1:
-        return cfg
-    in1 = "one in1 matrix per batch" if _bmm(spec) else "one in1 shared by the batch"
-    return Refusal(AUTO_RULE,
-                   f"batch = {spec.batch} without a core grid: TT's rule chose {cfg.dataflow} "
-                   f"({cfg.rule('dataflow')}) with fuse_batch = false, per_core {_fmt(cfg.per_core)} of one "
-                   f"batch's Mt = {round_up_tiles(spec.m)} and every core looping over the {spec.batch} batches "
-                   f"({in1}); kgen's multicast factories fuse the batch into M, so kgen does not build "
-                   f"this program")
+def _unfused(spec: MatmulSpec, cfg: TTConfig) -> TTConfig:
+    """create_simple_matmul_program_config's configs take fuse_batch = false (a batch of one: the same program)."""
+    in1 = "one in1 matrix per batch, bcast_B = 0" if _bmm(spec) else "one in1 shared by the batch, bcast_B = 1"
+    return cfg if spec.batch == 1 else replace(cfg, fuse_batch=False, rules=cfg.rules + (("fuse_batch", (
+        f"create_simple_matmul_program_config ({PROGRAM_CONFIG_CPP}): fuse_batch = false, per_core of one "
+        f"batch's Mt, every core looping over the {spec.batch} batches ({in1})")),))
 
 
 def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int],
@@ -638,7 +634,8 @@ def tt_auto_config(spec: MatmulSpec, arch: ArchFacts | None = None, *,
 def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
     """The kgen spec of a TT config, and whether its per_core pads the last row/column of cores
     (which the planner then does, as TT-Metal's padding kernels do)."""
-    mt, nt = round_up_tiles(spec.m) * (1 if _bmm(spec) else spec.batch), round_up_tiles(spec.n)
+    fused = cfg.fuse_batch and not _bmm(spec)
+    mt, nt = round_up_tiles(spec.m) * (spec.batch if fused else 1), round_up_tiles(spec.n)
     pm, pn = cfg.per_core
     rows, cols = math.ceil(mt / pm), math.ceil(nt / pn)
     block = BlockSpec(in0_block_w=cfg.in0_block_w, out_subblock=cfg.out_subblock, per_core=cfg.per_core,
@@ -651,7 +648,8 @@ def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
     else:
         grid = (rows, cols) if cfg.transpose_mcast else (cols, rows)
     return replace(spec, grid=grid, dataflow=cfg.dataflow, block=block, variant=None,
-                   transpose_mcast=cfg.transpose_mcast or spec.transpose_mcast), padded
+                   transpose_mcast=cfg.transpose_mcast or spec.transpose_mcast,
+                   fuse_batch=spec.fuse_batch if cfg.fuse_batch else False), padded
 
 
 def tt_auto(spec: MatmulSpec, *, device_grid: tuple[int, int] | None = None) -> Choice:
@@ -679,6 +677,17 @@ def _fmt(value) -> str:
     return f"{value[0]} x {value[1]}" if isinstance(value, tuple) else str(value)
 
 
+def _batch_form(spec: MatmulSpec, cfg: TTConfig, tt: MatmulSpec) -> list[str]:
+    """TT's fuse_batch (`tt`, the spec of its config), refused where the spec fixes the other form."""
+    from kgen.gen.rules import PlanError
+    if spec.batch > 1 and spec.fuse_batch is not None and spec.fuse_batch != tt.fuses_batch:
+        raise PlanError(AUTO_RULE, f"fuse_batch = {str(spec.fuse_batch).lower()} with dataflow = auto: TT's rule "
+                        f"chose {cfg.dataflow} with the batch {'fused into M' if tt.fuses_batch else 'not fused'} "
+                        f"({cfg.rule('fuse_batch') or cfg.rule('per_core')}), and its blocking is that form's",
+                        spec.span("fuse_batch"), "leave fuse_batch out, or name a dataflow")
+    return [] if tt.fuses_batch else [f"fuse_batch -> false: {cfg.rule('fuse_batch') or cfg.rule('dataflow')}"]
+
+
 def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[str, ...]]:
     """The spec `dataflow = auto` plans: TT's automatic choice (`tt_auto`: its factory, grid,
     per-core blocking, in0_block_w, out_subblock and, where the spec leaves compute to the defaults,
@@ -693,7 +702,7 @@ def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[s
     if choice.config is None:
         refusal = choice.refusal or Refusal(AUTO_RULE, choice.note)
         takers = [d.name for d in dataflows.REGISTRY if dataflows.accepts(d, spec.memory)
-                  and (spec.broadcast_in1 or spec.batch == 1 or dataflows.takes_batched_in1(d))]
+                  and (spec.broadcast_in1 or spec.batch == 1 or d.loops_batch)]
         hint = ("TT-Metal refuses this call itself; change the spec (see the rule)" if refusal.tt_own else
                 (", ".join(f"dataflow = {t}" for t in takers) or "no dataflow takes this placement")
                 + ("" if spec.grid is not None else ", or a core grid (`grid = X x Y`, ttnn.matmul's core_grid)"))
@@ -713,6 +722,7 @@ def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[s
                         f"but kgen's {cfg.dataflow} takes its tensors only as {where}", spec.span("memory"),
                         "a dataflow named explicitly, or memory placements that factory takes")
     lines = [f"dataflow auto -> {cfg.dataflow} ({df.factory}): {cfg.rule('dataflow')}"]
+    lines += _batch_form(spec, cfg, tt)
 
     # the per_core the spec fixes re-derives TT's grid (the 2D factories: the blocks') and out block
     derived: dict[str, str] = {}
@@ -751,5 +761,5 @@ def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[s
     if choice.padded:
         lines.append("padded: per_core does not divide the tiles, so TT pads the last row/column of cores")
     resolved = replace(spec, dataflow=cfg.dataflow, grid=grid, compute=c, block=replace(spec.block, **block),
-                       transpose_mcast=tt.transpose_mcast)
+                       transpose_mcast=tt.transpose_mcast, fuse_batch=tt.fuse_batch)
     return resolved, tuple(lines)

@@ -126,10 +126,9 @@ def test_bad_combinations_are_clear_errors():
                  "Input tensor B must have INTERLEAVED memory layout")
     assert not e.rule.endswith("(kgen)")
     # batch > 1 without a core grid: create_simple's configs take fuse_batch = false (every core loops
-    # over the batch), which kgen's multicast factories do not build
-    _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4"), "fuse_batch = false", "core grid")
-    _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4", "broadcast_in1 = false"),
-             "fuse_batch = false", "one in1 matrix per batch", "dataflow = reuse")
+    # over the batch); a spec fixing the fused form is refused (tests/gen/test_unfused_batch.py plans them)
+    _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4", "fuse_batch = true"), "fuse_batch = true",
+             "not fused")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -243,11 +242,17 @@ def test_kgen_check_names_each_rule_and_refuses_with_exit_2(tmp_path, capsys):
                  "get_matmul_subblock_params", "create_matmul_attributes",
                  "tenstorrent/tt-metal ttnn/cpp/ttnn/operations/matmul/device/config/matmul_program_config.cpp @ v0.81.1"):
         assert rule in flat, rule
+    # a batch without a core grid: create_simple's fuse_batch = false, named with its rule
     path.write_text(f"matmul t {{\n arch = wormhole_b0\n shape = 64 x 1024 x 1024\n batch = 4\n {BF16}\n"
                     f" broadcast_in1 = false\n dataflow = auto\n}}\n")
+    assert main(["check", str(path)]) == 0
+    flat = " ".join(capsys.readouterr().out.split())
+    assert "fuse_batch -> false: create_simple_matmul_program_config" in flat and "one in1 matrix per batch" in flat
+    # the spec fixing the other form is refused in one paragraph
+    path.write_text(path.read_text().replace(" dataflow = auto", " dataflow = auto\n fuse_batch = true"))
     assert main(["check", str(path)]) == 2
     out, err = capsys.readouterr()
-    assert "one in1 matrix per batch" in err and "fuse_batch = false" in err
+    assert "fuse_batch = true with dataflow = auto" in err and "not fused" in err
     assert "Traceback" not in err and err.count("\n\n") == 0
 
 
