@@ -46,7 +46,7 @@ generate_matmul_program_config. Written here from those facts:
   drops to 1 for an odd Kt when there is more than one block or the output is sharded. Unless the
   blocks number at most the grid's cores (and Kt is a multiple of in0_block_w), or once no branch
   below applies (a single block; blocks past the grid's rows or columns), TT returns
-  MatmulMultiCoreProgramConfig, whose factory kgen has no port of (refused). One row of blocks, a wide
+  MatmulMultiCoreProgramConfig, kgen's multi_core on the device's grid. One row of blocks, a wide
   shape or a width-sharded output: the 1D in0 config; one column, a tall shape or a height-sharded
   output: the 1D in1 config (both as above). Blocks within the grid, or a block-sharded output: the 2D
   config with per_core = out_block = the per-core factor square, in0_block_w as it stands and
@@ -359,12 +359,14 @@ def _dram_2d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], blocks: s
     return TTConfig("TT auto", grid, (pm, pn), w, (obh, obw), sb, rules=rules)
 
 
-def _multicore(spec: MatmulSpec, why: str) -> Refusal:
-    """create_simple_matmul_program_config's last resort, MatmulMultiCoreProgramConfig."""
-    return Refusal(AUTO_RULE,
-                   f"create_simple_matmul_program_config ({PROGRAM_CONFIG_CPP}) falls through to "
-                   f"MatmulMultiCoreProgramConfig ({why}), which ttnn runs with MatmulMultiCoreProgramFactory "
-                   f"(no block reuse, one output tile at a time); kgen has no port of that factory")
+def _multicore(spec: MatmulSpec, why: str, device: tuple[int, int]) -> TTConfig | Refusal:
+    """create_simple_matmul_program_config's last resort, MatmulMultiCoreProgramConfig on the device's grid: kgen's
+    multi_core (no block reuse, one output tile at a time; kgen/gen/dataflow/multi_core.py)."""
+    if refused := dataflows.multi_core.auto_refusal(spec):
+        return Refusal(*refused)
+    chooser = f"create_simple_matmul_program_config ({PROGRAM_CONFIG_CPP}) returns MatmulMultiCoreProgramConfig ({why})"
+    return TTConfig("TT auto", device, (1, 1), round_up_tiles(spec.k), (1, 1), (1, 1),
+                    dataflow=dataflows.MULTI_CORE.name, rules=dataflows.multi_core.auto_rules(chooser))
 
 
 def _unfused(spec: MatmulSpec, cfg: TTConfig) -> TTConfig:
@@ -397,7 +399,7 @@ def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int],
     if not (dram_interleaved or (blocks_x * blocks_y <= cols * rows and kt % w == 0)):
         why = (f"more than the {cols * rows} cores of the {cols} x {rows} grid" if blocks_x * blocks_y > cols * rows
                else f"a single block with Kt = {kt} not a multiple of in0_block_w = {w}")
-        return _multicore(spec, f"{blocks}: {why}, tensors not all DRAM-interleaved")
+        return _multicore(spec, f"{blocks}: {why}, tensors not all DRAM-interleaved", device)
     in_range = not (blocks_y == 1 and blocks_x == 1) and blocks_y <= rows and blocks_x <= cols
     range_x, range_y = (blocks_x, blocks_y) if in_range else (0, 0)
     # kgen's sharded output leaves the shard spec to the op (none given): never a BLOCK_SHARDED 1D grid
@@ -416,7 +418,7 @@ def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int],
         cfg = _placed_2d(spec, grid, factor, w, blocks)
         return cfg if isinstance(cfg, Refusal) else _unfused(spec, cfg)
     why = "a single block" if blocks_x == blocks_y == 1 else f"blocks past the {cols} x {rows} grid's rows or columns"
-    return _multicore(spec, f"{blocks}: {why}, not a narrow shape, tensors not all DRAM-interleaved")
+    return _multicore(spec, f"{blocks}: {why}, not a narrow shape, tensors not all DRAM-interleaved", device)
 
 
 def _systolic_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int]) -> TTConfig:
@@ -642,8 +644,8 @@ def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
                       out_block=cfg.out_block)
     padded = rows * pm != mt or cols * pn != nt
     # the 2D factory's grid is the blocks'; the 1D factory takes the compute grid and uses its first
-    # num_blocks cores in row-major order (the planner's _plan_1d)
-    if dataflows.get(cfg.dataflow).is_1d:
+    # num_blocks cores in row-major order (the planner's _plan_1d), the multi-core one all it needs
+    if dataflows.get(cfg.dataflow).is_1d or not dataflows.get(cfg.dataflow).draws_blocks:
         grid = cfg.grid
     else:
         grid = (rows, cols) if cfg.transpose_mcast else (cols, rows)
