@@ -29,10 +29,11 @@ else (dataflow, grid unless `core_grid` is given, every block value) is left to 
     a/b/out_dtype      dtype.in0 / in1 / out (bf16 bfloat16, bfp8 bfloat8_b, bfp4 bfloat4_b,
                        fp32 float32); an empty out_dtype is ttnn's default, A's dtype.
     a/b/out_mem        memory.in0 / in1 / out: dram -> dram (kgen's default, left unwritten),
-                       l1_block / l1_height / l1_width -> l1_*_sharded (sharded over the device
-                       grid, the shard spec left to the op), l1 (interleaved) -> l1.
-                       Height-sharded in1/out have no spec syntax.
-    a/b/out_shard      an explicit shard grid and shape: no spec syntax (refused).
+                       l1_block / l1_height / l1_width -> l1_*_sharded (with no shard spec in the
+                       case, the shard is left to the op: kgen lays it out), l1 (interleaved) -> l1.
+    a/b/out_shard      `(x0,y0)-(x1,y1):HxW:row` -> `memory.in0_shard = H x W on X x Y` (X = x1 + 1 columns by
+                       Y = y1 + 1 rows of cores from (0, 0)); `col` -> `memory.orientation = col_major` (in0's).
+                       A core range not at (0, 0), or a COL_MAJOR in1/out shard, has no spec syntax.
     transpose_a/_b     `transpose_a = true` / `transpose_b = true` (A stored [..., K, M], B [..., N, K]).
     op, bias           linear with bias=1 -> `fuse { bias = true }`; run_suite.py makes the bias
                        a (1, N) tensor in B's dtype -> `dtype.bias = <B's dtype>`.
@@ -97,10 +98,12 @@ DTYPES = {"bf16": "bfloat16", "bfp8": "bfloat8_b", "bfp4": "bfloat4_b", "fp32": 
 MEMORY = {
     ("in0", "dram"): "dram", ("in0", "l1"): "l1", ("in0", "l1_block"): "l1_block_sharded",
     ("in0", "l1_height"): "l1_height_sharded", ("in0", "l1_width"): "l1_width_sharded",
-    ("in1", "dram"): "dram", ("in1", "l1"): "l1",
+    ("in1", "dram"): "dram", ("in1", "l1"): "l1", ("in1", "l1_height"): "l1_height_sharded",
     ("out", "dram"): "dram", ("out", "l1"): "l1", ("out", "l1_block"): "l1_block_sharded",
-    ("out", "l1_width"): "l1_width_sharded",
+    ("out", "l1_width"): "l1_width_sharded", ("out", "l1_height"): "l1_height_sharded",
 }
+# suite.py's shard column: `(x0,y0)-(x1,y1):HxW:row|col`, a ttnn.ShardSpec on one core range
+SHARD = re.compile(r"\((\d+),\s*(\d+)\)-\((\d+),\s*(\d+)\):(\d+)x(\d+):(row|col)")
 PLACEMENT_WORDS = {"l1": "L1-interleaved", "l1_block": "block-sharded", "l1_height": "height-sharded",
                    "l1_width": "width-sharded"}
 # linear's activation string (run_suite.py's golden: "gelu" exact, "gelu_approx" the tanh form,
@@ -243,7 +246,9 @@ def map_case(row: dict[str, str], arch: str, dataflow: str | None = None) -> Map
             memory[tensor] = value
     for tensor, column in (("in0", "a_shard"), ("in1", "b_shard"), ("out", "out_shard")):
         if row[column]:
-            missing.append(f"an explicit shard spec ({tensor})")
+            written = shard_text(row[column], tensor, row["case"], missing)
+            if written:
+                memory.update(written)
 
     activation = row["activation"]
     if activation and activation not in ACTIVATIONS:
@@ -293,6 +298,25 @@ def map_case(row: dict[str, str], arch: str, dataflow: str | None = None) -> Map
                  f"packer_l1_acc = {flag[row['packer_l1_acc']]}  math_approx = false }}")
     lines.append("}")
     return Mapped("\n".join(lines) + "\n", (), batch, m, n, k)
+
+
+def shard_text(text: str, tensor: str, case: str, missing: list[str]) -> dict[str, str]:
+    """The memory keys of one shard column (`memory.<tensor>_shard`, and in0's orientation), or {} with
+    what has no spec syntax added to `missing`."""
+    found = SHARD.fullmatch(text.replace(" ", ""))
+    if not found:
+        raise InputError(f"{case}: {tensor} shard = {text!r}: expected (x0,y0)-(x1,y1):HxW:row|col")
+    x0, y0, x1, y1, h, w = (int(v) for v in found.groups()[:6])
+    if (x0, y0) != (0, 0):
+        missing.append(f"a shard grid not at core (0, 0) ({tensor})")
+        return {}
+    keys = {f"{tensor}_shard": f"{h} x {w} on {x1 + 1} x {y1 + 1}"}
+    if found[7] == "col":
+        if tensor != "in0":
+            missing.append(f"a COL_MAJOR shard ({tensor})")
+            return {}
+        keys["orientation"] = "col_major"
+    return keys
 
 
 # ------------------------------------------------------------------------------------------------

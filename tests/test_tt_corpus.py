@@ -129,15 +129,46 @@ def test_the_transposes_are_written_into_the_spec(case, key, shape, cause):
     assert (result.status, result.cause or None) == ("refused" if cause else "planned", cause)
 
 
-@pytest.mark.parametrize("case, missing", [
-    ("t_s_matmul_7ada312b72", ["height-sharded in1", "height-sharded out",
-                               "an explicit shard spec (in0)", "an explicit shard spec (in1)"]),
-])
-def test_what_the_spec_language_cannot_say(case, missing):
-    assert list(tt_corpus.map_case(ROWS[case], "wormhole_b0").missing) == missing
-    result = tt_corpus.classify(ROWS[case], "wormhole_b0")
-    assert (result.status, result.origin, result.cause) == ("refused", "spec language",
-                                                            f"no spec syntax: {missing[0]}")
+def test_explicit_shard_specs_are_written_into_the_spec():
+    """`(x0,y0)-(x1,y1):HxW:row` is ttnn.ShardSpec(CoreRange((x0,y0),(x1,y1)), [H, W], ROW_MAJOR): the spec
+    says `H x W on (x1+1) x (y1+1)`. t_s_matmul_7ada312b72 (read from its row): A 8x16x384x384 bf16
+    l1_height (0,0)-(7,7):768x384:row, B 8x16x384x64 bfp8 l1_height (0,0)-(7,7):768x64:row, out l1_height."""
+    spec, text = spec_of("t_s_matmul_7ada312b72")
+    assert "in0_shard = 768 x 384 on 8 x 8" in text and "in1_shard = 768 x 64 on 8 x 8" in text
+    assert spec.memory.in0_shard.shape == (768, 384) and spec.memory.in0_shard.grid == (8, 8)
+    assert spec.memory.in1_shard.shape == (768, 64)
+    assert (spec.memory.in0, spec.memory.in1, spec.memory.out) == ("l1_height_sharded",) * 3
+    # t_s_linear_0896d5f792: A 1x1x1024x160 l1_block (0,0)-(4,7):128x32:row, core_grid (5, 8)
+    spec, text = spec_of("t_s_linear_0896d5f792")
+    assert spec.memory.in0_shard.shape == (128, 32) and spec.memory.in0_shard.grid == (5, 8)
+    assert spec.grid == (5, 8)
+
+
+@pytest.mark.parametrize("dataflow", [None, "auto"])
+def test_a_given_block_shard_is_honoured(dataflow):
+    """The 2D factory reads each core's per_core_M x Kt / (cores along N) shard: with
+    t_s_linear_0896d5f792's shard 128 x 32 on 5 x 8 (M 1024 = 32 tiles, K 160 = 5 tiles) that is per_core_M
+    = 4 over 8 rows and one K tile on each of 5 columns: the plan's in0 shards are the given ones."""
+    from kgen.gen.plan import plan
+
+    mapped = tt_corpus.map_case(ROWS["t_s_linear_0896d5f792"], "wormhole_b0", dataflow)
+    p = plan(resolve(parse_text(mapped.spec_text)))
+    assert p.shard_specs["in0"]["shape"] == (128, 32) and p.shard_specs["in0"]["grid"] == (0, 0, 4, 7)
+    assert (p.per_core_m, p.grid) == (4, (5, 8))
+
+
+def test_a_height_sharded_in0_and_output_take_the_1d_in1_factory():
+    """t_s_linear_582e11ecf7 (read from its row): A 1x1x16384x32 bf16 l1_height (0,0)-(7,7):256x32:row,
+    B 32x32 bfp8 in DRAM, out l1_height, core_grid (8, 8). TT: create_matmul_1d_systolic_array_program_config,
+    HEIGHT_SHARDED forcing is_tall: per_core_M = 512 tiles / 64 cores = 8 = the shard's 256 rows, Nt = 1."""
+    result = tt_corpus.classify(ROWS["t_s_linear_582e11ecf7"], "wormhole_b0", "auto")
+    assert (result.status, result.dataflow, result.grid) == ("planned", "mcast_1d_in1", "8x8")
+
+
+def test_a_shard_not_at_the_origin_has_no_spec_syntax():
+    row = dict(ROWS["t_s_linear_0896d5f792"], a_shard="(1,0)-(5,7):128x32:row")
+    mapped = tt_corpus.map_case(row, "wormhole_b0")
+    assert mapped.spec_text is None and mapped.missing == ("a shard grid not at core (0, 0) (in0)",)
 
 
 def test_rule_origin_follows_the_kgen_tag():

@@ -42,12 +42,29 @@ class BlockSpec:
 # factory takes them (matmul_multicore_reuse_mcast_2d_program_factory.cpp; its validation in
 # matmul_device_operation.cpp): each tensor interleaved in DRAM or in L1 (the same readers and writers,
 # their TensorAccessorArgs saying which), in0 block- or height-sharded, the output block-sharded; the
-# DRAM-sharded factory's in0 and output width-sharded in L1 and in1 width-sharded over the DRAM banks.
+# DRAM-sharded factory's in0 and output width-sharded in L1 and in1 width-sharded over the DRAM banks;
+# the 1D in1-multicast factory's in0 and output height-sharded in L1. A height-sharded in1 is spelled so
+# that TT's refusals of it (its multicast configs take in1 interleaved) can be given.
 MEMORY_IN0 = (Placement.DRAM, Placement.L1, Placement.L1_BLOCK_SHARDED, Placement.L1_HEIGHT_SHARDED,
               Placement.L1_WIDTH_SHARDED)
-MEMORY_IN1 = (Placement.DRAM, Placement.L1, Placement.DRAM_WIDTH_SHARDED)
-MEMORY_OUT = (Placement.DRAM, Placement.L1, Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED)
+MEMORY_IN1 = (Placement.DRAM, Placement.L1, Placement.DRAM_WIDTH_SHARDED, Placement.L1_HEIGHT_SHARDED)
+MEMORY_OUT = (Placement.DRAM, Placement.L1, Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED,
+              Placement.L1_HEIGHT_SHARDED)
 SHARD_ORIENTATIONS = ("row_major", "col_major")
+
+
+@dataclass(frozen=True)
+class ShardGiven:
+    """A shard spec the spec fixes, as ttnn.ShardSpec gives it: the shard shape in elements (height,
+    width) and the grid of cores it lies on, x columns by y rows from core (0, 0) (a CoreRange
+    (0, 0)-(x - 1, y - 1)); its orientation is `memory.orientation` (ROW_MAJOR unless it says
+    col_major). Written `in0_shard = 256 x 32 on 8 x 4`."""
+
+    shape: tuple[int, int]
+    grid: tuple[int, int]
+
+    def __str__(self) -> str:
+        return f"{self.shape[0]} x {self.shape[1]} on {self.grid[0]} x {self.grid[1]}"
 
 
 @dataclass(frozen=True)
@@ -56,6 +73,13 @@ class MemorySpec:
     in1: Placement = Placement.DRAM
     out: Placement = Placement.DRAM
     orientation: str | None = None      # shard orientation; None: the one the factory requires
+    # the shard specs the spec fixes (None: laid out by the planner, as TT's op lays a shard it is not given)
+    in0_shard: ShardGiven | None = None
+    in1_shard: ShardGiven | None = None
+    out_shard: ShardGiven | None = None
+
+    def shard(self, tensor: str) -> ShardGiven | None:
+        return getattr(self, f"{tensor}_shard")
 
     @property
     def sharded(self) -> bool:
@@ -98,17 +122,6 @@ class MatmulSpec:
     # transpose; the reuse, 2D and 1D factories read it transposed (matmul_device_operation.cpp, 0.81.1)
     transpose_a: bool = False
     transpose_b: bool = False
-    # the multicast program configs' fuse_batch: the batch fused into M (True), or every core looping over
-    # the batch with per_core of one batch's Mt (False, the only form of a batched in1); None: the default,
-    # fused unless in1 holds one matrix per batch (`fuses_batch`)
-    fuse_batch: bool | None = None
-
-    @property
-    def fuses_batch(self) -> bool:
-        """Whether the batch is fused into M: `fuse_batch`, or by default unless in1 is batched."""
-        if self.batch == 1:
-            return True
-        return self.fuse_batch if self.fuse_batch is not None else self.broadcast_in1
 
     @property
     def batch_shape(self) -> tuple[int, ...]:

@@ -96,10 +96,7 @@ class Dataflow(ABC):
     # the model: a receiver kernel role -> the sender role it waits on
     paced_by: Mapping[str, str] = MappingProxyType({})
     is_1d: bool = False              # a 1D multicast: one row-major run of cores, one operand shared
-    batched_in1: bool = False        # fuzz and tune draw a batched in1 on it (TT's bcast_batch = false)
-    # runs fuse_batch = false: per_core of one batch's Mt, every core looping over the batch (the
-    # kernels' B, MtKt, KtNt unless bcast_B, MtNt), with in1 shared (bcast_B = 1) or one per batch
-    loops_batch: bool = False
+    batched_in1: bool = False        # takes one in1 matrix per batch (TT's bcast_batch = false)
     # in1 and the output in per_core_N-wide shards of which the last may hold fewer real columns (the
     # planner's whole-shard rule then leaves N alone)
     pads_last_n_shard: bool = False
@@ -425,16 +422,24 @@ class Plan(SubblockCounts):
         """ttnn ShardSpecs of the sharded tensors: core grid (x0, y0, x1, y1), shard shape in elements
         (height, width) and orientation. in0 block-sharded: per_core_M x Kt / (cores along N) on the grid
         with work, COL_MAJOR under transpose_mcast (its width along y); height-sharded: per_core_M x K on
-        the in0 senders' column; the output: per_core_M x per_core_N on the grid with work."""
+        the in0 senders' column (2D) or on the compute grid (1D, shard i on core i); the output:
+        per_core_M x per_core_N on the grid with work (block-sharded) or on the 1D compute grid (height)."""
         out: dict[str, dict] = {}
         orientation = "COL_MAJOR" if self.transpose_mcast else "ROW_MAJOR"
         grid = (0, 0, self.grid[0] - 1, self.grid[1] - 1)
+        # the 1D factory's compute grid: its core i (row-major) holds M-block i, as shard i of a height-sharded
+        # tensor on that grid (ROW_MAJOR)
+        run = (0, 0, self.grid_requested[0] - 1, self.grid_requested[1] - 1)
         if self.memory.in0 == Placement.L1_BLOCK_SHARDED:
             out["in0"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
                           "shape": (self.per_core_m * TILE_HW, self.in0_shard_w * TILE_HW)}
         elif self.memory.in0 == Placement.L1_HEIGHT_SHARDED:
-            out["in0"] = {"memory_layout": "HEIGHT_SHARDED", "grid": (0, 0, 0, self.m_blocks - 1),
+            # the 2D factory: on the in0 senders' column; the 1D (mcast_in1): shard i on core i of its grid
+            out["in0"] = {"memory_layout": "HEIGHT_SHARDED", "grid": run if self.is_1d else (0, 0, 0, self.m_blocks - 1),
                           "orientation": "ROW_MAJOR", "shape": (self.per_core_m * TILE_HW, self.kt * TILE_HW)}
+        if self.memory.out == Placement.L1_HEIGHT_SHARDED:
+            out["out"] = {"memory_layout": "HEIGHT_SHARDED", "grid": run, "orientation": "ROW_MAJOR",
+                          "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
         if self.memory.out == Placement.L1_BLOCK_SHARDED:
             out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
                           "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}

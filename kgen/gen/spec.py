@@ -22,7 +22,7 @@ from kgen.gen import activations
 from kgen.gen import dataflow as dataflows
 # the values this module produces (re-exported: most users import them from here)
 from kgen.gen.matmul_spec import (MEMORY_IN0, MEMORY_IN1, MEMORY_OUT, SHARD_ORIENTATIONS,  # noqa: F401
-                                  BlockSpec, ComputeConfig, MatmulSpec, MemorySpec)
+                                  BlockSpec, ComputeConfig, MatmulSpec, MemorySpec, ShardGiven)
 from kgen.gen.spec_syntax import (RawEntry, RawGroup, RawValue, Source, parse_tree, raw_group, raw_value,
                                   read_source, value_shape_error)
 from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, matmul_default_compute
@@ -146,6 +146,28 @@ def _placement(options: tuple[Placement, ...]) -> Checker:
     return lambda v, key: Placement(check(v, key))
 
 
+def _shard(v: RawValue, key: str) -> ShardGiven:
+    """`H x W on X x Y`: a shard of H x W elements on X columns by Y rows of cores from (0, 0), as
+    ttnn.ShardSpec(grid=CoreRange((0, 0), (X - 1, Y - 1)), shape=[H, W]). Whole tiles only: TT's matmul
+    reads a shard as tiles ("Shard height {} must be divisible by tile height {}", matmul_program_config.cpp)."""
+    example = "`256 x 32 on 8 x 4` (shard height x width in elements, on x columns by y rows of cores)"
+    if v.kind == "dims":
+        raise SpecError(f"{key} = {v.text}: a shard spec also names the cores it lies on", v.span,
+                        hint=f"write it like {example}")
+    if v.kind != "shard":
+        raise SpecError(f"{key} = {v.text}: expected a shard spec written like {example}", v.span, hint=_type_hint(v))
+    shape_text, grid_text = v.text.split(" on ")
+    shape = _dims(2, False, "shard height x width in elements", MAX_DIM_ELEMENTS)(
+        RawValue("dims", shape_text, v.span), key)
+    grid = _dims(2, False, "x (columns) by y (rows) of cores", 1024)(RawValue("dims", grid_text, v.span), key)
+    for what, size in zip(("height", "width"), shape):
+        if size % TILE_HW:
+            raise SpecError(f"{key} = {v.text}: the shard {what} {size} is not a whole number of {TILE_HW}-element "
+                            f"tiles (TT-Metal: \"Shard {what} {{}} must be divisible by tile {what} {{}}\")", v.span,
+                            hint=f"a shard {what} that is a multiple of {TILE_HW}")
+    return ShardGiven(shape, grid)
+
+
 def _bool(v: RawValue, key: str) -> bool:
     if v.kind == "word" and v.text in ("true", "false"):
         return v.text == "true"
@@ -214,11 +236,13 @@ MATMUL_KEYS: dict[str, Checker] = {
     "transpose_a": _bool,
     "transpose_b": _bool,
     "broadcast_in1": _bool,
-    "fuse_batch": _bool,
     "memory.in0": _placement(MEMORY_IN0),
     "memory.in1": _placement(MEMORY_IN1),
     "memory.out": _placement(MEMORY_OUT),
     "memory.orientation": _enum(SHARD_ORIENTATIONS),
+    "memory.in0_shard": _shard,          # an explicit shard spec: `H x W on X x Y` (ttnn.ShardSpec)
+    "memory.in1_shard": _shard,
+    "memory.out_shard": _shard,
 }
 REQUIRED_MATMUL_KEYS = ("arch", "shape", "dtype.in0", "dtype.in1", "dtype.out")
 MATMUL_GROUPS = ("dtype", "block", "compute", "fuse", "memory", "variants")
@@ -425,8 +449,7 @@ def _matmul_default(vals: Mapping[str, Any]) -> ComputeConfig:
     grid is a core_grid argument; any block value, a dataflow or transpose_mcast is a program config
     (`dataflow = auto` is not: it asks for TT's choice, made with no program config)."""
     program_config = (any(v is not None for k, v in vals.items() if k.startswith("block."))
-                      or vals.get("dataflow", dataflows.AUTO) != dataflows.AUTO or bool(vals.get("transpose_mcast"))
-                      or "fuse_batch" in vals)
+                      or vals.get("dataflow", dataflows.AUTO) != dataflows.AUTO or bool(vals.get("transpose_mcast")))
     values, reasons = matmul_default_compute(
         vals["arch"], vals["dtype.in0"], vals["dtype.in1"], vals["dtype.out"],
         user_grid=vals.get("grid") is not None, program_config=program_config)
@@ -484,12 +507,24 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         untilize_out=vals.get("untilize_out", False), variant=variant,
         variants=tuple(spec.variants), spans=MappingProxyType(spans),
         transpose_mcast=vals.get("transpose_mcast", False),
-        memory=MemorySpec(vals.get("memory.in0", Placement.DRAM), vals.get("memory.in1", Placement.DRAM),
-                          vals.get("memory.out", Placement.DRAM), vals.get("memory.orientation")),
+        memory=_memory(vals, spans),
         broadcast_in1=vals.get("broadcast_in1", True),
         transpose_a=vals.get("transpose_a", False), transpose_b=vals.get("transpose_b", False),
-        fuse_batch=vals.get("fuse_batch"),
     )
+
+
+def _memory(vals: Mapping[str, Any], spans: Mapping[str, Span]) -> MemorySpec:
+    """The `memory { }` group; a shard spec is a sharded L1 tensor's (a tensor interleaved, or sharded over
+    the DRAM banks by the DRAM-sharded factory's own rule, has none to give)."""
+    place = {t: vals.get(f"memory.{t}", Placement.DRAM) for t in ("in0", "in1", "out")}
+    for t in place:
+        key = f"memory.{t}_shard"
+        if key in vals and not str(place[t]).startswith("l1_"):
+            raise SpecError(f"{key} = {vals[key]} with {t} = {place[t]}: a shard spec belongs to a tensor sharded in L1",
+                            spans[key], hint=f"memory.{t} = l1_height_sharded, l1_width_sharded or l1_block_sharded, "
+                                             f"or leave {t}_shard out")
+    return MemorySpec(place["in0"], place["in1"], place["out"], vals.get("memory.orientation"),
+                      vals.get("memory.in0_shard"), vals.get("memory.in1_shard"), vals.get("memory.out_shard"))
 
 
 MAX_PAGE_ID = (1 << 32) - 1    # kernels index DRAM pages with uint32_t (TensorAccessor, get_noc_addr)

@@ -24,7 +24,7 @@ MAX_SPEC_BYTES = 1 << 20
 
 @dataclass(frozen=True)
 class RawValue:
-    kind: str   # dims | int | decimal | word | string | call (`name(1, -0.5)`, its text normalised)
+    kind: str   # dims | int | decimal | word | string | call (`name(1, -0.5)`, its text normalised) | shard
     text: str
     span: Span
 
@@ -188,7 +188,7 @@ def _byte_span(shown: str, data: bytes, offset: int) -> Span:
 _TOKEN_NAMES = {
     "LBRACE": "'{'", "RBRACE": "'}'", "EQUAL": "'='", "DOT": "'.'", "NAME": "a name",
     "INT": "a number", "SIGNED_INT": "a number", "DIMS": "dimensions like 4 x 2", "DECIMAL": "a number",
-    "STRING": "a string", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "$END": "end of file",
+    "STRING": "a string", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "$END": "end of file", "ON": "'on'",
 }
 
 
@@ -322,6 +322,9 @@ def raw_value(value_tree: lark.Tree, src: Source) -> RawValue:
         name, *args = value_tree.children
         text = f"{name}({', '.join(str(a.children[0]) for a in args)})"
         return RawValue("call", text, src.of(value_tree))
+    if value_tree.data == "shard":          # `256 x 32 on 8 x 4`: shape, then the grid it lies on
+        shape, grid = value_tree.children
+        return RawValue("shard", f"{shape} on {grid}", src.of(value_tree))
     tok = value_tree.children[0]
     return RawValue(value_tree.data, str(tok), src.of(tok))
 

@@ -9,12 +9,12 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
-from kgen.core.types import Placement
+from kgen.core.types import Placement, is_sharded
 from kgen.gen.dataflow import tt_mcast
 from kgen.gen.dataflow.base import INTERLEAVED, Dataflow, Layout, per_core_edit, whole_padded_blocks_note
 from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
-                                       noc_rect, out_block_loops, receiver_block, sender_block, tensors_of,
-                                       writer_ops)
+                                       noc_rect, out_block_loops, receiver_block, sender_block, sharded_out_tail,
+                                       tensors_of, writer_ops)
 from kgen.gen.ir import INVALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, TensorArg
 from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, Offer, PlanError, ceil_div, divisors, fmt_pair, nearest_offer, suggestion
 
@@ -38,14 +38,19 @@ class Mcast1D(Dataflow):
     is_1d = True
     full_sync_dropped = True           # its builders compile SyncHalf whatever is asked
     do_not_inplace_interm0_out = True
-    # fuse_batch = false (B > 1): every core loops over the batch, in1 shared or one per batch (a batched in1
-    # needs it: TT's "Matmul with fused batch requires ... BCMK*11KN=BCMN"); fuzz and tune draw a batched
-    # in1 on reuse only
-    batched_in1 = False
-    loops_batch = True
+    batched_in1 = False                # fuse_batch: TT refuses a batched in1 (base.BATCHED_IN1_RULE)
 
     def __init__(self, name: str, mcast_in0: bool):
         self.name, self.mcast_in0 = name, mcast_in0
+        if not mcast_in0:
+            # mcast_in1 reads in0 from a height shard on every core (IN0_SHARDED: c_0 globally allocated on
+            # the shard) and writes a height-sharded output (OUT_SHARDED: c_4 on the shard); the factory's
+            # validation: "input_tensor_a must be height sharded", "Output memory layout must be
+            # HEIGHT_SHARDED or BLOCK_SHARDED on a 1-column grid" (matmul_device_operation.cpp, 0.81.1)
+            self.placements = MappingProxyType({
+                "in0": INTERLEAVED["in0"] | {Placement.L1_HEIGHT_SHARDED},
+                "in1": INTERLEAVED["in1"],
+                "out": INTERLEAVED["out"] | {Placement.L1_HEIGHT_SHARDED}})
         self.single_y_m_tail_rule = not mcast_in0
         # the per_core axis that covers all of its tiles: M for mcast_in0 (one M-block), N for mcast_in1
         self.shared_axis: int | None = 0 if mcast_in0 else 1
@@ -246,7 +251,7 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
         p, CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles,
         (t.in0_rows(), None), "in0_sender", "in0_receiver", in0_dests, rect(in0_noc), acks)))
     kernels.append(dm_kernel("in0_sender", "NCRISC", in0_noc, origin if in0_mcast else all_cores,
-                              out_block_loops(p, lambda first: (in0_read,)), (tensors["in0"],),
+                              out_block_loops(p, lambda first: (in0_read,)), () if is_sharded(p.memory.in0) else (tensors["in0"],),
                               (("cb_in0", CB_IN0),), sems if in0_mcast else (),
                               rect(in0_noc) if in0_dests else ()))
     if in0_mcast and dests:
@@ -268,12 +273,14 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
         return tuple(ops + writer_ops(p, t))
 
     writer_cbs = (("cb_in1", CB_IN1),) + ((("cb_bias", CB_BIAS),) if p.fuse_bias else ()) + (("cb_out", CB_OUT),)
-    send_tensors = tuple(tensors[n] for n in ("in1", "bias", "out") if n in tensors)
+    written = ("out",) if not is_sharded(p.memory.out) else ()      # a sharded output: c_4 is the shard
+    send_tensors = tuple(tensors[n] for n in ("in1", "bias", *written) if n in tensors)
     kernels.append(dm_kernel("in1_sender_writer", "BRISC", in1_noc, all_cores if in0_mcast else origin,
-                              out_block_loops(p, in1_sender_body), send_tensors, writer_cbs,
+                              out_block_loops(p, in1_sender_body) + tuple(sharded_out_tail(p)), send_tensors, writer_cbs,
                               () if in0_mcast else sems, rect(in1_noc) if in1_dests else ()))
     if not in0_mcast and dests:
         in1_receiver_body = in1_receiver_body_of(p, t, sender_core)
-        kernels += receivers("in1_receiver_writer", "BRISC", in1_noc, out_block_loops(p, in1_receiver_body),
-                             (tensors["out"],), writer_cbs)
+        kernels += receivers("in1_receiver_writer", "BRISC", in1_noc,
+                             out_block_loops(p, in1_receiver_body) + tuple(sharded_out_tail(p)),
+                             tuple(tensors[n] for n in written), writer_cbs)
     return tuple(kernels)

@@ -104,15 +104,7 @@ class FactoryValues:
 
     @property
     def batch(self) -> int:
-        """The factory's B: 1 with the batch fused into Mt, else the batch (fuse_batch = false, Mt of one
-        batch; the readers step in0 by MtKt and the writers the output by MtNt per batch)."""
-        return self.plan.batch_ct
-
-    @property
-    def bcast_b(self) -> int:
-        """The factory's bcast_B (`bcast_batch`): 0 when in1 holds one matrix per batch (the in1 reader
-        steps it by KtNt per batch), else 1."""
-        return 0 if self.plan.batched_in1 else 1
+        return self.plan.batch_ct            # batch is fused into Mt: the factory's B is 1
 
     @property
     def in0_shard_tiles(self) -> tuple[int, int]:
@@ -295,7 +287,7 @@ def _in1_sender_writer(f: FactoryValues, k: dict) -> TtKernelArgs:
     return TtKernelArgs(
         "in1_sender_writer", TT_KERNELS["in1_sender_writer"],
         (sw, sh, ibw * sh, obw * sw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
-         f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, f.bcast_b, 0, 0,
+         f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
          *f.writer_ct(),
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output
          accessor_config(p.memory.in1), f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
@@ -357,7 +349,8 @@ def _in0_sender_ct_1d(f: FactoryValues, dests: int, cores: int, sems: tuple[int,
     p = f.plan
     kt, ibw, obh = p.kt, p.in0_block_w, p.out_block_h
     sw, sh = tt_transpose.in0_strides(p)                           # (1, Kt), or (Mt, 1) with transpose_a
-    return (sw, sh, ibw * sw, obh * sh, ibw, obh, obh * ibw, *tt_transpose.in0_last_ktile(p), 0, 0, 0,
+    # extract_shard_sub_blocks (0: a height shard is one K-block, c_0 on the shard), the shard's width and height
+    return (sw, sh, ibw * sw, obh * sh, ibw, obh, obh * ibw, *tt_transpose.in0_last_ktile(p), 0, *f.in0_shard_tiles,
             p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim, *sems, dests, cores, p.mt * kt,
             f.batch, f.batch, 0, 0, 0, 1, 0,       # B, B, reuse_in0_in_CB, batchB, sparsity page, bcast_A, from reader
             0,                                     # fuse_op (all-gather)
@@ -370,7 +363,7 @@ def _in1_sender_writer_ct_1d(f: FactoryValues, dests: int, cores: int, sems: tup
     nt, ibw, obw = p.nt, p.in0_block_w, p.out_block_w
     sw, sh = tt_transpose.in1_strides(p)                           # (1, Nt), or (Kt, 1) with transpose_b
     return (sw, sh, ibw * sh, obw * sw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
-            *sems, dests, cores, p.kt * nt, f.batch, f.bcast_b, 0, 0,   # KtNt, batch, bcast_B, sparsity
+            *sems, dests, cores, p.kt * nt, f.batch, 1, 0, 0,   # KtNt, batch, bcast_B (in1 has no batch), sparsity
             *f.writer_ct(),
             1 if f.bias else 0, 0, 0, 0,              # bias stride, all-gather, reduce-scatter, compact_output
             accessor_config(p.memory.in1), f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
@@ -397,8 +390,11 @@ def _in0_sender_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
     # mcast_1d_in1: every core reads its own per_core_M rows, without multicast; last_block_h = per_core_M
     rt = tuple(((x, y), ({"buffer_address": "in0"}, p.per_core_m * tt_transpose.in0_strides(p)[1] * _core_index(f, x, y), 0, 0, 0, 0,
                          p.per_core_m, 0)) for (x, y) in cores_of(k["core_ranges"]))
+    # a height-sharded in0: IN0_SHARDED, c_0 globally allocated on the core's shard (the 1D factory's
+    # `if (in0_is_sharded) mm_kernel_in0_sender_defines["IN0_SHARDED"] = "1"`)
+    sharded = {"IN0_SHARDED": "1"} if p.memory.in0 == Placement.L1_HEIGHT_SHARDED else {}
     return TtKernelArgs("in0_sender", TT_KERNELS["in0_sender"], _in0_sender_ct_1d(f, 0, 0, (0, 0)), named,
-                        {"SKIP_MCAST": "1"}, rt)
+                        {"SKIP_MCAST": "1", **sharded}, rt)
 
 
 def _in0_receiver_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
@@ -442,10 +438,12 @@ def _in1_sender_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
             {"buffer_address": "out"}, 0,
             f.last_obw, *_writer_h_args(f, last_y), *f.out_subblocks_w(True),   # last_x: num_blocks_x == 1
             {"buffer_address": "bias"} if bias else 0, 0,
-            f.last_nbw)))
+            # the factory: `if (!output_is_sharded)` push last_out_num_blocks_w / out_num_blocks_x
+            *(() if f.out_sharded else (f.last_nbw,)))))
     return TtKernelArgs("in1_sender_writer", TT_KERNELS["in1_sender_writer"],
                         _in1_sender_writer_ct_1d(f, dests, cores, (f.sems["in1_sender"], f.sems["in1_receiver"])),
-                        named, {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if cores == 0 else {})},
+                        named, {**({"FUSE_BIAS": "1"} if bias else {}), **({"SKIP_MCAST": "1"} if cores == 0 else {}),
+                                **({"OUT_SHARDED": "1"} if f.out_sharded else {})},
                         tuple(rt))
 
 
@@ -460,7 +458,7 @@ def _in1_receiver_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
             *_noc(0, 0), {"buffer_address": "out"}, i * p.per_core_m * p.nt,
             p.out_block_h // p.out_subblock_h, *_writer_h_args(f, last_y),
             *f.out_subblocks_w(True),
-            f.last_nbh if last_y else p.num_blocks_h_dim, f.last_nbw)))
+            *(() if f.out_sharded else (f.last_nbh if last_y else p.num_blocks_h_dim, f.last_nbw)))))
     return TtKernelArgs(
         k["name"], TT_KERNELS[k["name"]],
         (p.out_block_w * p.in0_block_w, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
@@ -468,7 +466,7 @@ def _in1_receiver_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
          *f.writer_ct(),
          p.out_block_w if f.bias else 0, 0, f.out_accessor, f.page["out"]),
         f.cb_fixed(k["name"]),
-        {"FUSE_BIAS": "1"} if f.bias else {},
+        {**({"FUSE_BIAS": "1"} if f.bias else {}), **({"OUT_SHARDED": "1"} if f.out_sharded else {})},
         tuple(rt))
 
 
