@@ -413,7 +413,8 @@ def _compute_kernel(p: Plan) -> tuple[Node, ...]:
     # output-block loops split into (bh == 0, bw == 0) and the rest.
     out_loops = out_block_loops(p, lambda first: lowering.out_block_body(first, k_loops),
                                  first_note="first output block: wait for the bias",
-                                 batch_note="batch: its own in1" if p.batched_in1 else "batch (fused into M)")
+                                 batch_note="batch: its own in1" if p.batched_in1 else "batch: one in1 for every batch"
+                                 if p.batch_ct > 1 else "batch (fused into M)")
     act = p.sfpu_activation
     body: list[Node] = [op("activation_init", act.spelling)] if act is not None else []
     body += [

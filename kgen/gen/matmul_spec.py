@@ -122,6 +122,17 @@ class MatmulSpec:
     # transpose; the reuse, 2D and 1D factories read it transposed (matmul_device_operation.cpp, 0.81.1)
     transpose_a: bool = False
     transpose_b: bool = False
+    # the multicast program configs' fuse_batch: the batch fused into M (True), or every core looping over
+    # the batch with per_core of one batch's Mt (False, the only form of a batched in1); None: the default,
+    # fused unless in1 holds one matrix per batch (`fuses_batch`)
+    fuse_batch: bool | None = None
+
+    @property
+    def fuses_batch(self) -> bool:
+        """Whether the batch is fused into M: `fuse_batch`, or by default unless in1 is batched."""
+        if self.batch == 1:
+            return True
+        return self.fuse_batch if self.fuse_batch is not None else self.broadcast_in1
 
     @property
     def batch_shape(self) -> tuple[int, ...]:

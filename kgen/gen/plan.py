@@ -26,7 +26,6 @@ from kgen.gen import activations
 from kgen.gen.matmul_spec import ComputeConfig, MatmulSpec
 from kgen.core.types import DTYPE_TO_FORMAT, TILE_HW, Placement, is_sharded
 from kgen.gen.dataflow import AUTO, REGISTRY, Dataflow, accepts, get as dataflow_of
-from kgen.gen.dataflow.base import takes_batched_in1
 from kgen.gen.shards import check_shards, with_shard_defaults
 from kgen.gen.ttauto import resolve_auto
 # re-exported: the plan and its factory interface are the planner's product
@@ -86,7 +85,7 @@ def edited(spec: MatmulSpec, edits: tuple[tuple[str, Any], ...]) -> MatmulSpec:
             top["dtype_out"] = value
             if "dtype.bias" not in spec.spans:
                 top["dtype_bias"] = value
-        elif key in ("grid", "dataflow", "untilize_out", "transpose_mcast", "broadcast_in1"):
+        elif key in ("grid", "dataflow", "untilize_out", "transpose_mcast", "broadcast_in1", "fuse_batch"):
             top[key] = value
         else:
             raise KeyError(f"a hint edits {key}, which kgen.gen.plan.edited does not know")
@@ -99,11 +98,11 @@ def _plan(spec: MatmulSpec, arch: ArchFacts) -> Plan:
     choices: list[str] = []
 
     # ttnn pads each tensor to whole tiles (tilize pads with zeros); batch is fused into M after padding,
-    # unless in1 holds one matrix per batch: then the kernels loop over the batch (TT's B, bcast_B = 0)
+    # unless not fused (fuse_batch = false, check_batch): then the kernels loop over the batch (TT's B)
     mt, nt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.n), round_up_tiles(spec.k)
     batch_ct = 1
-    if not spec.broadcast_in1 and spec.batch > 1:
-        check_batched_in1(dataflow_of(spec.dataflow), spec)
+    check_batch(dataflow_of(spec.dataflow), spec)
+    if not spec.fuses_batch:
         mt, batch_ct = round_up_tiles(spec.m), spec.batch
 
     in0_fmt, in1_fmt, out_fmt = (DTYPE_TO_FORMAT[d] for d in (spec.dtype_in0, spec.dtype_in1, spec.dtype_out))
@@ -395,27 +394,49 @@ def _check_untilized_padding(spec: MatmulSpec, mt: int, nt: int, per_core_m: int
                         spec.span("untilize_out"), _untilize_false(), also="or per_core dividing Mt x Nt")
 
 
-# TT-Metal's rule behind a refused batched in1 (tenstorrent/tt-metal@001cea9a, ttnn 0.81.1): the 2D and
-# 1D multicast program configs fuse the batch into M (kgen always does: fuse_batch), and
-# matmul_device_operation.cpp's validate_on_program_cache_miss then requires
+# TT-Metal's rule behind a refused batched in1 with the batch fused (tenstorrent/tt-metal@001cea9a, ttnn
+# 0.81.1): with fuse_batch, matmul_device_operation.cpp's validation requires
 # `get_batch_size(b_shape_padded) == 1` ("Matmul with fused batch requires input tensors of shapes
-# BCMK*11KN=BCMN"). Only MatmulMultiCoreReuseProgramConfig runs a batched in1 (bcast_batch = false).
+# BCMK*11KN=BCMN"). With fuse_batch = false the 2D and 1D multicast factories loop over the batch
+# (bcast_batch = false), as the reuse factory always does.
 BATCHED_IN1_RULE = ("matmul_device_operation.cpp @001cea9a: with fuse_batch, "
                     "get_batch_size(b_shape_padded) == 1 (BCMK*11KN=BCMN)")
+# TT's rules for fuse_batch = false, quoted from the 0.81.1 wheel's _ttnncpp.so (matmul_device_operation.cpp)
+UNFUSED_SHARDED_IN0_RULE = "matmul_device_operation.cpp (0.81.1): fuse_batch must be enabled when input A is sharded"
+UNFUSED_SHARDED_OUT_RULE = ("matmul_device_operation.cpp (0.81.1): a block-sharded output is incompatible with "
+                            "batch > 1 when batch fusion is disabled")
 
 
-def check_batched_in1(df: Dataflow, spec: MatmulSpec) -> None:
-    """A spec asking for a batched in1 (broadcast_in1 = false with batch > 1) on a factory that refuses it."""
-    if spec.broadcast_in1 or spec.batch == 1 or takes_batched_in1(df):
+def check_batch(df: Dataflow, spec: MatmulSpec) -> None:
+    """The batch's form: a batched in1 needs it unfused; an unfused batch needs a factory that loops over
+    it (reuse, mcast_2d, mcast_1d_*; TT's fuse_batch = false) and interleaved in0 and output."""
+    if spec.batch == 1:
         return
-    takers = [d.name for d in REGISTRY if takes_batched_in1(d)]
-    raise PlanError(BATCHED_IN1_RULE,
-                    f"broadcast_in1 = false with batch = {spec.batch} asks for {spec.batch} in1 matrices, but "
-                    f"dataflow {df.name} ({df.factory}) fuses the batch into M and takes one in1 shared by "
-                    f"every batch", spec.span("broadcast_in1"),
-                    Offer(tuple(suggestion(f"dataflow = {t}", ("dataflow", t)) for t in takers)
-                          + (suggestion("broadcast_in1 = true", ("broadcast_in1", True)),),
-                          "change of dataflow or broadcast_in1", count=len(takers) + 1, sep=", or "))
+    if spec.fuses_batch and not spec.broadcast_in1:
+        raise PlanError(BATCHED_IN1_RULE,
+                        f"broadcast_in1 = false with batch = {spec.batch} and fuse_batch = true: one in1 matrix per "
+                        f"batch cannot be fused into M", spec.span("fuse_batch"),
+                        Offer((suggestion("fuse_batch = false", ("fuse_batch", False)),
+                               suggestion("broadcast_in1 = true", ("broadcast_in1", True))),
+                              "change of fuse_batch or broadcast_in1", sep=", or "))
+    if spec.fuses_batch:
+        return
+    what = ("broadcast_in1 = false" if spec.fuse_batch is None else "fuse_batch = false") + f" with batch = {spec.batch}"
+    if not df.loops_batch:
+        takers = [d.name for d in REGISTRY if d.loops_batch]
+        raise PlanError(BATCHED_IN1_RULE if not spec.broadcast_in1 else "fuse_batch = false is a reuse or multicast "
+                        "program config's", f"{what} loops every core over the batch, but dataflow {df.name} "
+                        f"({df.factory}) fuses the batch into M and takes one in1 shared by every batch",
+                        spec.span("fuse_batch" if spec.fuse_batch is not None else "broadcast_in1"),
+                        Offer(tuple(suggestion(f"dataflow = {t}", ("dataflow", t)) for t in takers)
+                              + (suggestion("broadcast_in1 = true", ("broadcast_in1", True)),),
+                              "change of dataflow or broadcast_in1", count=len(takers) + 1, sep=", or "))
+    for tensor, rule in (("in0", UNFUSED_SHARDED_IN0_RULE), ("out", UNFUSED_SHARDED_OUT_RULE)):
+        if is_sharded(getattr(spec.memory, tensor)):
+            raise PlanError(rule, f"{what} with memory.{tensor} = {getattr(spec.memory, tensor)}: TT-Metal refuses "
+                            f"a sharded {tensor} when every core loops over the batch", spec.span(f"memory.{tensor}"),
+                            f"memory.{tensor} = dram or l1"
+                            + (", or broadcast_in1 = true" if not spec.broadcast_in1 else ", or fuse_batch = true"))
 
 
 def _untilize_false() -> Offer:

@@ -144,7 +144,8 @@ def format_plan(p: Plan, variants: dict[str, str] | None = None, predicted: str 
                      f"ttnn folds them) " if s.batch_dims else "")
                   + f"-> Mt x Nt x Kt = {p.mt} x {p.nt} x {p.kt} tiles "
                   + (f"per batch, in1 not broadcast: one K x N matrix per batch, the kernels loop over {p.batch_ct} batches"
-                     if p.batched_in1 else "(batch fused into M)")),
+                     if p.batched_in1 else f"per batch, fuse_batch = false: one in1 for every batch, the kernels "
+                     f"loop over {p.batch_ct} batches" if p.batch_ct > 1 else "(batch fused into M)")),
         ("dtypes", f"in0 {s.dtype_in0} ({p.in0_format}), in1 {s.dtype_in1} ({p.in1_format}), "
                    f"out {s.dtype_out} ({p.out_format})"
                    + (f", bias {s.dtype_bias} ({p.bias_format})" if p.bias_format else "")),

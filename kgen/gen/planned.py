@@ -96,7 +96,10 @@ class Dataflow(ABC):
     # the model: a receiver kernel role -> the sender role it waits on
     paced_by: Mapping[str, str] = MappingProxyType({})
     is_1d: bool = False              # a 1D multicast: one row-major run of cores, one operand shared
-    batched_in1: bool = False        # takes one in1 matrix per batch (TT's bcast_batch = false)
+    batched_in1: bool = False        # fuzz and tune draw a batched in1 on it (TT's bcast_batch = false)
+    # runs fuse_batch = false: per_core of one batch's Mt, every core looping over the batch (the
+    # kernels' B, MtKt, KtNt unless bcast_B, MtNt), with in1 shared (bcast_B = 1) or one per batch
+    loops_batch: bool = False
     # in1 and the output in per_core_N-wide shards of which the last may hold fewer real columns (the
     # planner's whole-shard rule then leaves N alone)
     pads_last_n_shard: bool = False

@@ -236,6 +236,7 @@ MATMUL_KEYS: dict[str, Checker] = {
     "transpose_a": _bool,
     "transpose_b": _bool,
     "broadcast_in1": _bool,
+    "fuse_batch": _bool,
     "memory.in0": _placement(MEMORY_IN0),
     "memory.in1": _placement(MEMORY_IN1),
     "memory.out": _placement(MEMORY_OUT),
@@ -449,7 +450,8 @@ def _matmul_default(vals: Mapping[str, Any]) -> ComputeConfig:
     grid is a core_grid argument; any block value, a dataflow or transpose_mcast is a program config
     (`dataflow = auto` is not: it asks for TT's choice, made with no program config)."""
     program_config = (any(v is not None for k, v in vals.items() if k.startswith("block."))
-                      or vals.get("dataflow", dataflows.AUTO) != dataflows.AUTO or bool(vals.get("transpose_mcast")))
+                      or vals.get("dataflow", dataflows.AUTO) != dataflows.AUTO or bool(vals.get("transpose_mcast"))
+                      or "fuse_batch" in vals)
     values, reasons = matmul_default_compute(
         vals["arch"], vals["dtype.in0"], vals["dtype.in1"], vals["dtype.out"],
         user_grid=vals.get("grid") is not None, program_config=program_config)
@@ -510,6 +512,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         memory=_memory(vals, spans),
         broadcast_in1=vals.get("broadcast_in1", True),
         transpose_a=vals.get("transpose_a", False), transpose_b=vals.get("transpose_b", False),
+        fuse_batch=vals.get("fuse_batch"),
     )
 
 

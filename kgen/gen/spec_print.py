@@ -16,7 +16,7 @@ from kgen.gen.spec import COMPUTE_KEYS, ComputeConfig, MatmulSpec, MemorySpec
 PRINTED_FIELDS = frozenset({
     "name", "arch", "m", "n", "k", "batch", "batch_dims", "dtype_in0", "dtype_in1", "dtype_out", "dtype_bias", "grid",
     "dataflow", "block", "compute", "fuse_bias", "activation", "untilize_out", "transpose_mcast", "broadcast_in1", "memory",
-    "transpose_a", "transpose_b",
+    "transpose_a", "transpose_b", "fuse_batch",
 })
 NOT_PRINTED_FIELDS = frozenset({"path", "variant", "variants", "spans"})   # where the text came from
 
@@ -59,6 +59,8 @@ def format_spec(spec: MatmulSpec, comment: str = "") -> str:
         lines.append("    transpose_mcast = true")
     if not spec.broadcast_in1:
         lines.append("    broadcast_in1 = false")
+    if spec.fuse_batch is not None:
+        lines.append(f"    fuse_batch = {_bool(spec.fuse_batch)}")
     for key in ("transpose_a", "transpose_b"):
         if getattr(spec, key):
             lines.append(f"    {key} = true")

@@ -46,20 +46,21 @@ generate_matmul_program_config. Written here from those facts:
   drops to 1 for an odd Kt when there is more than one block or the output is sharded. Unless the
   blocks number at most the grid's cores (and Kt is a multiple of in0_block_w), or once no branch
   below applies (a single block; blocks past the grid's rows or columns), TT returns
-  MatmulMultiCoreProgramConfig, whose factory kgen has no port of (refused). One row of blocks, a wide
+  MatmulMultiCoreProgramConfig, kgen's multi_core on the device's grid. One row of blocks, a wide
   shape or a width-sharded output: the 1D in0 config; one column, a tall shape or a height-sharded
   output: the 1D in1 config (both as above). Blocks within the grid, or a block-sharded output: the 2D
   config with per_core = out_block = the per-core factor square, in0_block_w as it stands and
   out_subblock 4 x 2, out_subblock_h = 1 unless out_subblock_w == per_core_N (get_program_config's
   divisibility checks refuse a factor of 2 or 1: TT's own failure). kgen's sharded output gives no
   shard spec (the op computes it), so TT's "BLOCK_SHARDED on a 1D grid" branches never apply.
-- **batch > 1 with no core grid**: create_simple's configs take fuse_batch = false (blocks of one
-  batch's Mt, every core looping over the batch), which kgen's multicast factories do not build
-  (refused, naming TT's choice).
+- **batch > 1 with no core grid**: create_simple's configs take fuse_batch = false (every size above
+  one batch's, every core looping over the batch: the factories' B, in0 stepped by MtKt, in1 by KtNt
+  unless bcast_B, the output by MtNt), which kgen builds as `fuse_batch = false`.
 - **A batched in1** (ttnn.matmul's user_run_batched, `broadcast_in1 = false`): with a core grid,
   create_matmul_program_config's `input_b_is_batched` branch: per_core = one batch's Mt x Nt,
   in0_block_w 1, get_subblock_sizes: MatmulMultiCoreReuseProgramConfig (kgen's reuse) when
-  can_cbs_fit_in_l1, else create_simple on the core grid. Without one: create_simple (refused above).
+  can_cbs_fit_in_l1, else create_simple on the core grid. Without one: create_simple (above, with
+  bcast_B = 0).
 - **A sharded in0, no core grid** (get_matmul_program_config, matmul = in1 not batched): in1 must be
   interleaved (TT_FATAL); a sharded output must have in0's layout (TT_FATAL). Height-sharded: the 1D in1
   config from the shard (_sharded_1d); width-sharded: the 1D in0 config (kgen's reads in0 interleaved: refused).
@@ -131,6 +132,7 @@ class TTConfig:
     dataflow: str = dataflows.MCAST_2D.name       # mcast_2d | mcast_1d_in0 | mcast_1d_in1 | reuse
     note: str = ""
     transpose_mcast: bool = False                 # a COL_MAJOR block-sharded in0 (the 2D config's field)
+    fuse_batch: bool = True                       # the multicast configs' fuse_batch (create_simple's: false)
     # the TT function (and file) that chose each field: dataflow, grid, per_core, in0_block_w,
     # out_block, out_subblock
     rules: tuple[tuple[str, str], ...] = ()
@@ -359,26 +361,22 @@ def _dram_2d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], blocks: s
     return TTConfig("TT auto", grid, (pm, pn), w, (obh, obw), sb, rules=rules)
 
 
-def _multicore(spec: MatmulSpec, why: str) -> Refusal:
-    """create_simple_matmul_program_config's last resort, MatmulMultiCoreProgramConfig."""
-    return Refusal(AUTO_RULE,
-                   f"create_simple_matmul_program_config ({PROGRAM_CONFIG_CPP}) falls through to "
-                   f"MatmulMultiCoreProgramConfig ({why}), which ttnn runs with MatmulMultiCoreProgramFactory "
-                   f"(no block reuse, one output tile at a time); kgen has no port of that factory")
+def _multicore(spec: MatmulSpec, why: str, device: tuple[int, int]) -> TTConfig | Refusal:
+    """create_simple_matmul_program_config's last resort, MatmulMultiCoreProgramConfig on the device's grid: kgen's
+    multi_core (no block reuse, one output tile at a time; kgen/gen/dataflow/multi_core.py)."""
+    if refused := dataflows.multi_core.auto_refusal(spec):
+        return Refusal(*refused)
+    chooser = f"create_simple_matmul_program_config ({PROGRAM_CONFIG_CPP}) returns MatmulMultiCoreProgramConfig ({why})"
+    return TTConfig("TT auto", device, (1, 1), round_up_tiles(spec.k), (1, 1), (1, 1),
+                    dataflow=dataflows.MULTI_CORE.name, rules=dataflows.multi_core.auto_rules(chooser))
 
 
-def _unfused(spec: MatmulSpec, cfg: TTConfig) -> TTConfig | Refusal:
-    """create_simple_matmul_program_config's configs take fuse_batch = false: blocks of one batch's Mt,
-    every core looping over the batch. kgen's multicast factories fuse the batch into M."""
-    if spec.batch == 1:
-        return cfg
-    in1 = "one in1 matrix per batch" if _bmm(spec) else "one in1 shared by the batch"
-    return Refusal(AUTO_RULE,
-                   f"batch = {spec.batch} without a core grid: TT's rule chose {cfg.dataflow} "
-                   f"({cfg.rule('dataflow')}) with fuse_batch = false, per_core {_fmt(cfg.per_core)} of one "
-                   f"batch's Mt = {round_up_tiles(spec.m)} and every core looping over the {spec.batch} batches "
-                   f"({in1}); kgen's multicast factories fuse the batch into M, so kgen does not build "
-                   f"this program")
+def _unfused(spec: MatmulSpec, cfg: TTConfig) -> TTConfig:
+    """create_simple_matmul_program_config's configs take fuse_batch = false (a batch of one: the same program)."""
+    in1 = "one in1 matrix per batch, bcast_B = 0" if _bmm(spec) else "one in1 shared by the batch, bcast_B = 1"
+    return cfg if spec.batch == 1 else replace(cfg, fuse_batch=False, rules=cfg.rules + (("fuse_batch", (
+        f"create_simple_matmul_program_config ({PROGRAM_CONFIG_CPP}): fuse_batch = false, per_core of one "
+        f"batch's Mt, every core looping over the {spec.batch} batches ({in1})")),))
 
 
 def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int],
@@ -403,7 +401,7 @@ def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int],
     if not (dram_interleaved or (blocks_x * blocks_y <= cols * rows and kt % w == 0)):
         why = (f"more than the {cols * rows} cores of the {cols} x {rows} grid" if blocks_x * blocks_y > cols * rows
                else f"a single block with Kt = {kt} not a multiple of in0_block_w = {w}")
-        return _multicore(spec, f"{blocks}: {why}, tensors not all DRAM-interleaved")
+        return _multicore(spec, f"{blocks}: {why}, tensors not all DRAM-interleaved", device)
     in_range = not (blocks_y == 1 and blocks_x == 1) and blocks_y <= rows and blocks_x <= cols
     range_x, range_y = (blocks_x, blocks_y) if in_range else (0, 0)
     # kgen's sharded output leaves the shard spec to the op (none given): never a BLOCK_SHARDED 1D grid
@@ -422,7 +420,7 @@ def _simple(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int],
         cfg = _placed_2d(spec, grid, factor, w, blocks)
         return cfg if isinstance(cfg, Refusal) else _unfused(spec, cfg)
     why = "a single block" if blocks_x == blocks_y == 1 else f"blocks past the {cols} x {rows} grid's rows or columns"
-    return _multicore(spec, f"{blocks}: {why}, not a narrow shape, tensors not all DRAM-interleaved")
+    return _multicore(spec, f"{blocks}: {why}, not a narrow shape, tensors not all DRAM-interleaved", device)
 
 
 def _systolic_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], tall: bool | None = None) -> TTConfig:
@@ -671,20 +669,22 @@ def tt_auto_config(spec: MatmulSpec, arch: ArchFacts | None = None, *,
 def spec_for_config(spec: MatmulSpec, cfg: TTConfig) -> tuple[MatmulSpec, bool]:
     """The kgen spec of a TT config, and whether its per_core pads the last row/column of cores
     (which the planner then does, as TT-Metal's padding kernels do)."""
-    mt, nt = round_up_tiles(spec.m) * (1 if _bmm(spec) else spec.batch), round_up_tiles(spec.n)
+    fused = cfg.fuse_batch and not _bmm(spec)
+    mt, nt = round_up_tiles(spec.m) * (spec.batch if fused else 1), round_up_tiles(spec.n)
     pm, pn = cfg.per_core
     rows, cols = math.ceil(mt / pm), math.ceil(nt / pn)
     block = BlockSpec(in0_block_w=cfg.in0_block_w, out_subblock=cfg.out_subblock, per_core=cfg.per_core,
                       out_block=cfg.out_block)
     padded = rows * pm != mt or cols * pn != nt
     # the 2D factory's grid is the blocks'; the 1D factory takes the compute grid and uses its first
-    # num_blocks cores in row-major order (the planner's _plan_1d)
-    if dataflows.get(cfg.dataflow).is_1d:
+    # num_blocks cores in row-major order (the planner's _plan_1d), the multi-core one all it needs
+    if dataflows.get(cfg.dataflow).is_1d or not dataflows.get(cfg.dataflow).draws_blocks:
         grid = cfg.grid
     else:
         grid = (rows, cols) if cfg.transpose_mcast else (cols, rows)
     return replace(spec, grid=grid, dataflow=cfg.dataflow, block=block, variant=None,
-                   transpose_mcast=cfg.transpose_mcast or spec.transpose_mcast), padded
+                   transpose_mcast=cfg.transpose_mcast or spec.transpose_mcast,
+                   fuse_batch=spec.fuse_batch if cfg.fuse_batch else False), padded
 
 
 def tt_auto(spec: MatmulSpec, *, device_grid: tuple[int, int] | None = None) -> Choice:
@@ -712,6 +712,17 @@ def _fmt(value) -> str:
     return f"{value[0]} x {value[1]}" if isinstance(value, tuple) else str(value)
 
 
+def _batch_form(spec: MatmulSpec, cfg: TTConfig, tt: MatmulSpec) -> list[str]:
+    """TT's fuse_batch (`tt`, the spec of its config), refused where the spec fixes the other form."""
+    from kgen.gen.rules import PlanError
+    if spec.batch > 1 and spec.fuse_batch is not None and spec.fuse_batch != tt.fuses_batch:
+        raise PlanError(AUTO_RULE, f"fuse_batch = {str(spec.fuse_batch).lower()} with dataflow = auto: TT's rule "
+                        f"chose {cfg.dataflow} with the batch {'fused into M' if tt.fuses_batch else 'not fused'} "
+                        f"({cfg.rule('fuse_batch') or cfg.rule('per_core')}), and its blocking is that form's",
+                        spec.span("fuse_batch"), "leave fuse_batch out, or name a dataflow")
+    return [] if tt.fuses_batch else [f"fuse_batch -> false: {cfg.rule('fuse_batch') or cfg.rule('dataflow')}"]
+
+
 def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[str, ...]]:
     """The spec `dataflow = auto` plans: TT's automatic choice (`tt_auto`: its factory, grid,
     per-core blocking, in0_block_w, out_subblock and, where the spec leaves compute to the defaults,
@@ -726,7 +737,7 @@ def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[s
     if choice.config is None:
         refusal = choice.refusal or Refusal(AUTO_RULE, choice.note)
         takers = [d.name for d in dataflows.REGISTRY if dataflows.accepts(d, spec.memory)
-                  and (spec.broadcast_in1 or spec.batch == 1 or dataflows.takes_batched_in1(d))]
+                  and (spec.broadcast_in1 or spec.batch == 1 or d.loops_batch)]
         hint = ("TT-Metal refuses this call itself; change the spec (see the rule)" if refusal.tt_own else
                 (", ".join(f"dataflow = {t}" for t in takers) or "no dataflow takes this placement")
                 + ("" if spec.grid is not None else ", or a core grid (`grid = X x Y`, ttnn.matmul's core_grid)"))
@@ -746,6 +757,7 @@ def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[s
                         f"but kgen's {cfg.dataflow} takes its tensors only as {where}", spec.span("memory"),
                         "a dataflow named explicitly, or memory placements that factory takes")
     lines = [f"dataflow auto -> {cfg.dataflow} ({df.factory}): {cfg.rule('dataflow')}"]
+    lines += _batch_form(spec, cfg, tt)
 
     # the per_core the spec fixes re-derives TT's grid (the 2D factories: the blocks') and out block
     derived: dict[str, str] = {}
@@ -784,5 +796,5 @@ def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[s
     if choice.padded:
         lines.append("padded: per_core does not divide the tiles, so TT pads the last row/column of cores")
     resolved = replace(spec, dataflow=cfg.dataflow, grid=grid, compute=c, block=replace(spec.block, **block),
-                       transpose_mcast=tt.transpose_mcast)
+                       transpose_mcast=tt.transpose_mcast, fuse_batch=tt.fuse_batch)
     return resolved, tuple(lines)

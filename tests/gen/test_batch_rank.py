@@ -94,9 +94,9 @@ def test_the_manifest_keeps_the_users_rank():
     assert b["in1"]["shape"][-2:] == [K, N] and b["out"]["shape"] == [2, 3, 2, M, N]
 
 
-def test_a_batched_in1_on_a_fused_batch_factory_is_refused_with_tts_rule():
+def test_a_batched_in1_with_a_fused_batch_is_refused_with_tts_rule():
     with pytest.raises(KgenError) as err:
-        plan(spec("2 x 3", "mcast_2d", broadcast=False))
+        plan(spec("2 x 3", "mcast_2d", broadcast=False, extra="fuse_batch = true"))
     assert getattr(err.value, "rule", None) == BATCHED_IN1_RULE
 
 

@@ -1,4 +1,5 @@
-"""A batched in1 (`broadcast_in1 = false`): one K x N matrix per batch, on TT-Metal's reuse factory.
+"""A batched in1 (`broadcast_in1 = false`): one K x N matrix per batch, on TT-Metal's reuse factory (the multicast
+factories run it with fuse_batch = false: tests/gen/test_unfused_batch.py).
 
 The expected values are TT-Metal's, written here from its sources (tenstorrent/tt-metal):
 
@@ -55,19 +56,21 @@ def test_broadcast_in1_defaults_to_true_and_changes_nothing_then():
 
 @pytest.mark.parametrize("dataflow,per_core", [("mcast_2d", "16 x 2"), ("mcast_1d_in0", "64 x 2"),
                                                ("mcast_1d_in1", "16 x 8")])
-def test_multicast_factories_refuse_a_batched_in1_with_tts_rule(dataflow, per_core):
+def test_multicast_factories_refuse_a_batched_in1_with_a_fused_batch_with_tts_rule(dataflow, per_core):
     with pytest.raises(KgenError) as err:
-        plan(spec(dataflow, per_core=per_core))
+        plan(spec(dataflow, per_core=per_core, extra="fuse_batch = true"))
     text = str(err.value)
     assert "matmul_device_operation.cpp @001cea9a" in text and "get_batch_size(b_shape_padded) == 1" in text
-    # the factory that takes it, offered only where the spec plans on it: reuse needs per_core
-    # dividing Mt x Nt = 8 x 8, which these per_core values do not
-    assert "dataflow = reuse" not in str(err.value.hint) and "broadcast_in1 = true" in str(err.value.hint)
-    plan(spec(dataflow, per_core=per_core, broadcast=True))     # one in1 for every batch is what they run
-    with pytest.raises(KgenError) as err:
-        plan(spec(dataflow, per_core="2 x 2"))
-    assert "dataflow = reuse" in str(err.value.hint)
-    plan(spec("reuse", per_core="2 x 2"))
+    assert "broadcast_in1 = true" in str(err.value.hint)        # (fuse_batch = false: a padded single row here)
+    plan(spec(dataflow, per_core=per_core, broadcast=True))     # one in1 for every batch is what they run fused
+
+
+@pytest.mark.parametrize("dataflow,per_core", [("mcast_2d", "2 x 2"), ("mcast_1d_in0", "8 x 2"),
+                                               ("mcast_1d_in1", "2 x 8")])
+def test_multicast_factories_loop_a_batched_in1_unfused_by_default(dataflow, per_core):
+    # fuse_batch left out: a batched in1 takes the only form TT runs it in, fuse_batch = false
+    p = plan(spec(dataflow, per_core=per_core))
+    assert (p.mt, p.batch_ct) == (MT, B) and p.batched_in1
 
 
 def test_a_batch_of_one_is_one_in1_on_any_factory():
@@ -90,7 +93,7 @@ def test_a_padded_block_is_refused_with_the_reuse_factorys_rule():
 def test_the_cli_says_exit_2_in_one_paragraph(tmp_path):
     bad = tmp_path / "bad.kspec"
     bad.write_text(f"matmul bad {{ arch = wormhole_b0  shape = {M} x {N} x {K}  batch = {B}  broadcast_in1 = false "
-                   "dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }  dataflow = mcast_2d }\n")
+                   "fuse_batch = true dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }  dataflow = mcast_2d }\n")
     r = subprocess.run([sys.executable, "-m", "kgen", "check", str(bad)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and "get_batch_size(b_shape_padded) == 1" in r.stderr

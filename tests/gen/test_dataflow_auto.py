@@ -126,10 +126,9 @@ def test_bad_combinations_are_clear_errors():
                  "Input tensor B must have INTERLEAVED memory layout")
     assert not e.rule.endswith("(kgen)")
     # batch > 1 without a core grid: create_simple's configs take fuse_batch = false (every core loops
-    # over the batch), which kgen's multicast factories do not build
-    _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4"), "fuse_batch = false", "core grid")
-    _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4", "broadcast_in1 = false"),
-             "fuse_batch = false", "one in1 matrix per batch", "dataflow = reuse")
+    # over the batch); a spec fixing the fused form is refused (tests/gen/test_unfused_batch.py plans them)
+    _refused(make("wormhole_b0", "64 x 1024 x 1024", "batch = 4", "fuse_batch = true"), "fuse_batch = true",
+             "not fused")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -162,15 +161,21 @@ def test_l1_interleaved_narrow_shape_is_the_1d_config():
     assert (f["dataflow"], f["per_core"], f["in0_block_w"]) == ("mcast_1d_in0", (1, 1), 2)
 
 
-def test_l1_falls_through_to_the_multicore_config_kgen_does_not_build():
+def test_l1_falls_through_to_the_multicore_config_kgen_builds_as_multi_core():
     """create_simple's `return MatmulMultiCoreProgramConfig{};`: with tensors not all DRAM-interleaved,
     one block (256^3: 1 x 1 blocks of 16 tiles, get_core_range gives 0 x 0 and no 1D or 2D branch
     applies), or more blocks than cores (Gemma's 1024 x 5376 x 5376, corpus case i56976: factor 8, 21 x 4
-    = 84 blocks > 64 cores). ttnn runs MatmulMultiCoreProgramFactory there, which kgen has no port of."""
-    _refused(make("wormhole_b0", "256 x 256 x 256", "memory { in0 = l1 }"),
-             "MatmulMultiCoreProgramConfig", "a single block", "dataflow = mcast_2d")
-    _refused(make("wormhole_b0", "1024 x 5376 x 5376", "memory { in0 = l1 }"),
-             "MatmulMultiCoreProgramConfig", "21 x 4 blocks of 8 x 8", "more than the 64 cores")
+    = 84 blocks > 64 cores). ttnn runs MatmulMultiCoreProgramFactory there on the device's compute grid
+    (normalize_program_config), kgen's multi_core; with a bias that factory fails (its TT_FATAL)."""
+    for shape, why in (("256 x 256 x 256", "a single block"), ("1024 x 5376 x 5376", "more than the 64 cores")):
+        p = plan(make("wormhole_b0", shape, "memory { in0 = l1 }"))
+        assert p.spec.dataflow == "multi_core" and p.grid_requested == (8, 8), shape
+        assert (p.per_core_m, p.per_core_n, p.out_subblock_h, p.out_subblock_w) == (1, 1, 1, 1)
+        assert p.in0_block_w == p.kt and p.num_blocks == 1                 # all of K in DST
+        assert any("MatmulMultiCoreProgramConfig" in line and why in line for line in p.tt_choice)
+    e = _refused(make("wormhole_b0", "256 x 256 x 256", "memory { in0 = l1 }", "fuse { bias = true }"),
+                 "Bias is not supported for matmul multi core")
+    assert not e.rule.endswith("(kgen)")
 
 
 def test_a_core_grid_with_l1_tensors_is_create_matmul_program_config():
@@ -243,11 +248,17 @@ def test_kgen_check_names_each_rule_and_refuses_with_exit_2(tmp_path, capsys):
                  "get_matmul_subblock_params", "create_matmul_attributes",
                  "tenstorrent/tt-metal ttnn/cpp/ttnn/operations/matmul/device/config/matmul_program_config.cpp @ v0.81.1"):
         assert rule in flat, rule
+    # a batch without a core grid: create_simple's fuse_batch = false, named with its rule
     path.write_text(f"matmul t {{\n arch = wormhole_b0\n shape = 64 x 1024 x 1024\n batch = 4\n {BF16}\n"
                     f" broadcast_in1 = false\n dataflow = auto\n}}\n")
+    assert main(["check", str(path)]) == 0
+    flat = " ".join(capsys.readouterr().out.split())
+    assert "fuse_batch -> false: create_simple_matmul_program_config" in flat and "one in1 matrix per batch" in flat
+    # the spec fixing the other form is refused in one paragraph
+    path.write_text(path.read_text().replace(" dataflow = auto", " dataflow = auto\n fuse_batch = true"))
     assert main(["check", str(path)]) == 2
     out, err = capsys.readouterr()
-    assert "one in1 matrix per batch" in err and "fuse_batch = false" in err
+    assert "fuse_batch = true with dataflow = auto" in err and "not fused" in err
     assert "Traceback" not in err and err.count("\n\n") == 0
 
 

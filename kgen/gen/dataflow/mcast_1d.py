@@ -38,7 +38,11 @@ class Mcast1D(Dataflow):
     is_1d = True
     full_sync_dropped = True           # its builders compile SyncHalf whatever is asked
     do_not_inplace_interm0_out = True
-    batched_in1 = False                # fuse_batch: TT refuses a batched in1 (base.BATCHED_IN1_RULE)
+    # fuse_batch = false (B > 1): every core loops over the batch, in1 shared or one per batch (a batched in1
+    # needs it: TT's "Matmul with fused batch requires ... BCMK*11KN=BCMN"); fuzz and tune draw a batched
+    # in1 on reuse only
+    batched_in1 = False
+    loops_batch = True
 
     def __init__(self, name: str, mcast_in0: bool):
         self.name, self.mcast_in0 = name, mcast_in0

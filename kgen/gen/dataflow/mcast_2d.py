@@ -42,7 +42,11 @@ class Mcast2D(GridOfBlocks):
     paced_by: Mapping[str, str] = MappingProxyType({"in0_receiver": "in0_sender",
                                                     "in1_receiver_writer": "in1_sender_writer"})
     is_1d = False
-    batched_in1 = False                # fuse_batch: TT refuses a batched in1 (base.BATCHED_IN1_RULE)
+    # fuse_batch = false (B > 1): every core loops over the batch, in1 shared or one per batch (a batched in1
+    # needs it: TT's "Matmul with fused batch requires ... BCMK*11KN=BCMN"); fuzz and tune draw a batched
+    # in1 on reuse only
+    batched_in1 = False
+    loops_batch = True
 
     def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
         layout = grid_layout(spec, mt, nt, grid_req, choices)

@@ -287,3 +287,30 @@ def _compute(p: Plan, name: str, cores: CoreRange, tiles: int) -> Kernel:
     return Kernel(name, "compute", "TRISC", None, cores, body,
                   compile_time_args=(("batch", 1), ("Mt", 1), ("Kt", p.kt), ("Nt", tiles)),
                   named_compile_time_args=(("cb_in0", CB_IN0), ("cb_in1", CB_IN1), ("cb_out", CB_OUT)))
+
+
+# ----------------------------------------------------------------------------------------------
+# `dataflow = auto` (kgen/gen/ttauto.py, _multicore): what TT's MatmulMultiCoreProgramConfig is in kgen's terms
+# ----------------------------------------------------------------------------------------------
+
+def auto_refusal(spec: MatmulSpec) -> tuple[str, str, bool] | None:
+    """Why TT's multi-core program is not built for this spec: (rule, message, TT's own failure), or None."""
+    if spec.fuse_bias:
+        return (f"{FACTORY_CPP}: TT_FATAL \"Bias is not supported for matmul multi core\"",
+                "a fused bias: ttnn.matmul's automatic MatmulMultiCoreProgramConfig runs MatmulMultiCoreProgramFactory, "
+                "which fails with \"Bias is not supported for matmul multi core\"", True)
+    if spec.activation not in (None, "", "none"):
+        return (f"dataflow = auto builds ttnn.matmul's automatic choice where kgen has its factory and form (kgen)",
+                f"fuse {{ activation = {spec.activation} }}: TT's choice, MatmulMultiCoreProgramConfig, fuses no "
+                f"activation in its kernels (bmm.cpp), and kgen's multi_core neither", False)
+    return None
+
+
+def auto_rules(chooser: str) -> tuple[tuple[str, str], ...]:
+    """Which TT rule chose each field of the multi-core config (TTConfig.rules)."""
+    grid = ("normalize_program_config (matmul_program_config_types.hpp, 0.81.1): allowed_worker_cores = the "
+            "device's compute grid")
+    kernels = f"{FACTORY_CPP}: bmm.cpp computes one output tile at a time, all of K in DST"
+    return (("dataflow", f"{chooser}: MatmulMultiCoreProgramFactory, kgen's multi_core"), ("grid", grid),
+            ("per_core", f"{FACTORY_CPP}: split_work_to_cores over the output tiles (one tile the unit)"),
+            ("in0_block_w", f"{kernels} (Kt)"), ("out_block", kernels), ("out_subblock", kernels))

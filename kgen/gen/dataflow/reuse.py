@@ -49,10 +49,11 @@ class Reuse(GridOfBlocks):
     paced_by: Mapping[str, str] = MappingProxyType({})
     is_1d = False
     batched_in1 = True
+    loops_batch = True
 
     def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
         layout = grid_layout(spec, mt, nt, grid_req, choices)
-        if not spec.broadcast_in1 and spec.batch > 1:
+        if not spec.fuses_batch:
             _check_whole_blocks(spec, mt, nt, layout)
         return layout
 
@@ -83,7 +84,7 @@ def _check_whole_blocks(spec: MatmulSpec, mt: int, nt: int, layout: Layout) -> N
         if tiles % per_core:
             raise PlanError(f"reuse factory: {dim}t % per_core_{dim} == 0 (matmul_multicore_reuse_program_factory.cpp)",
                             f"per_core_{dim} = {per_core} leaves a padded last block of {dim}t = {tiles} tiles per "
-                            f"batch; with broadcast_in1 = false the reuse factory's reader and writer loop over the "
+                            f"batch; with the batch not fused the reuse factory's reader and writer loop over the "
                             f"batch without padding args", spec.span("block.per_core"),
                             nearest_offer(divisors(tiles), per_core, f"per_core_{dim} dividing {dim}t",
                                           per_core_edit(spec, dim, layout.per_core_n if dim == "M" else

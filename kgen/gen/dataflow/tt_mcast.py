@@ -104,7 +104,15 @@ class FactoryValues:
 
     @property
     def batch(self) -> int:
-        return self.plan.batch_ct            # batch is fused into Mt: the factory's B is 1
+        """The factory's B: 1 with the batch fused into Mt, else the batch (fuse_batch = false, Mt of one
+        batch; the readers step in0 by MtKt and the writers the output by MtNt per batch)."""
+        return self.plan.batch_ct
+
+    @property
+    def bcast_b(self) -> int:
+        """The factory's bcast_B (`bcast_batch`): 0 when in1 holds one matrix per batch (the in1 reader
+        steps it by KtNt per batch), else 1."""
+        return 0 if self.plan.batched_in1 else 1
 
     @property
     def in0_shard_tiles(self) -> tuple[int, int]:
@@ -287,7 +295,7 @@ def _in1_sender_writer(f: FactoryValues, k: dict) -> TtKernelArgs:
     return TtKernelArgs(
         "in1_sender_writer", TT_KERNELS["in1_sender_writer"],
         (sw, sh, ibw * sh, obw * sw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
-         f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, 1, 0, 0,
+         f.sems["in1_sender"], f.sems["in1_receiver"], rows - 1, rows - 1, p.kt * nt, f.batch, f.bcast_b, 0, 0,
          *f.writer_ct(),
          1 if bias else 0, 0, 0, 0,            # bias stride, all-gather, reduce-scatter, compact_output
          accessor_config(p.memory.in1), f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
@@ -363,7 +371,7 @@ def _in1_sender_writer_ct_1d(f: FactoryValues, dests: int, cores: int, sems: tup
     nt, ibw, obw = p.nt, p.in0_block_w, p.out_block_w
     sw, sh = tt_transpose.in1_strides(p)                           # (1, Nt), or (Kt, 1) with transpose_b
     return (sw, sh, ibw * sh, obw * sw, obw, ibw, obw * ibw, p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim,
-            *sems, dests, cores, p.kt * nt, f.batch, 1, 0, 0,   # KtNt, batch, bcast_B (in1 has no batch), sparsity
+            *sems, dests, cores, p.kt * nt, f.batch, f.bcast_b, 0, 0,   # KtNt, batch, bcast_B, sparsity
             *f.writer_ct(),
             1 if f.bias else 0, 0, 0, 0,              # bias stride, all-gather, reduce-scatter, compact_output
             accessor_config(p.memory.in1), f.page["in1"], 0, 0, f.out_accessor, f.page["out"],
