@@ -101,8 +101,8 @@ def test_sharded_placements():
 
 @pytest.mark.parametrize("case, placements, cause", [
     ("g_32x1024x1024_bf16_l1", ("l1", "dram", "l1"), None),     # a_mem l1, b_mem dram, out_mem l1: planned
-    # l1, l1, l1 with one B per batch: said, then refused by TT's fuse_batch rule, not for its placements
-    ("i25502_bmm704_l1", ("l1", "l1", "l1"), "B batched: fuse_batch (mcast_2d) needs B's batch == 1"),
+    # l1, l1, l1 with one B per batch: mcast_2d runs it with the batch unfused (TT's fuse_batch = false)
+    ("i25502_bmm704_l1", ("l1", "l1", "l1"), None),
 ])
 def test_l1_interleaved_placements(case, placements, cause):
     """An interleaved L1 tensor is `l1` for in0, in1 and the output alike (issue #39), and the default
@@ -116,8 +116,8 @@ def test_l1_interleaved_placements(case, placements, cause):
 @pytest.mark.parametrize("case, key, shape, cause", [
     # transpose_a = 1, A 8192 x 11008 stored K x M: M = 11008, K = 8192; B 8192 x 4096 is K x N
     ("i36426_ta_11008", "transpose_a", (11008, 4096, 8192), None),
-    # transpose_b = 1, B [64, 6, 256, 64] stored N x K: one B per batch, refused by TT's fuse_batch rule
-    ("i35396_attn_qk", "transpose_b", (256, 256, 64), "B batched: fuse_batch (mcast_2d) needs B's batch == 1"),
+    # transpose_b = 1, B [64, 6, 256, 64] stored N x K: one B per batch, the batch unfused (fuse_batch = false)
+    ("i35396_attn_qk", "transpose_b", (256, 256, 64), None),
 ])
 def test_the_transposes_are_written_into_the_spec(case, key, shape, cause):
     """ttnn.matmul's transpose_a / transpose_b are spec keys (issue #39 item 3): the case's stored shapes
