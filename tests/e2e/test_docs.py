@@ -5,6 +5,7 @@ the front page stays a front page; no page links outside the repository."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -103,6 +104,9 @@ def test_the_default_is_what_the_parser_fills_in(key):
         assert default == "`dtype.out`" and spec.dtype_bias == spec.dtype_out
     elif key == "memory.orientation":
         assert spec.memory.orientation is None          # none given: the one TT-Metal requires
+    elif key == "fuse_batch":                           # none given: fused unless in1 is batched
+        assert default.startswith("`true` (`false` with `broadcast_in1 = false`)") and spec.fuse_batch is None
+        assert spec.fuses_batch and not replace(spec, batch=2, broadcast_in1=False).fuses_batch
     else:
         assert default == f"`{_resolved(spec, key)}`", (key, default)
 
