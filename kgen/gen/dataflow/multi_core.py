@@ -286,7 +286,10 @@ def _compute(p: Plan, name: str, cores: CoreRange, tiles: int) -> Kernel:
                                  op("cb_push_back", CB_OUT, 1)), "this core's output tiles"))
     return Kernel(name, "compute", "TRISC", None, cores, body,
                   compile_time_args=(("batch", 1), ("Mt", 1), ("Kt", p.kt), ("Nt", tiles)),
-                  named_compile_time_args=(("cb_in0", CB_IN0), ("cb_in1", CB_IN1), ("cb_out", CB_OUT)))
+                  named_compile_time_args=(("cb_in0", CB_IN0), ("cb_in1", CB_IN1), ("cb_out", CB_OUT)),
+                  # kgen's flag define of fp32 DST accumulation (its verifier ties the two); bmm.cpp reads no
+                  # define and TT's factory sets none (its DST mode is the compute config's)
+                  defines=(("FP32_DEST_ACC_EN", "1"),) if p.compute.fp32_dest_acc else ())
 
 
 # ----------------------------------------------------------------------------------------------
