@@ -349,7 +349,8 @@ def _check_placements(spec: MatmulSpec) -> None:
 def _check_transposed_inputs(spec: MatmulSpec) -> None:
     """transpose_a / transpose_b: TT-Metal 0.81.1's reuse, 2D and 1D factories read the stored tensor
     transposed; bound_matmul runs a separate ttnn::transpose before the others. TT's own refusals, quoted
-    from the wheel's _ttnncpp.so (matmul_device_operation.cpp): transpose_a with a fused batch."""
+    from the wheel's _ttnncpp.so (matmul_device_operation.cpp): transpose_a with a fused batch. A sharded
+    in0 with transpose_a: :func:`_check_transpose_a_sharded`."""
     if not (spec.transpose_a or spec.transpose_b):
         return
     key = "transpose_a" if spec.transpose_a else "transpose_b"
@@ -367,10 +368,31 @@ def _check_transposed_inputs(spec: MatmulSpec) -> None:
                         f"transpose_a = true with batch = {spec.batch}: A is stored as {spec.batch} K x M matrices, "
                         f"which TT-Metal 0.81.1 does not read transposed across a batch (kgen neither, at M = 1)",
                         spec.span("transpose_a"), "batch = 1, or transpose_a = false")
+    _check_transpose_a_sharded(spec)
+
+
+# The sharded in0 readers of TT-Metal 0.81.1's multicast factories (the wheel's kernels)
+TT_SHARDED_IN0_READERS = ("reader_bmm_tile_layout_in0_sender_padding.cpp (IN0_SHARDED)",
+                          "reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp")
+
+
+def _check_transpose_a_sharded(spec: MatmulSpec) -> None:
+    """transpose_a with an L1-sharded in0. ttnn.matmul 0.81.1 does not refuse it (matmul_device_operation.cpp
+    @001cea9a validates a sharded in0's stored shard shape against per_core_M and in0_block_w, and nothing
+    about transpose_a; bound_matmul runs no ttnn::transpose before the 2D and 1D factories), but the
+    factories' sharded in0 readers take the shard as it is stored, K x M, tile after tile, without the
+    in0_tensor_stride_w / _h that walk an interleaved in0 transposed; the compute kernel then transposes
+    each tile where it lies. TT's program multiplies A~ with A~[i][j] = A[j][i] tile by tile, not A
+    (tests/gen/test_transpose_sharded.py runs TT's program there)."""
     if spec.transpose_a and is_sharded(spec.memory.in0):
-        raise PlanError("transpose_a reads in0 interleaved (kgen)",
-                        f"transpose_a = true with memory.in0 = {spec.memory.in0}: a sharded in0 is copied out of "
-                        f"its shard without the transposed strides; kgen builds transpose_a for an interleaved in0 only",
+        raise PlanError("transpose_a reads in0 interleaved: TT-Metal's sharded in0 readers copy the stored shard "
+                        "untransposed (kgen)",
+                        f"transpose_a = true with memory.in0 = {spec.memory.in0}: ttnn.matmul 0.81.1 runs it, but "
+                        f"its sharded in0 readers ({', '.join(TT_SHARDED_IN0_READERS)}) hand the compute kernel "
+                        f"the stored K x M shard tile by tile in its stored order, without the transposed strides, "
+                        f"and the compute kernel transposes each tile in place: TT's program multiplies A's tiles "
+                        f"mirrored across the diagonal, each left untransposed (A~[i][j] = A[j][i] per tile), not "
+                        f"A; kgen builds transpose_a for an interleaved in0 only",
                         spec.span("memory.in0"), "memory.in0 = dram or l1")
 
 
