@@ -81,7 +81,7 @@ if str(ROOT) not in sys.path:
 from kgen.core.arch import load_arch
 from kgen.core.errors import KgenError, SpecError
 from kgen.gen import dataflow as dataflows
-from kgen.gen.plan import BATCHED_IN1_RULE, plan
+from kgen.gen.plan import BATCHED_IN1_RULE, SHARDED_PLACEMENT_RULE, plan
 from kgen.gen.ttauto import AUTO_RULE
 from kgen.gen.spec import parse_text, resolve
 
@@ -117,8 +117,7 @@ MAX_BATCH_DIMS = 3                                  # `batch = B1 x B2 x B3`: an
 # a rule not listed here is shown by its own text, cut to fit the table.
 SHORT_RULES = {
     BATCHED_IN1_RULE: "B batched: fuse_batch (mcast_2d) needs B's batch == 1",
-    "sharded L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)":
-        "L1 placement the default mcast_2d does not take",
+    SHARDED_PLACEMENT_RULE: "a sharded placement the default mcast_2d does not take",
     "grid within compute_with_storage_grid_size": "core_grid larger than the arch's worker grid",
     "CBs fit the usable L1 of the core": "CBs do not fit L1",
     AUTO_RULE: "dataflow = auto: TT's choice not reconstructed",

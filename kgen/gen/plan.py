@@ -324,6 +324,11 @@ def _check_l1_interleaved_fit(spec: MatmulSpec, arch, cb_bytes: int, held: dict[
                         spec.span("memory"), otherwise="memory.in0/in1/out = dram for the largest tensor")
 
 
+# each factory reads and writes sharded tensors as its TT-Metal factory does (mcast_2d: in0 block- or
+# height-sharded, the output block-sharded; mcast_1d_in1: in0 and the output height-sharded; dram_sharded: its own)
+SHARDED_PLACEMENT_RULE = "a sharded L1 placement is taken by the factories whose TT-Metal program reads it so"
+
+
 def _check_placements(spec: MatmulSpec) -> None:
     """The factory takes each tensor where the spec puts it (checked before its layout rules)."""
     mem, df = spec.memory, dataflow_of(spec.dataflow)
@@ -337,10 +342,10 @@ def _check_placements(spec: MatmulSpec) -> None:
                         Offer((suggestion(f"memory {{ {'  '.join(f'{t} = {sorted(w)[0]}' for t, w in df.placements.items())} }}",
                                           *((f"memory.{t}", sorted(w)[0]) for t, w in df.placements.items())),),
                               f"memory placement of {df.name}"))
-    raise PlanError("sharded L1 placements are the 2D multicast factory's (and the DRAM-sharded factory's own)",
+    where = ", ".join(f"{t} = {'|'.join(sorted(w))}" for t, w in df.placements.items())
+    raise PlanError(SHARDED_PLACEMENT_RULE,
                     f"memory {{ in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out} }} with dataflow = "
-                    f"{spec.dataflow}: kgen shards tensors as TT-Metal's 2D multicast factory does, "
-                    f"or as its DRAM-sharded factory does",
+                    f"{spec.dataflow}, which takes {where} (TT-Metal's {df.factory} and its validation)",
                     spec.span("memory"),
                     Offer(tuple(suggestion(f"dataflow = {d.name}", ("dataflow", d.name)) for d in REGISTRY
                                 if accepts(d, mem)), "dataflow taking these placements", count=len(REGISTRY)))
