@@ -140,6 +140,8 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
                                   tb[partials_fmt], obh * obw, partials_region, unpack_to_dest=True,
                                   index_define="MM_PARTIALS_RELOAD_ALIAS_CB"))
     cbs = list(dataflow_of(spec.dataflow).factory_cbs(tuple(cbs)))     # as the factory sizes them
+    if share and len({c.region for c in cbs if c.index in (CB_OUT, CB_PARTIALS)}) > 1:
+        sharing = "separate: the factory's own CB table gives the output a buffer of its own"
     regions: dict[str, list[CircularBuffer]] = {}
     for c in cbs:
         regions.setdefault(c.region, []).append(c)
