@@ -104,6 +104,8 @@ def test_the_default_is_what_the_parser_fills_in(key):
         assert default == "`dtype.out`" and spec.dtype_bias == spec.dtype_out
     elif key == "memory.orientation":
         assert spec.memory.orientation is None          # none given: the one TT-Metal requires
+    elif key.endswith("_shard"):                        # none given: the planner lays the shards out
+        assert default.startswith("none") and spec.memory.shard(key.split(".")[1].split("_")[0]) is None
     elif key == "fuse_batch":                           # none given: fused unless in1 is batched
         assert default.startswith("`true` (`false` with `broadcast_in1 = false`)") and spec.fuse_batch is None
         assert spec.fuses_batch and not replace(spec, batch=2, broadcast_in1=False).fuses_batch
