@@ -366,13 +366,14 @@ def _check_transposed_inputs(spec: MatmulSpec) -> None:
                         f"{key} = true with dataflow = {spec.dataflow}: {df.transpose_refusal}", spec.span(key),
                         Offer(tuple(suggestion(f"dataflow = {n}", ("dataflow", n)) for n in takers),
                               "dataflow reading transposed inputs", count=len(takers)))
-    if spec.transpose_a and spec.batch > 1:
+    if spec.transpose_a and spec.batch > 1 and spec.fuses_batch:       # unfused, each batch's K x M is read
         raise PlanError("transpose_a with fuse_batch needs M_per_batch = 1 (TT-Metal: \"transpose_a with fuse_batch "
                         "is not supported when batch dimensions exist and M_per_batch > 1\"; \"cannot transpose A "
                         "in batched matmul\")",
                         f"transpose_a = true with batch = {spec.batch}: A is stored as {spec.batch} K x M matrices, "
-                        f"which TT-Metal 0.81.1 does not read transposed across a batch (kgen neither, at M = 1)",
-                        spec.span("transpose_a"), "batch = 1, or transpose_a = false")
+                        f"which TT-Metal 0.81.1 does not read transposed across a fused batch (kgen neither, at M = 1)",
+                        spec.span("transpose_a"), "fuse_batch = false (each batch's K x M read transposed), batch = 1, "
+                        "or transpose_a = false")
     _check_transpose_a_sharded(spec)
 
 

@@ -148,8 +148,9 @@ def make_inputs(manifest: dict, seed: int) -> Inputs:
         dims = (batch, m, n)
     in0 = np.asarray(tl.quantize(raw0, a.data_format), np.float32)     # quantised as stored
     in1 = np.asarray(tl.quantize(raw1, b.data_format), np.float32)
-    if flags[0]:                             # transpose_a needs batch 1 (the planner's rule)
-        in0 = np.ascontiguousarray(in0.T)
+    if flags[0]:                             # A of each batch, (B*M, K), from its stored (B*K, M)
+        kp, mp = a.shape[-2:]
+        in0 = np.ascontiguousarray(in0.reshape(-1, kp, mp).swapaxes(-1, -2).reshape(-1, kp))
     if flags[1]:
         in1 = np.ascontiguousarray(np.swapaxes(in1, -1, -2))
     bias = None if raw_bias is None else tl.quantize(raw_bias, by_name["bias"].data_format)[0]
@@ -165,7 +166,8 @@ def _tensor_bytes(t: Tensor, inputs: Inputs) -> bytes:
 
 def _encode_tensor(t: Tensor, inputs: Inputs) -> bytes:
     if t.name == "in0":
-        m = inputs.in0.T if inputs.transposed[0] else inputs.in0
+        kp, mp = t.shape[-2:]                # stored K x M per batch when transposed
+        m = inputs.in0.reshape(-1, mp, kp).swapaxes(-1, -2).reshape(-1, mp) if inputs.transposed[0] else inputs.in0
     elif t.name == "in1":
         b = np.swapaxes(inputs.in1, -1, -2) if inputs.transposed[1] else inputs.in1
         m = b.reshape(-1, b.shape[-1])     # one in1 per batch: batch b's tiles from b*Kt*Nt

@@ -111,6 +111,17 @@ def test_reuse_unfused_is_tts_reuse_program_with_a_shared_in1():
     assert (p.mt, p.batch_ct, p.batched_in1) == (MT, B, False)
 
 
+def test_transpose_a_reads_each_batchs_k_x_m_when_unfused():
+    # TT checks transpose_a against a batch only under fuse_batch (matmul_device_operation.cpp: "transpose_a
+    # with fuse_batch is not supported when batch dimensions exist and M_per_batch > 1")
+    with pytest.raises(KgenError, match="M_per_batch > 1"):
+        plan(spec(fuse="", per_core="5 x 2", extra="transpose_a = true"))
+    p = plan(spec(extra="transpose_a = true"))
+    v = run(spec(extra="transpose_a = true"), "verified").verified
+    assert _first_tile(v.kernel("in0_sender"), "in0", 2) == 2 * MT * KT          # batch 2's stored K x M
+    assert p.batch_ct == B
+
+
 @pytest.mark.parametrize("extra,rule", [
     ("memory { in0 = l1_block_sharded }", UNFUSED_SHARDED_IN0_RULE),
     ("memory { out = l1_block_sharded }", UNFUSED_SHARDED_OUT_RULE)])
@@ -185,6 +196,24 @@ def test_port_check_runs_tt_programs_over_the_batch(host_cxx, host_toolchain, tm
 @pytest.mark.slow
 def test_port_check_of_reuse_with_a_shared_in1(host_cxx, host_toolchain, tmp_path):
     _port_check(spec("reuse", "2 x 3", "1 x 2"), tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataflow,grid,per_core,broadcast,arch", [
+    ("mcast_2d", "2 x 2", "2 x 2", True, "wormhole_b0"), ("mcast_1d_in1", "2 x 1", "2 x 4", False, "blackhole"),
+    ("mcast_1d_in0", "4 x 1", "3 x 1", False, "wormhole_b0")])
+def test_port_check_of_transposed_inputs_over_the_batch(host_cxx, host_toolchain, tmp_path, dataflow, grid, per_core,
+                                                        broadcast, arch):
+    # A stored [B, K, M] in block float (its shared exponents taken again over the transposed rows), B
+    # stored [N, K] or [B, N, K]; K = 80 pads the last K tile
+    s = resolve(parse_text(f"""matmul t {{
+    arch = {arch}  shape = {M} x {N} x 80  batch = {B}  broadcast_in1 = {str(broadcast).lower()}  fuse_batch = false
+    transpose_a = true  transpose_b = true
+    dtype {{ in0 = bfloat8_b  in1 = bfloat16  out = bfloat16 }}
+    grid = {grid}  dataflow = {dataflow}
+    block {{ per_core = {per_core}  in0_block_w = 1 }}
+}}""", "t.kspec"))
+    _port_check(s, tmp_path)
 
 
 @pytest.mark.slow
