@@ -365,7 +365,7 @@ def _multicore(spec: MatmulSpec, why: str, device: tuple[int, int]) -> TTConfig 
     """create_simple_matmul_program_config's last resort, MatmulMultiCoreProgramConfig on the device's grid: kgen's
     multi_core (no block reuse, one output tile at a time; kgen/gen/dataflow/multi_core.py)."""
     if refused := dataflows.multi_core.auto_refusal(spec):
-        return Refusal(*refused)
+        return Refusal(AUTO_RULE, refused)
     chooser = f"create_simple_matmul_program_config ({PROGRAM_CONFIG_CPP}) returns MatmulMultiCoreProgramConfig ({why})"
     return TTConfig("TT auto", device, (1, 1), round_up_tiles(spec.k), (1, 1), (1, 1),
                     dataflow=dataflows.MULTI_CORE.name, rules=dataflows.multi_core.auto_rules(chooser))

@@ -296,16 +296,20 @@ def _compute(p: Plan, name: str, cores: CoreRange, tiles: int) -> Kernel:
 # `dataflow = auto` (kgen/gen/ttauto.py, _multicore): what TT's MatmulMultiCoreProgramConfig is in kgen's terms
 # ----------------------------------------------------------------------------------------------
 
-def auto_refusal(spec: MatmulSpec) -> tuple[str, str, bool] | None:
-    """Why TT's multi-core program is not built for this spec: (rule, message, TT's own failure), or None."""
+def auto_refusal(spec: MatmulSpec) -> str | None:
+    """Why kgen does not build TT's whole call for this spec, or None. With no program config ttnn.matmul's
+    bound_matmul (matmul.cpp, 0.81.1: its machine code calls ttnn::add and ttnn::unary_chain after the
+    matmul) adds a bias the multi-core config cannot fuse in a ttnn::add of its own (get_post_process_bias:
+    not every tensor DRAM-interleaved), and applies an activation without a core grid in a unary op of its
+    own; kgen builds the matmul's program only."""
     if spec.fuse_bias:
-        return (f"{FACTORY_CPP}: TT_FATAL \"Bias is not supported for matmul multi core\"",
-                "a fused bias: ttnn.matmul's automatic MatmulMultiCoreProgramConfig runs MatmulMultiCoreProgramFactory, "
-                "which fails with \"Bias is not supported for matmul multi core\"", True)
+        return ("a fused bias with ttnn.matmul's automatic MatmulMultiCoreProgramConfig: TT runs the matmul without "
+                "it (MatmulMultiCoreProgramFactory takes none) and adds it in a separate ttnn::add (bound_matmul's "
+                "post-processed bias); kgen builds no separate op")
     if spec.activation not in (None, "", "none"):
-        return (f"dataflow = auto builds ttnn.matmul's automatic choice where kgen has its factory and form (kgen)",
-                f"fuse {{ activation = {spec.activation} }}: TT's choice, MatmulMultiCoreProgramConfig, fuses no "
-                f"activation in its kernels (bmm.cpp), and kgen's multi_core neither", False)
+        return (f"fuse {{ activation = {spec.activation} }} with ttnn.matmul's automatic MatmulMultiCoreProgramConfig: "
+                f"TT applies it after the matmul in a unary op of its own (bound_matmul, no core grid); kgen builds "
+                f"no separate op")
     return None
 
 
