@@ -201,7 +201,9 @@ def _check_spec(spec: MatmulSpec) -> None:
     """What TT's multi-core factory and its kernels run, each rule with its source."""
     if spec.fuse_bias:
         raise PlanError(f"{FACTORY_CPP}: TT_FATAL \"Bias is not supported for matmul multi core\"",
-                        "fuse { bias = true } with dataflow = multi_core: TT-Metal's multi-core factory takes no bias",
+                        "fuse { bias = true } with dataflow = multi_core: TT-Metal's multi-core factory takes no bias "
+                        "(ttnn.linear with this program config adds it after the matmul in a ttnn::add of its own, "
+                        "bound_matmul's post-processed bias, which kgen does not build)",
                         spec.span("fuse.bias"), "fuse { bias = false }, or another dataflow")
     if spec.activation not in (None, "", "none"):
         raise PlanError(f"{FACTORY_CPP}: its compute kernel bmm.cpp fuses no activation",
