@@ -332,7 +332,7 @@ def auto_cause(message: str) -> str:
     for words, cause in (("MatmulMultiCoreProgramConfig", "TT picks MatmulMultiCore (no kgen port)"),
                          ("one in1 matrix per batch", "batched in1, no grid: fuse_batch = false"),
                          ("fuse_batch = false", "batch > 1, no grid: fuse_batch = false"),
-                         ("reading in0 from its shards", "height/width-sharded in0: TT's 1D config"),
+                         ("reading in0 from its shards", "width-sharded in0: TT's 1D in0 config"),
                          ("from in0's shard", "sharded in0, batched in1: TT's reuse config"),
                          ("takes its tensors", "TT's choice, a placement its kgen factory lacks"),
                          ("no subblock", "TT finds no subblock")):

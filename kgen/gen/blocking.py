@@ -79,6 +79,20 @@ def out_partials_share(spec: MatmulSpec, partials_fmt: str, out_fmt: str, in1_nu
     return True, "shared: one output block's pages are reused by partials and out in turn (TT-Metal's in-place rule)"
 
 
+def _height_sharded_in0(spec: MatmulSpec, pages: int, per_core_m: int, in0_block_w: int, num_blocks: int,
+                        batch_ct: int) -> tuple[int, bool, bool]:
+    """c_0's pages, whether it lies on a height-sharded in0's shard, and whether c_2 does instead. The 2D
+    factory: c_0 on the shard (one K-block). The 1D factory (matmul_multicore_reuse_mcast_1d_program_factory.cpp,
+    its mcast_in1 builder): `in0_CB_tiles = num_blocks * per_core_M * in0_block_w * B` when in0 is sharded, on
+    the shard unless `extract_shard_sub_blocks` (shard width / in0_block_w > 1): then the reader copies each
+    K-block out of c_2, the shard (`if (in0_is_sharded and extract_shard_sub_blocks)`)."""
+    if spec.memory.in0 != Placement.L1_HEIGHT_SHARDED:
+        return pages, False, False
+    if not dataflow_of(spec.dataflow).is_1d:
+        return pages, True, False
+    return num_blocks * per_core_m * in0_block_w * batch_ct, num_blocks == 1, num_blocks > 1
+
+
 def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_fmt: str, bias_fmt: str | None,
               partials_fmt: str, out_block: tuple[int, int], in0_block_w: int, num_blocks: int,
               batch_ct: int, in1_num_subblocks: int, out_blocks_per_core: int,
@@ -106,20 +120,22 @@ def cb_table(spec: MatmulSpec, arch: ArchFacts, in0_fmt: str, in1_fmt: str, out_
     out_region = "out+partials" if share else "out"
     out_pages = per_core[0] * per_core[1] if out_sharded else obh * obw
     out_buffer = "out" if out_sharded and not out_shard_w else None
+    in0_pages, in0_on_shard, extract = _height_sharded_in0(spec, obh * in0_block_w * in0_depth, per_core[0],
+                                                           in0_block_w, num_blocks, batch_ct)
     cbs = [
         # a height-sharded in0: c_0 itself is globally allocated on the in0 buffer (the factory:
         # `if (in0_height_sharded) src0_cb_config.set_globally_allocated_address(*in0_buffer)`)
-        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], obh * in0_block_w * in0_depth, "in0",
-                       buffer="in0" if spec.memory.in0 == Placement.L1_HEIGHT_SHARDED else None),
+        CircularBuffer(CB_IN0, "cb_in0", "in0", in0_fmt, tb[in0_fmt], in0_pages, "in0",
+                       buffer="in0" if in0_on_shard else None),
         CircularBuffer(CB_IN1, "cb_in1", "in1", in1_fmt, tb[in1_fmt], (in1_w or obw) * in0_block_w * in1_depth, "in1"),
     ]
     if spec.transpose_a:     # TT's `if (in0_transpose_tile)`: c_10 as large as c_0, in in0's format
         cbs.append(CircularBuffer(CB_IN0_TRANSPOSED, "cb_in0_transposed", "in0 transposed", in0_fmt, tb[in0_fmt],
                                   obh * in0_block_w * in0_depth, "in0 transposed"))
-    if spec.memory.in0 in (Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED):
+    if spec.memory.in0 in (Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED) or extract:
         # the DRAM-sharded factory's c_2 too: `in2_CB_tiles = per_core_M * in0_shard_width_in_tiles` on in0
         cbs.append(CircularBuffer(CB_IN0_SHARD, "cb_in0_sharded", "in0 shard", in0_fmt, tb[in0_fmt],
-                                  per_core[0] * in0_shard_w, "in0 shard", buffer="in0"))
+                                  per_core[0] * (in0_shard_w or in0_block_w * num_blocks), "in0 shard", buffer="in0"))
     if bias_fmt is not None:
         cbs.append(CircularBuffer(CB_BIAS, "cb_bias", "bias", bias_fmt, tb[bias_fmt], obw, "bias"))
     cbs.append(CircularBuffer(CB_OUT, "cb_out", "out", out_fmt, tb[out_fmt], out_pages, out_region, buffer=out_buffer))

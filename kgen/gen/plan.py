@@ -252,7 +252,9 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                         Offer((suggestion("transpose_mcast = false", ("transpose_mcast", False)),
                                suggestion("in0 = l1_block_sharded", ("memory.in0", Placement.L1_BLOCK_SHARDED))),
                               "change of transpose_mcast or in0", sep=", or "))
-    if mem.in0 == Placement.L1_HEIGHT_SHARDED and spec.block.in0_block_w not in (None, kt):
+    # (the 1D factory reads a height shard in several K-blocks: extract_shard_sub_blocks)
+    if mem.in0 == Placement.L1_HEIGHT_SHARDED and spec.block.in0_block_w not in (None, kt) and \
+            not dataflow_of(spec.dataflow).is_1d:
         raise PlanError("HEIGHT_SHARDED in0: K == in0_block_w == shard width",
                         f"in0 = l1_height_sharded holds all Kt = {kt} tiles of a row per core and TT-Metal reads "
                         f"them as one K-block, but in0_block_w = {spec.block.in0_block_w}",

@@ -4,9 +4,10 @@ factory.cpp) and matmul_device_operation.cpp validates it:
 
 - core i of the compute grid (row-major) holds M-block i: per_core_M rows, all of N; shard i of a
   ROW_MAJOR height-sharded tensor on that grid lies on the same core;
-- in0: `IN0_SHARDED`, c_0 globally allocated on the shard (in0_CB_tiles = num_blocks * per_core_M *
-  in0_block_w, the whole shard), extract_shard_sub_blocks = shard width / in0_block_w > 1 (0 here: a height
-  shard is one K-block, "K must be equal to shard_shape[1] / in0_tile.get_width()");
+- in0: `IN0_SHARDED`; a height shard holds all of K ("K must be equal to shard_shape[1] /
+  in0_tile.get_width()"); in0_CB_tiles = num_blocks * per_core_M * in0_block_w (the whole shard); read in one
+  K-block, c_0 is globally allocated on the shard; in several (extract_shard_sub_blocks = shard width /
+  in0_block_w > 1), c_2 is the shard and each K-block is copied out of it into c_0;
 - out: `OUT_SHARDED`, c_4 globally allocated on the shard (per_core_M x per_core_N tiles), the writers'
   last-num-blocks runtime args left out (`if (!output_is_sharded)`), "N must be equal to per_core_N",
   "out_subblock_w must be equal to per_core_N or out_subblock_h must be equal to 1";
@@ -103,9 +104,21 @@ def test_placements_the_factory_does_not_take(memory, dataflow, words):
     assert words in info.value.message and info.value.rule == SHARDED_PLACEMENT_RULE
 
 
-def test_a_height_shard_is_one_k_block():
+def test_a_height_shard_read_in_several_k_blocks_is_copied_out_of_c_2():
+    """in0_block_w = 1 < Kt = 4 (TT's systolic config with a core grid picks ceil(Kt / cores)):
+    extract_shard_sub_blocks = 4 / 1 > 1, c_2 on the shard, c_0 a CB of its own of num_blocks x per_core_M x
+    in0_block_w = 4 x 2 x 1 tiles, each K-block's 2 rows copied out of the shard (TT's CT arg 9 = 1)."""
+    artifacts = run(make("256 x 64 x 128", BOTH, "dataflow = mcast_1d_in1", "grid = 2 x 2",
+                         "block { in0_block_w = 1 }"), "rendered")
+    p = artifacts.plan
+    assert (p.cb(0).pages, p.cb(0).buffer) == (4 * 2 * 1, None)
+    assert (p.cb(2).pages, p.cb(2).buffer) == (2 * 4, "in0")
+    in0 = p.dataflow.tt_program(p, artifacts.rendered.manifest, {}).kernels["in0_sender"]
+    assert in0.compile_time_args[9:12] == (1, 4, 2)
+    # the 2D factory reads a height shard as one K-block: TT's "K == in0_block_w" there
     with pytest.raises(PlanError) as info:
-        plan(make("256 x 64 x 128", BOTH, "dataflow = mcast_1d_in1", "grid = 2 x 2", "block { in0_block_w = 2 }"))
+        plan(make("256 x 64 x 128", "in0 = l1_height_sharded", "dataflow = mcast_2d", "grid = 2 x 4",
+                  "block { in0_block_w = 2 }"))
     assert "in0_block_w = 2" in info.value.message
 
 
@@ -144,21 +157,24 @@ def test_an_interleaved_in0_with_a_height_sharded_output():
 # ---- proved --------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arch, shape, memory", [
-    ("wormhole_b0", "256 x 64 x 128", BOTH + "  in0_shard = 64 x 128 on 2 x 2"),
-    ("blackhole", "256 x 64 x 128", BOTH + "  in0_shard = 64 x 128 on 2 x 2"),
-    ("wormhole_b0", "192 x 64 x 128", BOTH + "  in0_shard = 64 x 128 on 2 x 2"),       # a partial last row
-    ("blackhole", "256 x 96 x 64", "in0 = l1_height_sharded  in0_shard = 64 x 64 on 2 x 2"),   # out in DRAM
-    ("wormhole_b0", "256 x 64 x 128", "out = l1_height_sharded  out_shard = 64 x 64 on 2 x 2"),  # in0 in DRAM
+@pytest.mark.parametrize("arch, shape, memory, extra", [
+    ("wormhole_b0", "256 x 64 x 128", BOTH + "  in0_shard = 64 x 128 on 2 x 2", ""),
+    ("blackhole", "256 x 64 x 128", BOTH + "  in0_shard = 64 x 128 on 2 x 2", ""),
+    ("wormhole_b0", "192 x 64 x 128", BOTH + "  in0_shard = 64 x 128 on 2 x 2", ""),       # a partial last row
+    ("blackhole", "256 x 96 x 64", "in0 = l1_height_sharded  in0_shard = 64 x 64 on 2 x 2", ""),   # out in DRAM
+    ("wormhole_b0", "256 x 64 x 128", "out = l1_height_sharded  out_shard = 64 x 64 on 2 x 2", ""),  # in0 in DRAM
+    # several K-blocks out of the shard (extract_shard_sub_blocks)
+    ("wormhole_b0", "256 x 64 x 128", BOTH + "  in0_shard = 64 x 128 on 2 x 2", "block { in0_block_w = 1 }"),
+    ("blackhole", "256 x 64 x 128", BOTH + "  in0_shard = 64 x 128 on 2 x 2", "block { in0_block_w = 2 }"),
 ])
-def test_height_shards_emulate_and_port_check(host_cxx, host_toolchain, tmp_path, arch, shape, memory):
+def test_height_shards_emulate_and_port_check(host_cxx, host_toolchain, tmp_path, arch, shape, memory, extra):
     """kgen's program bit-exact against the golden model; TT's whole 1D program (its in0 reader under
     IN0_SHARDED, its writers under OUT_SHARDED) bit-identical to it."""
     from kgen.gen.build import build
     from kgen.proof.emulate import emulate_folder
     from kgen.proof.portcheck import port_check
 
-    spec = make(shape, memory, "dataflow = mcast_1d_in1", arch=arch)
+    spec = make(shape, memory, "dataflow = mcast_1d_in1", extra, arch=arch)
     p = plan(spec)
     folder = build(spec, tmp_path / "build").path
     manifest = json.loads((folder / "manifest.json").read_text())

@@ -15,8 +15,8 @@ from kgen.gen.dataflow.base import INTERLEAVED, Dataflow, Layout, per_core_edit,
 from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
                                        noc_rect, out_block_loops, receiver_block, sender_block, sharded_out_tail,
                                        tensors_of, writer_ops)
-from kgen.gen.ir import INVALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, TensorArg
-from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN1, CB_OUT, Offer, PlanError, ceil_div, divisors, fmt_pair, nearest_offer, suggestion
+from kgen.gen.ir import INVALID, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, TensorArg, op
+from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, Offer, PlanError, ceil_div, divisors, fmt_pair, nearest_offer, suggestion
 
 if TYPE_CHECKING:
     from kgen.gen.dataflow.tt_program import ExpectedDifference, TtProgram
@@ -208,6 +208,25 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
     return (shared, split, grid) if in0 else (split, shared, grid)
 
 
+def _in0_read(p: Plan, t: Tiles, dests: int, rect: tuple[RuntimeArg, ...], acks: int
+              ) -> tuple[Loop, tuple[tuple[str, int], ...]]:
+    """in0's K-blocks and the in0 reader's CBs: each block read (and, by the mcast_in0 sender, multicast) as
+    sender_block does it, or from a height shard, already in c_0 (one K-block), or in several K-blocks
+    each copied out of the shard (c_2) into c_0, tile row by tile row (TT's reader under IN0_SHARDED with
+    extract_shard_sub_blocks: a NoC read of in0_block_w tiles per row from its own L1, then a barrier)."""
+    if p.memory.in0 == Placement.L1_HEIGHT_SHARDED and p.num_blocks > 1:
+        tiles, page = p.in0_block_tiles, p.cb(CB_IN0).page_bytes
+        start = A(0, bh=p.out_block_h * p.kt, block=p.in0_block_w)      # the block's first tile in the shard
+        body = (op("cb_reserve_back", CB_IN0, tiles),
+                op("copy_shard", CB_IN0, CB_IN0_SHARD, start, p.out_block_h, p.in0_block_w, p.kt, page,
+                   note="this K-block's rows out of the core's shard"),
+                op("noc_read_barrier"), op("cb_push_back", CB_IN0, tiles))
+        return Loop("block", 0, p.num_blocks, body), (("cb_in0", CB_IN0), ("cb_in0_sharded", CB_IN0_SHARD))
+    return Loop("block", 0, p.num_blocks, tuple(sender_block(
+        p, CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles,
+        (t.in0_rows(), None), "in0_sender", "in0_receiver", dests, rect, acks))), (("cb_in0", CB_IN0),)
+
+
 def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
                       sem_ids: Mapping[str, int]) -> tuple[Kernel, ...]:
     """The kernels of TT-Metal's 1D multicast factory (matmul_multicore_reuse_mcast_1d_program_factory.cpp).
@@ -251,12 +270,10 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
         return out
 
     in0_dests = dests if in0_mcast else 0
-    in0_read = Loop("block", 0, p.num_blocks, tuple(sender_block(
-        p, CB_IN0, "in0", t.in0_block(), p.out_block_h, p.in0_block_w, p.kt, p.in0_block_tiles,
-        (t.in0_rows(), None), "in0_sender", "in0_receiver", in0_dests, rect(in0_noc), acks)))
+    in0_read, in0_cbs = _in0_read(p, t, in0_dests, rect(in0_noc), acks)
     kernels.append(dm_kernel("in0_sender", "NCRISC", in0_noc, origin if in0_mcast else all_cores,
                               out_block_loops(p, lambda first: (in0_read,)), () if is_sharded(p.memory.in0) else (tensors["in0"],),
-                              (("cb_in0", CB_IN0),), sems if in0_mcast else (),
+                              in0_cbs, sems if in0_mcast else (),
                               rect(in0_noc) if in0_dests else ()))
     if in0_mcast and dests:
         in0_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(

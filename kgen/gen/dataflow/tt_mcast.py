@@ -357,8 +357,10 @@ def _in0_sender_ct_1d(f: FactoryValues, dests: int, cores: int, sems: tuple[int,
     p = f.plan
     kt, ibw, obh = p.kt, p.in0_block_w, p.out_block_h
     sw, sh = tt_transpose.in0_strides(p)                           # (1, Kt), or (Mt, 1) with transpose_a
-    # extract_shard_sub_blocks (0: a height shard is one K-block, c_0 on the shard), the shard's width and height
-    return (sw, sh, ibw * sw, obh * sh, ibw, obh, obh * ibw, *tt_transpose.in0_last_ktile(p), 0, *f.in0_shard_tiles,
+    # extract_shard_sub_blocks (a sharded in0 read in several K-blocks: shard width / in0_block_w > 1), the
+    # shard's width and height
+    extract = int(is_sharded(p.memory.in0) and p.in0_shard_w // ibw > 1)
+    return (sw, sh, ibw * sw, obh * sh, ibw, obh, obh * ibw, *tt_transpose.in0_last_ktile(p), extract, *f.in0_shard_tiles,
             p.num_blocks, p.num_blocks_w_dim, p.num_blocks_h_dim, *sems, dests, cores, p.mt * kt,
             f.batch, f.batch, 0, 0, 0, 1, 0,       # B, B, reuse_in0_in_CB, batchB, sparsity page, bcast_A, from reader
             0,                                     # fuse_op (all-gather)
