@@ -280,3 +280,29 @@ def test_a_corpus_case_through_auto_is_tts_multi_core_program(host_cxx, host_too
     pc = port_check(build(spec, tmp_path).path, p, seed=1)
     assert pc.passed, pc.failures
     assert pc.ours.exact_match and pc.program_bit_identical and pc.program.exact_match
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch,extra", [("wormhole_b0", ""),
+                                        ("blackhole", "broadcast_in1 = false\n    compute { fp32_dest_acc = true }")])
+def test_build_check_type_checks_every_kernel(host_toolchain, tmp_path, capsys, arch, extra):
+    """kgen's readers, writers and per-group compute kernels compile against the 0.81.1 headers."""
+    from kgen.cli import main
+
+    path = tmp_path / "mc.kspec"
+    path.write_text(f"""matmul mc {{
+    arch = {arch}
+    shape = 64 x 96 x 80
+    batch = 2
+    dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
+    grid = 4 x 2
+    dataflow = multi_core
+    {extra}
+}}
+""")
+    rc = main(["build", "--check", str(path), "-o", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    # 12 output tiles over 8 cores: 8 readers, 8 writers, a compute kernel per group (4 of 2, 4 of 1), each
+    # built for its three TRISC threads
+    assert "type-checked 22 kernel builds" in out, out
