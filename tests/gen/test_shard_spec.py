@@ -170,3 +170,19 @@ def test_an_error_points_at_the_shard_key():
     with pytest.raises(SpecError) as info:
         make("wormhole_b0", "1024 x 160 x 160", "in0_shard = 128 x 32 on 5 x 8")
     assert info.value.span.line == 5
+
+
+def test_tune_keeps_the_grid_and_per_core_a_given_shard_fixes():
+    """`kgen tune` searches around the given shard, not through it: the grid and per_core it implies are
+    fixed, and a candidate carrying the shard is stored and read back by the tune database whole."""
+    from kgen.perf.tune.candidate import TuneConfig
+    from kgen.perf.tune.space import candidate_of, search_space
+
+    spec = make("wormhole_b0", "256 x 64 x 128", "in0 = l1_height_sharded  out = l1_height_sharded  "
+                                                "in0_shard = 64 x 128 on 2 x 2", "dataflow = mcast_1d_in1")
+    space = search_space(spec)
+    assert "grid" not in space.searched and "per_core" not in space.searched
+    assert space.fixed_grid == (2, 2) and space.fixed["per_core"] == (2, 2)
+    c = candidate_of(plan(spec))
+    assert c.memory.in0_shard == ShardGiven((64, 128), (2, 2))
+    assert TuneConfig.from_key(c.key()) == c

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, fields, replace
 
 from kgen.gen.plan import round_up_tiles
-from kgen.gen.spec import BlockSpec, MatmulSpec, MemorySpec
+from kgen.gen.spec import BlockSpec, MatmulSpec, MemorySpec, ShardGiven
 
 
 def batched_in1(spec: MatmulSpec) -> bool:
@@ -21,6 +21,15 @@ def tiles(spec: MatmulSpec) -> tuple[int, int, int]:
     the batch fused into M unless in1 holds one matrix per batch."""
     return ((1 if batched_in1(spec) else spec.batch) * round_up_tiles(spec.m), round_up_tiles(spec.n),
             round_up_tiles(spec.k))
+
+
+SHARD_FIELDS = ("in0_shard", "in1_shard", "out_shard")
+
+
+def _memory_of(d: dict) -> MemorySpec:
+    """A MemorySpec from TuneConfig.key()'s json (its shard specs as [[height, width], [x, y]])."""
+    shards = {k: ShardGiven(tuple(d[k][0]), tuple(d[k][1])) for k in SHARD_FIELDS if d.get(k) is not None}
+    return MemorySpec(**{**d, **shards})
 
 
 @dataclass(frozen=True, order=True)
@@ -43,6 +52,9 @@ class TuneConfig:
         without asdict's deep copies: a search asks it of every candidate)."""
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values["memory"] = {f.name: getattr(self.memory, f.name) for f in fields(self.memory)}
+        for name in SHARD_FIELDS:               # a shard spec the spec gives: [[height, width], [x, y]]
+            if values["memory"].get(name) is not None:
+                values["memory"][name] = [list(values["memory"][name].shape), list(values["memory"][name].grid)]
         return json.dumps(values, sort_keys=True, separators=(",", ":"))
 
     @staticmethod
@@ -52,7 +64,7 @@ class TuneConfig:
                          in0_block_w=d["in0_block_w"], out_subblock=tuple(d["out_subblock"]),
                          packer_l1_acc=d["packer_l1_acc"], dataflow=d["dataflow"],
                          math_fidelity=d["math_fidelity"], fp32_dest_acc=d["fp32_dest_acc"],
-                         memory=MemorySpec(**d["memory"]) if "memory" in d else MemorySpec())
+                         memory=_memory_of(d["memory"]) if "memory" in d else MemorySpec())
 
     def padded(self, spec: MatmulSpec) -> bool:
         """per_core does not divide the tiles: the last row/column of cores gets TT's padded last block."""

@@ -26,6 +26,7 @@ from kgen.core.errors import KgenError
 from kgen.core.types import Placement
 from kgen.gen import dataflow as dataflows
 from kgen.gen.plan import Plan
+from kgen.gen.shards import with_shard_defaults
 from kgen.gen.spec import MatmulSpec
 from kgen.perf.tune.candidate import TuneConfig, batched_in1
 
@@ -81,6 +82,8 @@ def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = F
     keep = set(keep)
     if mode not in SPACES:
         raise TuneError(f"--space {mode!r}: expected one of {', '.join(SPACES)}")
+    if spec.dataflow in dataflows.BY_NAME:     # a shard the spec gives fixes the grid and per_core it implies
+        spec = with_shard_defaults(spec, dataflows.get(spec.dataflow).is_1d)
     b = spec.block
     searched: list[str] = []
     fixed: dict[str, object] = {}
