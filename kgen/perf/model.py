@@ -34,6 +34,7 @@ from kgen.gen import dataflow as dataflows
 from kgen.core.types import Placement
 from kgen.core.costs import FIDELITY_PHASES, Costs, load_costs
 from kgen.core.resources import config_table
+from kgen.proof import write_share
 from kgen.gen.activations import planned as planned_activation
 
 # Processors of a Tensix core, in the order the report prints them.
@@ -144,6 +145,7 @@ class _KernelCost:
         self.writes = 0               # output write calls (one per subblock or row chunk)
         self.write_bytes = 0          # ... and the bytes they write
         self.write_cb = -1            # the CB they write from
+        self._write_slack = 0.0       # the writes' time since the last barrier beyond one core's own rate
         self.feeds_inputs = False     # reads, multicasts or hands over an input CB's blocks
         self.rewound = 0              # partials subblocks popped unread: the L1-accumulation rewind
         # the stages each out block runs once after its K loop: the bias stage's unpack and math, and the
@@ -418,6 +420,9 @@ class _KernelCost:
             self.dram_bytes += n * nbytes
         rate = {DRAM: self.write_rate, L1: c.l1.write_bytes_per_cycle}.get(where)
         cycles = n * nbytes / rate if rate else 0.0
+        if where == DRAM and rate:
+            # the writes' time beyond this core's own rate: other cores' bytes on the shared links
+            self._write_slack += cycles - n * nbytes / c.dram.write_bytes_per_cycle
         self.add(processor, "dram" if where == DRAM else "noc", cycles)
         self.write_cycles += cycles
         self.writes += n
@@ -427,6 +432,12 @@ class _KernelCost:
     def _write_barrier(self, o: Op, n: int, processor: str) -> None:
         c = self.costs
         latency = {DRAM: c.dram.write_latency, L1: c.l1.write_latency}.get(self.last_write, 0.0)
+        if self.last_write == DRAM and n:
+            # Where the writes share the card or the NoC links, a barrier's wait overlaps the other cores'
+            # bytes on them: each write call takes the longer of its share of the shared path and its own
+            # rate with the latency, not their sum.
+            latency = write_share.barrier_wait(c, self._write_slack / n)
+        self._write_slack = 0.0
         self.add(processor, "dram" if self.last_write == DRAM else "noc", n * latency)
         self.write_cycles += n * latency
 
@@ -519,6 +530,7 @@ class _Gathered:
     last_write: float
     restarts: bool
     refeed: float = 0.0                # the K-loop cycles of the reader that refills at every out block
+    writer: str = ""                   # the processor that writes the output
 
 
 def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathered:
@@ -529,7 +541,7 @@ def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathe
     feeding: dict[str, float] = {}     # a reader's cycles inside the K loop (without output writes and the bias)
     blocks, sections, policy, rewound, epilogue, epilogue_sections = 1, 1, {}, 0, {}, 0
     out_writes, out_write_cycles, buffered_writes = 0, 0.0, 1.0
-    fill_latency, last_write, restarts, refeed = 0.0, 0.0, False, 0.0
+    fill_latency, last_write, restarts, refeed, writer = 0.0, 0.0, False, 0.0, ""
     for k in kernels:
         kc = cost_of[k.name]
         if k.processor == "TRISC":
@@ -552,6 +564,7 @@ def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathe
         if k.processor != "TRISC":
             feeding[k.processor] = feed
         if kc.writes:
+            writer = k.processor
             last_write = kc.write_cycles / kc.writes
             out_writes, out_write_cycles = kc.writes, kc.write_cycles
             # the writes the output CB holds: the compute gets no further ahead of the writer
@@ -565,7 +578,7 @@ def _gather(kernels: list[Kernel], cost_of: Mapping[str, _KernelCost]) -> _Gathe
                 refeed = max(refeed, feed)
     return _Gathered(busy, work, names, paced, feeding, blocks, sections, policy, rewound, epilogue,
                      epilogue_sections, out_writes, out_write_cycles, buffered_writes, fill_latency, last_write,
-                     restarts, refeed)
+                     restarts, refeed, writer)
 
 
 def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[str, _KernelCost],
@@ -593,6 +606,10 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     # Refilling at every out block, the writer writes while the FPU finishes the block: in steady state
     # the readers only feed. Otherwise their writes share the steady state with the feeding.
     readers = reading if restarts else max(per_block[BRISC], per_block[NCRISC])
+    writes_per_block = out_writes / out_blocks_per_core
+    if not restarts and g.writer in (BRISC, NCRISC) and writes_per_block and buffered_writes <= writes_per_block:
+        # an output CB of one out block: the packer fills it again only after the writer popped it
+        readers = max(readers, per_block[g.writer] + per_block[PACK])
     stages = {"read": readers, "compute": compute, "pack": per_block[PACK]}
     slowest = max(stages, key=stages.get)
     fill = reading + fill_latency + compute             # the first K-block through the readers and the FPU
@@ -601,7 +618,6 @@ def _core_time(core: tuple[int, int], kernels: list[Kernel], cost_of: Mapping[st
     # longer than the window, the backlog is written after the last push, as much as the output CB holds.
     untilizes = epilogue_sections > 0
     window = bias_stage if untilizes else compute
-    writes_per_block = out_writes / out_blocks_per_core
     tail = last_write
     if writes_per_block > 1:
         backlog = out_write_cycles / out_blocks_per_core - window * (writes_per_block - 1) / writes_per_block
@@ -643,9 +659,14 @@ def _contended(t: _CoreTime, floor: float, moves_dram: bool) -> _CoreTime:
     return replace(t, cycles=floor, math_cycles=floor - drain)
 
 
-def _writers(program: Program, cost_of: Mapping[str, _KernelCost]) -> int:
-    """The cores that write DRAM: they write each out block at the same time (Costs.dram_write_bytes_per_cycle)."""
-    return sum(_cores(k) for k in program.kernels if cost_of[k.name].dram_bytes > cost_of[k.name].dram_read_bytes)
+def _write_rate(program: Program, cost_of: Mapping[str, _KernelCost], costs: Costs) -> float:
+    """One core's DRAM write rate with every writer writing its out block at once: the card's usable
+    bandwidth over the writing cores, and no more than the busiest NoC link on the writers' routes into
+    the DRAM columns serves (kgen.proof.write_share)."""
+    writers = [(k.noc or 0, [c for c in k.cores.cores() if c[0] < program.grid[0] and c[1] < program.grid[1]],
+                float(cost_of[k.name].dram_bytes - cost_of[k.name].dram_read_bytes))
+               for k in program.kernels if cost_of[k.name].dram_bytes > cost_of[k.name].dram_read_bytes]
+    return write_share.shared_rate(writers, costs)
 
 
 def _read_rates(program: Program, costs: Costs, placement: Mapping[str, str]) -> dict[str, float]:
@@ -675,7 +696,7 @@ def predict(program: Program, costs: Costs | None = None, placement: Mapping[str
     if unknown:
         raise ValueError(f"placement must be {DRAM}, {L1} or {SHARDED}, not {', '.join(sorted(unknown))}")
     cost_of = {k.name: _KernelCost(program, k, costs, placement) for k in program.kernels}
-    write_rate = costs.dram_write_bytes_per_cycle(_writers(program, cost_of))
+    write_rate = _write_rate(program, cost_of, costs)
     read_rates = _read_rates(program, costs, placement)
     if write_rate < costs.dram.write_bytes_per_cycle or read_rates:
         cost_of = {k.name: _KernelCost(program, k, costs, placement, write_rate, read_rates.get(k.name))

@@ -322,12 +322,16 @@ def _cycle_table(manifest: dict, arch: ArchFacts, core_id: dict, plan) -> dict[s
     table = modelled_cycles(arch)
     costs = load_costs(arch.name)
     out = next((t for t in manifest["io_tensors"] if t["name"] == "out"), None)
-    if out is not None and "memory" not in out:
-        writers = {c for k in manifest["kernels"] if k["processor"] == "TRISC" for c in cores_of(k["core_ranges"])}
-        table["dram_write_bytes_per_cycle"] = costs.dram_write_bytes_per_cycle(len(writers))
     from kgen.gen.lower import lower
 
-    readers = lower(plan).dram_readers()
+    program = lower(plan)
+    if out is not None and "memory" not in out:
+        # the card's share and the NoC links into the DRAM columns, and the barrier's wait beyond the
+        # shared writes, as kgen perf prices the output writer (kgen.proof.write_share)
+        from kgen.proof.write_share import write_terms
+
+        table["dram_write_bytes_per_cycle"], table["dram_write_latency"] = write_terms(program, costs)
+    readers = program.dram_readers()
     loads = [(nbytes, sum(1 for _ in k.cores.cores())) for k, nbytes in readers]
     for k, nbytes in readers:
         rate = costs.dram_read_bytes_per_cycle(nbytes, loads)

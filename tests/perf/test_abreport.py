@@ -222,7 +222,7 @@ def test_within_resolution_every_output_says_the_same_and_stars_nothing():
     lines = text.splitlines()
     verdict = " ".join(" ".join(lines[next(i for i, line in enumerate(lines) if line.startswith("verdict:")):]).split())
     assert verdict.startswith("verdict: spill and base are the same within the model's resolution (1 %): 30.4 vs "
-                              "30.6 us predicted, at 2.8x base's max error (312 vs 113 ULP) error:"), verdict
+                              "30.7 us predicted, at 2.8x base's max error (312 vs 113 ULP) error:"), verdict
     assert "why:" not in verdict and "fp32" not in verdict.split(" error:")[0]
     summary = lines[next(i for i, line in enumerate(lines) if line.startswith("summary")):]
     assert not any(re.match(r"\w+ +\*", line) for line in summary[:6])         # no star: nothing is crowned
@@ -244,12 +244,12 @@ def test_a_winner_beyond_resolution_is_starred_and_the_added_base_marked():
     text, data, html, lines = _outputs(c)
     rows = text.splitlines()
     summary = rows[next(i for i, line in enumerate(rows) if line.startswith("summary")):]
-    assert re.match(r"LoFi +\* +29\.9 ", summary[3]) and re.match(r"HiFi2 +base +30\.6 ", summary[5]), summary[:6]
+    assert re.match(r"LoFi +\* +30\.0 ", summary[3]) and re.match(r"HiFi2 +base +30\.7 ", summary[5]), summary[:6]
     assert ("vs base: the predicted speed-up against the spec as written (math_fidelity=HiFi2), not among the "
             "--vary combinations: added as the row `base`") in " ".join(text.split())
     assert data["verdict"][0]["winner"] == "math_fidelity=LoFi" and data["base"]["variant"] == "base"
     assert [line["Variant"] for line in lines] == ["math_fidelity=LoFi", "math_fidelity=HiFi4", "base"]
-    assert "<b>math_fidelity=LoFi is 1.02x faster than base: 29.9 vs 30.6 us predicted, at 8.8x base&#39;s" in html
+    assert "<b>math_fidelity=LoFi is 1.02x faster than base: 30.0 vs 30.7 us predicted, at 8.8x base&#39;s" in html
     assert html.count("&#9733; fastest") == 1 and "&#9733; fastest</td><td>LoFi</td>" in html
 
 

@@ -104,21 +104,22 @@ def test_kgen_plans_every_manual_config_as_tt_ran_it(cases):
 @pytest.mark.slow
 @pytest.mark.parametrize("card", gemm_rows.CARDS)
 def test_device_time_meets_the_error_targets(cases, card):
-    # Median absolute error of device time <= 5 %, 90th percentile <= 15 %, on every card table; n150
-    # is the calibration table, the two p150 tables only validate.
+    # Issue #40's targets: median absolute error of device time <= 4 %, 90th percentile <= 12 %, on
+    # every card table; n150 is the calibration table, the two p150 tables only validate.
     s = perf_model.summary(cases[card])
-    assert s["device_median"] <= 0.05
-    assert s["device_p90"] <= 0.15
+    assert s["device_median"] <= perf_model.TARGET_MEDIAN
+    assert s["device_p90"] <= perf_model.TARGET_P90
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("card", gemm_rows.CARDS)
 def test_no_dtype_and_fidelity_group_is_biased(cases, card):
-    # The signed median error of every dtype x fidelity group lies within 5 %: Blackhole's unpack-bound
-    # groups (bfloat8_b LoFi, bfloat16 HiFi2) ran ~15 % faster than one unpacker fetching both operands.
+    # The signed median error of every dtype x fidelity group lies within 4 % (issue #40): Blackhole's
+    # unpack-bound groups (bfloat8_b LoFi, bfloat16 HiFi2) ran ~15 % faster than one unpacker fetching
+    # both operands.
     bias = perf_model.group_bias(cases[card])
     assert len(bias) == 5
-    assert all(abs(b) <= 0.05 for b in bias.values()), bias
+    assert all(abs(b) <= perf_model.TARGET_GROUP_BIAS for b in bias.values()), bias
 
 
 @pytest.mark.slow
@@ -130,6 +131,8 @@ def test_pairwise_config_ranking_beats_a_sort_without_a_model(cases, oob_cases, 
     pw = perf_model.pairwise(cases[card], oob_cases[card])
     assert pw.pairs >= 30
     assert pw.model >= 0.9 * pw.pairs and pw.model > pw.trivial_sort
+    if card == perf_model.CALIBRATION:      # issue #40's 95 %: met on n150 (66 of 67), not on the p150 tables
+        assert pw.model >= perf_model.TARGET_RANKING * pw.pairs
 
 
 @pytest.mark.slow
