@@ -242,7 +242,8 @@ def _reader(p: Plan, name: str, core: CoreRange, first: int, tiles: int) -> Kern
         nests.append(Loop("m", row0, row1, (Loop("n", n0, n1, (Loop("k", 0, kt, reads),)),),
                           f"output rows {row0}..{row1 - 1}, columns {n0}..{n1 - 1}"))
     t = tensors_of(p)
-    return dm_kernel(name, "NCRISC", 1, core, tuple(nests), (t["in0"], t["in1"]), (("cb_in0", CB_IN0), ("cb_in1", CB_IN1)))
+    kernel = dm_kernel(name, "NCRISC", 1, core, tuple(nests), (t["in0"], t["in1"]), (("cb_in0", CB_IN0), ("cb_in1", CB_IN1)))
+    return replace(kernel, role="reader")         # one role, one kernel per core
 
 
 def _writer(p: Plan, name: str, core: CoreRange, first: int, tiles: int) -> Kernel:
@@ -251,7 +252,7 @@ def _writer(p: Plan, name: str, core: CoreRange, first: int, tiles: int) -> Kern
     body = (Loop("i", first, first + tiles, (
         op("cb_wait_front", CB_OUT, 1), op("write_tiles", "out", CB_OUT, A(0, i=1), 1, 1, p.nt, None, None, None),
         op("noc_writes_flushed"), op("cb_pop_front", CB_OUT, 1))), op("noc_write_barrier"))
-    return dm_kernel(name, "BRISC", 0, core, body, (tensors_of(p)["out"],), (("cb_out", CB_OUT),))
+    return replace(dm_kernel(name, "BRISC", 0, core, body, (tensors_of(p)["out"],), (("cb_out", CB_OUT),)), role="writer")
 
 
 def row_pieces(first: int, stop: int, nt: int, rows_per_batch: int) -> tuple[tuple[int, int, int, int], ...]:
