@@ -30,10 +30,13 @@ else (dataflow, grid unless `core_grid` is given, every block value) is left to 
                        fp32 float32); an empty out_dtype is ttnn's default, A's dtype.
     a/b/out_mem        memory.in0 / in1 / out: dram -> dram (kgen's default, left unwritten),
                        l1_block / l1_height / l1_width -> l1_*_sharded (with no shard spec in the
-                       case, the shard is left to the op: kgen lays it out), l1 (interleaved) -> l1.
-    a/b/out_shard      `(x0,y0)-(x1,y1):HxW:row` -> `memory.in0_shard = H x W on X x Y` (X = x1 + 1 columns by
+                       case, the shard is left to the op: kgen lays it out), l1 (interleaved) -> l1;
+                       in1 l1_height has no spec syntax.
+    a/out_shard        `(x0,y0)-(x1,y1):HxW:row` -> `memory.in0_shard = H x W on X x Y` (X = x1 + 1 columns by
                        Y = y1 + 1 rows of cores from (0, 0)); `col` -> `memory.orientation = col_major` (in0's).
-                       A core range not at (0, 0), or a COL_MAJOR in1/out shard, has no spec syntax.
+                       A core range not at (0, 0), or a COL_MAJOR output shard, has no spec syntax; nor has a
+                       height-sharded in1 (b_mem l1_height) or its b_shard: no factory kgen builds takes in1
+                       sharded in L1 (TT's MatmulMultiCoreReuseProgramConfig does, beside a sharded in0).
     transpose_a/_b     `transpose_a = true` / `transpose_b = true` (A stored [..., K, M], B [..., N, K]).
     op, bias           linear with bias=1 -> `fuse { bias = true }`; run_suite.py makes the bias
                        a (1, N) tensor in B's dtype -> `dtype.bias = <B's dtype>`.
@@ -98,7 +101,7 @@ DTYPES = {"bf16": "bfloat16", "bfp8": "bfloat8_b", "bfp4": "bfloat4_b", "fp32": 
 MEMORY = {
     ("in0", "dram"): "dram", ("in0", "l1"): "l1", ("in0", "l1_block"): "l1_block_sharded",
     ("in0", "l1_height"): "l1_height_sharded", ("in0", "l1_width"): "l1_width_sharded",
-    ("in1", "dram"): "dram", ("in1", "l1"): "l1", ("in1", "l1_height"): "l1_height_sharded",
+    ("in1", "dram"): "dram", ("in1", "l1"): "l1",
     ("out", "dram"): "dram", ("out", "l1"): "l1", ("out", "l1_block"): "l1_block_sharded",
     ("out", "l1_width"): "l1_width_sharded", ("out", "l1_height"): "l1_height_sharded",
 }
@@ -243,7 +246,9 @@ def map_case(row: dict[str, str], arch: str, dataflow: str | None = None) -> Map
             missing.append(f"{PLACEMENT_WORDS.get(place, place)} {tensor}")
         elif value != "dram":
             memory[tensor] = value
-    for tensor, column in (("in0", "a_shard"), ("in1", "b_shard"), ("out", "out_shard")):
+    if row["b_shard"]:                  # in1 is interleaved on every factory kgen builds: no L1-sharded in1
+        missing.append("an explicit shard spec (in1)")
+    for tensor, column in (("in0", "a_shard"), ("out", "out_shard")):
         if row[column]:
             written = shard_text(row[column], tensor, row["case"], missing)
             if written:

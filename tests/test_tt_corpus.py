@@ -131,13 +131,16 @@ def test_the_transposes_are_written_into_the_spec(case, key, shape, cause):
 
 def test_explicit_shard_specs_are_written_into_the_spec():
     """`(x0,y0)-(x1,y1):HxW:row` is ttnn.ShardSpec(CoreRange((x0,y0),(x1,y1)), [H, W], ROW_MAJOR): the spec
-    says `H x W on (x1+1) x (y1+1)`. t_s_matmul_7ada312b72 (read from its row): A 8x16x384x384 bf16
-    l1_height (0,0)-(7,7):768x384:row, B 8x16x384x64 bfp8 l1_height (0,0)-(7,7):768x64:row, out l1_height."""
-    spec, text = spec_of("t_s_matmul_7ada312b72")
-    assert "in0_shard = 768 x 384 on 8 x 8" in text and "in1_shard = 768 x 64 on 8 x 8" in text
-    assert spec.memory.in0_shard.shape == (768, 384) and spec.memory.in0_shard.grid == (8, 8)
-    assert spec.memory.in1_shard.shape == (768, 64)
-    assert (spec.memory.in0, spec.memory.in1, spec.memory.out) == ("l1_height_sharded",) * 3
+    says `H x W on (x1+1) x (y1+1)`. t_s_matmul_8c5056ce82 (read from its row): A 1x1x16384x256 bfp8
+    l1_height (0,0)-(7,7):256x256:row, B 1x1x256x32 bfp8 l1, out l1_height."""
+    spec, text = spec_of("t_s_matmul_8c5056ce82")
+    assert "in0_shard = 256 x 256 on 8 x 8" in text
+    assert spec.memory.in0_shard.shape == (256, 256) and spec.memory.in0_shard.grid == (8, 8)
+    assert (spec.memory.in0, spec.memory.in1, spec.memory.out) == ("l1_height_sharded", "l1", "l1_height_sharded")
+    # t_s_matmul_7ada312b72: B 8x16x384x64 l1_height (0,0)-(7,7):768x64:row. No factory kgen builds takes in1
+    # sharded in L1 (TT's MatmulMultiCoreReuseProgramConfig beside a sharded in0 does): no spec syntax
+    assert tt_corpus.map_case(ROWS["t_s_matmul_7ada312b72"], "wormhole_b0").missing == (
+        "height-sharded in1", "an explicit shard spec (in1)")
     # t_s_linear_0896d5f792: A 1x1x1024x160 l1_block (0,0)-(4,7):128x32:row, core_grid (5, 8)
     spec, text = spec_of("t_s_linear_0896d5f792")
     assert spec.memory.in0_shard.shape == (128, 32) and spec.memory.in0_shard.grid == (5, 8)

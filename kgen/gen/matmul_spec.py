@@ -43,11 +43,10 @@ class BlockSpec:
 # matmul_device_operation.cpp): each tensor interleaved in DRAM or in L1 (the same readers and writers,
 # their TensorAccessorArgs saying which), in0 block- or height-sharded, the output block-sharded; the
 # DRAM-sharded factory's in0 and output width-sharded in L1 and in1 width-sharded over the DRAM banks;
-# the 1D in1-multicast factory's in0 and output height-sharded in L1. A height-sharded in1 is spelled so
-# that TT's refusals of it (its multicast configs take in1 interleaved) can be given.
+# the 1D in1-multicast factory's in0 and output height-sharded in L1.
 MEMORY_IN0 = (Placement.DRAM, Placement.L1, Placement.L1_BLOCK_SHARDED, Placement.L1_HEIGHT_SHARDED,
               Placement.L1_WIDTH_SHARDED)
-MEMORY_IN1 = (Placement.DRAM, Placement.L1, Placement.DRAM_WIDTH_SHARDED, Placement.L1_HEIGHT_SHARDED)
+MEMORY_IN1 = (Placement.DRAM, Placement.L1, Placement.DRAM_WIDTH_SHARDED)
 MEMORY_OUT = (Placement.DRAM, Placement.L1, Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED,
               Placement.L1_HEIGHT_SHARDED)
 SHARD_ORIENTATIONS = ("row_major", "col_major")
@@ -75,7 +74,6 @@ class MemorySpec:
     orientation: str | None = None      # shard orientation; None: the one the factory requires
     # the shard specs the spec fixes (None: laid out by the planner, as TT's op lays a shard it is not given)
     in0_shard: ShardGiven | None = None
-    in1_shard: ShardGiven | None = None
     out_shard: ShardGiven | None = None
 
     def shard(self, tensor: str) -> ShardGiven | None:

@@ -242,7 +242,6 @@ MATMUL_KEYS: dict[str, Checker] = {
     "memory.out": _placement(MEMORY_OUT),
     "memory.orientation": _enum(SHARD_ORIENTATIONS),
     "memory.in0_shard": _shard,          # an explicit shard spec: `H x W on X x Y` (ttnn.ShardSpec)
-    "memory.in1_shard": _shard,
     "memory.out_shard": _shard,
 }
 REQUIRED_MATMUL_KEYS = ("arch", "shape", "dtype.in0", "dtype.in1", "dtype.out")
@@ -520,14 +519,14 @@ def _memory(vals: Mapping[str, Any], spans: Mapping[str, Span]) -> MemorySpec:
     """The `memory { }` group; a shard spec is a sharded L1 tensor's (a tensor interleaved, or sharded over
     the DRAM banks by the DRAM-sharded factory's own rule, has none to give)."""
     place = {t: vals.get(f"memory.{t}", Placement.DRAM) for t in ("in0", "in1", "out")}
-    for t in place:
+    for t in ("in0", "out"):
         key = f"memory.{t}_shard"
         if key in vals and not str(place[t]).startswith("l1_"):
             raise SpecError(f"{key} = {vals[key]} with {t} = {place[t]}: a shard spec belongs to a tensor sharded in L1",
                             spans[key], hint=f"memory.{t} = l1_height_sharded, l1_width_sharded or l1_block_sharded, "
                                              f"or leave {t}_shard out")
     return MemorySpec(place["in0"], place["in1"], place["out"], vals.get("memory.orientation"),
-                      vals.get("memory.in0_shard"), vals.get("memory.in1_shard"), vals.get("memory.out_shard"))
+                      vals.get("memory.in0_shard"), vals.get("memory.out_shard"))
 
 
 MAX_PAGE_ID = (1 << 32) - 1    # kernels index DRAM pages with uint32_t (TensorAccessor, get_noc_addr)

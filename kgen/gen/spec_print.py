@@ -77,7 +77,7 @@ def format_spec(spec: MatmulSpec, comment: str = "") -> str:
         text = f"in0 = {mem.in0}  in1 = {mem.in1}  out = {mem.out}"
         if mem.orientation is not None:
             text += f"  orientation = {mem.orientation}"
-        for tensor in ("in0", "in1", "out"):
+        for tensor in ("in0", "out"):
             if mem.shard(tensor) is not None:
                 text += f"  {tensor}_shard = {mem.shard(tensor)}"
         lines.append(f"    memory {{ {text} }}")

@@ -194,7 +194,7 @@ def test_check_shows_the_shards_and_the_factorys_cbs():
     ("in0 = l1_block_sharded  out = l1_block_sharded  orientation = col_major", "",
      "COL_MAJOR orientation with transpose_mcast"),
     ("in0 = l1_height_sharded", "transpose_mcast = true  grid = 4 x 2", "HEIGHT_SHARDED in0 needs !transpose_mcast"),
-    ("in0 = l1_block_sharded", "dataflow = reuse", "L1 placements are the 2D multicast factory's"),
+    ("in0 = l1_block_sharded", "dataflow = reuse", "with dataflow = reuse, which takes in0 = dram|l1"),
     ("in0 = somewhere", "", "memory.in0 = somewhere: expected one of dram, l1, l1_block_sharded, l1_height_sharded"),
 ])
 def test_bad_memory_placements_exit_2(tmp_path, memory, extra, message):

@@ -95,8 +95,6 @@ def test_tts_program_args():
     ("in0 = l1_height_sharded", "mcast_1d_in0", "take"),
     # the 2D factory's output is BLOCK_SHARDED ("Output memory layout must be BLOCK_SHARDED")
     ("out = l1_height_sharded", "mcast_2d", "take"),
-    # the multicast configs take in1 interleaved
-    ("in1 = l1_height_sharded", "mcast_1d_in1", "take"),
 ])
 def test_placements_the_factory_does_not_take(memory, dataflow, words):
     with pytest.raises(PlanError) as info:

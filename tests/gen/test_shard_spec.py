@@ -36,7 +36,7 @@ def make(*args, **kw):
 def test_a_shard_spec_reads_as_ttnn_gives_it():
     spec = make("wormhole_b0", "1024 x 160 x 160", "in0 = l1_block_sharded  in0_shard = 128 x 32 on 5 x 8")
     assert spec.memory.in0_shard == ShardGiven((128, 32), (5, 8))
-    assert spec.memory.in1_shard is None and spec.memory.out_shard is None
+    assert spec.memory.out_shard is None
     assert str(spec.memory.in0_shard) == "128 x 32 on 5 x 8"
 
 

@@ -23,7 +23,7 @@ def tiles(spec: MatmulSpec) -> tuple[int, int, int]:
             round_up_tiles(spec.k))
 
 
-SHARD_FIELDS = ("in0_shard", "in1_shard", "out_shard")
+SHARD_FIELDS = ("in0_shard", "out_shard")
 
 
 def _memory_of(d: dict) -> MemorySpec:
