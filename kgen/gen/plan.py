@@ -267,9 +267,13 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
                         "the shard itself, packed as tiles", spec.span("untilize_out"), _untilize_false())
     # kgen's limits (not TT's): whole shards, one per core with work
     sharded = [t for t, where in (("in0", mem.in0), ("out", mem.out)) if is_sharded(where)]
-    # a factory that pads the last N shard itself (its in1 and output shards) takes any Nt
+    # a factory that pads the last N shard itself (its in1 and output shards) takes any Nt; the 1D one reads
+    # a height-sharded in0 whole, whatever its last shard holds (ttnn pads the tensor per batch and the last
+    # shard to the shard shape), and writes an interleaved output's real rows only
     n_uneven = nt % per_core_n and not dataflow_of(spec.dataflow).pads_last_n_shard
-    if sharded and (spec.m % TILE_HW or spec.n % TILE_HW or spec.k % TILE_HW or mt % per_core_m or n_uneven):
+    m_any = sharded == ["in0"] and dataflow_of(spec.dataflow).is_1d
+    if sharded and ((spec.m % TILE_HW or mt % per_core_m) and not m_any or spec.n % TILE_HW or spec.k % TILE_HW
+                    or n_uneven):
         raise PlanError("kgen: sharded tensors in whole shards",
                         f"{' and '.join(sharded)} sharded with a shape short of whole tiles or per_core not dividing "
                         f"Mt x Nt = {mt} x {nt}: kgen shards only evenly divided tensors",

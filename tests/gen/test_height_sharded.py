@@ -73,6 +73,20 @@ def test_a_partial_last_row_of_shards():
     assert p.shard_specs["in0"]["grid"] == (0, 0, 1, 1)
 
 
+def test_a_padded_batch_and_a_partial_last_shard():
+    """t_s_linear_0e04b93aef's form, small: A [5, 49, 64] height-sharded 96 x 64 on 2 x 2. ttnn pads each
+    batch's 49 rows to 64 (2 tiles), so Mt = 10 tiles in shards of 3: 4 shards, the last holding 1 tile row
+    (ttnn pads it to the shard shape). The 1D factory reads each shard whole and its last core's writer stops
+    at the tensor's rows (an interleaved output): kgen plans it."""
+    p = plan(make("49 x 64 x 64", "in0 = l1_height_sharded  out = l1  in0_shard = 96 x 64 on 2 x 2", "batch = 5",
+                  "dataflow = mcast_1d_in1"))
+    assert (p.mt, p.per_core_m, p.num_cores, p.last_per_core_m) == (10, 3, 4, 1)
+    # a height-sharded output with a partial last shard stays refused (kgen's whole-shard rule)
+    with pytest.raises(PlanError) as info:
+        plan(make("49 x 64 x 64", BOTH + "  in0_shard = 96 x 64 on 2 x 2", "batch = 5", "dataflow = mcast_1d_in1"))
+    assert info.value.rule == "kgen: sharded tensors in whole shards"
+
+
 def test_tts_program_args():
     artifacts = run(make("256 x 64 x 128", BOTH, "dataflow = mcast_1d_in1", "grid = 2 x 2"), "rendered")
     p = artifacts.plan
@@ -164,6 +178,9 @@ def test_an_interleaved_in0_with_a_height_sharded_output():
     # several K-blocks out of the shard (extract_shard_sub_blocks)
     ("wormhole_b0", "256 x 64 x 128", BOTH + "  in0_shard = 64 x 128 on 2 x 2", "block { in0_block_w = 1 }"),
     ("blackhole", "256 x 64 x 128", BOTH + "  in0_shard = 64 x 128 on 2 x 2", "block { in0_block_w = 2 }"),
+    # a batch padded to whole tiles (49 -> 64 rows) and a partial last shard, the output interleaved
+    ("wormhole_b0", "49 x 64 x 64", "in0 = l1_height_sharded  out = l1  in0_shard = 96 x 64 on 2 x 2", "batch = 5"),
+    ("blackhole", "49 x 64 x 64", "in0 = l1_height_sharded  in0_shard = 96 x 64 on 2 x 2", "batch = 5"),
 ])
 def test_height_shards_emulate_and_port_check(host_cxx, host_toolchain, tmp_path, arch, shape, memory, extra):
     """kgen's program bit-exact against the golden model; TT's whole 1D program (its in0 reader under
