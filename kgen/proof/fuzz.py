@@ -57,9 +57,7 @@ WHOLE_BLOCKS_SHARE = 0.5     # of the padded cases, a last core with whole out b
 DRAWN_DATAFLOWS = dataflows.GRID_2D
 TILE_PADDING_SHARE = 0.3
 TRANSPOSE_MCAST_SHARE = 0.25  # of mcast_2d cases: transpose_mcast (M blocks along x)
-SHARDED_SHARE = 0.3           # of the mcast_2d cases that can be: in0 and/or the output block-sharded in L1
 DRAM_SHARDED_SHARE = 0.1      # cases made TT-Metal's DRAM-sharded decode matmul (the factories taking no DRAM tensor)
-BATCHED_IN1_SHARE = 0.8      # of the batched cases on a factory that takes it: one in1 per batch
 MAX_DRAWS = 64               # bound of the L1-budget redraw loop (it never needs more than a few)
 
 DTYPES: tuple[str, ...] = tuple(DTYPE_TO_FORMAT)
@@ -136,11 +134,19 @@ class _Choice:
     tt_auto: bool = False                    # `dataflow = auto`: TT's factory, blocking (and grid if not written)
     write_grid: bool = True                  # with tt_auto: the grid is ttnn.matmul's core_grid, or left out
     transposed: tuple[bool, bool] = (False, False)   # transpose_a, transpose_b (fuzz_forms.transposed_inputs)
+    fuse_batch: bool | None = None           # `fuse_batch =` as written (None: not written, the default)
+    # the shard specs written (fuzz_forms.shard_specs): tensor, shard shape in elements, shard grid (x, y)
+    shards: tuple[tuple[str, tuple[int, int], tuple[int, int]], ...] = ()
+
+    @property
+    def unfused(self) -> bool:
+        """Every core loops over the batch (TT's fuse_batch = false): asked for, or one in1 per batch."""
+        return self.batch > 1 and (self.fuse_batch is False or (self.fuse_batch is None and not self.broadcast_in1))
 
     @property
     def batch_ct(self) -> int:
-        """The batch the kernels loop over: 1 with the batch fused into M, the batch with one in1 per batch."""
-        return 1 if self.broadcast_in1 else self.batch
+        """The batch the kernels loop over: 1 with the batch fused into M, the batch when it is not."""
+        return self.batch if self.unfused else 1
 
     @property
     def num_blocks(self) -> int:
@@ -395,9 +401,13 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
     if "out_block" not in c.omit:
         block.append(f"out_block = {block_value('out_block', _dims(rng, *c.out_block))}")
     rng.shuffle(block)
+    # a key the form leaves to a default (a shard spec's grid and per_core, multi_core's whole block)
+    block = [b for b in block if not b.startswith("per_core") or "per_core" not in c.omit]
     pre, compute = _compute_lines(rng, c)
     lines = [f"arch     = {c.arch}", f"shape    = {_dims(rng, m, n, k)}", dtype,
              f"grid     = {_dims(rng, *c.grid_req)}", "block { " + "  ".join(block) + " }", *compute]
+    lines = [ln for ln in lines if not (ln.startswith("grid") and "grid" in c.omit)
+             and not (ln.startswith("block") and "block" in c.omit)]
     if c.tt_auto:           # TT picks the factory and every block value (and the grid, when none is written)
         lines = [ln for ln in lines if not ln.startswith("block") and (c.write_grid or not ln.startswith("grid"))]
     if "batch" not in c.omit:
@@ -411,13 +421,16 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
     lines += [f"transpose_{t} = true" for t, on in zip("ab", c.transposed) if on]
     if not c.broadcast_in1:
         lines.append("broadcast_in1 = false")
+    if c.fuse_batch is not None:
+        lines.append(f"fuse_batch = {_b(c.fuse_batch)}")
     if c.memory != (Placement.DRAM, Placement.DRAM) or c.memory_in1 != Placement.DRAM:
         # in1 where the factory takes it, when that is not DRAM (the DRAM-sharded factory's banks)
         in1_at = sorted(dataflows.get(c.dataflow).placements.get("in1", {Placement.DRAM}))
         in1_line = "" if Placement.DRAM in in1_at else f"  in1 = {in1_at[0]}"
         if c.memory_in1 != Placement.DRAM:
             in1_line = f"  in1 = {c.memory_in1}"
-        lines.append(f"memory {{ in0 = {c.memory[0]}{in1_line}  out = {c.memory[1]} }}")
+        shards = "".join(f"  {t}_shard = {h} x {w} on {x} x {y}" for t, (h, w), (x, y) in c.shards)
+        lines.append(f"memory {{ in0 = {c.memory[0]}{in1_line}  out = {c.memory[1]}{shards} }}")
     fuse = ([f"bias = {_b(c.bias)}"] if c.bias or rng.random() < 0.3 else []) + \
            ([f"activation = {c.activation}"] if c.activation != activations.NONE or rng.random() < 0.3 else [])
     if fuse:
@@ -458,13 +471,18 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
     c = _one_d(random.Random(f"kgen-fuzz-1d:{seed}:{index}"), c)
     c = _padded(random.Random(f"kgen-fuzz-padding:{seed}:{index}"), c)
     c = _transposed(random.Random(f"kgen-fuzz-transpose:{seed}:{index}"), c)
-    c = _sharded(random.Random(f"kgen-fuzz-sharding:{seed}:{index}"), c)
+    c = fuzz_forms.sharded_2d(random.Random(f"kgen-fuzz-sharding:{seed}:{index}"), c, _cb_bytes)
+    # issue #39's forms (kgen/proof/fuzz_forms.py): height shards on the 1D in1 multicast, the batch looped
+    # over (fuse_batch = false, in1 shared or one per batch), TT's multi-core factory, L1-interleaved tensors,
+    # `dataflow = auto`, transposed inputs, the shard specs written
+    c = fuzz_forms.height_sharded(random.Random(f"kgen-fuzz-height-sharded:{seed}:{index}"), c, _cb_bytes)
     c = _dram_sharded(random.Random(f"kgen-fuzz-dram-sharded:{seed}:{index}"), c)
-    c = _batched_in1(random.Random(f"kgen-fuzz-batched-in1:{seed}:{index}"), c)
-    # issue #39's forms (kgen/proof/fuzz_forms.py): L1-interleaved tensors, `dataflow = auto`
+    c = fuzz_forms.unfused_batch(random.Random(f"kgen-fuzz-batched-in1:{seed}:{index}"), c, _cb_bytes)
+    c = fuzz_forms.multi_core(random.Random(f"kgen-fuzz-multi-core:{seed}:{index}"), c)
     c = fuzz_forms.l1_interleaved(random.Random(f"kgen-fuzz-l1-interleaved:{seed}:{index}"), c, _cb_bytes)
     c = fuzz_forms.tt_auto(random.Random(f"kgen-fuzz-auto:{seed}:{index}"), c, DRAWN_DATAFLOWS)
     c = fuzz_forms.transposed_inputs(random.Random(f"kgen-fuzz-transposed-inputs:{seed}:{index}"), c, _cb_bytes)
+    c = fuzz_forms.shard_specs(random.Random(f"kgen-fuzz-shard-spec:{seed}:{index}"), c)
     name = _case_name(seed, index)
     return c, FuzzCase(index, seed, name, _text(rng, c, name, seed, index))
 
@@ -542,39 +560,6 @@ def _transposed(rng: random.Random, c: _Choice) -> _Choice:
     return dataclasses.replace(c, grid_req=(gy, gx), transpose_mcast=True, auto=c.auto - {"per_core"})
 
 
-def _sharded(rng: random.Random, c: _Choice) -> _Choice:
-    """Some mcast_2d cases with in0 and/or the output block-sharded in L1, where TT's
-    2D validation and kgen's limits allow it, restated here: whole shards (tile-multiple shapes, per_core
-    dividing Mt and Nt, no untilize); in0's K split evenly over the n cores along N, its shard width a
-    multiple of in0_block_w (drawn, not auto: auto would pick within the shard); a sharded output needs
-    out_subblock_w == per_core_N || out_subblock_h == 1, and the same of out_block (the subblock drawn,
-    not auto). The shards add c_2 (per_core_M x shard width) and grow c_4 to the whole per-core output,
-    checked against L1 with room to spare."""
-    (pm, pn), (obh, obw), (sbh, sbw) = c.per_core, c.out_block, c.subblock
-    if (Placement.L1_BLOCK_SHARDED not in dataflows.get(c.dataflow).placements["in0"] or c.untilize or any(c.trim) or c.mt % pm or c.nt % pn
-            or rng.random() >= SHARDED_SHARE):
-        return c
-    arch = load_arch(c.arch)
-    tb = arch.tile_bytes
-    n = c.nt // pn
-    in0_ok = c.kt % n == 0 and (c.kt // n) % c.in0_block_w == 0 and "in0_block_w" not in c.auto
-    out_ok = "out_subblock" not in c.auto and (sbw == pn or sbh == 1) and (obw == pn or obh == 1)
-    # height-sharded: !transpose_mcast, K == in0_block_w, and (kgen) out_block_h == per_core_M
-    height_ok = not c.transpose_mcast and c.in0_block_w == c.kt and obh == pm
-    choices = [m for m, ok in (((Placement.L1_BLOCK_SHARDED, Placement.DRAM), in0_ok), ((Placement.DRAM, Placement.L1_BLOCK_SHARDED), out_ok),
-                               ((Placement.L1_BLOCK_SHARDED, Placement.L1_BLOCK_SHARDED), in0_ok and out_ok),
-                               ((Placement.L1_HEIGHT_SHARDED, Placement.DRAM), height_ok),
-                               ((Placement.L1_HEIGHT_SHARDED, Placement.L1_BLOCK_SHARDED), height_ok and out_ok)) if ok]
-    if not choices:
-        return c
-    memory = rng.choice(choices)
-    extra = (pm * c.kt * tb[DTYPE_TO_FORMAT[c.dtypes[0]]] + 64
-             + 2 * pm * pn * max(tb[DTYPE_TO_FORMAT[c.dtypes[2]]], tb["Float32"]))
-    if _cb_bytes(arch, c) + extra > arch.usable_cb_bytes:
-        return c
-    return dataclasses.replace(c, memory=memory)
-
-
 def _dram_sharded(rng: random.Random, c: _Choice) -> _Choice:
     """Some cases made by a factory that takes no DRAM-interleaved tensor (TT-Metal's DRAM-sharded
     decode matmul): the factory draws its own layout (`Dataflow.fuzz_layout`, with its rules); no
@@ -590,30 +575,6 @@ def _dram_sharded(rng: random.Random, c: _Choice) -> _Choice:
                                transpose_mcast=False, auto=frozenset(),
                                omit=frozenset(c.omit - {"dataflow", "out_block"}), memory=d.placements,
                                dtypes=c.dtypes[:3] + (None,))
-
-
-def _batched_in1(rng: random.Random, c: _Choice) -> _Choice:
-    """Some batched cases on a factory that takes one in1 per batch (TT's reuse factory, bcast_batch =
-    false; the multicast factories fuse the batch and refuse it): each batch is then Mt / batch rows of
-    tiles, which per_core_M must divide (the factory's TT_FATAL(Mt % per_core_M == 0): no padded blocks;
-    M, N, K short of whole tiles stay, ttnn's tilize pads them). per_core is written out: auto would spread
-    the smaller Mt over the grid. The kernels now loop over the batch, which double-buffers in0/in1 and
-    passes several output blocks through out/partials: the L1 budget is checked again."""
-    pm, pn = c.per_core
-    if (c.batch == 1 or not dataflows.takes_batched_in1(dataflows.get(c.dataflow)) or c.mt % c.batch
-            or (c.mt // c.batch) % pm or c.nt % pn or rng.random() >= BATCHED_IN1_SHARE):
-        return c
-    # a grid asked for exactly as the drawn work stays exact: one batch's rows of blocks
-    gx, gy = c.grid_req
-    grid_req = (gx, c.mt // c.batch // pm) if gy == c.mt // pm else c.grid_req
-    trim = c.trim
-    # shapes short of whole tiles: ttnn pads them, the factory allows it (not with untilize_out, which
-    # the planner refuses on a padded shape)
-    if not any(trim) and not c.untilize and rng.random() < 0.5:
-        trim = tuple(rng.randint(1, TILE_HW - 1) if rng.random() < 0.5 else 0 for _ in range(3))
-    batched = dataclasses.replace(c, broadcast_in1=False, auto=c.auto - {"per_core"}, grid_req=grid_req, trim=trim)
-    arch = load_arch(c.arch)
-    return batched if _cb_bytes(arch, batched) <= arch.usable_cb_bytes else c
 
 
 def generate_cases(count: int, seed: int) -> list[FuzzCase]:
@@ -663,13 +624,14 @@ def features(p: Plan) -> dict[str, object]:
 
 
 def summarize(results: list[CaseResult]) -> dict[str, Counter]:
-    """Counts per feature value over the cases that planned."""
-    out: dict[str, Counter] = {}
+    """Counts per feature value over the cases that planned, and of each form (`forms`: fuzz_forms.FORMS)."""
+    out: dict[str, Counter] = {"forms": Counter()}
     for r in results:
         if r.plan is None:
             continue
         for key, value in features(r.plan).items():
             out.setdefault(key, Counter())[value] += 1
+        out["forms"].update(fuzz_forms.forms(r.plan))
     return out
 
 
@@ -736,6 +698,7 @@ def _run_cases(seed: int, indices: range, keep_dir, kept: bool, typecheck: bool,
     started = time.perf_counter()
     checked = ported = 0
     not_run: dict[str, str] = {}              # step -> why it could not run
+    drawn: Counter = Counter()                # form -> cases (fuzz_forms.FORMS)
     pc_flag = " --port-check" if port_check else ""
     for index in indices:
         case = generate_case(seed, index)
@@ -771,6 +734,7 @@ def _run_cases(seed: int, indices: range, keep_dir, kept: bool, typecheck: bool,
                       f"  repro: kgen fuzz --seed {seed} --start {index} --count 1{pc_flag}\n")
             return 1
         f = features(result.plan)
+        drawn.update(fuzz_forms.forms(result.plan))
         head = f"ok   case {index:4d} {case.name}  "
         blocks = keep_together(f"{f['num_blocks']:>2} K-blk")
         grid = keep_together(f"grid {f['grid']}")
@@ -790,6 +754,7 @@ def _run_cases(seed: int, indices: range, keep_dir, kept: bool, typecheck: bool,
                     f"case(s) its factory's kernels run")
     where = f"; specs in {keep_dir}" if kept else ""
     seconds = f"{time.perf_counter() - started:.1f} s"
+    out.write("\n".join(terminal.hanging(fuzz_forms.forms_line(drawn, keep_together), width)) + "\n")
     if not_run:
         why = "; ".join(f"{_STEP_NAMES[name]} not run: {reason}" for name, reason in not_run.items())
         out.write("\n".join(terminal.hanging(f"fuzz: {count} case(s) of seed {seed} INCOMPLETE: {', '.join(ran)}"

@@ -78,8 +78,9 @@ def test_the_plan_is_the_drawn_configuration():
         c, case = _generate(SEED, i)
         p = check_case(case).raise_for_error().plan
         co = p.compute
-        # one in1 per batch: the kernels loop over the batch and Mt is one batch's (the fused Mt / batch)
-        assert (p.spec.broadcast_in1, p.batch_ct) == (c.broadcast_in1, 1 if c.broadcast_in1 else c.batch)
+        # the batch looped over (one in1 per batch, or fuse_batch = false): Mt is one batch's (the fused Mt / batch)
+        assert (p.spec.broadcast_in1, p.batch_ct) == (c.broadcast_in1, c.batch_ct)
+        assert p.spec.fuses_batch == (c.batch_ct == 1) and p.spec.fuse_batch == c.fuse_batch
         assert (p.spec.batch, p.mt * p.batch_ct, p.nt, p.kt) == (c.batch, c.mt, c.nt, c.kt) or c.tt_auto
         assert p.transpose_mcast == c.transpose_mcast and (p.memory.in0, p.memory.out) == c.memory
         assert p.memory.in1 == c.memory_in1 or p.spec.dataflow == "dram_sharded"
@@ -110,7 +111,9 @@ def test_cases_are_small(results):
         p = r.plan
         wx, wy = load_arch(p.spec.arch).worker_grid
         assert p.kt * TILE_HW <= 512                                                        # K
-        if p.tt_choice:      # dataflow = auto: TT's grid and blocking over a drawn (small) shape
+        if p.tt_choice or p.spec.dataflow == "multi_core":
+            # dataflow = auto: TT's grid and blocking over a drawn (small) shape; multi_core: the drawn shape's
+            # output tiles split over the drawn grid (split_work_to_cores), fewer cores than it when fewer tiles
             assert p.mt * p.nt * p.kt <= max(MAX_TILE_MACS, p.mt * p.nt) and p.grid[0] <= wx and p.grid[1] <= wy
             continue
         if p.is_1d:
@@ -138,7 +141,7 @@ def test_coverage(results, cases):
     s = summarize(results)
     plans = [r.plan for r in results]
     assert set(s["arch"]) == {"wormhole_b0", "blackhole"}
-    assert set(s["dataflow"]) == {"mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1", "dram_sharded"}
+    assert set(s["dataflow"]) == {"mcast_2d", "reuse", "mcast_1d_in0", "mcast_1d_in1", "dram_sharded", "multi_core"}
     # the DRAM-sharded decode matmul: its placements, all of M on every worker, one and several rows of M
     decode = [p for p in plans if p.spec.dataflow == "dram_sharded"]
     assert all((p.memory.in0, p.memory.in1, p.memory.out) == ("l1_width_sharded", "dram_width_sharded",
@@ -197,11 +200,13 @@ def test_coverage(results, cases):
     assert any(p.spec.dataflow == "mcast_1d_in1" and p.padded_n for p in plans)
     for flow in ("mcast_1d_in0", "mcast_1d_in1"):
         assert {min(p.grid[1], 2) for p in plans if p.spec.dataflow == flow} == {1, 2}, flow
-    # one in1 per batch (TT's reuse factory, bcast_batch = false): only there, several batches looped over,
-    # some with M, N or K short of whole tiles; never with padded blocks (the factory's Mt % per_core_M == 0)
-    batched = [p for p in plans if p.batched_in1]
-    assert batched and {p.spec.dataflow for p in batched} == {"reuse"} and all(p.batch_ct > 1 for p in batched)
-    assert any(p.tile_padding for p in batched) and not any(p.padded_blocks for p in batched)
+    # the batch looped over (fuse_batch = false) with one in1 per batch (bcast_batch = false) and with in1
+    # shared, on more than one factory; some with M, N or K short of whole tiles; never with padded blocks
+    # (the reuse factory's Mt % per_core_M == 0, kept on every factory)
+    looped = [p for p in plans if p.batch_ct > 1]
+    batched = [p for p in looped if p.batched_in1]
+    assert batched and len({p.spec.dataflow for p in batched}) > 1 and any(not p.batched_in1 for p in looped)
+    assert any(p.tile_padding for p in batched) and not any(p.padded_blocks for p in looped)
     # transpose_mcast (issue #17 item 4): on grids with more than one row and column, and padded
     transposed = [p for p in plans if p.transpose_mcast]
     assert all(p.spec.dataflow == "mcast_2d" for p in transposed)
