@@ -34,7 +34,7 @@ from kgen.gen import dataflow as dataflows
 from kgen.core.types import Placement
 from kgen.core.costs import FIDELITY_PHASES, Costs, load_costs
 from kgen.core.resources import config_table
-from kgen.proof import write_share
+from kgen.proof import read_share, write_share
 from kgen.gen.activations import planned as planned_activation
 
 # Processors of a Tensix core, in the order the report prints them.
@@ -671,10 +671,9 @@ def _write_rate(program: Program, cost_of: Mapping[str, _KernelCost], costs: Cos
 
 def _read_rates(program: Program, costs: Costs, placement: Mapping[str, str]) -> dict[str, float]:
     """The interleaved DRAM read rate of each kernel that reads below one core's own rate, the readers
-    sharing the card (Costs.dram_read_bytes_per_cycle)."""
-    readers = program.dram_readers(frozenset(t for t, where in placement.items() if where != DRAM))
-    loads = [(nbytes, _cores(k)) for k, nbytes in readers]
-    rates = {k.name: costs.dram_read_bytes_per_cycle(nbytes, loads) for k, nbytes in readers}
+    sharing the card's bandwidth and its endpoints' request rate (kgen.proof.read_share)."""
+    elsewhere = frozenset(t for t, where in placement.items() if where != DRAM)
+    rates = read_share.read_rates(program, costs, elsewhere)
     return {name: rate for name, rate in rates.items() if rate < costs.dram.read_bytes_per_cycle}
 
 

@@ -331,10 +331,14 @@ def _cycle_table(manifest: dict, arch: ArchFacts, core_id: dict, plan) -> dict[s
         from kgen.proof.write_share import write_terms
 
         table["dram_write_bytes_per_cycle"], table["dram_write_latency"] = write_terms(program, costs)
-    readers = program.dram_readers()
-    loads = [(nbytes, sum(1 for _ in k.cores.cores())) for k, nbytes in readers]
-    for k, nbytes in readers:
-        rate = costs.dram_read_bytes_per_cycle(nbytes, loads)
+    # the readers share the card's bandwidth and its endpoints' request rate (kgen.proof.read_share)
+    from kgen.proof.read_share import read_rates
+
+    rates = read_rates(program, costs)
+    for k in program.kernels:
+        rate = rates.get(k.name)
+        if rate is None:
+            continue
         for c in k.cores.cores():
             if c in core_id:
                 table[f"dram_read_bytes_per_cycle.core{core_id[c]}.{k.processor.lower()}"] = rate

@@ -126,13 +126,11 @@ def test_no_dtype_and_fidelity_group_is_biased(cases, card):
 @pytest.mark.parametrize("card", gemm_rows.CARDS)
 def test_pairwise_config_ranking_beats_a_sort_without_a_model(cases, oob_cases, card):
     # Where TT published two programs for one shape, dtype, fidelity and trace setting (hand-tuned vs
-    # its library's choice), the model orders them as silicon did on >= 90 % of the pairs apart by more
+    # its library's choice), the model orders them as silicon did on >= 95 % of the pairs apart by more
     # than 3 %, and more often than a sort on fidelity and tile bytes does.
     pw = perf_model.pairwise(cases[card], oob_cases[card])
     assert pw.pairs >= 30
-    assert pw.model >= 0.9 * pw.pairs and pw.model > pw.trivial_sort
-    if card == perf_model.CALIBRATION:      # issue #40's 95 %: met on n150 (66 of 67), not on the p150 tables
-        assert pw.model >= perf_model.TARGET_RANKING * pw.pairs
+    assert pw.model >= perf_model.TARGET_RANKING * pw.pairs and pw.model > pw.trivial_sort   # issue #40: 95 %
 
 
 @pytest.mark.slow
