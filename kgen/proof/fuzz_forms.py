@@ -135,10 +135,12 @@ def _run_grid(cores: int, cols: int) -> tuple[int, int]:
 def unfused_batch(rng: random.Random, c: C, cb_bytes: Callable[[ArchFacts, C], int]) -> C:
     """Some batched cases with every core looping over the batch (TT's fuse_batch = false, on the
     factories that run it: Dataflow.loops_batch), in1 shared (`fuse_batch = false`) or one per batch
-    (`broadcast_in1 = false`, unfused by default). per_core is then of one batch's Mt, which it divides (the
-    reuse factory's TT_FATAL(Mt % per_core_M == 0); kept so on every factory): the 2D grids keep their
+    (`broadcast_in1 = false`, unfused by default). per_core is then of one batch's Mt: the 2D grids keep their
     columns and take one batch's rows of blocks; mcast_1d_in0's one M-block becomes one batch's Mt (its out
-    block with it, when that was the whole block); mcast_1d_in1's run shrinks to one batch's M-blocks. Not
+    block with it, when that was the whole block); mcast_1d_in1's run shrinks to one batch's M-blocks. Where
+    per_core_M does not divide one batch's Mt, each batch's last row of cores is padded where the factory's
+    writers take it (mcast_2d, mcast_1d_in1: more than one M-block, Dataflow.pads_last_m_block and
+    skips_padded_out_blocks), not on reuse (its TT_FATAL(Mt % per_core_M == 0)). Not
     with a sharded tensor (TT: "fuse_batch must be enabled when input A is sharded", a block-sharded output
     "is incompatible with batch > 1 ... when batch fusion is disabled"). M, N, K short of whole tiles stay,
     some drawn (ttnn's tilize pads them). The kernels loop over the batch, which double-buffers in0/in1 and
@@ -159,14 +161,15 @@ def unfused_batch(rng: random.Random, c: C, cb_bytes: Callable[[ArchFacts, C], i
         pm, obh = mt_b, obh if mt_b % obh == 0 else mt_b
         if obh % sbh or ((pm, obh) != c.per_core[:1] + c.out_block[:1] and "out_subblock" in c.auto):
             return c
-    elif mt_b % pm:
+    elif mt_b % pm and (df.name == dataflows.REUSE.name or not df.pads_last_m_block(-(-mt_b // pm))
+                        or not df.skips_padded_out_blocks(0, -(-mt_b // pm))):
         return c
     elif df.is_1d:                             # mcast_1d_in1: one batch's M-blocks on a run as wide as drawn
-        grid_req = _run_grid(mt_b // pm, c.grid_req[0])
+        grid_req = _run_grid(-(-mt_b // pm), c.grid_req[0])
     elif c.transpose_mcast and grid_req[0] == c.mt // pm:      # M blocks along x
-        grid_req = (mt_b // pm, grid_req[1])
+        grid_req = (-(-mt_b // pm), grid_req[1])
     elif not c.transpose_mcast and grid_req[1] == c.mt // pm:
-        grid_req = (grid_req[0], mt_b // pm)
+        grid_req = (grid_req[0], -(-mt_b // pm))
     trim = c.trim
     if not any(trim) and not c.untilize and rng.random() < 0.5:
         trim = tuple(rng.randint(1, TILE_HW - 1) if rng.random() < 0.5 else 0 for _ in range(3))
@@ -200,27 +203,30 @@ def multi_core(rng: random.Random, c: C) -> C:
 def height_sharded(rng: random.Random, c: C, cb_bytes: Callable[[ArchFacts, C], int]) -> C:
     """Some 1D in1-multicast cases with in0 and/or the output height-sharded in L1 (TT-Metal 0.81.1's
     IN0_SHARDED / OUT_SHARDED 1D builds: shard i, per_core_M rows, on core i of the compute grid), where TT's
-    validation and kgen's limits allow it, restated here: whole shards (tile-multiple shapes, per_core_M
-    dividing Mt, no untilize), the batch fused; in0: one K-block (in0_block_w = Kt, drawn) and out_block_h ==
-    per_core_M (kgen: c_0 on the shard holds out_block_h x K); the output: out_subblock_w == per_core_N or
-    out_subblock_h == 1 (drawn), the same of out_block. The shards add c_0 (or c_4) as large as the shard,
-    checked against L1 with room to spare, as the 2D sharded form does."""
+    validation and kgen's limits allow it, restated here: the batch fused, no untilize; in0: out_block_h ==
+    per_core_M (kgen: the compute kernel takes the shard's rows in one out block), in0_block_w drawn (one
+    K-block: c_0 on the shard; several: copied out of the shard, TT's extract_shard_sub_blocks), N and K whole
+    tiles, M any (ttnn pads it per batch and the last shard; a padded last core) unless the output is sharded
+    too; the output: whole shards (tile-multiple shapes, per_core_M dividing Mt), out_subblock_w ==
+    per_core_N or out_subblock_h == 1 (drawn), the same of out_block. c_0 grows to the whole shard (and c_2
+    is the shard with several K-blocks), c_4 to the output shard: checked against L1 with room to spare."""
     df = dataflows.get(c.dataflow)
     (pm, pn), (obh, obw), (sbh, sbw) = c.per_core, c.out_block, c.subblock
-    if (not df.is_1d or Placement.L1_HEIGHT_SHARDED not in df.placements["in0"] or c.untilize or any(c.trim)
-            or c.mt % pm or c.nt % pn or c.unfused or c.memory != (Placement.DRAM, Placement.DRAM)
-            or c.memory_in1 != Placement.DRAM or rng.random() >= HEIGHT_SHARDED_SHARE):
+    if (not df.is_1d or Placement.L1_HEIGHT_SHARDED not in df.placements["in0"] or c.untilize or c.unfused
+            or c.memory != (Placement.DRAM, Placement.DRAM) or c.memory_in1 != Placement.DRAM
+            or rng.random() >= HEIGHT_SHARDED_SHARE):
         return c
-    in0_ok = c.in0_block_w == c.kt and "in0_block_w" not in c.auto and obh == pm
-    out_ok = "out_subblock" not in c.auto and (sbw == pn or sbh == 1) and (obw == pn or obh == 1)
+    whole = not any(c.trim) and c.mt % pm == 0 and c.nt % pn == 0
+    in0_ok = "in0_block_w" not in c.auto and obh == pm and c.trim[1:] == (0, 0)
+    out_ok = whole and "out_subblock" not in c.auto and (sbw == pn or sbh == 1) and (obw == pn or obh == 1)
     h = Placement.L1_HEIGHT_SHARDED
-    choices = [m for m, ok in (((h, Placement.DRAM), in0_ok), ((Placement.DRAM, h), out_ok), ((h, h), in0_ok and out_ok))
-               if ok]
+    choices = [m for m, ok in (((h, Placement.DRAM), in0_ok), ((Placement.DRAM, h), out_ok),
+                               ((h, h), in0_ok and out_ok and whole)) if ok]
     if not choices:
         return c
     arch = load_arch(c.arch)
     tb = arch.tile_bytes
-    extra = (pm * c.kt * tb[DTYPE_TO_FORMAT[c.dtypes[0]]] + 64
+    extra = (pm * c.kt * tb[DTYPE_TO_FORMAT[c.dtypes[0]]] * (2 if c.num_blocks > 1 else 1) + 64
              + 2 * pm * pn * max(tb[DTYPE_TO_FORMAT[c.dtypes[2]]], tb["Float32"]))
     if cb_bytes(arch, c) + extra > arch.usable_cb_bytes:
         return c

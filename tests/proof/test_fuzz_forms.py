@@ -43,7 +43,14 @@ def test_a_seed_loops_over_the_batch_on_every_factory_that_runs_it(dataflow, sha
     assert p.batched_in1 == (not shared_in1)                            # bcast_B = 0: one in1 per batch
     assert p.mt == -(-p.spec.m // TILE_HW)                              # one batch's Mt
     if dataflow != "multi_core":                                        # per_core of one batch's Mt
-        assert p.mt % p.per_core_m == 0 and (p.mt // p.per_core_m) * (-(-p.nt // p.per_core_n)) == p.num_cores
+        assert -(-p.mt // p.per_core_m) * -(-p.nt // p.per_core_n) == p.num_cores
+        assert p.mt % p.per_core_m == 0 or dataflow in ("mcast_2d", "mcast_1d_in1")   # reuse: Mt % per_core_M == 0
+
+
+@pytest.mark.parametrize("dataflow", ["mcast_2d", "mcast_1d_in1"])
+def test_a_seed_pads_each_looped_batchs_last_row_of_cores(dataflow):
+    _, _, p = _first(lambda c: c.dataflow == dataflow and c.unfused and (c.mt // c.batch) % c.per_core[0])
+    assert p.batch_ct == p.spec.batch > 1 and p.padded_m and p.mt % p.per_core_m     # one batch's Mt
 
 
 def test_a_seed_reads_a_looped_batchs_in0_transposed():
