@@ -139,7 +139,8 @@ def test_every_worker_reads_only_its_own_banks_columns():
     (dict(shape="64 x 384 x 1024"), "per_core_M > 1 needs one K-block per in0 shard"),
     (dict(extra="fuse.bias = true"), "without a fused bias"),
     (dict(memory=""), "takes its tensors sharded"),
-    (dict(memory="memory { in0 = l1_width_sharded  in1 = dram  out = l1_width_sharded }"), "L1 placements"),
+    (dict(memory="memory { in0 = l1_width_sharded  in1 = dram  out = l1_width_sharded }"),
+     "takes in0 = l1_width_sharded, in1 = dram_width_sharded"),
 ])
 def test_factory_rules_are_enforced(kw, rule):
     with pytest.raises(PlanError, match=rule):
