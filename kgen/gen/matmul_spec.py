@@ -109,7 +109,7 @@ class MatmulSpec:
     spans: Mapping[str, Span] = field(compare=False, repr=False)
     # MatmulMultiCoreReuseMultiCastProgramConfig.transpose_mcast: in0 multicast down columns, in1 across rows
     transpose_mcast: bool = False
-    # a rank-4 or rank-5 in0 ([B1, B2, M, K], [B1, B2, B3, M, K]): its leading dims as the spec writes
+    # an in0 of rank 4 to 8 ([B1, B2, M, K] ... [B1, ..., B6, M, K]): its leading dims as the spec writes
     # them (`batch = B1 x B2`); () for rank 2 or 3. ttnn folds them into one batch of their product
     # (get_batch_size, matmul_utilities.cpp), which `batch` holds; the shapes kgen prints keep them
     batch_dims: tuple[int, ...] = ()

@@ -104,11 +104,15 @@ def _dims(count: int, allow_auto: bool, what: str, hi: int = MAX_INT) -> Checker
     return check
 
 
-MAX_BATCH_DIMS = 3      # in0 of rank 5 at most: [B1, B2, B3, M, K]
+# in0 of rank 8 at most: the rank TT-Metal's TensorAccessor, which the 0.81.1 matmul readers and writers
+# address their tensors with, is built for (tensor_accessor::MAX_RANK = 8, tt_metal/hw/inc/internal/tensor/const.h
+# in the 0.81.1 wheel)
+MAX_TENSOR_RANK = 8
+MAX_BATCH_DIMS = MAX_TENSOR_RANK - 2
 
 
 def _batch(v: RawValue, key: str) -> int | tuple[int, ...]:
-    """`batch = B` (an in0 of rank 3, [B, M, K]) or `batch = B1 x B2` / `B1 x B2 x B3` (rank 4 or 5).
+    """`batch = B` (an in0 of rank 3, [B, M, K]) or `batch = B1 x B2 ...` (rank 4 to 8).
     ttnn.matmul 0.81.1 folds every leading dim into one batch of their product (get_batch_size of the
     padded shape, matmul_utilities.cpp), as kgen does; the dims stay in the shapes kgen prints."""
     if v.kind == "int":
@@ -118,8 +122,9 @@ def _batch(v: RawValue, key: str) -> int | tuple[int, ...]:
                         f"written like `2 x 8`", v.span, hint=_type_hint(v))
     parts = [p.strip() for p in v.text.split("x")]
     if len(parts) > MAX_BATCH_DIMS:
-        raise SpecError(f"{key} = {v.text}: {len(parts)} batch dims make an in0 of rank {len(parts) + 2}; kgen "
-                        f"takes at most {MAX_BATCH_DIMS} (rank 5, [B1, B2, B3, M, K]) (kgen)", v.span,
+        raise SpecError(f"{key} = {v.text}: {len(parts)} batch dims make an in0 of rank {len(parts) + 2}; "
+                        f"TT-Metal's TensorAccessor is built for rank {MAX_TENSOR_RANK} at most (tensor_accessor::"
+                        f"MAX_RANK, tt_metal/hw/inc/internal/tensor/const.h), so {MAX_BATCH_DIMS} batch dims", v.span,
                         hint="fold leading dims together: ttnn multiplies them into one batch anyway")
     dims = tuple(_literal_int(p, key, v.span, MAX_BATCH) for p in parts)
     if any(d <= 0 for d in dims):

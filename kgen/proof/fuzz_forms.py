@@ -114,8 +114,8 @@ def tt_auto(rng: random.Random, c: C, drawn: tuple[str, ...]) -> C:
 
 
 def batch_spelling(rng: random.Random, batch: int) -> str:
-    """`batch = B`, or for some batches, in0's leading dims of a rank-4 or rank-5 in0 (`2 x 3`,
-    `2 x 1 x 3`): ttnn.matmul folds them into one batch of their product (get_batch_size), as kgen does,
+    """`batch = B`, or for some batches, in0's leading dims of a rank-4 to rank-8 in0 (`2 x 3`,
+    `2 x 1 x 3`, `1 x 2 x 1 x 1 x 3 x 1`): ttnn.matmul folds them into one batch of their product (get_batch_size), as kgen does,
     so the case plans as the drawn batch; the manifest keeps the dims."""
     factors = [d for d in range(1, batch + 1) if batch % d == 0]      # 1 and the batch itself too: `1 x 3`
     if batch == 1 or rng.random() >= BATCH_RANK_SHARE:
@@ -124,6 +124,9 @@ def batch_spelling(rng: random.Random, batch: int) -> str:
     dims = [first, batch // first]
     if rng.random() < 0.5:                   # rank 5: a dim of 1 anywhere, or a further split
         dims.insert(rng.randrange(3), 1)
+        if rng.random() < 0.3:               # up to rank 8, TT's largest (spec.MAX_TENSOR_RANK)
+            while len(dims) < 6:
+                dims.insert(rng.randrange(len(dims) + 1), 1)
     return " x ".join(map(str, dims))
 
 

@@ -1,4 +1,4 @@
-"""Batch rank above 3: an in0 of rank 4 or 5 (`batch = B1 x B2`, `batch = B1 x B2 x B3`), folded as
+"""Batch rank above 3: an in0 of rank 4 to 8 (`batch = B1 x B2`, ... up to six leading dims), folded as
 ttnn.matmul 0.81.1 folds it.
 
 The facts, from TT-Metal (tenstorrent/tt-metal) and the 0.81.1 wheel's `_ttnncpp.so`:
@@ -51,7 +51,7 @@ def tt_batch_size(shape: tuple[int, ...]) -> int:
 
 
 @pytest.mark.parametrize("batch,dims", [("2 x 3", (2, 3)), ("2 x 3 x 4", (2, 3, 4)), ("1 x 1", (1, 1)),
-                                        ("1 x 7 x 1", (1, 7, 1))])
+                                        ("1 x 7 x 1", (1, 7, 1)), ("2 x 1 x 3 x 1 x 2 x 1", (2, 1, 3, 1, 2, 1))])
 def test_the_leading_dims_fold_into_ttnns_batch(batch, dims):
     s = spec(batch)
     assert s.batch_dims == dims and s.batch_shape == dims
@@ -65,8 +65,9 @@ def test_a_rank_3_spec_is_as_before():
 
 @pytest.mark.parametrize("batch,dataflow,broadcast", [
     ("2 x 3", "reuse", False), ("2 x 3", "reuse", True), ("2 x 3 x 2", "mcast_2d", True),
-    ("3 x 1 x 2", "mcast_1d_in1", True), ("2 x 2", "mcast_1d_in0", True)])
-def test_a_rank_4_or_5_matmul_plans_as_its_rank_3_fold(batch, dataflow, broadcast):
+    ("3 x 1 x 2", "mcast_1d_in1", True), ("2 x 2", "mcast_1d_in0", True),
+    ("2 x 1 x 1 x 3 x 1 x 1", "reuse", False)])                        # rank 8, TT's largest
+def test_a_rank_4_to_8_matmul_plans_as_its_rank_3_fold(batch, dataflow, broadcast):
     # TT's factories see B = get_batch_size only: the same program as `batch = B`
     extra = "block { per_core = 2 x 3 }" if dataflow == "reuse" and not broadcast else ""
     high = spec(batch, dataflow, broadcast, extra)
@@ -101,7 +102,7 @@ def test_a_batched_in1_with_a_fused_batch_is_refused_with_tts_rule():
 
 
 @pytest.mark.parametrize("batch,words", [
-    ("2 x 3 x 4 x 5", "rank 6"), ("0 x 3", "must be positive"), ("64 x 128", "batch of 8192"),
+    ("2 x 1 x 1 x 1 x 1 x 1 x 2", "rank 9"), ("0 x 3", "must be positive"), ("64 x 128", "batch of 8192"),
     ("2.5", "whole number"), ("-2 x 3", "must be positive")])
 def test_what_kgen_does_not_take_is_a_one_paragraph_error(batch, words):
     with pytest.raises(SpecError) as err:
@@ -127,7 +128,7 @@ def test_check_json_and_text_name_the_dims():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("batch,broadcast", [("2 x 3", False), ("2 x 1 x 2", True)])
+@pytest.mark.parametrize("batch,broadcast", [("2 x 3", False), ("2 x 1 x 2", True), ("1 x 2 x 1 x 1 x 2 x 1", False)])
 def test_the_emulated_result_is_numpys_matmul_of_the_original_rank_tensors(host_cxx, tmp_path, batch, broadcast):
     from kgen.gen.build import build
     from kgen.proof.emulate import (
