@@ -508,7 +508,7 @@ def resolve(spec: SpecFile, variant: str | None = None) -> MatmulSpec:
         batch=vals.get("batch", 1), batch_dims=batch_dims,
         dtype_in0=vals["dtype.in0"], dtype_in1=vals["dtype.in1"], dtype_out=vals["dtype.out"],
         dtype_bias=vals.get("dtype.bias", vals["dtype.out"]),
-        grid=vals.get("grid"), dataflow=vals.get("dataflow", dataflows.DEFAULT.name), block=block, compute=compute,
+        grid=vals.get("grid"), dataflow=vals.get("dataflow", dataflows.AUTO), block=block, compute=compute,
         fuse_bias=vals.get("fuse.bias", False), activation=vals.get("fuse.activation", "none"),
         untilize_out=vals.get("untilize_out", False), variant=variant,
         variants=tuple(spec.variants), spans=MappingProxyType(spans),

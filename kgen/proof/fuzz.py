@@ -293,7 +293,7 @@ def _draw(rng: random.Random) -> _Choice:
         omit.add("out_block")   # the default is per_core (shrunk to fit L1; it fits here)
     for key in ("batch", "dataflow"):
         if (key == "batch" and batch == 1 or key == "dataflow" and dataflow == dataflows.DEFAULT.name) and rng.random() < 0.3:
-            omit.add(key)       # defaults: batch = 1, dataflow = mcast_2d
+            omit.add(key)       # batch = 1 is the default; the dataflow line is left out only under TT's choice
 
     # untilize_out with a fused bias needs partials in the output format (plan.py rule).
     out_fmt = DTYPE_TO_FORMAT[out]
@@ -412,10 +412,10 @@ def _text(rng: random.Random, c: _Choice, name: str, seed: int, index: int) -> s
         lines = [ln for ln in lines if not ln.startswith("block") and (c.write_grid or not ln.startswith("grid"))]
     if "batch" not in c.omit:
         lines.append(f"batch    = {fuzz_forms.batch_spelling(random.Random(f'kgen-fuzz-rank:{seed}:{index}'), c.batch)}")
-    if c.tt_auto:
-        lines.append(f"dataflow = {dataflows.AUTO}")
-    elif "dataflow" not in c.omit:
+    if not c.tt_auto:
         lines.append(f"dataflow = {c.dataflow}")
+    elif "dataflow" not in c.omit:      # no dataflow line is TT's choice too
+        lines.append(f"dataflow = {dataflows.AUTO}")
     if c.transpose_mcast:
         lines.append("transpose_mcast = true")
     lines += [f"transpose_{t} = true" for t, on in zip("ab", c.transposed) if on]

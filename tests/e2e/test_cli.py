@@ -204,6 +204,7 @@ def test_bad_memory_placements_exit_2(tmp_path, memory, extra, message):
     dtype {{ in0 = bfloat16  in1 = bfloat16  out = bfloat16 }}
     memory {{ {memory} }}
     {extra if "grid" in extra else extra + "  grid = 2 x 4"}
+    {"" if "dataflow" in extra else "dataflow = mcast_2d"}
     block {{ per_core = 2 x 4  in0_block_w = 2 }}
 }}
 """)

@@ -47,7 +47,7 @@ matmul t {{
 
 
 def test_broadcast_in1_defaults_to_true_and_changes_nothing_then():
-    s = resolve(parse_text("matmul t { arch = wormhole_b0  shape = 64 x 64 x 64  batch = 2 "
+    s = resolve(parse_text("matmul t { arch = wormhole_b0  shape = 64 x 64 x 64  batch = 2  dataflow = mcast_2d "
                            "dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 } }"))
     assert s.broadcast_in1 is True
     p = plan(s)

@@ -1,7 +1,7 @@
 """`dataflow = auto` (issue #39 item 1): the planner resolves the spec to what ttnn.matmul 0.81.1 picks
 with no program config (kgen/gen/ttauto.py, re-exported by kgen/perf/ttchoice.py), but for the fields
 the spec fixes; `kgen check` names the TT rule behind each field; what kgen does not reconstruct is
-refused with a clear error naming TT's rule. The default (no dataflow line) stays mcast_2d."""
+refused with a clear error naming TT's rule. It is the default: a spec with no dataflow line gets it."""
 
 from __future__ import annotations
 
@@ -76,12 +76,16 @@ def test_auto_1024_cubed_on_wormhole_by_hand():
     assert any("create_simple_matmul_program_config" in line for line in p.tt_choice)
 
 
-def test_the_default_is_still_mcast_2d_and_has_no_tt_choice():
+def test_no_dataflow_line_is_tts_choice_and_mcast_2d_stays_a_value():
+    # 8192 x 256 x 1024: Mt / Nt = 32 > 8, a tall shape, so create_simple takes the 1D in1 config
     spec = make("wormhole_b0", "8192 x 256 x 1024", auto=False)
-    assert spec.dataflow == "mcast_2d"
+    assert spec.dataflow == "auto"
     p = plan(spec)
-    assert p.spec.dataflow == "mcast_2d" and p.tt_choice == ()
-    assert spec.compute.math_fidelity == "HiFi2"      # unchanged ttnn default: no program config
+    assert p.spec.dataflow == "mcast_1d_in1" and p.tt_choice
+    assert fields(p) == fields(plan(make("wormhole_b0", "8192 x 256 x 1024")))
+    assert spec.compute.math_fidelity == "HiFi2"      # ttnn's default: no program config
+    written = plan(make("wormhole_b0", "8192 x 256 x 1024", "dataflow = mcast_2d", auto=False))
+    assert written.spec.dataflow == "mcast_2d" and written.tt_choice == ()
 
 
 def test_a_fixed_field_wins():

@@ -70,13 +70,13 @@ def test_the_grammar_admits_exactly_the_registered_dataflows():
     assert MATMUL_KEYS["dataflow"] is not None
 
 
-def test_a_spec_without_a_dataflow_line_gets_the_default():
+def test_a_spec_without_a_dataflow_line_gets_tts_choice():
     text = """matmul t {
     arch = wormhole_b0
     shape = 64 x 64 x 64
     dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
 }"""
-    assert resolve(parse_text(text, "t.kspec")).dataflow == dataflows.DEFAULT.name
+    assert resolve(parse_text(text, "t.kspec")).dataflow == dataflows.AUTO     # ttnn.matmul picks the factory
 
 
 def test_the_grammar_admits_the_placements_some_factory_takes():

@@ -178,12 +178,12 @@ def test_l1_interleaved_tensors_and_the_cbs_share_each_bank():
     each, and the CBs the planner picks leave room for them."""
     big = resolve(parse_text("matmul t {\n arch = wormhole_b0\n shape = 4096 x 4096 x 4096\n"
                              " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }\n"
-                             " memory { in0 = l1 in1 = l1 out = l1 }\n}\n", "t.kspec"))
+                             " memory { in0 = l1 in1 = l1 out = l1 }\n dataflow = mcast_2d\n}\n", "t.kspec"))
     with pytest.raises(PlanError, match="L1-interleaved tensors fit each core's L1 bank"):
         plan(big)
     small = resolve(parse_text("matmul t {\n arch = wormhole_b0\n shape = 1024 x 1024 x 1024\n"
                                " dtype { in0 = bfloat16 in1 = bfloat16 out = bfloat16 }\n"
-                               " memory { in0 = l1 in1 = l1 out = l1 }\n}\n", "t.kspec"))
+                               " memory { in0 = l1 in1 = l1 out = l1 }\n dataflow = mcast_2d\n}\n", "t.kspec"))
     p = plan(small)
     held = 3 * (1024 // 32) ** 2 // 64 * 2048
     assert held == 98_304 and p.cb_bytes + held <= 1_393_312 == p.arch.usable_cb_bytes

@@ -175,6 +175,7 @@ matmul t {{
     shape = {shape}
     dtype {{ in0 = bfloat16 in1 = bfloat16 out = {out} }}
     grid = {grid}
+    dataflow = mcast_2d
     block {{ in0_block_w = {w} out_subblock = {sb} per_core = {pc} out_block = {ob} }}
     compute {{ fp32_dest_acc = {fp32} packer_l1_acc = {l1} dst_full_sync = {full} }}
 }}
@@ -426,6 +427,7 @@ matmul s {{
 
 def sharded(arch="wormhole_b0", shape="256 x 256 x 512", grid="4 x 2", memory="in0 = l1_block_sharded  "
             "out = l1_block_sharded", w="2", pc="4 x 2", ob="auto", sb="auto", extra=""):
+    extra = extra if "dataflow" in extra else f"dataflow = mcast_2d  {extra}"   # the 2D factory's rules
     return resolve(parse_text(SHARDED.format(arch=arch, shape=shape, grid=grid, memory=memory, w=w, pc=pc, ob=ob,
                                              sb=sb, extra=extra), "s.kspec"))
 

@@ -158,6 +158,7 @@ def test_index_beyond_uint32_is_caught(monkeypatch):
     batch = BATCH
     dtype { in0 = bfloat16  in1 = bfloat16  out = bfloat16 }
     grid  = 8 x 8
+    dataflow = mcast_2d
 }
 """
     verify(lower(plan(resolve(parse_text(text.replace("BATCH", "1"), "big.kspec")))))

@@ -25,7 +25,8 @@ REGISTRY: tuple[Dataflow, ...] = (
     DRAM_SHARDED,
     MULTI_CORE,
 )
-DEFAULT: Dataflow = MCAST_2D         # what a spec without a `dataflow =` line gets
+# TT's peak factory, where kgen itself must pick one (a spec with no dataflow line gets AUTO)
+DEFAULT: Dataflow = MCAST_2D
 # `dataflow = auto`: not a factory but a request for TT's own choice of one (ttnn.matmul with no program
 # config, kgen/gen/ttauto.py); the planner resolves it to a registered name before anything reads it
 AUTO = "auto"

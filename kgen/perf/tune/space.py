@@ -100,7 +100,7 @@ def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = F
     decide("in0_block_w", b.in0_block_w is None, b.in0_block_w)
     decide("out_subblock", b.out_subblock is None, b.out_subblock)
     # `dataflow = auto` leaves the factory to a choice, as no dataflow line does: the search makes it
-    decide("dataflow", "dataflow" not in spec.spans or spec.dataflow == dataflows.AUTO, spec.dataflow)
+    decide("dataflow", "dataflow" not in spec.spans or spec.dataflow == dataflows.AUTO, _kept_dataflow(spec))
     decide("packer_l1_acc", _from_ttnn_defaults(spec, "compute.packer_l1_acc"), spec.compute.packer_l1_acc)
     if allow_precision:
         searched += ["math_fidelity", "fp32_dest_acc"]
@@ -110,6 +110,19 @@ def search_space(spec: MatmulSpec, mode: str = "auto", allow_precision: bool = F
     # a batched in1 runs the reuse factory's batch loop, which has no padded blocks (Mt % per_core_M == 0)
     return Space(mode, tuple(searched), None if "grid" in searched else spec.grid, fixed,
                  padded and not batched_in1(spec))
+
+
+def _kept_dataflow(spec: MatmulSpec) -> str:
+    """The factory a held `dataflow` names: the spec's, or under `auto` (no dataflow line) the one
+    ttnn.matmul's rule picks (kgen/gen/ttauto.py)."""
+    if spec.dataflow != dataflows.AUTO:
+        return spec.dataflow
+    from kgen.gen.ttauto import tt_auto
+
+    choice = tt_auto(spec)
+    if choice.config is None:
+        raise TuneError(f"the dataflow is held, but dataflow = auto has no factory here: {choice.note}")
+    return choice.config.dataflow
 
 
 def _from_ttnn_defaults(spec: MatmulSpec, key: str) -> bool:
