@@ -16,7 +16,8 @@ was read from the same folder:
 
 Every case is run there without a program config (so TT picks the blocking), and with an explicit
 compute kernel config. A case maps to a kgen spec holding only what the case fixes; everything
-else (dataflow, grid unless `core_grid` is given, every block value) is left to kgen's defaults:
+else (dataflow, grid unless `core_grid` is given, every block value) is left to kgen's defaults, and
+with no dataflow line that is TT's own choice (`dataflow = auto`, the default):
 
     a_shape, b_shape   A is [..., M, K], B is [..., K, N] (after transpose_a / transpose_b).
                        `shape = M x N x K` (kgen's order). The leading dims are the batch:
@@ -56,9 +57,10 @@ no spec syntax for something the case fixes (origin `spec language`), the spec c
 spec check`), or a planner rule (PlanError: origin `kgen` for kgen's own rules, whose rule text
 starts with `kgen:` or ends `(kgen)`, else `TT-Metal`).
 
-With `--dataflow auto` every spec also says `dataflow = auto`: the planner then takes TT's own
-choice of factory, grid and blocking (kgen/gen/ttauto.py), the choice these calls were run with, in
-place of kgen's default (mcast_2d, which stays the default); a `--dataflow NAME` writes that factory.
+With no dataflow line (or `--dataflow auto`, which writes `dataflow = auto`) the planner takes TT's
+own choice of factory, grid and blocking (kgen/gen/ttauto.py), the choice these calls were run with;
+a `--dataflow NAME` writes that factory into every spec (`--dataflow mcast_2d`: kgen's peak factory
+for every case, whatever TT would pick).
 
     python3 benchmarks/tt_corpus.py [--arch blackhole] [--dataflow auto] [--json FILE] [--out FILE.md]
                                     [--csv FILE]
@@ -416,7 +418,7 @@ def table_lines(results: list[Result], arch: str, markdown: bool, dataflow: str 
         out = ["| | cases | % |", "| --- | ---: | ---: |",
                f"| TT's corpus ({where}) | {cases} | 100 |", f"| planned | {planned} | {pct:.1f} |", "",
                f"Planned by tier: {by_tier}.", "",
-               *([f"Planned by dataflow: {by_dataflow}.", ""] if dataflow is not None else []),
+               f"Planned by dataflow: {by_dataflow}.", "",
                "| refused: first cause | origin | cases |", "| --- | --- | ---: |"]
         out += [f"| {c} | {o} | {n} |" for o, c, n in causes]
         out += ["", "| no spec syntax for (every case that fixes it) | cases |", "| --- | ---: |"]
@@ -424,7 +426,7 @@ def table_lines(results: list[Result], arch: str, markdown: bool, dataflow: str 
         return out
     out = [f"TT-Metal matmul_oob corpus on {where}: {cases} cases, {planned} planned ({pct:.1f} %)",
            f"planned by tier: {by_tier}",
-           *([f"planned by dataflow: {by_dataflow}"] if dataflow is not None else []), "",
+           f"planned by dataflow: {by_dataflow}", "",
            f"{'refused: first cause':<64} {'origin':<16} {'cases':>5}", "-" * 87]
     out += [f"{c:<64} {o:<16} {n:>5}" for o, c, n in causes]
     out += ["", f"{'no spec syntax for (every case that fixes it)':<81} {'cases':>5}", "-" * 87]
@@ -441,8 +443,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = _Parser(prog="tt_corpus.py", description="Plan TT-Metal's matmul_oob corpus with kgen.")
     parser.add_argument("--arch", choices=ARCHS, default="wormhole_b0", help="the arch every spec names")
     parser.add_argument("--dataflow", choices=(dataflows.AUTO,) + dataflows.NAMES, metavar="DATAFLOW",
-                        help="write `dataflow = DATAFLOW` into every spec (auto: TT's own choice; "
-                             "default: no dataflow line, kgen's default mcast_2d)")
+                        help="write `dataflow = DATAFLOW` into every spec (default: no dataflow line, "
+                             "which is TT's own choice, as `auto`)")
     parser.add_argument("--csv", type=Path, default=CSV_PATH, help="the cases (default: the stored copy)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write per-case results as JSON")
     parser.add_argument("--out", type=Path, metavar="FILE.md", help="write the table as markdown")

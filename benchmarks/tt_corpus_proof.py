@@ -3,12 +3,12 @@ port-check each case (issue #39's acceptance item). A benchmark run by hand, not
 
 The cases are benchmarks/tt_corpus.py's: each row of benchmarks/data/tt_matmul_oob_cases.csv mapped
 to a spec holding only what the case fixes (its docstring gives the mapping), once as it is (kgen's
-default dataflow, `mcast_2d`) and once with `dataflow = auto` (TT's own choice of factory, grid and
-blocking). The ones that plan on --arch are the population; one candidate is (case, mode).
+default, `dataflow = auto`: TT's own choice of factory, grid and blocking) and once with
+`dataflow = mcast_2d` (kgen's peak factory, whatever TT would pick). The ones that plan on --arch are the population; one candidate is (case, mode).
 
 The sample (--seed, --count). Each candidate has a form: its memory placements (memory.in0 / in1 /
 out: dram, l1 interleaved, l1_*_sharded), its transpose (none, transpose_a, transpose_b, both), its
-factory (the planned dataflow) and its mode (default or auto). The strata are every value of: the
+factory (the planned dataflow) and its mode (auto or mcast_2d). The strata are every value of: the
 mode, the whole placement triple, each tensor's placement, the transpose form, the factory, and the
 factory under `auto`. First, one random candidate for every stratum value that occurs among the
 planned candidates (one within --fast-macs preferred); then candidates drawn at
@@ -64,10 +64,10 @@ EXACT_MACS = 1 << 30           # ~1.07 G multiply-adds: about 30 s of exact port
 FAST_MACS = 32 << 30           # ~34 G: about 40-60 s of fast port-check
 MAX_SECONDS = 75               # kgen's estimate of one port-check's CPU seconds
 MAX_GIB = 8                    # host memory of one case (the machine is shared)
-MODES = {"default": None, "auto": "auto"}
+MODES = {"auto": None, "mcast_2d": "mcast_2d"}      # no dataflow line is TT's choice
 PLACES = {"dram": "D", "l1": "L", "l1_block_sharded": "Sb", "l1_height_sharded": "Sh", "l1_width_sharded": "Sw"}
 FACTORIES = {"mcast_2d": "2d", "mcast_1d_in0": "1d_in0", "mcast_1d_in1": "1d_in1", "reuse": "reuse",
-             "dram_sharded": "dram_sh"}
+             "dram_sharded": "dram_sh", "multi_core": "multi"}
 WIDTH = 100
 
 
