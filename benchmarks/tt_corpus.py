@@ -336,7 +336,8 @@ def rule_origin(rule: str) -> str:
 
 def auto_cause(message: str) -> str:
     """What TT's choice kgen does not reconstruct (kgen/gen/ttauto.py's refusals), in short."""
-    for words, cause in (("MatmulMultiCoreProgramConfig", "TT picks MatmulMultiCore (no kgen port)"),
+    for words, cause in (("separate ttnn::add", "MatmulMultiCore, bias as a separate ttnn::add"),
+                         ("MatmulMultiCoreProgramConfig", "TT picks MatmulMultiCore (no kgen port)"),
                          ("one in1 matrix per batch", "batched in1, no grid: fuse_batch = false"),
                          ("fuse_batch = false", "batch > 1, no grid: fuse_batch = false"),
                          ("reading in0 from its shards", "width-sharded in0: TT's 1D in0 config"),
