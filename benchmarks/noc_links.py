@@ -27,29 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kgen.core.costs import NocCosts, load_costs  # noqa: E402
 from kgen.gen.ir import Affine, Kernel, Program, RuntimeArg, counted  # noqa: E402
 
-Coord = tuple[int, int]               # NoC 0 x, y
-Link = tuple[int, int, str]           # the link leaving (x, y) in a direction
-
-
-def route(noc: int, src: Coord, dst: Coord, size: Coord) -> list[Link]:
-    """The links a packet crosses from src to dst (dimension order, wrapping on the torus)."""
-    (x, y), (ex, ey), (cols, rows) = src, dst, size
-    links: list[Link] = []
-    if noc == 0:
-        while x != ex:
-            links.append((x, y, "E"))
-            x = (x + 1) % cols
-        while y != ey:
-            links.append((x, y, "S"))
-            y = (y + 1) % rows
-    else:
-        while y != ey:
-            links.append((x, y, "N"))
-            y = (y - 1) % rows
-        while x != ex:
-            links.append((x, y, "W"))
-            x = (x - 1) % cols
-    return links
+from kgen.proof.write_share import Coord, Link, route  # noqa: E402  (the one router: the model's too)
 
 
 def _value(arg: object, core: Coord) -> int:
@@ -74,7 +52,7 @@ def _mcast_routes(kernel: Kernel, core: Coord, noc: NocCosts) -> Iterable[tuple[
         yield tree, n * float(o["bytes"])
 
 
-def link_bound_cycles(program: Program, read_bytes: Mapping[str, float], noc: NocCosts,
+def link_bound_cycles(program: Program, grid: Coord, read_bytes: Mapping[str, float], noc: NocCosts,
                       banks: tuple[Coord, ...]) -> dict[str, float]:
     """Per data-movement kernel: the cycles its busiest link needs for all the program's in-loop
     bytes routed over it (0 where the kernel reads nothing from DRAM and multicasts nothing).
@@ -85,7 +63,7 @@ def link_bound_cycles(program: Program, read_bytes: Mapping[str, float], noc: No
         if k.noc is None:
             continue
         for core in k.cores.cores():
-            if core[0] >= program.plan.grid[0] or core[1] >= program.plan.grid[1]:
+            if core[0] >= grid[0] or core[1] >= grid[1]:
                 continue
             reads = read_bytes.get(k.name, 0.0)
             if reads:
@@ -111,11 +89,12 @@ def main() -> int:
 
     for card in ("n150", "p150", "p150_11x10"):
         worst = 0.0
-        for _, program in pm.programs(card) + pm.oob_programs(card)[0]:
-            costs = load_costs(program.plan.arch.name)
+        for _, artifacts in pm.programs(card) + pm.oob_programs(card)[0]:
+            program = artifacts.verified
+            costs = load_costs(artifacts.plan.arch.name)
             cost_of = {k.name: model._KernelCost(program, k, costs, {}) for k in program.kernels}
             reads = {name: float(kc.dram_read_bytes) for name, kc in cost_of.items()}
-            bound = link_bound_cycles(program, reads, costs.noc, costs.arch.dram_bank_endpoints)
+            bound = link_bound_cycles(program, artifacts.plan.grid, reads, costs.noc, costs.arch.dram_bank_endpoints)
             for name, cycles in bound.items():
                 kc = cost_of[name]
                 busy = kc.busy[kc.kernel.processor]
