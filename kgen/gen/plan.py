@@ -272,8 +272,10 @@ def _check_memory(spec: MatmulSpec, mt: int, nt: int, kt: int, per_core_m: int, 
     # shard to the shard shape), and writes an interleaved output's real rows only
     n_uneven = nt % per_core_n and not dataflow_of(spec.dataflow).pads_last_n_shard
     m_any = sharded == ["in0"] and dataflow_of(spec.dataflow).is_1d
-    if sharded and ((spec.m % TILE_HW or mt % per_core_m) and not m_any or spec.n % TILE_HW or spec.k % TILE_HW
-                    or n_uneven):
+    # the 1D in0 multicast's width shards (ttnn pads tensors to whole tiles, a last shard to the shard shape): any shape
+    width_1d = dataflow_of(spec.dataflow).is_1d and Placement.L1_WIDTH_SHARDED in (mem.in0, mem.out)
+    if sharded and not width_1d and ((spec.m % TILE_HW or mt % per_core_m) and not m_any or spec.n % TILE_HW
+                                     or spec.k % TILE_HW or n_uneven):
         raise PlanError("kgen: sharded tensors in whole shards",
                         f"{' and '.join(sharded)} sharded with a shape short of whole tiles or per_core not dividing "
                         f"Mt x Nt = {mt} x {nt}: kgen shards only evenly divided tensors",

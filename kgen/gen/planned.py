@@ -447,16 +447,17 @@ class Plan(SubblockCounts):
             out["out"] = {"memory_layout": "BLOCK_SHARDED", "grid": grid, "orientation": orientation,
                           "shape": (self.per_core_m * TILE_HW, self.per_core_n * TILE_HW)}
         # width-sharded (the DRAM-sharded factory): all of M per shard, row-major over the workers;
-        # in0's in0_shards shards on the first in0_shards of them
+        # in0's in0_shards shards on the first in0_shards of them; the 1D in0 multicast: on its whole compute
+        # grid, shard i on core i (row-major), the output's shard i on core i too (N-block i)
         if self.memory.in0 == Placement.L1_WIDTH_SHARDED:
-            out["in0"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
-                          "shape": (self.mt * TILE_HW, self.in0_shard_w * TILE_HW)}
+            out["in0"] = {"memory_layout": "WIDTH_SHARDED", "grid": run if self.is_1d else grid,
+                          "orientation": "ROW_MAJOR", "shape": (self.mt * TILE_HW, self.in0_shard_w * TILE_HW)}
         if self.memory.in1 == Placement.DRAM_WIDTH_SHARDED:
             # one per_core_N-wide shard of all K per DRAM bank, bank i for worker i
             out["in1"] = {"memory_layout": "WIDTH_SHARDED", "buffer_type": "DRAM", "grid": (0, 0, self.num_cores - 1, 0),
                           "orientation": "ROW_MAJOR", "shape": (self.kt * TILE_HW, self.per_core_n * TILE_HW)}
         if self.memory.out == Placement.L1_WIDTH_SHARDED:
-            out["out"] = {"memory_layout": "WIDTH_SHARDED", "grid": grid, "orientation": "ROW_MAJOR",
+            out["out"] = {"memory_layout": "WIDTH_SHARDED", "grid": run if self.is_1d else grid, "orientation": "ROW_MAJOR",
                           "shape": (self.mt * TILE_HW, self.per_core_n * TILE_HW)}
         return out
 

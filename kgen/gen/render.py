@@ -286,6 +286,19 @@ def _core_ranges(kernel_or_range) -> list[dict[str, list[int]]]:
     return [{"start": [r.x0, r.y0], "end": [r.x1, r.y1]} for r in kernel_or_range.rectangles()]
 
 
+def _cb_cores(program: Program) -> list[dict[str, list[int]]]:
+    """The cores the CBs are on: the compute kernels' (a factory may bind one compute kernel per group of cores),
+    then those of a data-movement kernel on cores without compute (a width-sharded in0's cores without output
+    work, which still multicast their shard through c_0: the 1D factory's all_cores)."""
+    ranges = [r for k in program.kernels if k.processor == "TRISC" for r in _core_ranges(k.cores)]
+    covered = {c for k in program.kernels if k.processor == "TRISC" for c in k.cores.cores()}
+    for k in program.kernels:
+        if k.processor != "TRISC" and not covered & set(k.cores.cores()):
+            ranges += _core_ranges(k.cores)
+            covered |= set(k.cores.cores())
+    return ranges
+
+
 def _runtime_value(arg: RuntimeArg, env: dict[str, int]) -> Any:
     """A runtime arg as the manifest stores it: an int, or what the loader must look up."""
     if arg.source in ("core_x", "core_y"):
@@ -302,8 +315,7 @@ def _runtime_value(arg: RuntimeArg, env: dict[str, int]) -> Any:
 def manifest_body(program: Program) -> dict[str, Any]:
     """The manifest without its id fields (the id hashes this)."""
     c = program.compute
-    # the CBs are on the compute kernels' cores (a factory may bind one compute kernel per group of cores)
-    all_cores = [r for k in program.kernels if k.processor == "TRISC" for r in _core_ranges(k.cores)]
+    all_cores = _cb_cores(program)
     kernels = []
     for k in program.kernels:
         entry: dict[str, Any] = {

@@ -11,7 +11,10 @@ port-check place exactly so):
   (COL_MAJOR with transpose_mcast); a block-sharded output: per_core_M x per_core_N on the same grid;
 - the 2D multicast, a height-sharded in0: per_core_M x Kt on the in0 senders' column;
 - the 1D in1 multicast, a height-sharded in0 or output: per_core_M x Kt (x Nt) on the compute grid, shard i on
-  core i in row-major order (the factory's core i holds M-block i).
+  core i in row-major order (the factory's core i holds M-block i);
+- the 1D in0 multicast, a width-sharded in0: Mt x (shard width) on the compute grid, shard i (K tiles i * width
+  onwards) on core i in row-major order, every core of the grid taking part (its
+  in0_sender_num_cores); a width-sharded output: per_core_M x per_core_N, shard i on core i (N-block i).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
 
 # TT-Metal 0.81.1's rules a given shard can break (matmul_device_operation.cpp, matmul_program_config.cpp)
 PER_CORE_M_RULE = "per_core_M == shard_shape[0] / tile height (matmul_device_operation.cpp)"
+WIDTH_M_RULE = "mcast_in0 with a sharded in0: M == per_core_M, no padding (matmul_device_operation.cpp)"
 HEIGHT_K_RULE = "a height-sharded in0's shard holds all of K: K == shard_shape[1] / tile width (matmul_device_operation.cpp)"
 BLOCK_K_RULE = ("a block-sharded in0: cores along x == K / shard width, along y == M / shard height "
                 "(get_matmul_program_config, matmul_program_config.cpp)")
@@ -44,7 +48,8 @@ def with_shard_defaults(spec: MatmulSpec, is_1d: bool) -> MatmulSpec:
     where it leaves them to the planner, as ttnn derives them from the tensor's shard spec
     (get_matmul_program_config): the shard grid is the compute grid; a block-sharded in0 on the 2D
     multicast gives per_core_M = its rows and per_core_N = Nt over K / its width cores; a height-sharded
-    in0 on the 1D in1 multicast per_core_M = its rows, per_core_N = Nt; an output shard per_core itself."""
+    in0 on the 1D in1 multicast per_core_M = its rows, per_core_N = Nt; a width-sharded in0 on the 1D in0
+    multicast per_core_M = its rows, per_core_N = div_up(Nt, its cores); an output shard per_core itself."""
     mem = spec.memory
     nt, kt = round_up_tiles(spec.n), round_up_tiles(spec.k)
     given, per_core = None, None
@@ -56,6 +61,11 @@ def with_shard_defaults(spec: MatmulSpec, is_1d: bool) -> MatmulSpec:
     elif mem.in0_shard is not None and mem.in0 == Placement.L1_HEIGHT_SHARDED and is_1d:
         given = mem.in0_shard
         per_core = (_tiles(given)[0], nt)
+    elif mem.in0_shard is not None and mem.in0 == Placement.L1_WIDTH_SHARDED and is_1d:
+        # get_matmul_program_config's 1D in0 config: per_core_M = M (the shard's rows), per_core_N = div_up(Nt,
+        # the shard grid's cores)
+        given = mem.in0_shard
+        per_core = (_tiles(given)[0], ceil_div(nt, given.grid[0] * given.grid[1]))
     elif mem.in0_shard is None and mem.out_shard is not None:
         given = mem.out_shard
         per_core = _tiles(given)
@@ -76,6 +86,17 @@ def height_shard(spec: MatmulSpec, grid: tuple[int, int]) -> tuple[int, int, tup
         return _tiles(given)[0], _tiles(given)[1], given.grid
     mt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.k)
     return ceil_div(mt, grid[0] * grid[1]), kt, grid
+
+
+def width_shard(spec: MatmulSpec, grid: tuple[int, int]) -> tuple[int, int, tuple[int, int]]:
+    """A width-sharded in0's shard: (rows, width in tiles, grid): the spec's `memory.in0_shard`, else the one
+    kgen lays out for the op (a placement without a shard spec): all batch * Mt rows by ceil(Kt / cores) K tiles
+    on each core of `grid`, shard i on core i in row-major order (a last core past K holds padding only)."""
+    given = spec.memory.in0_shard
+    if given is not None:
+        return _tiles(given)[0], _tiles(given)[1], given.grid
+    mt, kt = spec.batch * round_up_tiles(spec.m), round_up_tiles(spec.k)
+    return mt, ceil_div(kt, grid[0] * grid[1]), grid
 
 
 def check_shards(p: Plan) -> None:

@@ -63,7 +63,8 @@ generate_matmul_program_config. Written here from those facts:
   bcast_B = 0).
 - **A sharded in0, no core grid** (get_matmul_program_config, matmul = in1 not batched): in1 must be
   interleaved (TT_FATAL); a sharded output must have in0's layout (TT_FATAL). Height-sharded: the 1D in1
-  config from the shard (_sharded_1d); width-sharded: the 1D in0 config (kgen's reads in0 interleaved: refused).
+  config from the shard (_sharded_1d); width-sharded: the 1D in0 config from the shard (per_core_M = M,
+  per_core_N = div_up(Nt, its cores), in0_block_w = gcd(shard width, Kt)).
   Block-sharded on a 2D shard grid: the 2D config, per_core = div_up(M / y cores) x div_up(N / x
   cores), in0_block_w = gcd(shard width, Kt), out_block as below, get_matmul_subblock_params with
   out_subblock_w == per_core_N under a sharded output, transpose_mcast = COL_MAJOR. kgen's
@@ -98,7 +99,7 @@ from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.types import TILE_HW, Placement, is_sharded
 from kgen.gen import dataflow as dataflows
 from kgen.gen.rules import SUBBLOCK_HW_CHOICES, matmul_subblock_params, round_up_tiles
-from kgen.gen.shards import height_shard
+from kgen.gen.shards import height_shard, width_shard
 from kgen.gen.spec import COMPUTE_FIELDS, BlockSpec, ComputeConfig, MatmulSpec
 from kgen.gen.ttauto_shard import _fits
 from kgen.gen.ttnn_defaults import MATMUL_DEFAULT, MATMUL_DEFAULT_SOURCE, is_matmul_default, matmul_default_compute
@@ -389,8 +390,8 @@ def _systolic_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], tall:
     while kt % w:
         w -= 1
     shard = (0, 0)
-    if spec.memory.in0 == Placement.L1_HEIGHT_SHARDED:     # the estimate counts the in0 shard TT is given
-        sh, sw, _ = height_shard(spec, grid)
+    if spec.memory.in0 in (Placement.L1_HEIGHT_SHARDED, Placement.L1_WIDTH_SHARDED):   # the in0 shard TT is given
+        sh, sw, _ = (height_shard if spec.memory.in0 == Placement.L1_HEIGHT_SHARDED else width_shard)(spec, grid)
         shard = (sw, sh)
     obh, obw, _ = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=False, shard=shard)
     sb = _subblock_wh(obh, obw, spec.compute.fp32_dest_acc) or (1, 1)
@@ -465,29 +466,33 @@ def _sharded_1d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], choose
     with a core grid create_matmul_1d_systolic_array_program_config's tall config (HEIGHT_SHARDED forces
     is_tall), else get_matmul_program_config's from the shard (shards.height_shard): per_core_M its rows,
     per_core_N = Nt, in0_block_w = Kt, its grid, get_matmul_subblock_params (out_subblock_w == per_core_N
-    under a sharded output). Width-sharded: the in0 multicast from the shards (kgen: not built)."""
-    if spec.memory.in0 != Placement.L1_HEIGHT_SHARDED:
-        return Refusal(AUTO_RULE, f"in0 = {spec.memory.in0}: TT's rule chose the 1D config (MatmulMultiCoreReuse"
-                       f"MultiCast1DProgramConfig, in0 multicast from the shards; {chooser}), reading in0 from its "
-                       f"shards; kgen's mcast_1d_in0 takes in0 interleaved only")
+    under a sharded output). Width-sharded: the in0 multicast, with a core grid the systolic wide config
+    (WIDTH_SHARDED forces !is_tall), else from the shard (shards.width_shard): per_core_M = M, per_core_N =
+    div_up(Nt, its cores), in0_block_w = gcd(shard width, Kt)."""
+    width = spec.memory.in0 == Placement.L1_WIDTH_SHARDED
     if spec.memory.orientation == "col_major":
-        return Refusal("get_matmul_program_config: a height-sharded in0 is ROW_MAJOR", "in0 = l1_height_sharded with "
-                       f"orientation = col_major: TT-Metal requires \"Input tensor A must have ROW_MAJOR shard "
-                       f"orientation\" ({chooser})", tt_own=True)
+        return Refusal("get_matmul_program_config: a height- or width-sharded in0 is ROW_MAJOR", f"in0 = "
+                       f"{spec.memory.in0} with orientation = col_major: TT-Metal requires \"Input tensor A must "
+                       f"have ROW_MAJOR shard orientation\" ({chooser})", tt_own=True)
     if user_grid:
-        return _systolic_1d(arch, spec, grid, tall=True)
-    pm, shard_w, grid = height_shard(spec, grid)
+        return _systolic_1d(arch, spec, grid, tall=not width)
+    pm, shard_w, grid = (width_shard if width else height_shard)(spec, grid)
     if grid == (1, 1):
-        return Refusal(AUTO_RULE, f"in0 = l1_height_sharded on one core: {chooser} falls through to "
+        return Refusal(AUTO_RULE, f"in0 = {spec.memory.in0} on one core: {chooser} falls through to "
                                   f"create_matmul_program_config's single-core choice, not built by kgen")
     nt, kt = round_up_tiles(spec.n), round_up_tiles(spec.k)
-    obh, obw, _ = _out_block(arch, spec, pm, nt, kt, adjust_in0_block_w=False, shard=(shard_w, pm))
+    pn, w = (math.ceil(nt / (grid[0] * grid[1])), math.gcd(shard_w, kt)) if width else (nt, kt)
+    obh, obw, _ = _out_block(arch, spec, pm, pn, w, adjust_in0_block_w=False, shard=(shard_w, pm))
     sb = _subblock_hw(obh, obw, spec.compute.fp32_dest_acc, n_eq_w=is_sharded(spec.memory.out))
-    how = f"{chooser}: in0 height-sharded on {grid[0]} x {grid[1]} cores: the 1D config, in1 multicast"
-    rules = (("dataflow", how), ("grid", f"{how}; the shard grid"), ("in0_block_w", f"{how}: Kt"),
-             ("per_core", f"{how}: the shard's rows x Nt"), ("out_block", OUT_BLOCK_RULE),
+    how = (f"{chooser}: in0 {'width' if width else 'height'}-sharded on {grid[0]} x {grid[1]} cores: the 1D config, "
+           f"{'in0' if width else 'in1'} multicast")
+    rules = (("dataflow", how), ("grid", f"{how}; the shard grid"),
+             ("in0_block_w", f"{how}: " + ("gcd(shard width, Kt)" if width else "Kt")),
+             ("per_core", f"{how}: " + ("M x div_up(Nt, the shard's cores)" if width else "the shard's rows x Nt")),
+             ("out_block", OUT_BLOCK_RULE),
              ("out_subblock", f"bmm_op_utils::get_matmul_subblock_params ({PROGRAM_CONFIG_CPP})"))
-    return TTConfig("TT auto", grid, (pm, nt), kt, (obh, obw), sb, dataflow=dataflows.MCAST_1D_IN1.name, rules=rules)
+    return TTConfig("TT auto", grid, (pm, pn), w, (obh, obw), sb, rules=rules,
+                    dataflow=(dataflows.MCAST_1D_IN0 if width else dataflows.MCAST_1D_IN1).name)
 
 
 def _shard_2d(arch: ArchFacts, spec: MatmulSpec, grid: tuple[int, int], chooser: str,

@@ -508,11 +508,8 @@ def _check_shared_regions(program: Program) -> None:
 
 def _check_balance(program: Program, totals: dict[str, Counter]) -> None:
     combos: dict[tuple[str, ...], tuple[int, int]] = {}
-    nx, ny = program.grid
-    for y in range(ny):
-        for x in range(nx):
-            names = tuple(k.name for k in program.kernels if k.runs_on((x, y)))
-            combos.setdefault(names, (x, y))
+    for core in sorted({c for k in program.kernels for c in k.cores.cores()}, key=lambda c: (c[1], c[0])):
+        combos.setdefault(tuple(k.name for k in program.kernels if k.runs_on(core)), core)
     for names, core in combos.items():
         pushed: Counter = Counter()
         popped: Counter = Counter()
@@ -564,9 +561,11 @@ def _check_semaphores(program: Program) -> None:
                 weight = n["value"] if n["sem"].endswith("_sender") else 1
                 waited[(n["sem"], *core)] += mult * weight
 
+    # past the grid with work only where the program gives the core semaphores (a width-sharded in0's shard cores)
+    sem_cores = {c for s in program.semaphores for c in s.cores.cores()}
     for kernel in program.kernels:
         for core in kernel.cores.cores():
-            if core[0] >= nx or core[1] >= ny:
+            if (core[0] >= nx or core[1] >= ny) and core not in sem_cores:
                 raise IRVerificationError(kernel.name, f"core {core} is outside the {nx} x {ny} grid with work")
             count(kernel, core)
     # a core of the grid no kernel runs on (the bounding box of a 1D run whose last row is partial) only

@@ -121,9 +121,10 @@ def test_bad_combinations_are_clear_errors():
              "TT's rule chose mcast_1d_in1", "transpose_mcast = false")
     # a fixed per_core that does not fit the device grid: the planner's rule, with legal values
     _refused(make("wormhole_b0", "1024 x 1024 x 1024", "block { per_core = 2 x 8 }"), "per_core_M = 2")
-    # TT's 1D config for a width-sharded in0 multicasts in0 from its shards: kgen's mcast_1d_in0 does not
-    _refused(make("wormhole_b0", "1024 x 1024 x 1024", "memory { in0 = l1_width_sharded }"),
-             "TT's rule chose the 1D config", "in0 interleaved only")
+    # a width-sharded in0 (TT's 1D in0 config, tests/gen/test_width_sharded_1d.py) with a height-sharded output:
+    # get_matmul_program_config's own TT_FATAL
+    _refused(make("wormhole_b0", "1024 x 1024 x 1024", "memory { in0 = l1_width_sharded  out = l1_height_sharded }"),
+             "Input A and output memory layouts must match")
     # in0 width-sharded with a DRAM-width-sharded in1: get_matmul_program_config's own TT_FATAL
     e = _refused(make("wormhole_b0", "32 x 4096 x 4096", "memory { in0 = l1_width_sharded  in1 = dram_width_sharded  "
                                                            "out = l1_width_sharded }"),

@@ -86,8 +86,8 @@ def test_the_grammar_admits_the_placements_some_factory_takes():
         assert all(isinstance(p, Placement) for p in grammar)
     # every factory takes tensors interleaved in DRAM or in L1 but the DRAM-sharded one, which takes in0
     # and the output width-sharded in L1 and in1 width-sharded over the DRAM banks, and nothing else; only
-    # the 2D factory (in0 block/height, out block) and the 1D in1-multicast one (in0 and out height) take
-    # sharded ones too
+    # the 2D factory (in0 block/height, out block) and the 1D multicast ones (in1: in0 and out height; in0:
+    # in0 and out width) take sharded ones too
     interleaved = {Placement.DRAM, Placement.L1}
     for d in REGISTRY:
         if d.factory == DRAM_SHARDED_FILE:
@@ -95,8 +95,7 @@ def test_the_grammar_admits_the_placements_some_factory_takes():
                                           "out": {Placement.L1_WIDTH_SHARDED}}
             continue
         assert all(interleaved <= d.placements[t] for t in ("in0", "in1", "out"))
-        assert any(v - interleaved for v in d.placements.values()) == (d.factory == MCAST_2D_FILE
-                                                                       or d is dataflows.MCAST_1D_IN1)
+        assert any(v - interleaved for v in d.placements.values()) == (d.factory == MCAST_2D_FILE or d.is_1d)
 
 
 def test_the_factories_semaphores_are_tt_metals():

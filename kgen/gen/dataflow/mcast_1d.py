@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from kgen.core.types import Placement, is_sharded
 from kgen.gen.dataflow import tt_mcast
 from kgen.gen.dataflow.base import INTERLEAVED, Dataflow, Layout, per_core_edit, whole_padded_blocks_note
+from kgen.gen.dataflow.in0_width_sharded import shard_cores, width_sharded_kernels, width_shards
 from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
                                        noc_rect, out_block_loops, receiver_block, sender_block, sharded_out_tail,
                                        tensors_of, writer_ops)
@@ -55,6 +56,16 @@ class Mcast1D(Dataflow):
                 "in0": INTERLEAVED["in0"] | {Placement.L1_HEIGHT_SHARDED},
                 "in1": INTERLEAVED["in1"],
                 "out": INTERLEAVED["out"] | {Placement.L1_HEIGHT_SHARDED}})
+        else:
+            # mcast_in0 reads a width-sharded in0 from every core of its grid (in0_is_sharded: each core multicasts
+            # its K slice, reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp, c_2 on the shard)
+            # and writes a width-sharded output (OUT_SHARDED: c_4 on the shard); the factory's validation: "input_
+            # tensor_a must be width sharded", "Output memory layout must be WIDTH_SHARDED or BLOCK_SHARDED on a
+            # 1-row grid" (matmul_device_operation.cpp, 0.81.1)
+            self.placements = MappingProxyType({
+                "in0": INTERLEAVED["in0"] | {Placement.L1_WIDTH_SHARDED},
+                "in1": INTERLEAVED["in1"],
+                "out": INTERLEAVED["out"] | {Placement.L1_WIDTH_SHARDED}})
         self.single_y_m_tail_rule = not mcast_in0
         # the per_core axis that covers all of its tiles: M for mcast_in0 (one M-block), N for mcast_in1
         self.shared_axis: int | None = 0 if mcast_in0 else 1
@@ -65,7 +76,8 @@ class Mcast1D(Dataflow):
     def layout(self, spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int], choices: list[str]) -> Layout:
         per_core_m, per_core_n, grid = _plan_1d(spec, mt, nt, grid_req, choices, self.mcast_in0)
         cores = ceil_div(nt, per_core_n) * ceil_div(mt, per_core_m)
-        return Layout(per_core_m, per_core_n, grid, ceil_div(nt, per_core_n),
+        shards = width_shards(spec, mt, grid_req, per_core_m, choices) if _width_sharded(spec.memory) else 0
+        return Layout(per_core_m, per_core_n, grid, ceil_div(nt, per_core_n), in0_shards=shards,
                       cores=cores if cores < grid[0] * grid[1] else 0)
 
     def core_m_terms(self, p: Plan) -> dict[str, int]:
@@ -95,11 +107,15 @@ class Mcast1D(Dataflow):
         return (self.mcast_in0 and axis == 1) or (not self.mcast_in0 and axis == 0 and m_blocks > 1)
 
     def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
-        """The reads of the last core's whole out blocks past the tensor (tt_mcast.padded_block_reads)."""
-        return tt_mcast.padded_block_reads(p)
+        """The reads of the last core's whole out blocks past the tensor (tt_mcast.padded_block_reads), and the
+        width-sharded in0 reader's (tt_mcast.width_sharded_differences)."""
+        return tt_mcast.merged_differences(tt_mcast.width_sharded_differences(p), tt_mcast.padded_block_reads(p))
 
     def in0_reader_cores(self, p: Plan) -> int:
-        """Cores that read in0 from DRAM: the one sender (mcast_in0), or every core (mcast_in1)."""
+        """Cores that read in0 from DRAM: the one sender (mcast_in0), none (a width-sharded in0), or every core
+        (mcast_in1)."""
+        if _width_sharded(p.memory):
+            return 0
         return 1 if self.mcast_in0 else p.num_cores
 
     def padding_notes(self, p: Plan) -> tuple[str, ...]:
@@ -122,8 +138,11 @@ class Mcast1D(Dataflow):
         return tuple(notes)
 
     def kernels(self, p: Plan, all_cores: CoreRange) -> tuple[tuple[Kernel, ...], tuple[Semaphore, ...]]:
+        # a width-sharded in0: every core of the grid holds a shard and takes part in the multicasts (the
+        # factory's all_cores, its num_cores = max(cores with work, in0_sender_num_cores)), the semaphores too
+        sem_cores = shard_cores(p) if _width_sharded(p.memory) else all_cores
         return (_mcast_1d_kernels(p, all_cores, self.mcast_in0, self.semaphore_ids),
-                tuple(Semaphore(name, i, INVALID, all_cores) for name, i in self.semaphore_ids.items()))
+                tuple(Semaphore(name, i, INVALID, sem_cores) for name, i in self.semaphore_ids.items()))
 
     def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
         return tt_mcast.unsupported_reason(p, manifest)
@@ -208,6 +227,11 @@ def _plan_1d(spec: MatmulSpec, mt: int, nt: int, grid_req: tuple[int, int],
     return (shared, split, grid) if in0 else (split, shared, grid)
 
 
+def _width_sharded(memory) -> bool:
+    """in0 width-sharded: the in0 multicast's form that reads it from every core's shard."""
+    return memory.in0 == Placement.L1_WIDTH_SHARDED
+
+
 def _in0_read(p: Plan, t: Tiles, dests: int, rect: tuple[RuntimeArg, ...], acks: int
               ) -> tuple[Loop, tuple[tuple[str, int], ...]]:
     """in0's K-blocks and the in0 reader's CBs: each block read (and, by the mcast_in0 sender, multicast) as
@@ -233,11 +257,10 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
     Core (0, 0) reads the shared operand and multicasts it to the bounding box of all cores (itself
     excluded: a multicast without loopback); every core reads its own block of the other operand.
 
-    - mcast_1d_in0: in0_sender on (0, 0), in0_receiver on the rest; in1_sender_writer on every core
-      reads its in1 (and bias) columns without multicast and writes its output.
+    - mcast_1d_in0: in0_sender on (0, 0), in0_receiver on the rest (a width-sharded in0: in0_width_sharded.py);
+      in1_sender_writer on every core reads its in1 (and bias) columns without multicast and writes its output.
     - mcast_1d_in1: in1_sender_writer on (0, 0) multicasts in1 (and the bias), in1_receiver_writer on the
       rest; in0_sender on every core reads its in0 rows without multicast.
-
     The receivers of a grid taller than one row run on two ranges (the rest of row 0, the rows below:
     a run whose last row may be partial), one kernel each with the same body (role in0_receiver /
     in1_receiver_writer). The multicast rectangle is the bounding box of the cores with work; its cores
@@ -269,13 +292,16 @@ def _mcast_1d_kernels(p: Plan, all_cores: CoreRange, in0_mcast: bool,
             out.append(replace(k, role=name))
         return out
 
-    in0_dests = dests if in0_mcast else 0
-    in0_read, in0_cbs = _in0_read(p, t, in0_dests, rect(in0_noc), acks)
-    kernels.append(dm_kernel("in0_sender", "NCRISC", in0_noc, origin if in0_mcast else all_cores,
-                              out_block_loops(p, lambda first: (in0_read,)), () if is_sharded(p.memory.in0) else (tensors["in0"],),
-                              in0_cbs, sems if in0_mcast else (),
-                              rect(in0_noc) if in0_dests else ()))
-    if in0_mcast and dests:
+    if _width_sharded(p.memory):      # every core of the grid multicasts its K slice (in0_width_sharded.py)
+        kernels += width_sharded_kernels(p, in0_noc, sems)
+    else:
+        in0_dests = dests if in0_mcast else 0
+        in0_read, in0_cbs = _in0_read(p, t, in0_dests, rect(in0_noc), acks)
+        kernels.append(dm_kernel("in0_sender", "NCRISC", in0_noc, origin if in0_mcast else all_cores,
+                                  out_block_loops(p, lambda first: (in0_read,)), () if is_sharded(p.memory.in0)
+                                  else (tensors["in0"],), in0_cbs, sems if in0_mcast else (),
+                                  rect(in0_noc) if in0_dests else ()))
+    if in0_mcast and dests and not _width_sharded(p.memory):
         in0_recv = Loop("block", 0, p.num_blocks, tuple(receiver_block(
             CB_IN0, p.in0_block_tiles, "in0_sender", "in0_receiver", sender_core)))
         kernels += receivers("in0_receiver", "NCRISC", in0_noc, out_block_loops(p, lambda first: (in0_recv,)),

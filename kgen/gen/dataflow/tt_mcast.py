@@ -29,7 +29,8 @@ first); both get TT-Metal's receiver kernel, as the factory's one kernel on a Co
 Only what kgen's plans use is reproduced: tensors in tile layout, interleaved in DRAM or L1 (the same
 kernels, TensorAccessorArgs with or without IsDram), in0 block- or height-sharded and the output block-sharded in L1 (the factory's
 reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp on every core for a block-sharded
-in0, IN0_SHARDED and OUT_SHARDED otherwise), no sparsity and no fused collectives. transpose_mcast is the factory's: in0_idx and in1_idx swap (M
+in0, IN0_SHARDED and OUT_SHARDED otherwise; on the 1D in0 multicast a width-sharded in0 and output,
+tt_width_sharded.py), no sparsity and no fused collectives. transpose_mcast is the factory's: in0_idx and in1_idx swap (M
 blocks along x), the in0 sender is the top row multicasting down its column and the in1
 sender/writer the left column multicasting along its row, each on its own NoC (the factory swaps the
 sender ranges and `std::swap(in0_mcast_start, in1_mcast_end)`, tt-metal @0000d49e
@@ -45,6 +46,7 @@ from typing import Any, Callable, Mapping
 from kgen.core.manifest import cores_of
 from kgen.core.types import TILE_HW, Placement, is_sharded
 from kgen.gen.dataflow import tt_transpose
+from kgen.gen.dataflow.tt_width_sharded import in0_width_sharded_1d, width_sharded_differences  # noqa: F401
 from kgen.gen.dataflow.tt_program import (INTERLEAVED_DRAM, INTERLEAVED_L1, DataflowSwapError, ExpectedDifference,
                                          accessor_config,
                                          TtKernelArgs, TtProgram, aligned_pages, noc_index, untiled_tensor)
@@ -434,10 +436,12 @@ def _in1_sender_writer_1d(f: FactoryValues, k: dict) -> TtKernelArgs:
                 {"buffer_address": "out"}, pcn * i,
                 f.last_obw if last else obw, *_writer_h_args(f, True), *f.out_subblocks_w(last),
                 {"buffer_address": "bias"} if bias else 0, pcn * i if bias else 0,
-                f.last_nbw if last else p.num_blocks_w_dim)))
+                # the factory: `if (!output_is_sharded)` push last_out_num_blocks_w / out_num_blocks_x
+                *(() if f.out_sharded else (f.last_nbw if last else p.num_blocks_w_dim,)))))
         return TtKernelArgs("in1_sender_writer", TT_KERNELS["in1_sender_writer"],
                             _in1_sender_writer_ct_1d(f, 0, 0, (0, 0)), named,
-                            {**({"FUSE_BIAS": "1"} if bias else {}), "SKIP_MCAST": "1"}, tuple(rt))
+                            {**({"FUSE_BIAS": "1"} if bias else {}), "SKIP_MCAST": "1",
+                             **({"OUT_SHARDED": "1"} if f.out_sharded else {})}, tuple(rt))
     # mcast_1d_in1: core (0,0) reads the one in1 column block and multicasts it; it writes M-block 0
     dests, cores = _mcast_1d_counts(f)
     for (x, y) in cores_of(k["core_ranges"]):
@@ -528,7 +532,8 @@ def unsupported_reason(plan, manifest: Mapping[str, Any]) -> str | None:
     if untiled:
         return untiled
     names = {k["name"] for k in manifest["kernels"]}
-    in0_sender = "in0_sharded_0" if plan.memory.in0 == Placement.L1_BLOCK_SHARDED else "in0_sender"
+    in0_sender = "in0_sharded_0" if plan.memory.in0 in (Placement.L1_BLOCK_SHARDED, Placement.L1_WIDTH_SHARDED) \
+        else "in0_sender"
     senders = {"in1_sender_writer", in0_sender}
     missing = sorted(senders - names)
     if missing:
@@ -546,7 +551,8 @@ def program(plan, manifest: Mapping[str, Any], args_of: Mapping[str, Callable[[F
     values = FactoryValues.of(plan, manifest)
     kernels = {k["name"]: k for k in manifest["kernels"]}
     args = {name: of(values, kernels[name]) for name, of in args_of.items() if name in kernels}
-    args.update({name: _in0_block_sharded(values, k) for name, k in kernels.items() if name.startswith("in0_sharded_")})
+    sharded = in0_width_sharded_1d if plan.is_1d else _in0_block_sharded
+    args.update({name: sharded(values, k) for name, k in kernels.items() if name.startswith("in0_sharded_")})
     return TtProgram(readers_writers, args)
 
 

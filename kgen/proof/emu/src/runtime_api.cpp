@@ -7,7 +7,6 @@ namespace kemu {
 
 using namespace detail;
 
-
 uint32_t rt_arg(uint32_t index, Where at) {
     Proc *p = cur(at);
     if (index >= p->args.size())
@@ -71,7 +70,7 @@ void cb_pop_front(uint32_t cb, uint32_t n, Where at) {
     Proc *p = cur(at);
     if (p->kind == MATH || p->kind == PACK) return;
     CB &b = cb_checked(p, cb, at, "cb_pop_front");
-    if (n > p->waited[cb])
+    if (pop_own_pages(p, cb, n) > p->waited[cb])
         hazard("pop beyond waited", at,
                fmt_str("cb_pop_front(c_%u, %u) on core (%d,%d): only %u page(s) were waited for with cb_wait_front", cb, n,
                        p->core->x, p->core->y, p->waited[cb]));
@@ -117,6 +116,7 @@ void cb_push_back(uint32_t cb, uint32_t n, Where at) {
         fatal("push beyond capacity", at, fmt_str("cb_push_back(c_%u, %u): the CB would hold %llu of %u pages", cb, n,
                                                   (unsigned long long)(b.received - b.acked + n), b.num_pages));
     p->reserved[cb] = p->reserved[cb] > n ? p->reserved[cb] - n : 0;
+    p->own_pushed[cb] += n;
     for (uint64_t i = b.received; i < b.received + n; ++i) b.page_state[i % b.num_pages] = 0;
     b.received += n;
     LocalCBInterface &l = p->local[cb];

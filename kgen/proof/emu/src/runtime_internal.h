@@ -107,6 +107,9 @@ struct Proc {
     // per-CB local view
     LocalCBInterface local[MAX_CBS]{};
     uint32_t waited[MAX_CBS]{}, reserved[MAX_CBS]{};
+    // pages this processor pushed itself and has not popped: it may free them without a wait (TT-Metal's
+    // block-sharded in0 reader pops c_0 so on a core without output work)
+    uint64_t own_pushed[MAX_CBS]{};
     int last_ptr_cb = -1;  // the CB of the last get_read_ptr / get_write_ptr: the one a NoC transfer means
     // statistics
     std::map<std::string, uint64_t> ops;
@@ -228,6 +231,14 @@ void work(const char *name, const char *cost_key, Where at, uint64_t times = 1, 
 double multicast_issue(uint32_t dests);
 double multicast_cycles(uint32_t bytes, uint32_t dests);
 Proc *cur(Where at);
+
+// Of `n` pages a processor pops, those it pushed itself come first: it knows they are there and may free them
+// without a wait. Returns how many of them need a cb_wait_front.
+inline uint32_t pop_own_pages(Proc *p, uint32_t cb, uint32_t n) {
+    const uint32_t own = (uint32_t)std::min<uint64_t>(p->own_pushed[cb], n);
+    p->own_pushed[cb] -= own;
+    return n - own;
+}
 bool cb_front_ready(Core *c, uint32_t cb, uint32_t n);
 bool cb_back_ready(Core *c, uint32_t cb, uint32_t n);
 uint32_t dst_sections(Core *c);
