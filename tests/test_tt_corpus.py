@@ -141,6 +141,9 @@ def test_explicit_shard_specs_are_written_into_the_spec():
     # sharded in L1 (TT's MatmulMultiCoreReuseProgramConfig beside a sharded in0 does): no spec syntax
     assert tt_corpus.map_case(ROWS["t_s_matmul_7ada312b72"], "wormhole_b0").missing == (
         "height-sharded in1", "an explicit shard spec (in1)")
+    result = tt_corpus.classify(ROWS["t_s_matmul_7ada312b72"], "wormhole_b0")
+    assert (result.status, result.origin, result.cause) == ("refused", "spec language",
+                                                            "no spec syntax: height-sharded in1")
     # t_s_linear_0896d5f792: A 1x1x1024x160 l1_block (0,0)-(4,7):128x32:row, core_grid (5, 8)
     spec, text = spec_of("t_s_linear_0896d5f792")
     assert spec.memory.in0_shard.shape == (128, 32) and spec.memory.in0_shard.grid == (5, 8)

@@ -61,8 +61,15 @@ def test_multicast_factories_refuse_a_batched_in1_with_a_fused_batch_with_tts_ru
         plan(spec(dataflow, per_core=per_core, extra="fuse_batch = true"))
     text = str(err.value)
     assert "matmul_device_operation.cpp @001cea9a" in text and "get_batch_size(b_shape_padded) == 1" in text
-    assert "broadcast_in1 = true" in str(err.value.hint)        # (fuse_batch = false: a padded single row here)
+    hint = str(err.value.hint)
+    assert "broadcast_in1 = true" in hint and "dataflow = " not in hint    # (fuse_batch = false: a padded single row here)
     plan(spec(dataflow, per_core=per_core, broadcast=True))     # one in1 for every batch is what they run fused
+    if "fuse_batch = false" in hint:                            # every value offered passes every rule
+        plan(spec(dataflow, per_core=per_core, extra="fuse_batch = false"))
+    with pytest.raises(KgenError) as err:                       # the unfused form where it plans: offered
+        plan(spec("mcast_2d", per_core="2 x 2", extra="fuse_batch = true"))
+    assert "fuse_batch = false" in str(err.value.hint)
+    plan(spec("mcast_2d", per_core="2 x 2", extra="fuse_batch = false"))
 
 
 @pytest.mark.parametrize("dataflow,per_core", [("mcast_2d", "2 x 2"), ("mcast_1d_in0", "8 x 2"),
