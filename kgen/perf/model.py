@@ -159,7 +159,8 @@ class _KernelCost:
         # before the previous one arrived, so the hand-over's latencies (copy, semaphore round trip,
         # multicast landing) are paid per block by every core of the line, not once per fill. A hand-over
         # is the block (reserve to push) that takes from the shard.
-        rows = [OPS[o.kind] for o, _ in counted(kernel.body)]
+        ops = list(counted(kernel.body))
+        rows = [OPS[o.kind] for o, _ in ops]
         self.relay = any(r.from_shard for r in rows) and any(r.sem == optable.SEM_INCREMENTS for r in rows)
         self.relay_sends, self.relay_receives, self.relay_send_cycles = 0, 0, 0.0
         # A multicast sender's handshake chain: a receiver asks for block k (its semaphore increment) only
@@ -174,15 +175,16 @@ class _KernelCost:
         self._after_dest_reload = False   # between a reload straight into DST and the next matmul
         self._reconfigs_since_matmul = 0.0   # unpacker reconfiguration cycles since the last matmul
         if kernel.processor == "TRISC":
-            self._compute_ops(kernel)
+            self._compute_ops(ops)
         else:
-            self._dataflow_ops(kernel)
+            self._dataflow_ops(kernel.processor, ops)
 
-    def _compute_ops(self, kernel: Kernel) -> None:
-        """Every op of the compute kernel priced by its row's cost term, the stages it opens and closes kept."""
+    def _compute_ops(self, ops: list[tuple[Op, int]]) -> None:
+        """Every op of the compute kernel (with its count) priced by its row's cost term, the stages it
+        opens and closes kept."""
         previous: Op | None = None
         untilizing = False
-        for o, n in counted(kernel.body):
+        for o, n in ops:
             row = OPS[o.kind]
             if row.category == optable.L1_ACC_SWITCH:
                 self._l1_acc = bool(o["enable"])
@@ -192,7 +194,7 @@ class _KernelCost:
             # hands each DST section to the packer and waits for it (half-sync DST), so the phase runs
             # at its slowest thread, the packer, while the FPU idles; it is no K-block's work.
             untilizing = untilizing or row.opens == optable.STAGE_UNTILIZE
-            before = {p: self.total(p) for p in (UNPACK, MATH, PACK)}
+            before = {p: self.total(p) for p in (UNPACK, MATH, PACK)} if untilizing else {}
             rule = _COMPUTE_RULES.get(row.cost)
             if rule is not None:
                 rule(self, o, n)
@@ -209,12 +211,12 @@ class _KernelCost:
                 self.rewound += n
             previous = o
 
-    def _dataflow_ops(self, kernel: Kernel) -> None:
-        """Every op of a data-movement kernel priced by its row's cost term, a relay's hand-overs kept."""
-        processor = kernel.processor
-        for o, n in counted(kernel.body):
+    def _dataflow_ops(self, processor: str, ops: list[tuple[Op, int]]) -> None:
+        """Every op of a data-movement kernel (with its count) priced by its row's cost term, a relay's
+        hand-overs kept."""
+        for o, n in ops:
             row = OPS[o.kind]
-            before = self.total(processor)
+            before = self.total(processor) if self.relay and row.hand_over else 0.0
             if row.feeds:
                 self.feeds_inputs = True
             if self.relay and row.cb == optable.CB_RESERVE:

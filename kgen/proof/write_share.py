@@ -19,7 +19,8 @@ latency, not their sum.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from functools import lru_cache
 from typing import Iterable
 
 from kgen.core.costs import Costs, NocCosts
@@ -52,24 +53,31 @@ def route(noc: int, src: Coord, dst: Coord, size: Coord) -> list[Link]:
     return links
 
 
+@lru_cache(maxsize=4096)
+def _bank_links(noc_index: int, core: Coord, banks: tuple[Coord, ...], size: Coord) -> tuple[tuple[Link, int], ...]:
+    """Each link on a core's routes to the banks, with how many of those routes cross it."""
+    count: Counter[Link] = Counter()
+    for bank in banks:
+        count.update(route(noc_index, core, bank, size))
+    return tuple(count.items())
+
+
 def link_rate(writers: Iterable[Writer], noc: NocCosts, banks: tuple[Coord, ...]) -> float | None:
     """One core's write rate (B/cycle) with every writer writing at once and the busiest NoC link on the
     routes the limit: the slowest writer's bytes over the time its busiest link needs for every byte
     routed over it. None where nothing is written or no bank is known."""
     if not banks:
         return None
+    # a link's load in bytes times banks: whole numbers while the bytes are, so exact in any order
     load: dict[Link, float] = defaultdict(float)
-    used: list[tuple[float, set[Link]]] = []
+    used: list[tuple[float, list[Link]]] = []
     for noc_index, cores, nbytes in writers:
         for core in cores:
-            links: set[Link] = set()
-            for bank in banks:
-                path = route(noc_index, noc.physical(core), bank, noc.size)
-                for link in path:
-                    load[link] += nbytes / len(banks)
-                links.update(path)
-            used.append((nbytes, links))
-    rates = [nbytes * noc.link_bytes_per_cycle / max(load[link] for link in links)
+            links = _bank_links(noc_index, noc.physical(core), banks, noc.size)
+            for link, crossings in links:
+                load[link] += nbytes * crossings
+            used.append((nbytes, [link for link, _ in links]))
+    rates = [nbytes * len(banks) * noc.link_bytes_per_cycle / max(load[link] for link in links)
              for nbytes, links in used if nbytes > 0 and links]
     return min(rates) if rates else None
 

@@ -40,10 +40,17 @@ def test_bound_holds_for_unpack_bound_formats(dtype, fidelity):
     assert [s.candidate for s in pruned.ranked] == [s.candidate for s in full.ranked]
 
 
+@pytest.fixture(scope="module")
+def small_exhaustive():
+    """peak_small's whole space searched without pruning, every prediction kept: two tests read it."""
+    return tune(small_all_space(), space="all", top=5, prune=False, keep_all=True)
+
+
 @pytest.mark.slow
-def test_pruned_search_is_the_exhaustive_one():
+@pytest.mark.xdist_group("small_exhaustive")
+def test_pruned_search_is_the_exhaustive_one(small_exhaustive):
     spec = small_all_space()
-    full = tune(spec, space="all", top=5, prune=False, keep_all=True)
+    full = small_exhaustive
     pruned = tune(spec, space="all", top=5)
     assert full.stats.bound_violations == 0
     assert [s.candidate for s in pruned.ranked] == [s.candidate for s in full.ranked[:5]]
@@ -51,11 +58,12 @@ def test_pruned_search_is_the_exhaustive_one():
 
 
 @pytest.mark.slow
-def test_lower_bound_holds_for_every_prediction():
+@pytest.mark.xdist_group("small_exhaustive")
+def test_lower_bound_holds_for_every_prediction(small_exhaustive):
     """The bound is the matrix engine's busy time for the tile products (configs/perf [math]); no
     predicted program of that per-core block is faster."""
     spec = small_all_space()
-    full = tune(spec, space="all", top=1, prune=False, keep_all=True)
+    full = small_exhaustive
     _, _, kt = tiles(spec)
     for s in full.ranked:
         c = s.candidate
