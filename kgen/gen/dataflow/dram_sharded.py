@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.arch import load_arch
 from kgen.core.types import Placement
-from kgen.gen.dataflow import tt_dram_sharded
 from kgen.gen.dataflow.base import Dataflow, Layout, accepts
 from kgen.gen.planned import FuzzLayout, FuzzLimits
 from kgen.gen.dataflow.kernels import A, dm_kernel, out_block_loops, receiver_block, tensors_of
@@ -247,12 +246,15 @@ class DramSharded(Dataflow):
         return tuple(_in0_gather_kernels(p)) + (_in1_reader_writer(p, all_cores),), sems
 
     def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
+        from kgen.gen.dataflow import tt_dram_sharded
         return tt_dram_sharded.unsupported_reason(p, manifest)
 
     def tt_program(self, p: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int]) -> TtProgram:
+        from kgen.gen.dataflow import tt_dram_sharded
         return tt_dram_sharded.program(p, manifest, noc, f"{self.label} factory's Metal 2.0")
 
     def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
+        from kgen.gen.dataflow import tt_dram_sharded
         return tt_dram_sharded.expected_differences(p)
 
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kgen.gen.dataflow.kernels import A, dm_kernel, noc_rect, out_block_loops, receiver_block
-from kgen.gen.ir import INVALID, VALID, CoreRange, Kernel, Loop, Node, RuntimeArg, op
+from kgen.gen.dataflow.kernels import (A, dm_kernel, in0_shard_copy, in0_shard_handover, noc_rect, out_block_loops,
+                                       receiver_block)
+from kgen.gen.ir import VALID, CoreRange, Kernel, Loop, Node, RuntimeArg, op
 from kgen.gen.rules import CB_IN0, CB_IN0_SHARD, PlanError, round_up_tiles
 from kgen.gen.shards import WIDTH_M_RULE, width_shard
 
@@ -72,12 +73,6 @@ def box_size(p: Plan) -> int:
     return p.grid[0] * p.grid[1]
 
 
-def extracts(p: Plan) -> bool:
-    """TT's extract_shard_sub_blocks: a K-block's rows lie apart in the shard (shard height > 1 and several
-    K-blocks per shard), so the sender copies it into c_0 first."""
-    return p.per_core_m > 1 and p.in0_shard_w // p.in0_block_w > 1
-
-
 def width_sharded_kernels(p: Plan, noc: int, sems: tuple[tuple[str, int], ...]) -> list[Kernel]:
     """One kernel per core of the grid, in0_sharded_<i> on core i (row-major)."""
     gx, gy = p.grid_requested
@@ -115,34 +110,17 @@ def width_sharded_kernels(p: Plan, noc: int, sems: tuple[tuple[str, int], ...]) 
 
 def _send(p: Plan, rect: tuple[RuntimeArg, ...], box: int, in_grid: bool) -> list[Node]:
     """One K-block of this core's shard handed to the rectangle, as TT's reader does it (see the module)."""
-    sw, obh, ibw = p.in0_shard_w, p.out_block_h, p.in0_block_w
     tiles, page = p.in0_block_tiles, p.cb(CB_IN0).page_bytes
-    start = A(0, bh=obh * sw, kb=ibw)                   # the block's first tile in the shard (c_2)
-    flush_first = [op("noc_writes_flushed")] if p.arch.behaviour.flush_mcast_before_flag else []
-
-    def copy(note: str) -> list[Node]:
-        return [op("copy_shard", CB_IN0, CB_IN0_SHARD, start, obh, ibw, sw, page, note=note), op("noc_read_barrier")]
     if not in_grid:
-        return [op("cb_reserve_back", CB_IN0, tiles), *copy("this core's K slice, into c_0 to multicast from"),
+        return [op("cb_reserve_back", CB_IN0, tiles),
+                *in0_shard_copy(p, "this core's K slice, into c_0 to multicast from"),
                 op("sem_wait", "in0_sender", box, note="every core of the rectangle has reserved space"),
                 op("sem_set", "in0_sender", 0), op("mcast_cb", CB_IN0, tiles, tiles * page, *rect, box),
-                *flush_first, op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"),
+                *([op("noc_writes_flushed")] if p.arch.behaviour.flush_mcast_before_flag else []),
+                op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"),
                 op("mcast_sem_set", "in0_receiver", VALID, *rect, box), op("noc_writes_flushed"),
                 op("cb_push_back", CB_IN0, tiles)]
     if box == 1:        # the rectangle is this core: only the copy into c_0, no handshake
-        return [op("cb_reserve_back", CB_IN0, tiles), *copy("this core's K slice, into its own c_0"),
+        return [op("cb_reserve_back", CB_IN0, tiles), *in0_shard_copy(p, "this core's K slice, into its own c_0"),
                 op("cb_push_back", CB_IN0, tiles)]
-    send: list[Node] = [op("cb_reserve_back", CB_IN0, tiles), op("sem_set", "in0_receiver", INVALID)]
-    if extracts(p):
-        send += copy("this core's K slice: its rows lie apart in the shard")
-    send += [op("sem_wait", "in0_sender", box - 1, note="every other core of the rectangle has reserved space"),
-             op("sem_set", "in0_sender", 0)]
-    if extracts(p):
-        send.append(op("mcast_cb", CB_IN0, tiles, tiles * page, *rect, box - 1))
-    else:
-        send.append(op("mcast_shard", CB_IN0, CB_IN0_SHARD, start, page, tiles, tiles * page, *rect, box,
-                       note="this core's K slice, straight out of its shard"))
-    return send + [*flush_first, op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"),
-                   op("mcast_sem_set_loopback", "in0_receiver", VALID, *rect, box),
-                   # the flag multicast reads this core's VALID word: flush before it can turn INVALID again
-                   op("noc_writes_flushed"), op("sem_wait", "in0_receiver", VALID), op("cb_push_back", CB_IN0, tiles)]
+    return in0_shard_handover(p, rect, box, "rectangle")

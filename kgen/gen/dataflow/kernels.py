@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable
 
 from kgen.core.types import TILE_HW, Placement, is_sharded
 from kgen.gen.ir import INVALID, VALID, Affine, CoreRange, Extent, Kernel, Loop, Node, RuntimeArg, TensorArg, op
-from kgen.gen.rules import CB_BIAS, CB_IN1, CB_OUT
+from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT
 
 if TYPE_CHECKING:
     from kgen.gen.planned import Plan
@@ -292,3 +292,52 @@ def all_but_first(nx: int, ny: int) -> tuple[CoreRange, ...]:
     return tuple(ranges)
 
 
+# ----------------------------------------------------------------------------------------------
+# A sharded in0's K-block handed over by the core that holds it (TT's block- and width-sharded in0
+# readers, reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp and the 1D factory's
+# sharded in0 reader at 0.81.1)
+# ----------------------------------------------------------------------------------------------
+
+def in0_shard_is_copied(p: Plan) -> bool:
+    """TT's sharded in0 readers copy a K-block out of the shard first (`extract_shard_sub_blocks`) only
+    when the shard is more than one tile high and holds several K-blocks: only then are the block's rows
+    apart in the shard."""
+    return p.per_core_m > 1 and p.in0_shard_w // p.in0_block_w > 1
+
+
+def _in0_shard_block(p: Plan) -> Affine:
+    """The K-block's first tile in this core's shard (c_2)."""
+    return A(0, bh=p.out_block_h * p.in0_shard_w, kb=p.in0_block_w)
+
+
+def in0_shard_copy(p: Plan, note: str) -> list[Node]:
+    """This core's K-block copied out of its shard (c_2) into c_0."""
+    return [op("copy_shard", CB_IN0, CB_IN0_SHARD, _in0_shard_block(p), p.out_block_h, p.in0_block_w, p.in0_shard_w,
+               p.cb(CB_IN0).page_bytes, note=note), op("noc_read_barrier")]
+
+
+def in0_shard_handover(p: Plan, dest: tuple[RuntimeArg, ...], cores: int, where: str) -> list[Node]:
+    """One K-block of this core's shard multicast to the `cores` cores of `dest` (the `where`, this core
+    included), as TT's sharded in0 readers hand it over: straight out of the shard with loopback where the
+    block is contiguous there; else copied into c_0 first and multicast from there to the others (a
+    multicast without loopback skips this core). The flag goes to every core with loopback, and the
+    sender waits for its own VALID like any receiver."""
+    tiles, page = p.in0_block_tiles, p.cb(CB_IN0).page_bytes
+    copied = in0_shard_is_copied(p)
+    send: list[Node] = [op("cb_reserve_back", CB_IN0, tiles), op("sem_set", "in0_receiver", INVALID)]
+    if copied:
+        send += in0_shard_copy(p, "this core's K slice: its rows lie apart in the shard")
+    send += [op("sem_wait", "in0_sender", cores - 1, note=f"every other core of the {where} has reserved space"),
+             op("sem_set", "in0_sender", 0)]
+    if copied:
+        send.append(op("mcast_cb", CB_IN0, tiles, tiles * page, *dest, cores - 1))
+    else:
+        send.append(op("mcast_shard", CB_IN0, CB_IN0_SHARD, _in0_shard_block(p), page, tiles, tiles * page, *dest,
+                       cores, note="this core's K slice, straight out of its shard"))
+    if p.arch.behaviour.flush_mcast_before_flag:
+        send.append(op("noc_writes_flushed"))
+    return send + [op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"),
+                   op("mcast_sem_set_loopback", "in0_receiver", VALID, *dest, cores),
+                   # the flag multicast reads this core's VALID word: flush before the word can turn INVALID
+                   # again at the next K-block (TT-Metal's sharded readers flush here too)
+                   op("noc_writes_flushed"), op("sem_wait", "in0_receiver", VALID), op("cb_push_back", CB_IN0, tiles)]

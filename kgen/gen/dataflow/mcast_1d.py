@@ -10,7 +10,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement, is_sharded
-from kgen.gen.dataflow import tt_mcast
 from kgen.gen.dataflow.base import INTERLEAVED, Dataflow, Layout, per_core_edit, whole_padded_blocks_note
 from kgen.gen.dataflow.in0_width_sharded import shard_cores, width_sharded_kernels, width_shards
 from kgen.gen.dataflow.kernels import (A, Tiles, all_but_first, dm_kernel, in1_receiver_body_of, needs_bias_read,
@@ -109,6 +108,7 @@ class Mcast1D(Dataflow):
     def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
         """The reads of the last core's whole out blocks past the tensor (tt_mcast.padded_block_reads), and the
         width-sharded in0 reader's (tt_mcast.width_sharded_differences)."""
+        from kgen.gen.dataflow import tt_mcast
         return tt_mcast.merged_differences(tt_mcast.width_sharded_differences(p), tt_mcast.padded_block_reads(p))
 
     def in0_reader_cores(self, p: Plan) -> int:
@@ -145,9 +145,11 @@ class Mcast1D(Dataflow):
                 tuple(Semaphore(name, i, INVALID, sem_cores) for name, i in self.semaphore_ids.items()))
 
     def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
+        from kgen.gen.dataflow import tt_mcast
         return tt_mcast.unsupported_reason(p, manifest)
 
     def tt_program(self, p: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int]) -> TtProgram:
+        from kgen.gen.dataflow import tt_mcast
         return tt_mcast.program(p, manifest, tt_mcast.ARGS_1D, self.label)
 
 

@@ -9,12 +9,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement, is_sharded
-from kgen.gen.dataflow import tt_mcast
 from kgen.gen.dataflow.base import GridOfBlocks, Layout, grid_layout, per_core_edit
-from kgen.gen.dataflow.kernels import (A, Tiles, dm_kernel, in1_receiver_body_of, noc_rect, out_block_loops,
-                                       receiver_block, sender_block, sharded_out_tail, tensors_of, writer_ops,
-                                       needs_bias_read)
-from kgen.gen.ir import INVALID, VALID, Affine, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
+from kgen.gen.dataflow.kernels import (A, Tiles, dm_kernel, in0_shard_copy, in0_shard_handover,
+                                       in1_receiver_body_of, noc_rect, out_block_loops, receiver_block, sender_block,
+                                       sharded_out_tail, tensors_of, writer_ops, needs_bias_read)
+from kgen.gen.ir import INVALID, Affine, CoreRange, Kernel, Loop, Node, RuntimeArg, Semaphore, op
 from kgen.gen.rules import CB_BIAS, CB_IN0, CB_IN0_SHARD, CB_IN1, CB_OUT, PlanError, ceil_div, nearest_offer
 
 if TYPE_CHECKING:
@@ -75,14 +74,17 @@ class Mcast2D(GridOfBlocks):
                 tuple(Semaphore(name, i, INVALID, all_cores) for name, i in SEMAPHORE_IDS.items()))
 
     def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
+        from kgen.gen.dataflow import tt_mcast
         return tt_mcast.unsupported_reason(p, manifest)
 
     def tt_program(self, p: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int]) -> TtProgram:
+        from kgen.gen.dataflow import tt_mcast
         return tt_mcast.program(p, manifest, tt_mcast.ARGS_2D, self.label)
 
     def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
         """The block-sharded in0 reader's (the only factory that takes in0 block-sharded), and the reads of a
         last core's whole out blocks past the tensor."""
+        from kgen.gen.dataflow import tt_mcast
         return tt_mcast.merged_differences(tt_mcast.block_sharded_differences(p), tt_mcast.padded_block_reads(p))
 
 
@@ -224,45 +226,13 @@ def _in0_block_sharded_kernels(p: Plan, noc: int, sems: tuple[tuple[str, int], .
     return kernels
 
 
-def in0_shard_is_copied(p: Plan) -> bool:
-    """TT's block-sharded reader copies a K-block out of the shard first (`extract_shard_sub_blocks`)
-    only when the shard is more than one tile high and holds several K-blocks: only then are the
-    block's rows apart in the shard."""
-    return p.per_core_m > 1 and p.in0_shard_w // p.in0_block_w > 1
-
-
 def _in0_shard_send(p: Plan, line: tuple[RuntimeArg, ...]) -> list[Node]:
     """One K-block handed over from this core's shard as TT's block-sharded reader does it: a single
-    multicast to the whole line, this core included. Straight out of the shard with loopback where the
-    block is contiguous there; else copied into c_0 first and multicast from there to the others (the
-    rectangle holds this core, a multicast without loopback skips it). The flag goes to every core of the
-    line with loopback, and the sender waits for its own VALID like any receiver. With one core on the
-    line the block is only copied into c_0 (no handshake)."""
-    n, sw, obh, ibw = p.n_blocks, p.in0_shard_w, p.out_block_h, p.in0_block_w
-    tiles, page = p.in0_block_tiles, p.cb(CB_IN0).page_bytes
-    start = A(0, bh=obh * sw, kb=ibw)                   # the block's first tile in the shard (c_2)
-
-    def copy(note: str) -> list[Node]:
-        return [op("copy_shard", CB_IN0, CB_IN0_SHARD, start, obh, ibw, sw, page, note=note), op("noc_read_barrier")]
+    multicast to the whole line, this core included (in0_shard_handover). With one core on the line the
+    block is only copied into c_0 (no handshake)."""
+    n, tiles = p.n_blocks, p.in0_block_tiles
     if n == 1:
-        return [op("cb_reserve_back", CB_IN0, tiles), *copy("this core's K slice: the block comes out of its own shard"),
+        return [op("cb_reserve_back", CB_IN0, tiles),
+                *in0_shard_copy(p, "this core's K slice: the block comes out of its own shard"),
                 op("cb_push_back", CB_IN0, tiles)]
-    send: list[Node] = [op("cb_reserve_back", CB_IN0, tiles), op("sem_set", "in0_receiver", INVALID)]
-    if in0_shard_is_copied(p):
-        send += copy("this core's K slice: its rows lie apart in the shard")
-    send += [op("sem_wait", "in0_sender", n - 1, note="every other core of the line has reserved space"),
-             op("sem_set", "in0_sender", 0)]
-    if in0_shard_is_copied(p):
-        send.append(op("mcast_cb", CB_IN0, tiles, tiles * page, *line, n - 1))
-    else:
-        send.append(op("mcast_shard", CB_IN0, CB_IN0_SHARD, start, page, tiles, tiles * page, *line, n,
-                       note="this core's K slice, straight out of its shard"))
-    if p.arch.behaviour.flush_mcast_before_flag:
-        send.append(op("noc_writes_flushed"))
-    send += [op("sem_set", "in0_receiver", VALID, note="the local word the flag multicast copies"),
-             op("mcast_sem_set_loopback", "in0_receiver", VALID, *line, n),
-             # the flag multicast reads this core's VALID word: flush before the word can turn INVALID again
-             # at the next K-block (TT-Metal's block-sharded reader flushes here too)
-             op("noc_writes_flushed"),
-             op("sem_wait", "in0_receiver", VALID), op("cb_push_back", CB_IN0, tiles)]
-    return send
+    return in0_shard_handover(p, line, n, "line")

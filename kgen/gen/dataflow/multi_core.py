@@ -35,7 +35,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
-from kgen.gen.dataflow import tt_multi_core
 from kgen.gen.dataflow.base import INTERLEAVED, Dataflow, Layout
 from kgen.gen.dataflow.kernels import dm_kernel, tensors_of
 from kgen.gen.ir import Affine, CircularBuffer, CoreRange, Kernel, Loop, Node, Semaphore, op
@@ -165,9 +164,11 @@ class MultiCore(Dataflow):
         return tuple(readers + writers), ()
 
     def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
+        from kgen.gen.dataflow import tt_multi_core
         return tt_multi_core.unsupported_reason(p, manifest)
 
     def tt_program(self, p: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int]) -> TtProgram:
+        from kgen.gen.dataflow import tt_multi_core
         return tt_multi_core.program(p, manifest, f"{self.label} factory's", split_of(p).run)
 
     def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:

@@ -25,7 +25,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from kgen.core.types import Placement
-from kgen.gen.dataflow import tt_reuse
 from kgen.gen.dataflow.base import INTERLEAVED, GridOfBlocks, Layout, grid_layout, per_core_edit
 from kgen.gen.dataflow.kernels import (Tiles, dm_kernel, needs_bias_read, out_block_loops, read_block, tensors_of,
                                        writer_ops)
@@ -65,12 +64,15 @@ class Reuse(GridOfBlocks):
         return _reuse_kernels(p, all_cores), ()
 
     def tt_unsupported(self, p: Plan, manifest: Mapping[str, Any]) -> str | None:
+        from kgen.gen.dataflow import tt_reuse
         return tt_reuse.unsupported_reason(p, manifest)
 
     def tt_program(self, p: Plan, manifest: Mapping[str, Any], noc: Mapping[str, int]) -> TtProgram:
+        from kgen.gen.dataflow import tt_reuse
         return tt_reuse.program(p, manifest, f"{self.label} factory's")
 
     def tt_expected_differences(self, p: Plan) -> tuple[ExpectedDifference, ...]:
+        from kgen.gen.dataflow import tt_reuse
         return tt_reuse.expected_differences(p)
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from kgen.core.manifest import cores_of
-from kgen.core.types import TILE_HW, Placement, is_sharded
+from kgen.core.types import Placement, is_sharded
 from kgen.gen.dataflow import tt_transpose
 from kgen.gen.dataflow.tt_width_sharded import in0_width_sharded_1d, width_sharded_differences  # noqa: F401
 from kgen.gen.dataflow.tt_program import (INTERLEAVED_DRAM, INTERLEAVED_L1, DataflowSwapError, ExpectedDifference,

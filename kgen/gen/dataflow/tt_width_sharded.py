@@ -11,7 +11,8 @@ from typing import Any
 from kgen.core.manifest import cores_of
 from kgen.core.types import Placement
 from kgen.gen.dataflow import tt_transpose
-from kgen.gen.dataflow.in0_width_sharded import box_size, extracts
+from kgen.gen.dataflow.in0_width_sharded import box_size
+from kgen.gen.dataflow.kernels import in0_shard_is_copied
 from kgen.gen.dataflow.tt_program import INTERLEAVED_L1, ExpectedDifference, TtKernelArgs, noc_index
 
 READER = "reader_bmm_tile_layout_in0_sender_receiver_padding_block_sharded.cpp"
@@ -74,8 +75,8 @@ def width_sharded_differences(p: Any) -> tuple[ExpectedDifference, ...]:
     if idle:
         out.append(("cb_wait_front", -idle, "a core without output work frees each K-block of c_0 at once: TT-Metal's "
                                             "reader pops it without a wait, kgen's waits for its own pages first"))
-    copies = 0 if extracts(p) else sends_out
-    local = sends_in if box == 1 and not extracts(p) else 0
+    copies = 0 if in0_shard_is_copied(p) else sends_out
+    local = sends_in if box == 1 and not in0_shard_is_copied(p) else 0
     if copies or local:
         why = ("a core outside the multicast rectangle: TT-Metal's reader multicasts a K-block contiguous in its shard "
                "straight out of it, kgen copies it into c_0 first (one local read per tile row and a barrier) and "
