@@ -189,3 +189,36 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         tt_corpus.main(["--no-such-flag"])
     assert exc.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+
+
+CORPUS_DOC = ROOT / "docs" / "corpus.md"
+
+
+@pytest.mark.parametrize("arch", tt_corpus.ARCHS)
+def test_the_docs_measured_tables_are_todays(arch):
+    """docs/corpus.md's measured section is what benchmarks/tt_corpus.py prints now, line for line."""
+    results = tt_corpus.run(list(ROWS.values()), arch)
+    measured = CORPUS_DOC.read_text().split("## Measured", 1)[1].split(f"### {arch}", 1)[1]
+    for line in tt_corpus.table_lines(results, arch, markdown=True):
+        assert line in measured, f"docs/corpus.md ({arch}) lacks: {line}"
+
+
+def test_the_docs_count_the_parts_tt_runs_apart_right():
+    """The planned cases where ttnn.linear 0.81.1 runs the bias or the activation as an op of its own
+    (kgen.gen.tt_bound_matmul), as docs/corpus.md counts them."""
+    from kgen.gen.plan import plan
+
+    counts = {}
+    for arch in ("wormhole_b0", "blackhole"):
+        bias = act = either = 0
+        for result in tt_corpus.run(list(ROWS.values()), arch):
+            if result.status != "planned":
+                continue
+            lines = plan(resolve(parse_text(result.spec))).tt_choice
+            b, a = any(x.startswith("bias:") for x in lines), any(x.startswith("activation") for x in lines)
+            bias, act, either = bias + b, act + a, either + (b or a)
+        counts[arch] = (either, bias, act)
+    text = " ".join(CORPUS_DOC.read_text().split())
+    (e0, b0, a0), (e1, b1, a1) = counts["wormhole_b0"], counts["blackhole"]
+    assert f"Planned, but not all of TT's call: {e0} (wormhole_b0) and {e1} (blackhole)" in text, counts
+    assert f"**A bias** ({b0} / {b1})" in text and f"no core grid** ({a0} / {a1})" in text, counts

@@ -98,6 +98,7 @@ from dataclasses import dataclass, replace
 from kgen.core.arch import ArchFacts, load_arch
 from kgen.core.types import TILE_HW, Placement, is_sharded
 from kgen.gen import dataflow as dataflows
+from kgen.gen import tt_bound_matmul
 from kgen.gen.rules import SUBBLOCK_HW_CHOICES, matmul_subblock_params, round_up_tiles
 from kgen.gen.shards import height_shard, width_shard
 from kgen.gen.spec import COMPUTE_FIELDS, BlockSpec, ComputeConfig, MatmulSpec
@@ -755,6 +756,7 @@ def resolve_auto(spec: MatmulSpec, arch: ArchFacts) -> tuple[MatmulSpec, tuple[s
         lines.append("compute: the spec's compute config (ttnn.matmul's compute_kernel_config)")
     if choice.padded:
         lines.append("padded: per_core does not divide the tiles, so TT pads the last row/column of cores")
+    lines += tt_bound_matmul.separate_ops(spec)
     resolved = replace(spec, dataflow=cfg.dataflow, grid=grid, compute=c, block=replace(spec.block, **block),
                        transpose_mcast=tt.transpose_mcast, fuse_batch=tt.fuse_batch)
     return resolved, tuple(lines)

@@ -302,17 +302,18 @@ def _compute(p: Plan, name: str, cores: CoreRange, tiles: int) -> Kernel:
 
 def auto_refusal(spec: MatmulSpec) -> str | None:
     """Why kgen does not build TT's whole call for this spec, or None. With no program config ttnn.matmul's
-    bound_matmul (matmul.cpp, 0.81.1: its machine code calls ttnn::add and ttnn::unary_chain after the
-    matmul) adds a bias the multi-core config cannot fuse in a ttnn::add of its own (get_post_process_bias:
-    not every tensor DRAM-interleaved), and applies an activation without a core grid in a unary op of its
-    own; kgen builds the matmul's program only."""
+    bound_matmul (kgen.gen.tt_bound_matmul) adds a bias the multi-core config cannot fuse in a ttnn::add of
+    its own, and applies an activation without a core grid in a unary op of its own; kgen builds the
+    matmul's program only, and the multi-core factory has no bias or activation stage to fuse them into."""
+    from kgen.gen.tt_bound_matmul import SOURCE
+
     if spec.fuse_bias:
         return ("a fused bias with ttnn.matmul's automatic MatmulMultiCoreProgramConfig: TT runs the matmul without "
-                "it (MatmulMultiCoreProgramFactory takes none) and adds it in a separate ttnn::add (bound_matmul's "
-                "post-processed bias); kgen builds no separate op")
+                f"it (MatmulMultiCoreProgramFactory takes none) and adds it in a separate ttnn::add ({SOURCE}, "
+                "get_post_process_bias); kgen builds no separate op")
     if spec.activation not in (None, "", "none"):
         return (f"fuse {{ activation = {spec.activation} }} with ttnn.matmul's automatic MatmulMultiCoreProgramConfig: "
-                f"TT applies it after the matmul in a unary op of its own (bound_matmul, no core grid); kgen builds "
+                f"TT applies it after the matmul in a unary op of its own ({SOURCE}, no core grid); kgen builds "
                 f"no separate op")
     return None
 
