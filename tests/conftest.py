@@ -178,6 +178,21 @@ def tt_factory_args(name: str, variant: str | None, tmp_path: Path):
     return p, folder, tt_kernels(p, json.loads((folder / "manifest.json").read_text()))
 
 
+def assert_proved(folder: Path, plan) -> None:
+    """A build folder's program emulated bit-exact against the golden model, and port-checked: TT-Metal's
+    kernels beside kgen's and TT's whole program bit-identical to it, every difference explained."""
+    from kgen.proof.emulate import emulate_folder
+    from kgen.proof.portcheck import port_check
+
+    e = emulate_folder(folder, plan, seed=3)
+    assert e.status == "ok" and not e.hazards and e.exact_match, e.deadlock
+    pc = port_check(folder, plan, seed=5)
+    assert pc.theirs.status == "ok" and pc.bit_identical and pc.theirs.exact_match
+    assert not pc.unexplained, pc.differences()
+    assert pc.program is not None and not pc.program.hazards, pc.program_note
+    assert pc.program_bit_identical and pc.program.exact_match
+
+
 def need_tool(what: str, how: str) -> None:
     """A test that needs a tool: skipped with the reason on a developer machine, but a failure in
     CI (CI=true), where .ci/run installs every tool and a skip would hide a broken setup."""

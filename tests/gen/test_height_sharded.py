@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import assert_proved
 
 from kgen.core.types import Placement
 from kgen.gen.ir import walk
@@ -186,8 +187,6 @@ def test_height_shards_emulate_and_port_check(host_cxx, host_toolchain, tmp_path
     """kgen's program bit-exact against the golden model; TT's whole 1D program (its in0 reader under
     IN0_SHARDED, its writers under OUT_SHARDED) bit-identical to it."""
     from kgen.gen.build import build
-    from kgen.proof.emulate import emulate_folder
-    from kgen.proof.portcheck import port_check
 
     spec = make(shape, memory, "dataflow = mcast_1d_in1", extra, arch=arch)
     p = plan(spec)
@@ -195,10 +194,4 @@ def test_height_shards_emulate_and_port_check(host_cxx, host_toolchain, tmp_path
     manifest = json.loads((folder / "manifest.json").read_text())
     shards = {t["name"] for t in manifest["io_tensors"] if "shard_spec" in t.get("memory", {})}
     assert shards == {t for t in ("in0", "out") if getattr(p.memory, t) == H}
-    e = emulate_folder(folder, p, seed=3)
-    assert e.status == "ok" and not e.hazards and e.exact_match, e.deadlock
-    pc = port_check(folder, p, seed=5)
-    assert pc.theirs.status == "ok" and pc.bit_identical and pc.theirs.exact_match
-    assert not pc.unexplained, pc.differences()
-    assert pc.program is not None and not pc.program.hazards, pc.program_note
-    assert pc.program_bit_identical and pc.program.exact_match
+    assert_proved(folder, p)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import assert_proved
 
 from kgen.cli import main
 from kgen.core.errors import SpecError
@@ -146,8 +147,6 @@ def test_a_given_block_shard_emulates_and_port_checks(host_cxx, host_toolchain, 
     """The 2D factory on the given shards: kgen's program bit-exact, TT's whole program (its block-sharded
     in0 reader on every core) bit-identical."""
     from kgen.gen.build import build
-    from kgen.proof.emulate import emulate_folder
-    from kgen.proof.portcheck import port_check
 
     spec = make(arch, "256 x 64 x 128", "in0 = l1_block_sharded  out = l1_block_sharded  "
                                        "in0_shard = 64 x 64 on 2 x 4", "dataflow = mcast_2d")
@@ -157,13 +156,7 @@ def test_a_given_block_shard_emulates_and_port_checks(host_cxx, host_toolchain, 
     manifest = json.loads((folder / "manifest.json").read_text())
     in0 = next(t for t in manifest["io_tensors"] if t["name"] == "in0")
     assert in0["memory"]["shard_spec"]["shape"] == [64, 64] and in0["memory"]["shard_spec"]["grid"] == [0, 0, 1, 3]
-    e = emulate_folder(folder, p, seed=3)
-    assert e.status == "ok" and not e.hazards and e.exact_match, e.deadlock
-    pc = port_check(folder, p, seed=5)
-    assert pc.theirs.status == "ok" and pc.bit_identical and pc.theirs.exact_match
-    assert not pc.unexplained, pc.differences()
-    assert pc.program is not None and not pc.program.hazards, pc.program_note
-    assert pc.program_bit_identical and pc.program.exact_match
+    assert_proved(folder, p)
 
 
 def test_an_error_points_at_the_shard_key():
