@@ -472,10 +472,11 @@ def _generate(seed: int, index: int) -> tuple[_Choice, FuzzCase]:
     c = _padded(random.Random(f"kgen-fuzz-padding:{seed}:{index}"), c)
     c = _transposed(random.Random(f"kgen-fuzz-transpose:{seed}:{index}"), c)
     c = fuzz_forms.sharded_2d(random.Random(f"kgen-fuzz-sharding:{seed}:{index}"), c, _cb_bytes)
-    # issue #39's forms (kgen/proof/fuzz_forms.py): height shards on the 1D in1 multicast, the batch looped
+    # issue #39's forms (kgen/proof/fuzz_forms.py): height and width shards on the 1D multicasts, the batch looped
     # over (fuse_batch = false, in1 shared or one per batch), TT's multi-core factory, L1-interleaved tensors,
     # `dataflow = auto`, transposed inputs, the shard specs written
     c = fuzz_forms.height_sharded(random.Random(f"kgen-fuzz-height-sharded:{seed}:{index}"), c, _cb_bytes)
+    c = fuzz_forms.width_sharded(random.Random(f"kgen-fuzz-width-sharded:{seed}:{index}"), c, _cb_bytes)
     c = _dram_sharded(random.Random(f"kgen-fuzz-dram-sharded:{seed}:{index}"), c)
     c = fuzz_forms.unfused_batch(random.Random(f"kgen-fuzz-batched-in1:{seed}:{index}"), c, _cb_bytes)
     c = fuzz_forms.multi_core(random.Random(f"kgen-fuzz-multi-core:{seed}:{index}"), c)

@@ -31,6 +31,7 @@ UNFUSED_SHARE = 0.8          # of the batched cases on a factory that loops over
 BATCHED_IN1_SHARE = 0.6      # of those: one in1 per batch (broadcast_in1 = false), else in1 shared
 MULTI_CORE_SHARE = 0.08      # of the DRAM-interleaved cases: TT's multi-core factory (`dataflow = multi_core`)
 HEIGHT_SHARDED_SHARE = 0.4   # of the 1D in1-multicast cases that can be: in0 and/or the output height-sharded
+WIDTH_SHARDED_SHARE = 0.8    # of the 1D in0-multicast cases that can be: in0 (and the output) width-sharded
 SHARDED_SHARE = 0.3          # of the mcast_2d cases that can be: in0 and/or the output block- or height-sharded in L1
 SHARD_SPEC_SHARE = 0.5       # of the L1-sharded cases: the shard specs written (`memory.in0_shard = ...`)
 SHARD_DEFAULTS_SHARE = 0.5   # of those whose shard implies them: the grid and per_core left to it
@@ -236,6 +237,38 @@ def height_sharded(rng: random.Random, c: C, cb_bytes: Callable[[ArchFacts, C], 
     return dataclasses.replace(c, memory=rng.choice(choices))
 
 
+def width_sharded(rng: random.Random, c: C, cb_bytes: Callable[[ArchFacts, C], int]) -> C:
+    """Some 1D in0-multicast cases with in0 (and some with the output too) width-sharded in L1 (TT-Metal
+    0.81.1's in0_is_sharded 1D build: every core of the requested grid holds a K slice of all of M and
+    multicasts it; OUT_SHARDED: core i's output block on core i), where TT's validation and kgen's limits
+    allow it, restated here: the batch fused, no untilize, whole tiles; M one per-core block ("M must be
+    equal to per_core_M"); the shard the planner lays out, ceil(Kt / cores) K tiles on each core of the
+    grid, dividing Kt (kgen's whole shards) and divided by in0_block_w (drawn, not auto); the output: N in
+    whole per-core blocks, out_subblock_w == per_core_N or out_subblock_h == 1 (drawn), the same of
+    out_block. c_2 holds the shard, c_4 grows to the output block: checked against L1 with room to spare."""
+    df = dataflows.get(c.dataflow)
+    (pm, pn), (obh, obw), (sbh, sbw) = c.per_core, c.out_block, c.subblock
+    if (not df.is_1d or Placement.L1_WIDTH_SHARDED not in df.placements["in0"] or c.untilize or c.unfused
+            or c.memory != (Placement.DRAM, Placement.DRAM) or c.memory_in1 != Placement.DRAM or any(c.trim)
+            or c.mt != pm or "in0_block_w" in c.auto or rng.random() >= WIDTH_SHARDED_SHARE):
+        return c
+    cells = c.grid_req[0] * c.grid_req[1]
+    width = -(-c.kt // cells)
+    if c.kt % width or width % c.in0_block_w:
+        return c
+    w = Placement.L1_WIDTH_SHARDED
+    out_ok = (c.nt % pn == 0 and "out_subblock" not in c.auto and (sbw == pn or sbh == 1)
+              and (obw == pn or obh == 1))
+    memory = (w, w) if out_ok and rng.random() < 0.5 else (w, Placement.DRAM)
+    arch = load_arch(c.arch)
+    tb = arch.tile_bytes
+    extra = (pm * width * tb[DTYPE_TO_FORMAT[c.dtypes[0]]] + 64
+             + 2 * pm * pn * max(tb[DTYPE_TO_FORMAT[c.dtypes[2]]], tb["Float32"]))
+    if cb_bytes(arch, c) + extra > arch.usable_cb_bytes:
+        return c
+    return dataclasses.replace(c, memory=memory)
+
+
 def sharded_2d(rng: random.Random, c: C, cb_bytes: Callable[[ArchFacts, C], int]) -> C:
     """Some mcast_2d cases with in0 and/or the output block-sharded in L1, where TT's
     2D validation and kgen's limits allow it, restated here: whole shards (tile-multiple shapes, per_core
@@ -318,7 +351,8 @@ def shard_specs(rng: random.Random, c: C) -> C:
 FORMS: tuple[str, ...] = (
     "1D in0", "1D in1", "1D partial row", "padded blocks", "tile padding", "L1 interleaved", "auto",
     "transpose_mcast", "transpose_a", "transpose_b", "batch rank > 3", "unfused batch", "batched in1",
-    "multi-core", "DRAM-sharded", "block-sharded", "height-sharded 2D", "height-sharded 1D", "shard spec")
+    "multi-core", "DRAM-sharded", "block-sharded", "height-sharded 2D", "height-sharded 1D", "width-sharded 1D",
+    "shard spec")
 
 
 def forms(p: Plan) -> tuple[str, ...]:
@@ -334,7 +368,7 @@ def forms(p: Plan) -> tuple[str, ...]:
         "unfused batch": s.batch > 1 and not s.fuses_batch, "batched in1": p.batched_in1,
         "multi-core": s.dataflow == dataflows.MULTI_CORE.name, "DRAM-sharded": s.dataflow == dataflows.DRAM_SHARDED.name,
         "block-sharded": Placement.L1_BLOCK_SHARDED in mem, "height-sharded 2D": height and not p.is_1d,
-        "height-sharded 1D": height and p.is_1d,
+        "height-sharded 1D": height and p.is_1d, "width-sharded 1D": p.memory.in0 == Placement.L1_WIDTH_SHARDED and p.is_1d,
         "shard spec": any(s.memory.shard(t) is not None for t in ("in0", "out")),
     }
     return tuple(f for f in FORMS if facts[f])

@@ -5,6 +5,7 @@
 - `dataflow = multi_core` (TT's MatmulMultiCoreProgramFactory): its block 1 x 1 with in0_block_w = Kt, written,
   `auto` or left out; no bias, activation, untilize_out or transposed input;
 - a height-sharded in0 and output on mcast_1d_in1 (shard i, per_core_M rows, on core i of the compute grid);
+- a width-sharded in0, and some outputs, on mcast_1d_in0 (every core of the grid holding a K slice of all of M);
 - shard specs written (`memory.in0_shard / out_shard = H x W on X x Y`), some leaving the grid and per_core
   to the shard (ttnn's get_matmul_program_config);
 and the fuzz's summary counts the cases of each form."""
@@ -84,6 +85,22 @@ def test_a_seed_height_shards_the_1d_in1_multicast(memory):
             assert p.shard_specs[tensor]["shape"] == (p.per_core_m * TILE_HW, width * TILE_HW)
             assert p.shard_specs[tensor]["grid"] == (0, 0, x - 1, y - 1)
     assert p.mt == p.num_cores * p.per_core_m                           # whole shards, one a core
+
+
+@pytest.mark.parametrize("memory", [("l1_width_sharded", "dram"), ("l1_width_sharded", "l1_width_sharded")])
+def test_a_seed_width_shards_the_1d_in0_multicast(memory):
+    """TT's rules for a width-sharded in0 on the 1D in0 multicast hold on the drawn case: "M must be equal to
+    per_core_M", every core of the compute grid holding K slices of all of M, and the output shard (if any)
+    one core's per_core_M x per_core_N block."""
+    _, _, p = _first(lambda c: c.dataflow == "mcast_1d_in0" and c.memory == memory)
+    assert (p.memory.in0, p.memory.out) == memory and p.is_1d and p.mt == p.per_core_m
+    x, y = p.grid_requested
+    shard = p.shard_specs["in0"]
+    assert shard["grid"] == (0, 0, x - 1, y - 1) and shard["shape"][0] == p.mt * TILE_HW
+    width = shard["shape"][1] // TILE_HW
+    assert p.kt % width == 0 and width % p.in0_block_w == 0 and p.kt // width <= x * y
+    if memory[1] == "l1_width_sharded":
+        assert tuple(p.shard_specs["out"]["shape"]) == (p.per_core_m * TILE_HW, p.per_core_n * TILE_HW)
 
 
 @pytest.mark.parametrize("dataflow,defaults", [("mcast_2d", False), ("mcast_1d_in1", False), ("mcast_2d", True),
