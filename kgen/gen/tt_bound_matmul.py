@@ -1,6 +1,9 @@
 """What ttnn.matmul and ttnn.linear 0.81.1 run around the matmul program itself, with no program config:
-`bound_matmul` and `get_post_process_bias` in ttnn/cpp/ttnn/operations/matmul/matmul.cpp
-(tenstorrent/tt-metal v0.81.1; the wheel's libttnn calls ttnn::add and Unary_chain from bound_matmul).
+`bound_matmul` and `get_post_process_bias` in ttnn/cpp/ttnn/operations/matmul/matmul.cpp, read at
+tenstorrent/tt-metal@b8288deb and checked against the 0.81.1 wheel: its bound_matmul (_ttnncpp.so, objdump)
+makes the calls that source does, ttnn::add and ttnn::unary_chain once each, and the memory-config reads
+of get_post_process_bias inlined (MemoryConfig::buffer_type and memory_layout three times each,
+Tensor::is_sharded, Tensor::padded_shape).
 
 - The bias goes into the matmul program unless get_post_process_bias adds it after the matmul in a
   `ttnn::add` of its own. With no core grid it does so for an output not in DRAM, and for a DRAM output
