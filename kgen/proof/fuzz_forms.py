@@ -32,6 +32,7 @@ BATCHED_IN1_SHARE = 0.6      # of those: one in1 per batch (broadcast_in1 = fals
 MULTI_CORE_SHARE = 0.08      # of the DRAM-interleaved cases: TT's multi-core factory (`dataflow = multi_core`)
 HEIGHT_SHARDED_SHARE = 0.4   # of the 1D in1-multicast cases that can be: in0 and/or the output height-sharded
 WIDTH_SHARDED_SHARE = 0.8    # of the 1D in0-multicast cases that can be: in0 (and the output) width-sharded
+WIDTH_SHARDED_MAX_CORES = 16  # ... on a grid of at most this many cores
 SHARDED_SHARE = 0.3          # of the mcast_2d cases that can be: in0 and/or the output block- or height-sharded in L1
 SHARD_SPEC_SHARE = 0.5       # of the L1-sharded cases: the shard specs written (`memory.in0_shard = ...`)
 SHARD_DEFAULTS_SHARE = 0.5   # of those whose shard implies them: the grid and per_core left to it
@@ -254,7 +255,9 @@ def width_sharded(rng: random.Random, c: C, cb_bytes: Callable[[ArchFacts, C], i
         return c
     cells = c.grid_req[0] * c.grid_req[1]
     width = -(-c.kt // cells)
-    if c.kt % width or width % c.in0_block_w:
+    # every core of the grid runs a reader of its own, each compiled for the emulator: grids of up to
+    # WIDTH_SHARDED_MAX_CORES keep a case to seconds
+    if c.kt % width or width % c.in0_block_w or cells > WIDTH_SHARDED_MAX_CORES:
         return c
     w = Placement.L1_WIDTH_SHARDED
     out_ok = (c.nt % pn == 0 and "out_subblock" not in c.auto and (sbw == pn or sbh == 1)

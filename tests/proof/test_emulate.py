@@ -5,11 +5,12 @@ each at the kernel source line of the bug; TT-Metal's own compute kernel runs in
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import example
+from conftest import ROOT, example
 
 from kgen import cli
 from kgen.gen.build import build
@@ -25,6 +26,18 @@ EXACT_EXAMPLES = ["peak_small", "l1acc_one_block", "l1acc_two_blocks", "l1acc_tw
 # (92 G MACs, about 2 minutes in fast mode) runs by hand.
 LARGE_EXAMPLES = ["wh_fp32_hifi4", "bh_fp32_bias", "wh_bfp8_spill", "peak_bf16", "non_tile_1000", "bh_4096_full_grid",
                   "peak_bf16_sharded"]
+
+
+def _documented_fast_emulations() -> set[str]:
+    """The examples whose `kgen emulate examples/<name>.kspec --numerics fast` README.md or docs/ show as it
+    is: tests/e2e/test_readme.py runs that command (exit 0 is no hazard, the fast golden model matched and
+    the float64 bound held; it checks the pcc there), so it is not emulated here a second time."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    command = re.compile(r"^kgen emulate examples/(\w+)\.kspec --numerics fast *(?:#.*)?$", re.M)
+    return {name for page in pages for name in command.findall(page.read_text())}
+
+
+LARGE_UNDOCUMENTED = [name for name in LARGE_EXAMPLES if name not in _documented_fast_emulations()]
 
 
 def _variants(name: str) -> list[str | None]:
@@ -63,8 +76,13 @@ def test_both_policies_are_exercised():
     assert {"packer_l1_acc", "spill_reload"} <= policies
 
 
+def test_the_documented_fast_emulation_is_a_large_example():
+    # the parse found the docs' command, and the example it takes out of the list below is one of them
+    assert _documented_fast_emulations() & set(LARGE_EXAMPLES) == {"peak_bf16"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", LARGE_EXAMPLES)
+@pytest.mark.parametrize("name", LARGE_UNDOCUMENTED)
 def test_large_examples_emulate_fast(host_cxx, tmp_path, name):
     p, folder = _built(name, None, tmp_path)
     e = _emulate(folder, p, seed=1, numerics="fast")
