@@ -371,7 +371,7 @@ def forms(p: Plan) -> tuple[str, ...]:
         "unfused batch": s.batch > 1 and not s.fuses_batch, "batched in1": p.batched_in1,
         "multi-core": s.dataflow == dataflows.MULTI_CORE.name, "DRAM-sharded": s.dataflow == dataflows.DRAM_SHARDED.name,
         "block-sharded": Placement.L1_BLOCK_SHARDED in mem, "height-sharded 2D": height and not p.is_1d,
-        "height-sharded 1D": height and p.is_1d, "width-sharded 1D": p.memory.in0 == Placement.L1_WIDTH_SHARDED and p.is_1d,
+        "height-sharded 1D": height and p.is_1d, "width-sharded 1D": mem[0] == Placement.L1_WIDTH_SHARDED and p.is_1d,
         "shard spec": any(s.memory.shard(t) is not None for t in ("in0", "out")),
     }
     return tuple(f for f in FORMS if facts[f])

@@ -70,14 +70,14 @@ def link_rate(writers: Iterable[Writer], noc: NocCosts, banks: tuple[Coord, ...]
         return None
     # a link's load in bytes times banks: whole numbers while the bytes are, so exact in any order
     load: dict[Link, float] = defaultdict(float)
-    used: list[tuple[float, list[Link]]] = []
+    used: list[tuple[float, tuple[tuple[Link, int], ...]]] = []
     for noc_index, cores, nbytes in writers:
         for core in cores:
             links = _bank_links(noc_index, noc.physical(core), banks, noc.size)
             for link, crossings in links:
                 load[link] += nbytes * crossings
-            used.append((nbytes, [link for link, _ in links]))
-    rates = [nbytes * len(banks) * noc.link_bytes_per_cycle / max(load[link] for link in links)
+            used.append((nbytes, links))
+    rates = [nbytes * len(banks) * noc.link_bytes_per_cycle / max(load[link] for link, _ in links)
              for nbytes, links in used if nbytes > 0 and links]
     return min(rates) if rates else None
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from kgen.core.types import Placement
 from kgen.gen.dataflow.base import INTERLEAVED, Dataflow, Layout
 from kgen.gen.dataflow.kernels import dm_kernel, tensors_of
+from kgen.gen.tt_bound_matmul import SOURCE as BOUND_MATMUL
 from kgen.gen.ir import Affine, CircularBuffer, CoreRange, Kernel, Loop, Node, Semaphore, op
 from kgen.gen.rules import CB_IN0, CB_IN1, CB_OUT, PlanError, ceil_div
 
@@ -305,15 +306,13 @@ def auto_refusal(spec: MatmulSpec) -> str | None:
     bound_matmul (kgen.gen.tt_bound_matmul) adds a bias the multi-core config cannot fuse in a ttnn::add of
     its own, and applies an activation without a core grid in a unary op of its own; kgen builds the
     matmul's program only, and the multi-core factory has no bias or activation stage to fuse them into."""
-    from kgen.gen.tt_bound_matmul import SOURCE
-
     if spec.fuse_bias:
         return ("a fused bias with ttnn.matmul's automatic MatmulMultiCoreProgramConfig: TT runs the matmul without "
-                f"it (MatmulMultiCoreProgramFactory takes none) and adds it in a separate ttnn::add ({SOURCE}, "
+                f"it (MatmulMultiCoreProgramFactory takes none) and adds it in a separate ttnn::add ({BOUND_MATMUL}, "
                 "get_post_process_bias); kgen builds no separate op")
     if spec.activation not in (None, "", "none"):
         return (f"fuse {{ activation = {spec.activation} }} with ttnn.matmul's automatic MatmulMultiCoreProgramConfig: "
-                f"TT applies it after the matmul in a unary op of its own ({SOURCE}, no core grid); kgen builds "
+                f"TT applies it after the matmul in a unary op of its own ({BOUND_MATMUL}, no core grid); kgen builds "
                 f"no separate op")
     return None
 
